@@ -1,0 +1,36 @@
+//! One module per subcommand. Exit codes: 0 ok, 1 findings at or above --fail-on, 2 could not run.
+
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command, FailOn};
+use linerate_rules::Severity;
+
+mod plan;
+mod probe;
+
+pub const EXIT_FINDINGS: u8 = 1;
+pub const EXIT_CANNOT_RUN: u8 = 2;
+
+pub fn run(cli: Cli) -> ExitCode {
+    let style = crate::out::style(cli.color);
+    let r = match cli.command {
+        Command::Probe(a) => probe::run(&a, style),
+        Command::Plan(a) => plan::run(&a, style),
+    };
+    match r {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("linerate: {e:#}");
+            ExitCode::from(EXIT_CANNOT_RUN)
+        }
+    }
+}
+
+pub fn fail_threshold(f: FailOn) -> Option<Severity> {
+    match f {
+        FailOn::Error => Some(Severity::Error),
+        FailOn::Warning => Some(Severity::Warning),
+        FailOn::Info => Some(Severity::Info),
+        FailOn::Never => None,
+    }
+}

@@ -1,0 +1,378 @@
+//! Reading sysfs/procfs values under a root, with every failure recorded
+//! instead of raised.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// Largest value file we read (sysfs attributes are at most a page).
+const MAX_VALUE_BYTES: u64 = 64 * 1024;
+/// Most directory entries we look at in one directory (a hostile tree cannot make us loop forever).
+pub const MAX_DIR_ENTRIES: usize = 4096;
+
+/// Why a value is unknown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    /// The file does not exist.
+    Missing,
+    /// The file exists but its content is not in the expected format.
+    Malformed,
+    /// Reading failed (permission, EINVAL from a device in D3, not a regular file, ...).
+    Unreadable,
+}
+
+/// A value that could not be used. Reported as a `sysfs.unreadable` finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The port or PCI address the value belongs to.
+    pub subject: String,
+    /// Path as it would be on a live system (`/sys/class/...`).
+    pub path: String,
+    pub kind: ProblemKind,
+    /// What was found and what was expected.
+    pub detail: String,
+}
+
+/// A read-only view of a filesystem root (`/` or a fixture tree).
+#[derive(Debug)]
+pub struct Root {
+    root: PathBuf,
+    pub problems: Vec<Problem>,
+}
+
+impl Root {
+    pub fn new(root: &Path) -> Self {
+        Self {
+            root: root.to_path_buf(),
+            problems: Vec::new(),
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel.trim_start_matches('/'))
+    }
+
+    /// Display form of a path inside the root: `/sys/...`.
+    pub fn display(&self, p: &Path) -> String {
+        match p.strip_prefix(&self.root) {
+            Ok(r) => format!("/{}", r.display()),
+            Err(_) => p.display().to_string(),
+        }
+    }
+
+    /// Read a value: `Ok(None)` when missing, `Err(reason)` when unreadable.
+    pub fn read_raw(p: &Path) -> Result<Option<String>, String> {
+        let meta = match fs::metadata(p) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.to_string()),
+        };
+        if !meta.is_file() {
+            return Err("not a regular file".into());
+        }
+        let mut buf = Vec::new();
+        fs::File::open(p)
+            .and_then(|f| f.take(MAX_VALUE_BYTES).read_to_end(&mut buf))
+            .map_err(|e| e.to_string())?;
+        let s = String::from_utf8_lossy(&buf);
+        Ok(Some(s.trim_end_matches(['\n', '\0']).trim().to_string()))
+    }
+
+    /// Read an optional value: missing is silent, unreadable is recorded.
+    pub fn opt(&mut self, p: &Path, subject: &str) -> Option<String> {
+        match Self::read_raw(p) {
+            Ok(v) => v,
+            Err(e) => {
+                self.problem(p, subject, ProblemKind::Unreadable, e);
+                None
+            }
+        }
+    }
+
+    /// Read a value that should exist: missing and unreadable are recorded.
+    pub fn req(&mut self, p: &Path, subject: &str) -> Option<String> {
+        match Self::read_raw(p) {
+            Ok(Some(v)) => Some(v),
+            Ok(None) => {
+                self.problem(p, subject, ProblemKind::Missing, "file missing".into());
+                None
+            }
+            Err(e) => {
+                self.problem(p, subject, ProblemKind::Unreadable, e);
+                None
+            }
+        }
+    }
+
+    /// Parse a value; a malformed one is recorded with what was expected.
+    pub fn parse<T>(
+        &mut self,
+        p: &Path,
+        subject: &str,
+        value: Option<String>,
+        expected: &str,
+        f: impl FnOnce(&str) -> Option<T>,
+    ) -> Option<T> {
+        let v = value?;
+        match f(&v) {
+            Some(t) => Some(t),
+            None => {
+                self.problem(
+                    p,
+                    subject,
+                    ProblemKind::Malformed,
+                    format!("found `{}`, expected {expected}", truncate(&v, 80)),
+                );
+                None
+            }
+        }
+    }
+
+    /// `req` then `parse`.
+    pub fn req_parse<T>(
+        &mut self,
+        p: &Path,
+        subject: &str,
+        expected: &str,
+        f: impl FnOnce(&str) -> Option<T>,
+    ) -> Option<T> {
+        let v = self.req(p, subject);
+        self.parse(p, subject, v, expected, f)
+    }
+
+    /// `opt` then `parse`.
+    pub fn opt_parse<T>(
+        &mut self,
+        p: &Path,
+        subject: &str,
+        expected: &str,
+        f: impl FnOnce(&str) -> Option<T>,
+    ) -> Option<T> {
+        let v = self.opt(p, subject);
+        self.parse(p, subject, v, expected, f)
+    }
+
+    pub fn problem(&mut self, p: &Path, subject: &str, kind: ProblemKind, detail: String) {
+        let path = self.display(p);
+        if self
+            .problems
+            .iter()
+            .any(|q| q.path == path && q.subject == subject)
+        {
+            return;
+        }
+        self.problems.push(Problem {
+            subject: subject.to_string(),
+            path,
+            kind,
+            detail,
+        });
+    }
+
+    /// Sorted names in a directory (empty when it does not exist), bounded.
+    pub fn list(p: &Path) -> Vec<String> {
+        let Ok(rd) = fs::read_dir(p) else {
+            return Vec::new();
+        };
+        let mut v: Vec<String> = rd
+            .take(MAX_DIR_ENTRIES)
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        v.sort_by(|a, b| natural_cmp(a, b));
+        v
+    }
+
+    /// The last component a symlink points to (`driver` → `mlx4_core`).
+    pub fn link_name(p: &Path) -> Option<String> {
+        let t = fs::read_link(p).ok()?;
+        t.file_name()?.to_str().map(str::to_string)
+    }
+}
+
+/// Compare strings with embedded numbers naturally (`cpu2` < `cpu10`).
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    fn key(s: &str) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        let mut text = String::new();
+        let mut num = String::new();
+        for c in s.chars() {
+            if c.is_ascii_digit() {
+                num.push(c);
+            } else {
+                if !num.is_empty() {
+                    out.push((std::mem::take(&mut text), num.parse().unwrap_or(u64::MAX)));
+                    num.clear();
+                }
+                text.push(c);
+            }
+        }
+        out.push((text, num.parse().unwrap_or(0)));
+        out
+    }
+    key(a).cmp(&key(b))
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// Parse a kernel CPU list (`0-7,16-23`). Bounded: refuses lists naming more than 65536 CPUs.
+pub fn parse_cpulist(s: &str) -> Option<Vec<u32>> {
+    let s = s.trim();
+    let mut out = Vec::new();
+    if s.is_empty() {
+        return Some(out);
+    }
+    for part in s.split(',') {
+        let part = part.trim();
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
+            None => {
+                let a = part.parse::<u32>().ok()?;
+                (a, a)
+            }
+        };
+        if b < a || out.len() + (b - a) as usize >= 65536 {
+            return None;
+        }
+        out.extend(a..=b);
+    }
+    Some(out)
+}
+
+/// `0x15b3` → 0x15b3
+pub fn parse_hex_u32(s: &str) -> Option<u32> {
+    let h = s.trim().strip_prefix("0x")?;
+    u32::from_str_radix(h, 16).ok()
+}
+
+pub fn parse_hex_u16(s: &str) -> Option<u16> {
+    parse_hex_u32(s).and_then(|v| u16::try_from(v).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpulists() {
+        assert_eq!(parse_cpulist("0-3,8").unwrap(), vec![0, 1, 2, 3, 8]);
+        assert_eq!(parse_cpulist("").unwrap(), Vec::<u32>::new());
+        assert!(parse_cpulist("3-1").is_none());
+        assert!(parse_cpulist("0-4000000000").is_none());
+        assert!(parse_cpulist("a-b").is_none());
+    }
+
+    #[test]
+    fn cpulists_compress() {
+        assert_eq!(ser::cpulist_string(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(ser::cpulist_string(&[]), "");
+    }
+
+    #[test]
+    fn natural_order() {
+        let mut v = vec!["cpu10", "cpu2", "cpu1"];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(v, ["cpu1", "cpu2", "cpu10"]);
+    }
+
+    #[test]
+    fn hex() {
+        assert_eq!(parse_hex_u16("0x15b3"), Some(0x15b3));
+        assert_eq!(parse_hex_u16("15b3"), None);
+        assert_eq!(parse_hex_u16("0x1ffff"), None);
+    }
+
+    #[test]
+    fn reads_are_bounded_and_typed() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("v"), "4: ACTIVE\n").unwrap();
+        std::fs::create_dir(d.path().join("dir")).unwrap();
+        assert_eq!(
+            Root::read_raw(&d.path().join("v")).unwrap().unwrap(),
+            "4: ACTIVE"
+        );
+        assert_eq!(Root::read_raw(&d.path().join("nope")).unwrap(), None);
+        assert!(Root::read_raw(&d.path().join("dir")).is_err());
+        let mut r = Root::new(d.path());
+        let p = r.path("dir");
+        assert_eq!(r.req(&p, "x"), None);
+        assert_eq!(r.problems[0].path, "/dir");
+        assert_eq!(r.problems[0].kind, ProblemKind::Unreadable);
+    }
+}
+
+/// Serde helpers: ids in hex, CPU lists in the kernel's list format.
+/// (serde's `serialize_with` passes `&T`, hence the allowed lints.)
+#[allow(clippy::ref_option, clippy::trivially_copy_pass_by_ref)]
+pub mod ser {
+    use serde::Serializer;
+
+    pub fn hex16<S: Serializer>(v: &Option<u16>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => s.serialize_str(&format!("{v:#06x}")),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn hex32<S: Serializer>(v: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => s.serialize_str(&format!("{v:#08x}")),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// `[0,1,2,3,8]` → `"0-3,8"`
+    pub fn cpulist_string(cpus: &[u32]) -> String {
+        let mut out: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < cpus.len() {
+            let start = cpus[i];
+            let mut end = start;
+            while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+                i += 1;
+                end = cpus[i];
+            }
+            out.push(if start == end {
+                start.to_string()
+            } else {
+                format!("{start}-{end}")
+            });
+            i += 1;
+        }
+        out.join(",")
+    }
+
+    pub fn cpulist<S: Serializer>(v: &[u32], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&cpulist_string(v))
+    }
+
+    pub fn opt_cpulist<S: Serializer>(v: &Option<Vec<u32>>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => s.serialize_str(&cpulist_string(v)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn cpulist_map<S: Serializer>(
+        v: &std::collections::BTreeMap<String, Vec<u32>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(v.len()))?;
+        for (k, cpus) in v {
+            m.serialize_entry(k, &cpulist_string(cpus))?;
+        }
+        m.end()
+    }
+}

@@ -1,0 +1,194 @@
+//! RDMA devices from `/sys/class/infiniband`: InfiniBand and RoCE ports.
+
+use std::path::Path;
+
+use linerate_model::{IbPhysState, IbRate, IbState};
+use serde::Serialize;
+
+use crate::fs::{parse_hex_u32, Root};
+use crate::pci::{nearest_function, Registry};
+use crate::ports::LinkLayer;
+
+/// One PMA error or data counter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Counter {
+    pub name: String,
+    pub value: u64,
+    /// At the all-ones value of its width: PMA counters stop there instead of wrapping.
+    pub pegged: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IbPort {
+    pub number: u32,
+    pub state: Option<IbState>,
+    pub phys_state: Option<IbPhysState>,
+    pub rate: Option<IbRate>,
+    pub link_layer: LinkLayer,
+    pub lid: Option<u32>,
+    pub sm_lid: Option<u32>,
+    pub cap_mask: Option<u32>,
+    pub gid0: Option<String>,
+    /// RoCE: the netdev carrying GID 0.
+    pub roce_netdev: Option<String>,
+    /// Error and data counters; empty when the port has no PMA.
+    pub counters: Vec<Counter>,
+}
+
+impl IbPort {
+    pub fn counter(&self, name: &str) -> Option<u64> {
+        self.counters
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| c.value)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IbDevice {
+    pub name: String,
+    pub pci: Option<String>,
+    pub node_type: Option<String>,
+    pub node_guid: Option<String>,
+    pub fw_ver: Option<String>,
+    pub hca_type: Option<String>,
+    pub hw_rev: Option<String>,
+    /// The PSID on Mellanox cards.
+    pub board_id: Option<String>,
+    pub node_desc: Option<String>,
+    pub ports: Vec<IbPort>,
+}
+
+impl IbDevice {
+    /// Driver family from the device name: `mlx4`, `mlx5`, `mthca`, `rxe`, ...
+    pub fn family(&self) -> &str {
+        self.name
+            .trim_end_matches(|c: char| c.is_ascii_digit())
+            .trim_end_matches('_')
+    }
+}
+
+/// Counters read, with their widths in bits (sysfs-kb §1.4).
+const COUNTERS: [(&str, u32); 13] = [
+    ("symbol_error", 16),
+    ("link_error_recovery", 8),
+    ("link_downed", 8),
+    ("port_rcv_errors", 16),
+    ("port_rcv_remote_physical_errors", 16),
+    ("port_rcv_switch_relay_errors", 16),
+    ("port_xmit_discards", 16),
+    ("port_xmit_constraint_errors", 8),
+    ("port_rcv_constraint_errors", 8),
+    ("local_link_integrity_errors", 4),
+    ("excessive_buffer_overrun_errors", 4),
+    ("VL15_dropped", 16),
+    ("port_xmit_wait", 32),
+];
+
+pub fn read_all(r: &mut Root, pcis: &mut Registry) -> Vec<IbDevice> {
+    let class = r.path("sys/class/infiniband");
+    Root::list(&class)
+        .into_iter()
+        .map(|name| read_device(r, pcis, &class.join(&name), &name))
+        .collect()
+}
+
+fn read_device(r: &mut Root, pcis: &mut Registry, dir: &Path, name: &str) -> IbDevice {
+    let pci = std::fs::canonicalize(dir.join("device"))
+        .ok()
+        .and_then(|d| nearest_function(&d))
+        .and_then(|d| pcis.ensure(r, &d));
+    let mut ports = Vec::new();
+    for p in Root::list(&dir.join("ports")) {
+        let Ok(n) = p.parse::<u32>() else { continue };
+        ports.push(read_port(r, &dir.join("ports").join(&p), name, n));
+    }
+    IbDevice {
+        name: name.to_string(),
+        pci,
+        node_type: r.opt(&dir.join("node_type"), name),
+        node_guid: r.opt(&dir.join("node_guid"), name),
+        fw_ver: r.opt(&dir.join("fw_ver"), name),
+        hca_type: r.opt(&dir.join("hca_type"), name),
+        hw_rev: r.opt(&dir.join("hw_rev"), name),
+        board_id: r.opt(&dir.join("board_id"), name),
+        node_desc: r.opt(&dir.join("node_desc"), name),
+        ports,
+    }
+}
+
+fn read_port(r: &mut Root, dir: &Path, dev: &str, n: u32) -> IbPort {
+    let subject = format!("{dev}/{n}");
+    let s = subject.as_str();
+    let state = r.req_parse(
+        &dir.join("state"),
+        s,
+        "`N: NAME` with N 0-5",
+        IbState::parse,
+    );
+    let phys_state = r.req_parse(
+        &dir.join("phys_state"),
+        s,
+        "`N: NAME` with N 1-7",
+        IbPhysState::parse,
+    );
+    let link_layer = r
+        .req_parse(
+            &dir.join("link_layer"),
+            s,
+            "`InfiniBand`, `Ethernet` or `Unknown`",
+            LinkLayer::parse,
+        )
+        .unwrap_or(LinkLayer::Unknown);
+    // The rate of a down port is meaningless (mlx4 forces SDR), but it is still parsed.
+    let rate = r.req_parse(&dir.join("rate"), s, "`40 Gb/sec (4X QDR)`", IbRate::parse);
+    let lid = r.opt_parse(&dir.join("lid"), s, "a hex LID like `0x1`", parse_hex_u32);
+    let sm_lid = r.opt_parse(
+        &dir.join("sm_lid"),
+        s,
+        "a hex LID like `0x1`",
+        parse_hex_u32,
+    );
+    let cap_mask = r.opt_parse(&dir.join("cap_mask"), s, "`0x%08x`", parse_hex_u32);
+    let gid0 = r.opt(&dir.join("gids/0"), s);
+    let roce_netdev = Root::read_raw(&dir.join("gid_attrs/ndevs/0"))
+        .ok()
+        .flatten()
+        .filter(|v| !v.is_empty());
+    let mut counters = Vec::new();
+    let cdir = dir.join("counters");
+    for (name, bits) in COUNTERS {
+        let p = cdir.join(name);
+        // Old kernels print `N/A (no PMA)`: the port has no counters, not a fault.
+        match Root::read_raw(&p) {
+            Ok(Some(v)) if v.starts_with("N/A") => {}
+            Ok(Some(v)) => match v.parse::<u64>() {
+                Ok(value) => counters.push(Counter {
+                    name: name.to_string(),
+                    value,
+                    pegged: bits < 64 && value >= (1u64 << bits) - 1,
+                }),
+                Err(_) => r.problem(
+                    &p,
+                    s,
+                    crate::fs::ProblemKind::Malformed,
+                    format!("found `{v}`, expected a decimal counter"),
+                ),
+            },
+            Ok(None) | Err(_) => {}
+        }
+    }
+    IbPort {
+        number: n,
+        state,
+        phys_state,
+        rate,
+        link_layer,
+        lid,
+        sm_lid,
+        cap_mask,
+        gid0,
+        roce_netdev,
+        counters,
+    }
+}

@@ -1,0 +1,207 @@
+//! Network interfaces from `/sys/class/net`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::fs::{parse_hex_u32, Root};
+use crate::pci::{nearest_function, Registry};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetdevKind {
+    Ethernet,
+    Ipoib,
+    Loopback,
+    /// Another ARPHRD type (tunnels, CAN, ...): listed, not analysed.
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IpoibMode {
+    Datagram,
+    Connected,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IpoibInfo {
+    /// `None` when the kernel has no connected-mode support (no `mode` file) or it is unreadable.
+    pub mode: Option<IpoibMode>,
+    /// Address byte 0 has 0x80: the HCA supports connected mode (mlx5 enhanced IPoIB does not).
+    pub connected_capable: Option<bool>,
+    pub pkey: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Netdev {
+    pub name: String,
+    pub kind: NetdevKind,
+    /// ARPHRD type number.
+    pub arp_type: Option<u32>,
+    /// No hardware behind it (`devices/virtual`): loopback, bridge, veth, tun, bond...
+    pub is_virtual: bool,
+    /// A paravirtual NIC (virtio, vmxnet, netvsc): hardware from the guest's view, but no physical link.
+    pub paravirtual: bool,
+    pub driver: Option<String>,
+    pub pci: Option<String>,
+    pub mtu: Option<u32>,
+    /// Mb/s; `None` when unknown (-1, no carrier, or not reported).
+    pub speed_mbps: Option<u32>,
+    pub operstate: Option<String>,
+    pub carrier: Option<bool>,
+    /// IFF_UP in `flags`: configured up by the administrator.
+    pub admin_up: Option<bool>,
+    pub dev_port: Option<u32>,
+    pub address: Option<String>,
+    pub ipoib: Option<IpoibInfo>,
+    /// Non-zero error and drop counters from `statistics/`.
+    pub errors: BTreeMap<String, u64>,
+}
+
+const ERROR_STATS: [&str; 8] = [
+    "rx_errors",
+    "tx_errors",
+    "rx_dropped",
+    "tx_dropped",
+    "rx_crc_errors",
+    "rx_missed_errors",
+    "rx_fifo_errors",
+    "tx_carrier_errors",
+];
+
+pub fn read_all(r: &mut Root, pcis: &mut Registry) -> Vec<Netdev> {
+    let class = r.path("sys/class/net");
+    Root::list(&class)
+        .into_iter()
+        .filter(|n| !n.starts_with('.') && n != "bonding_masters")
+        .map(|name| read_netdev(r, pcis, &class.join(&name), &name))
+        .collect()
+}
+
+fn read_netdev(r: &mut Root, pcis: &mut Registry, dir: &Path, name: &str) -> Netdev {
+    let arp_type = r.req_parse(&dir.join("type"), name, "an ARPHRD number", |v| {
+        v.parse::<u32>().ok()
+    });
+    let kind = match arp_type {
+        Some(1) => NetdevKind::Ethernet,
+        Some(32) => NetdevKind::Ipoib,
+        Some(772) => NetdevKind::Loopback,
+        _ => NetdevKind::Other,
+    };
+    let device_dir = std::fs::canonicalize(dir.join("device")).ok();
+    let real = std::fs::canonicalize(dir).ok();
+    let is_virtual = device_dir.is_none()
+        || real
+            .as_ref()
+            .is_some_and(|p| p.components().any(|c| c.as_os_str() == "virtual"));
+    let driver = device_dir
+        .as_ref()
+        .and_then(|d| Root::link_name(&d.join("driver")));
+    let paravirtual = driver.as_deref().is_some_and(|d| {
+        matches!(
+            d,
+            "virtio_net" | "vmxnet3" | "hv_netvsc" | "xen-netfront" | "ena" | "gve"
+        )
+    });
+    let pci = if is_virtual {
+        None
+    } else {
+        device_dir
+            .as_deref()
+            .and_then(nearest_function)
+            .and_then(|d| pcis.ensure(r, &d))
+    };
+    let mtu = r.req_parse(&dir.join("mtu"), name, "a decimal MTU", |v| {
+        v.parse::<u32>().ok().filter(|m| *m > 0)
+    });
+    // speed: EINVAL when down or unsupported; -1 or 4294967295 when unknown.
+    let speed_mbps = match Root::read_raw(&dir.join("speed")) {
+        Ok(Some(v)) => match v.parse::<i64>() {
+            Ok(s) if s > 0 && s < i64::from(u32::MAX) => Some(s as u32),
+            Ok(_) => None,
+            Err(_) => {
+                r.problem(
+                    &dir.join("speed"),
+                    name,
+                    crate::fs::ProblemKind::Malformed,
+                    format!("found `{v}`, expected Mb/s as a decimal number or -1"),
+                );
+                None
+            }
+        },
+        _ => None,
+    };
+    let operstate = r.opt(&dir.join("operstate"), name);
+    let carrier = match Root::read_raw(&dir.join("carrier")) {
+        Ok(Some(v)) => match v.as_str() {
+            "1" => Some(true),
+            "0" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    };
+    let admin_up = r
+        .opt_parse(
+            &dir.join("flags"),
+            name,
+            "hex flags like `0x1003`",
+            parse_hex_u32,
+        )
+        .map(|f| f & 1 == 1);
+    let dev_port = r.opt_parse(&dir.join("dev_port"), name, "a port index", |v| {
+        v.parse::<u32>().ok()
+    });
+    let address = r.opt(&dir.join("address"), name);
+    let ipoib = (kind == NetdevKind::Ipoib).then(|| {
+        let mode = r.opt_parse(
+            &dir.join("mode"),
+            name,
+            "`datagram` or `connected`",
+            |v| match v {
+                "datagram" => Some(IpoibMode::Datagram),
+                "connected" => Some(IpoibMode::Connected),
+                _ => None,
+            },
+        );
+        let connected_capable = address
+            .as_deref()
+            .and_then(|a| a.split(':').next())
+            .and_then(|b| u8::from_str_radix(b, 16).ok())
+            .map(|b| b & 0x80 != 0);
+        IpoibInfo {
+            mode,
+            connected_capable,
+            pkey: r.opt(&dir.join("pkey"), name),
+        }
+    });
+    let mut errors = BTreeMap::new();
+    for stat in ERROR_STATS {
+        if let Ok(Some(v)) = Root::read_raw(&dir.join("statistics").join(stat)) {
+            if let Ok(n) = v.parse::<u64>() {
+                if n > 0 {
+                    errors.insert(stat.to_string(), n);
+                }
+            }
+        }
+    }
+    Netdev {
+        name: name.to_string(),
+        kind,
+        arp_type,
+        is_virtual,
+        paravirtual,
+        driver,
+        pci,
+        mtu,
+        speed_mbps,
+        operstate,
+        carrier,
+        admin_up,
+        dev_port,
+        address,
+        ipoib,
+        errors,
+    }
+}

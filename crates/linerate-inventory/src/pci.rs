@@ -1,0 +1,282 @@
+//! PCI functions behind network ports, their PCIe links and the slot above them.
+
+use std::path::{Path, PathBuf};
+
+use linerate_model::cards;
+use linerate_model::{PcieLink, PcieSpeed};
+use serde::Serialize;
+
+use crate::fs::{parse_hex_u16, parse_hex_u32, Root};
+
+/// The four PCIe link attribute files, as parsed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct PcieLinkFiles {
+    pub current_speed: Option<PcieSpeed>,
+    pub current_width: Option<u8>,
+    pub max_speed: Option<PcieSpeed>,
+    pub max_width: Option<u8>,
+    /// The attribute files exist at all (PCIe function on a kernel that has them).
+    pub present: bool,
+}
+
+impl PcieLinkFiles {
+    /// The negotiated link, when speed is known and the width non-zero.
+    pub fn current(&self) -> Option<PcieLink> {
+        let gen = self.current_speed?.gen()?;
+        let w = self.current_width.filter(|w| *w > 0)?;
+        Some(PcieLink::new(gen, w))
+    }
+
+    /// What this end is capable of.
+    pub fn max(&self) -> Option<PcieLink> {
+        let gen = self.max_speed?.gen()?;
+        let w = self.max_width.filter(|w| *w > 0)?;
+        Some(PcieLink::new(gen, w))
+    }
+}
+
+/// A bridge above the function: root port, or switch upstream/downstream port.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UpstreamPort {
+    pub address: String,
+    pub link: PcieLinkFiles,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PciFunction {
+    pub address: String,
+    #[serde(serialize_with = "crate::fs::ser::hex16")]
+    pub vendor: Option<u16>,
+    #[serde(serialize_with = "crate::fs::ser::hex16")]
+    pub device: Option<u16>,
+    #[serde(serialize_with = "crate::fs::ser::hex16")]
+    pub subsystem_vendor: Option<u16>,
+    #[serde(serialize_with = "crate::fs::ser::hex16")]
+    pub subsystem_device: Option<u16>,
+    #[serde(serialize_with = "crate::fs::ser::hex32")]
+    pub class: Option<u32>,
+    pub vendor_name: Option<String>,
+    pub model: Option<String>,
+    pub driver: Option<String>,
+    /// `None` when the kernel has no NUMA information (`-1`).
+    pub numa_node: Option<u32>,
+    #[serde(serialize_with = "crate::fs::ser::opt_cpulist")]
+    pub local_cpus: Option<Vec<u32>>,
+    pub link: PcieLinkFiles,
+    /// Bridges from the nearest (the slot) up to the root port.
+    pub upstream: Vec<UpstreamPort>,
+    pub msi_irqs: Vec<u32>,
+    /// mlx4 VPI port types: port number → `ib` | `eth` | `auto (ib)` ...
+    pub mlx4_port_types: std::collections::BTreeMap<u32, String>,
+}
+
+impl PciFunction {
+    pub fn card(&self) -> Option<&'static cards::CardInfo> {
+        cards::lookup(self.vendor?, self.device?)
+    }
+
+    /// The slot's capability: the minimum of every upstream port's maximum,
+    /// and the address that sets it.
+    pub fn slot_max(&self) -> Option<(PcieLink, &str)> {
+        let mut best: Option<(PcieLink, &str)> = None;
+        for u in &self.upstream {
+            if let Some(m) = u.link.max() {
+                best = Some(match best {
+                    None => (m, u.address.as_str()),
+                    Some((b, a)) => {
+                        let n = b.min(m);
+                        if n == b {
+                            (b, a)
+                        } else {
+                            (n, u.address.as_str())
+                        }
+                    }
+                });
+            }
+        }
+        best
+    }
+
+    /// The link data actually crosses: this function's link, narrowed by any
+    /// upstream link that negotiated lower (a switch uplink).
+    pub fn effective_link(&self) -> Option<PcieLink> {
+        let mut l = self.link.current()?;
+        for u in &self.upstream {
+            if let Some(c) = u.link.current() {
+                l = l.min(c);
+            }
+        }
+        Some(l)
+    }
+}
+
+/// PCI functions seen so far, by address.
+#[derive(Debug, Default)]
+pub struct Registry {
+    items: Vec<PciFunction>,
+}
+
+impl Registry {
+    pub fn get(&self, address: &str) -> Option<&PciFunction> {
+        self.items.iter().find(|p| p.address == address)
+    }
+
+    pub fn into_vec(self) -> Vec<PciFunction> {
+        self.items
+    }
+
+    /// Read the function at `dir` (a canonical path) once; return its address.
+    pub fn ensure(&mut self, r: &mut Root, dir: &Path) -> Option<String> {
+        let address = dir.file_name()?.to_str()?.to_string();
+        if !is_bdf(&address) {
+            return None;
+        }
+        if self.get(&address).is_none() {
+            let f = read_function(r, dir, &address);
+            self.items.push(f);
+        }
+        Some(address)
+    }
+}
+
+/// `0000:04:00.0`
+pub fn is_bdf(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 12
+        && b[4] == b':'
+        && b[7] == b':'
+        && b[10] == b'.'
+        && s.chars()
+            .enumerate()
+            .all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_hexdigit())
+}
+
+/// Walk up from a device directory to the nearest PCI function directory
+/// (a virtio device sits one level below its PCI function).
+pub fn nearest_function(dir: &Path) -> Option<PathBuf> {
+    let mut d = Some(dir);
+    while let Some(p) = d {
+        if p.file_name().and_then(|n| n.to_str()).is_some_and(is_bdf) {
+            return Some(p.to_path_buf());
+        }
+        d = p.parent();
+    }
+    None
+}
+
+fn read_link_files(r: &mut Root, dir: &Path, subject: &str) -> PcieLinkFiles {
+    let speed_exp = "`8.0 GT/s PCIe`, `8 GT/s` or `Unknown`";
+    let width_exp = "a lane count (1-32)";
+    let width = |s: &str| s.parse::<u8>().ok().filter(|w| *w <= 32);
+    let present = dir.join("current_link_speed").exists() || dir.join("max_link_speed").exists();
+    if !present {
+        return PcieLinkFiles::default();
+    }
+    PcieLinkFiles {
+        current_speed: r.req_parse(
+            &dir.join("current_link_speed"),
+            subject,
+            speed_exp,
+            PcieSpeed::parse,
+        ),
+        current_width: r.req_parse(&dir.join("current_link_width"), subject, width_exp, width),
+        max_speed: r.req_parse(
+            &dir.join("max_link_speed"),
+            subject,
+            speed_exp,
+            PcieSpeed::parse,
+        ),
+        max_width: r.req_parse(&dir.join("max_link_width"), subject, width_exp, width),
+        present: true,
+    }
+}
+
+fn read_function(r: &mut Root, dir: &Path, address: &str) -> PciFunction {
+    let s = address;
+    let hex = "a hex id like `0x15b3`";
+    let vendor = r.req_parse(&dir.join("vendor"), s, hex, parse_hex_u16);
+    let device = r.req_parse(&dir.join("device"), s, hex, parse_hex_u16);
+    let subsystem_vendor = r.opt_parse(&dir.join("subsystem_vendor"), s, hex, parse_hex_u16);
+    let subsystem_device = r.opt_parse(&dir.join("subsystem_device"), s, hex, parse_hex_u16);
+    let class = r.opt_parse(
+        &dir.join("class"),
+        s,
+        "a class like `0x020000`",
+        parse_hex_u32,
+    );
+    let numa_node = r
+        .opt_parse(&dir.join("numa_node"), s, "a node number or -1", |v| {
+            v.parse::<i64>().ok().filter(|n| *n >= -1 && *n < 65536)
+        })
+        .and_then(|n| u32::try_from(n).ok());
+    let local_cpus = r.opt_parse(
+        &dir.join("local_cpulist"),
+        s,
+        "a CPU list like `0-7`",
+        crate::fs::parse_cpulist,
+    );
+    let link = read_link_files(r, dir, s);
+    let card = vendor.zip(device).and_then(|(v, d)| cards::lookup(v, d));
+    let vendor_name = card
+        .map(|c| c.vendor_name)
+        .or_else(|| vendor.and_then(cards::vendor_name))
+        .map(str::to_string);
+    let mut upstream = Vec::new();
+    let mut up = dir.parent();
+    while let Some(p) = up {
+        let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+            break;
+        };
+        if !is_bdf(name) {
+            break;
+        }
+        let link = read_link_files(r, p, name);
+        upstream.push(UpstreamPort {
+            address: name.to_string(),
+            link,
+        });
+        up = p.parent();
+    }
+    let mut msi_irqs: Vec<u32> = Root::list(&dir.join("msi_irqs"))
+        .iter()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    msi_irqs.sort_unstable();
+    let mut mlx4_port_types = std::collections::BTreeMap::new();
+    for n in 1..=2u32 {
+        if let Some(t) = r.opt(&dir.join(format!("mlx4_port{n}")), s) {
+            mlx4_port_types.insert(n, t);
+        }
+    }
+    PciFunction {
+        address: address.to_string(),
+        vendor,
+        device,
+        subsystem_vendor,
+        subsystem_device,
+        class,
+        vendor_name,
+        model: card.map(|c| c.model.to_string()),
+        driver: Root::link_name(&dir.join("driver")),
+        numa_node,
+        local_cpus,
+        link,
+        upstream,
+        msi_irqs,
+        mlx4_port_types,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bdf() {
+        assert!(is_bdf("0000:04:00.0"));
+        assert!(is_bdf("0000:af:1f.7"));
+        assert!(!is_bdf("pci0000:00"));
+        assert!(!is_bdf("virtio2"));
+        assert!(!is_bdf("0000:04:00:0"));
+    }
+}

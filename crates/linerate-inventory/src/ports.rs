@@ -1,0 +1,161 @@
+//! Joining RDMA ports, netdevs and PCI functions into the list of ports.
+
+use serde::Serialize;
+
+use crate::ib::IbDevice;
+use crate::net::{Netdev, NetdevKind};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkLayer {
+    Infiniband,
+    Ethernet,
+    Unknown,
+}
+
+impl LinkLayer {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "InfiniBand" => Some(Self::Infiniband),
+            "Ethernet" => Some(Self::Ethernet),
+            "Unknown" => Some(Self::Unknown),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PortKind {
+    /// An InfiniBand port (with or without an IPoIB netdev).
+    Infiniband,
+    /// An RDMA-capable Ethernet port (RoCE).
+    Roce,
+    /// A plain Ethernet NIC port.
+    Ethernet,
+    /// Paravirtual NIC (virtio, vmxnet3, ...): no physical link to model.
+    Paravirtual,
+    /// Software device: bridge, veth, bond, tun...
+    Virtual,
+    Loopback,
+    /// Any other interface type.
+    Other,
+}
+
+/// One network port, the unit of the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Port {
+    /// Netdev name, or `device/port` for an RDMA port without one.
+    pub name: String,
+    pub kind: PortKind,
+    /// IB device (`mlx4_0`), else the PCI address for plain NICs, else none.
+    pub device: Option<String>,
+    /// IB port number.
+    pub port: Option<u32>,
+    pub netdev: Option<String>,
+    pub pci: Option<String>,
+    pub link_layer: LinkLayer,
+}
+
+pub fn assemble(ib: &[IbDevice], netdevs: &[Netdev]) -> Vec<Port> {
+    let mut ports = Vec::new();
+    let mut claimed: Vec<&str> = Vec::new();
+    for dev in ib {
+        for p in &dev.ports {
+            let same_fn = |n: &&Netdev| n.pci.is_some() && n.pci == dev.pci;
+            let index_matches = |n: &&Netdev| {
+                n.dev_port
+                    .map_or(dev.ports.len() == 1, |d| d + 1 == p.number)
+            };
+            let nd: Vec<&Netdev> = match p.link_layer {
+                LinkLayer::Ethernet => {
+                    let by_gid = p
+                        .roce_netdev
+                        .as_deref()
+                        .and_then(|g| netdevs.iter().find(|n| n.name == g));
+                    match by_gid {
+                        Some(n) => vec![n],
+                        None => netdevs
+                            .iter()
+                            .filter(|n| n.kind == NetdevKind::Ethernet)
+                            .filter(same_fn)
+                            .filter(index_matches)
+                            .take(1)
+                            .collect(),
+                    }
+                }
+                _ => netdevs
+                    .iter()
+                    .filter(|n| n.kind == NetdevKind::Ipoib)
+                    .filter(same_fn)
+                    .filter(index_matches)
+                    .collect(),
+            };
+            let kind = if p.link_layer == LinkLayer::Ethernet {
+                PortKind::Roce
+            } else {
+                PortKind::Infiniband
+            };
+            if nd.is_empty() {
+                ports.push(Port {
+                    name: format!("{}/{}", dev.name, p.number),
+                    kind,
+                    device: Some(dev.name.clone()),
+                    port: Some(p.number),
+                    netdev: None,
+                    pci: dev.pci.clone(),
+                    link_layer: p.link_layer,
+                });
+            }
+            for n in nd {
+                claimed.push(&n.name);
+                ports.push(Port {
+                    name: n.name.clone(),
+                    kind,
+                    device: Some(dev.name.clone()),
+                    port: Some(p.number),
+                    netdev: Some(n.name.clone()),
+                    pci: dev.pci.clone(),
+                    link_layer: p.link_layer,
+                });
+            }
+        }
+    }
+    for n in netdevs {
+        if claimed.contains(&n.name.as_str()) {
+            continue;
+        }
+        let kind = match n.kind {
+            NetdevKind::Loopback => PortKind::Loopback,
+            _ if n.is_virtual => PortKind::Virtual,
+            _ if n.paravirtual => PortKind::Paravirtual,
+            NetdevKind::Ethernet => PortKind::Ethernet,
+            // An IPoIB netdev whose RDMA device is not in sysfs: still an IB port.
+            NetdevKind::Ipoib => PortKind::Infiniband,
+            NetdevKind::Other => PortKind::Other,
+        };
+        let link_layer = match n.kind {
+            NetdevKind::Ethernet => LinkLayer::Ethernet,
+            NetdevKind::Ipoib => LinkLayer::Infiniband,
+            _ => LinkLayer::Unknown,
+        };
+        let device = if matches!(
+            kind,
+            PortKind::Ethernet | PortKind::Infiniband | PortKind::Paravirtual
+        ) {
+            n.pci.clone()
+        } else {
+            None
+        };
+        ports.push(Port {
+            name: n.name.clone(),
+            kind,
+            device,
+            port: None,
+            netdev: Some(n.name.clone()),
+            pci: n.pci.clone(),
+            link_layer,
+        });
+    }
+    ports
+}

@@ -1,0 +1,359 @@
+//! The terminal view: a block per port, its ceiling chain, and findings by subject.
+
+use std::fmt::Write as _;
+
+use linerate_inventory::{Inventory, IpoibMode, Port, PortKind};
+use linerate_model::ceiling::fmt_num;
+use linerate_model::{Ceiling, CeilingInput, LimitedBy, LinkInput};
+use linerate_rules::{Analysis, Finding, Severity};
+
+use crate::Style;
+
+const BAR: usize = 24;
+
+fn bar(style: Style, frac: f64) -> String {
+    let n = (frac.clamp(0.0, 1.0) * BAR as f64).round() as usize;
+    style.dim(&format!("{}{}", "█".repeat(n), "·".repeat(BAR - n)))
+}
+
+fn limited_by_words(l: LimitedBy) -> &'static str {
+    match l {
+        LimitedBy::Link => "limited by the link",
+        LimitedBy::Encoding => "limited by the link's line encoding",
+        LimitedBy::Pcie => "limited by PCIe",
+        LimitedBy::Mtu => "limited by the MTU",
+        LimitedBy::PortDown => "port down",
+        LimitedBy::NoSubnetManager => "no subnet manager",
+        LimitedBy::Unknown => "unknown",
+    }
+}
+
+/// The chain as aligned lines with bars scaled to its first stage.
+pub fn render_chain(out: &mut String, c: &Ceiling, style: Style, indent: &str) {
+    let top = c.chain.iter().map(|s| s.gbps).fold(0.0_f64, f64::max);
+    for s in &c.chain {
+        let stage = serde_json::to_value(s.stage)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let frac = if top > 0.0 { s.gbps / top } else { 0.0 };
+        let _ = writeln!(
+            out,
+            "{indent}{:>8} Gb/s {} {:<13} {}",
+            fmt_num(s.gbps),
+            bar(style, frac),
+            stage,
+            s.explain
+        );
+    }
+}
+
+fn ceiling_line(c: &Ceiling, style: Style) -> String {
+    let mut s = match c.limited_by {
+        LimitedBy::PortDown | LimitedBy::NoSubnetManager => style.severity(
+            Severity::Error,
+            &format!("0 Gb/s: {}", limited_by_words(c.limited_by)),
+        ),
+        LimitedBy::Unknown => style.dim("no hardware ceiling"),
+        l => format!(
+            "{}  {}",
+            style.bold(&format!("{} Gb/s", fmt_num(c.gbps))),
+            limited_by_words(l)
+        ),
+    };
+    if let Some(t) = c.tcp_gbps {
+        let _ = write!(s, "   (TCP goodput ≈ {} Gb/s)", fmt_num(t));
+    }
+    if let Some(p) = c.potential_gbps {
+        let _ = write!(s, "   (once fixed: {} Gb/s)", fmt_num(p));
+    }
+    s
+}
+
+fn render_finding(out: &mut String, f: &Finding, style: Style, indent: &str) {
+    let mark = match f.severity {
+        Severity::Error => "✖ error  ",
+        Severity::Warning => "▲ warning",
+        Severity::Info => "● info   ",
+    };
+    let _ = writeln!(
+        out,
+        "{indent}{} {} {}",
+        style.severity(f.severity, mark),
+        style.bold(f.id),
+        f.message
+    );
+    let pad = format!("{indent}           ");
+    for (k, v) in &f.evidence {
+        let _ = writeln!(out, "{pad}{}", style.dim(&format!("{k} = {v}")));
+    }
+    if !f.fix.is_empty() {
+        let _ = writeln!(out, "{pad}{} {}", style.good("fix:"), f.fix);
+    }
+}
+
+fn port_header(inv: &Inventory, p: &Port) -> String {
+    let kind = match p.kind {
+        PortKind::Infiniband => "InfiniBand",
+        PortKind::Roce => "RoCE (Ethernet)",
+        PortKind::Ethernet => "Ethernet",
+        PortKind::Paravirtual => "paravirtual NIC",
+        PortKind::Virtual => "virtual",
+        PortKind::Loopback => "loopback",
+        PortKind::Other => "other",
+    };
+    let mut s = kind.to_string();
+    if let (Some(d), Some(n)) = (&p.device, p.port) {
+        let _ = write!(s, "  {d} port {n}");
+    }
+    if let Some(f) = inv.port_pci(p) {
+        if let Some(m) = &f.model {
+            let _ = write!(s, "  {m}");
+        } else if let (Some(v), Some(d)) = (f.vendor, f.device) {
+            let _ = write!(
+                s,
+                "  {} [{v:04x}:{d:04x}]",
+                f.vendor_name.as_deref().unwrap_or("unknown vendor")
+            );
+        }
+    }
+    if let Some((d, _)) = inv.ib_port(p) {
+        if let Some(fw) = &d.fw_ver {
+            let _ = write!(s, "  fw {fw}");
+        }
+        if let Some(b) = &d.board_id {
+            let _ = write!(s, "  PSID {b}");
+        }
+    }
+    s
+}
+
+fn port_facts(out: &mut String, inv: &Inventory, p: &Port, style: Style) {
+    let ind = "    ";
+    if let Some((_, ib)) = inv.ib_port(p) {
+        let mut s = format!(
+            "{} / {}",
+            ib.state.map_or("?", |x| x.name()),
+            ib.phys_state.map_or("?", |x| x.name())
+        );
+        if let Some(r) = ib.rate {
+            let _ = write!(s, "   {} Gb/sec ({})", fmt_num(r.nominal_gbps), r.label());
+        }
+        if p.link_layer == linerate_inventory::LinkLayer::Infiniband {
+            if let Some(l) = ib.lid {
+                let _ = write!(s, "   LID {l:#x}");
+            }
+            if let Some(l) = ib.sm_lid {
+                let _ = write!(s, "   SM LID {l:#x}");
+            }
+        }
+        let _ = writeln!(out, "{ind}{:<10} {s}", style.dim("port"));
+    }
+    if let Some(n) = inv.port_netdev(p) {
+        let mut s = n.name.clone();
+        if let Some(m) = n.mtu {
+            let _ = write!(s, "   MTU {m}");
+        }
+        if let Some(i) = &n.ipoib {
+            let mode = match i.mode {
+                Some(IpoibMode::Connected) => "connected mode",
+                Some(IpoibMode::Datagram) => "datagram mode",
+                None => "mode unknown (no connected-mode support)",
+            };
+            let _ = write!(s, "   {mode}");
+        }
+        if let Some(sp) = n.speed_mbps {
+            let _ = write!(s, "   {sp} Mb/s");
+        }
+        if let Some(o) = &n.operstate {
+            let _ = write!(s, "   {o}");
+        }
+        if let Some(d) = &n.driver {
+            let _ = write!(s, "   driver {d}");
+        }
+        let _ = writeln!(out, "{ind}{:<10} {s}", style.dim("netdev"));
+    }
+    if let Some(f) = inv.port_pci(p) {
+        let mut s = f.address.clone();
+        match f.link.current() {
+            Some(c) => {
+                let _ = write!(s, "   {}", c.label());
+            }
+            None if f.link.present => s.push_str("   link unknown"),
+            None => s.push_str("   no PCIe link attributes"),
+        }
+        let mut caps = Vec::new();
+        if let Some(m) = f.link.max() {
+            caps.push(format!("card {}", m.label()));
+        }
+        if let Some((sl, a)) = f.slot_max() {
+            caps.push(format!("slot {} at {a}", sl.label()));
+        }
+        if !caps.is_empty() {
+            let _ = write!(s, " ({})", caps.join(", "));
+        }
+        if let Some(n) = f.numa_node {
+            let _ = write!(s, "   NUMA {n}");
+        }
+        let _ = writeln!(out, "{ind}{:<10} {s}", style.dim("pci"));
+    }
+}
+
+fn render_host(out: &mut String, inv: &Inventory, style: Style) {
+    let h = &inv.host;
+    let mut s = format!("{} CPUs", h.cpus.len());
+    if h.numa_nodes.len() > 1 {
+        let _ = write!(s, ", {} NUMA nodes", h.numa_nodes.len());
+    }
+    if h.governors.is_empty() {
+        s.push_str(", no cpufreq");
+    } else {
+        let g: Vec<String> = h
+            .governors
+            .iter()
+            .map(|(k, v)| format!("{k} ×{}", v.len()))
+            .collect();
+        let _ = write!(s, ", governor {}", g.join(", "));
+    }
+    let _ = writeln!(out, "{} {s}", style.bold("host"));
+    let k = &h.sockets;
+    let fmt3 = |t: Option<[u64; 3]>| t.map_or("?".into(), |[a, b, c]| format!("{a} {b} {c}"));
+    let fmtn = |t: Option<u64>| t.map_or("?".into(), |v| v.to_string());
+    let _ = writeln!(
+        out,
+        "    {:<10} tcp_rmem {}   tcp_wmem {}   rmem_max {}   wmem_max {}",
+        style.dim("buffers"),
+        fmt3(k.tcp_rmem),
+        fmt3(k.tcp_wmem),
+        fmtn(k.rmem_max),
+        fmtn(k.wmem_max)
+    );
+}
+
+fn summary_line(findings: &[Finding], style: Style) -> String {
+    let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
+    let (e, w, i) = (
+        count(Severity::Error),
+        count(Severity::Warning),
+        count(Severity::Info),
+    );
+    let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    let text = format!(
+        "{}, {}, {}",
+        plural(e, "error"),
+        plural(w, "warning"),
+        plural(i, "note")
+    );
+    if e > 0 {
+        style.severity(Severity::Error, &text)
+    } else if w > 0 {
+        style.severity(Severity::Warning, &text)
+    } else {
+        style.good(&text)
+    }
+}
+
+/// `linerate probe` for people.
+pub fn render_probe(inv: &Inventory, analysis: &Analysis, style: Style) -> String {
+    let mut out = String::new();
+    let h = &inv.host;
+    let _ = writeln!(
+        out,
+        "{} {}{}\n",
+        style.bold("linerate probe:"),
+        h.hostname.as_deref().unwrap_or("this host"),
+        h.kernel
+            .as_deref()
+            .map_or(String::new(), |k| format!(", Linux {k}"))
+    );
+    let mut used: Vec<usize> = Vec::new();
+    let mut compact = Vec::new();
+    for (p, a) in inv.ports.iter().zip(&analysis.ports) {
+        // Findings about this port, or about its PCI function.
+        let mine: Vec<(usize, &Finding)> = analysis
+            .findings
+            .iter()
+            .enumerate()
+            .filter(|(i, f)| {
+                !used.contains(i)
+                    && (f.subject == p.name || p.pci.as_deref() == Some(f.subject.as_str()))
+            })
+            .collect();
+        let hardware = matches!(
+            p.kind,
+            PortKind::Infiniband | PortKind::Roce | PortKind::Ethernet
+        );
+        if !hardware && mine.is_empty() {
+            compact.push((p, a));
+            continue;
+        }
+        let _ = writeln!(out, "{}  {}", style.bold(&p.name), port_header(inv, p));
+        port_facts(&mut out, inv, p, style);
+        let _ = writeln!(
+            out,
+            "    {:<10} {}",
+            style.dim("ceiling"),
+            ceiling_line(&a.ceiling, style)
+        );
+        render_chain(&mut out, &a.ceiling, style, "      ");
+        for (i, f) in mine {
+            used.push(i);
+            render_finding(&mut out, f, style, "    ");
+        }
+        out.push('\n');
+    }
+    if !compact.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}",
+            style.bold("other interfaces (no hardware link to model)")
+        );
+        for (p, _) in compact {
+            let n = inv.port_netdev(p);
+            let kind = match p.kind {
+                PortKind::Loopback => "loopback".to_string(),
+                PortKind::Paravirtual => format!(
+                    "paravirtual ({})",
+                    n.and_then(|n| n.driver.as_deref()).unwrap_or("?")
+                ),
+                PortKind::Virtual => "virtual".to_string(),
+                _ => "other".to_string(),
+            };
+            let mtu = n
+                .and_then(|n| n.mtu)
+                .map_or(String::new(), |m| format!("MTU {m}"));
+            let st = n.and_then(|n| n.operstate.clone()).unwrap_or_default();
+            let _ = writeln!(out, "    {:<16} {:<24} {:<10} {st}", p.name, kind, mtu);
+        }
+        out.push('\n');
+    }
+    render_host(&mut out, inv, style);
+    for (i, f) in analysis.findings.iter().enumerate() {
+        if !used.contains(&i) {
+            render_finding(&mut out, f, style, "    ");
+        }
+    }
+    out.push('\n');
+    if inv.ports.is_empty() {
+        let _ = writeln!(out, "No network interfaces found under this root (no /sys/class/net entries, no /sys/class/infiniband devices).");
+    }
+    let _ = writeln!(out, "{}", summary_line(&analysis.findings, style));
+    out
+}
+
+/// `linerate plan` for people.
+pub fn render_plan(input: &CeilingInput, c: &Ceiling, style: Style) -> String {
+    let mut out = String::new();
+    let link = input.link.as_ref().map_or("?".into(), LinkInput::label);
+    let pcie = input.pcie.map_or("no PCIe limit".into(), |p| p.label());
+    let _ = writeln!(out, "{}  {link} on {pcie}", style.bold("plan"));
+    let _ = writeln!(
+        out,
+        "    {:<10} {}",
+        style.dim("ceiling"),
+        ceiling_line(c, style)
+    );
+    render_chain(&mut out, c, style, "      ");
+    let _ = writeln!(out, "\n{}", c.summary);
+    out
+}

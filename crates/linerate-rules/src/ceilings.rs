@@ -1,0 +1,141 @@
+//! From inventory facts to the model's [`CeilingInput`].
+
+use linerate_inventory::{Inventory, IpoibMode, Netdev, NetdevKind, Port, PortKind};
+use linerate_model::pcie::ASSUMED_MPS;
+use linerate_model::{
+    ceiling, Ceiling, CeilingInput, EthSpeed, IbPhysState, IbState, LinkInput, MtuInput, Transport,
+    Usability,
+};
+
+/// The ceiling of one port.
+pub fn port_ceiling(inv: &Inventory, port: &Port) -> Ceiling {
+    ceiling(&ceiling_input(inv, port))
+}
+
+/// Everything the model needs about one port.
+pub fn ceiling_input(inv: &Inventory, port: &Port) -> CeilingInput {
+    let nd = inv.port_netdev(port);
+    let ib = inv.ib_port(port).map(|(_, p)| p);
+    let pci = inv.port_pci(port);
+    let link = match port.kind {
+        // The rate of a DOWN port is meaningless (mlx4 reports SDR), so it is not used.
+        PortKind::Infiniband => ib
+            .filter(|p| p.state != Some(IbState::Down))
+            .and_then(|p| p.rate)
+            .map(LinkInput::Infiniband),
+        PortKind::Roce => nd
+            .and_then(|n| n.speed_mbps)
+            .map(EthSpeed::from_mbps)
+            .or_else(|| {
+                // RoCE rate strings borrow IB names; the nominal figure is the Ethernet speed.
+                ib.and_then(|p| p.rate)
+                    .map(|r| EthSpeed::from_mbps((r.nominal_gbps * 1000.0).round() as u32))
+            })
+            .map(LinkInput::Ethernet),
+        PortKind::Ethernet => nd
+            .and_then(|n| n.speed_mbps)
+            .map(EthSpeed::from_mbps)
+            .map(LinkInput::Ethernet),
+        _ => None,
+    };
+    let pcie = pci
+        .filter(|f| !f.card().is_some_and(|c| c.virtual_function))
+        .and_then(linerate_inventory::PciFunction::effective_link);
+    let mtu = nd.and_then(mtu_input);
+    let usability = usability(port, nd, ib);
+    CeilingInput {
+        link,
+        pcie: if matches!(port.kind, PortKind::Paravirtual | PortKind::Virtual) {
+            None
+        } else {
+            pcie
+        },
+        mps: ASSUMED_MPS,
+        mps_known: false,
+        mtu,
+        usability,
+    }
+}
+
+fn mtu_input(n: &Netdev) -> Option<MtuInput> {
+    let mtu = n.mtu?;
+    let transport = match n.kind {
+        NetdevKind::Ethernet => Transport::Ethernet,
+        NetdevKind::Ipoib => match n.ipoib.as_ref().and_then(|i| i.mode) {
+            Some(IpoibMode::Connected) => Transport::IpoibConnected,
+            None if mtu > 4092 => Transport::IpoibConnected,
+            Some(IpoibMode::Datagram) | None => Transport::IpoibDatagram,
+        },
+        _ => return None,
+    };
+    Some(MtuInput { mtu, transport })
+}
+
+fn usability(
+    port: &Port,
+    nd: Option<&Netdev>,
+    ib: Option<&linerate_inventory::IbPort>,
+) -> Usability {
+    match port.kind {
+        PortKind::Loopback => {
+            return Usability::Virtual(
+                "loopback: no hardware ceiling; the CPU and memory copy rate limit it".into(),
+            )
+        }
+        PortKind::Virtual | PortKind::Other => {
+            return Usability::Virtual(
+                "virtual device: no hardware ceiling of its own; it runs at the speed of whatever it is attached to".into(),
+            )
+        }
+        PortKind::Paravirtual => {
+            return Usability::Virtual(format!(
+                "paravirtual NIC ({}): the hypervisor sets its ceiling; measure it",
+                nd.and_then(|n| n.driver.as_deref()).unwrap_or("virtual")
+            ))
+        }
+        PortKind::Infiniband | PortKind::Roce | PortKind::Ethernet => {}
+    }
+    if let Some(p) = ib {
+        let phys = p.phys_state;
+        match (p.state, phys) {
+            (Some(IbState::Active | IbState::ActiveDefer) | None, _) => {}
+            (Some(s @ (IbState::Init | IbState::Armed)), Some(IbPhysState::LinkUp)) => {
+                if port.kind == PortKind::Infiniband {
+                    return Usability::NoSubnetManager(format!(
+                        "physical link up but port {}: no subnet manager has activated it",
+                        s.name()
+                    ));
+                }
+            }
+            (Some(s), ph) => {
+                let why = match ph {
+                    Some(IbPhysState::Polling) => "physical state Polling: no cable, or nothing alive at the other end".to_string(),
+                    Some(IbPhysState::Disabled) => "physical state Disabled: the port is disabled (by the subnet manager, ibportstate, or for a RoCE port its netdev is down)".to_string(),
+                    Some(other) => format!("physical state {}", other.name()),
+                    None => "physical state unknown".to_string(),
+                };
+                return Usability::PortDown(format!("port {}: {why}", s.name()));
+            }
+        }
+        return Usability::Usable;
+    }
+    if let Some(n) = nd {
+        if n.admin_up == Some(false)
+            || n.operstate.as_deref() == Some("down") && n.carrier != Some(true)
+        {
+            let why = if n.admin_up == Some(false) {
+                "interface administratively down"
+            } else {
+                "no carrier: cable unplugged, or the peer is down"
+            };
+            return Usability::PortDown(format!("{}: {why}", n.name));
+        }
+        if n.carrier == Some(false) {
+            return Usability::PortDown(format!(
+                "{}: no carrier: cable unplugged, or the peer is down",
+                n.name
+            ));
+        }
+    }
+    Usability::Usable
+}

@@ -1,0 +1,243 @@
+//! PCIe rules: downtrained links, narrow slots, PCIe as the bottleneck, missing link data.
+
+use linerate_inventory::{Inventory, PciFunction, PortKind};
+use linerate_model::ceiling::fmt_num;
+use linerate_model::pcie::ASSUMED_MPS;
+use linerate_model::{LimitedBy, PcieLink};
+
+use crate::finding::{Finding, Severity};
+use crate::PortAnalysis;
+
+fn attr(f: &PciFunction, name: &str) -> String {
+    format!("/sys/bus/pci/devices/{}/{name}", f.address)
+}
+
+fn link_evidence(mut x: Finding, f: &PciFunction) -> Finding {
+    if let Some(l) = f.link.current() {
+        x = x
+            .evidence(
+                attr(f, "current_link_speed"),
+                format!("{} GT/s", fmt_num(l.gen.gt_per_s())),
+            )
+            .evidence(attr(f, "current_link_width"), l.width);
+    }
+    if let Some(m) = f.link.max() {
+        x = x
+            .evidence(
+                attr(f, "max_link_speed"),
+                format!("{} GT/s", fmt_num(m.gen.gt_per_s())),
+            )
+            .evidence(attr(f, "max_link_width"), m.width);
+    }
+    if let Some((s, addr)) = f.slot_max() {
+        x = x
+            .evidence(
+                format!("/sys/bus/pci/devices/{addr}/max_link_speed"),
+                format!("{} GT/s", fmt_num(s.gen.gt_per_s())),
+            )
+            .evidence(
+                format!("/sys/bus/pci/devices/{addr}/max_link_width"),
+                s.width,
+            );
+    }
+    x
+}
+
+/// The highest link data rate among the function's ports that have a physical link.
+fn port_link_rates<'a>(
+    inv: &'a Inventory,
+    analysis: &'a [PortAnalysis],
+    f: &PciFunction,
+) -> Vec<(&'a str, f64)> {
+    inv.ports
+        .iter()
+        .zip(analysis)
+        .filter(|(p, _)| p.pci.as_deref() == Some(f.address.as_str()))
+        .filter_map(|(p, a)| {
+            let c = &a.ceiling;
+            // data rate of the link stage (encoding stage gbps), if the physical link is up
+            let link_up = matches!(
+                c.limited_by,
+                LimitedBy::Link
+                    | LimitedBy::Encoding
+                    | LimitedBy::Pcie
+                    | LimitedBy::Mtu
+                    | LimitedBy::NoSubnetManager
+            );
+            let data = c
+                .chain
+                .iter()
+                .find(|s| s.stage == linerate_model::StageKind::Encoding)?
+                .gbps;
+            link_up.then_some((p.name.as_str(), data))
+        })
+        .collect()
+}
+
+pub fn rules(inv: &Inventory, analysis: &[PortAnalysis], out: &mut Vec<Finding>) {
+    for f in &inv.pci {
+        let card = f.card();
+        if card.is_some_and(|c| c.virtual_function) {
+            continue;
+        }
+        let paravirtual = inv
+            .ports
+            .iter()
+            .filter(|p| p.pci.as_deref() == Some(f.address.as_str()))
+            .all(|p| matches!(p.kind, PortKind::Paravirtual | PortKind::Virtual));
+        if paravirtual {
+            continue;
+        }
+        if !f.link.present {
+            out.push(
+                Finding::new("sysfs.unreadable", Severity::Info, &f.address)
+                    .evidence(attr(f, "current_link_speed"), "missing")
+                    .message(format!(
+                        "{} has no PCIe link attributes (a kernel before 2.6.26-era link files, or not a PCIe device): the PCIe stage of the ceiling is unknown",
+                        f.address
+                    ))
+                    .fix("Read the link with `lspci -vv -s ADDRESS | grep Lnk` (as root), or use a newer kernel."),
+            );
+            continue;
+        }
+        let (Some(cur), Some(max)) = (f.link.current(), f.link.max()) else {
+            if f.link.current_width == Some(0)
+                || f.link.current_speed == Some(linerate_model::PcieSpeed::Unknown)
+            {
+                out.push(
+                    link_evidence(Finding::new("pcie.link_down", Severity::Warning, &f.address), f)
+                        .evidence(attr(f, "current_link_width"), f.link.current_width.map_or("?".into(), |w| w.to_string()))
+                        .message(format!("{}: the PCIe link reports no speed or zero width: the device is powered down (D3) or its link failed", f.address))
+                        .fix("Check `lspci -vv` as root and dmesg for AER errors; reseat the card; disable runtime power management for it (echo on > power/control)."),
+                );
+            }
+            continue;
+        };
+        let slot = f.slot_max();
+        let possible = slot.map_or(max, |(s, _)| max.min(s));
+        let rates = port_link_rates(inv, analysis, f);
+        let best_link = rates.iter().map(|(_, r)| *r).fold(0.0_f64, f64::max);
+        let eff = f.effective_link().unwrap_or(cur);
+        let payload = eff.payload_gbps(ASSUMED_MPS);
+        let is_bottleneck = best_link > payload;
+
+        if cur.width < possible.width || cur.gen < possible.gen {
+            let both = possible.label();
+            out.push(
+                link_evidence(Finding::new("pcie.downtrained", Severity::Warning, &f.address), f)
+                    .message(format!(
+                        "{} negotiated {} although the card and the slot both support {}: the link trained below its capability (about {} Gb/s of payload instead of {})",
+                        f.address,
+                        cur.label(),
+                        both,
+                        fmt_num(cur.payload_gbps(ASSUMED_MPS)),
+                        fmt_num(possible.payload_gbps(ASSUMED_MPS)),
+                    ))
+                    .fix("Reseat the card; check or replace the riser or M.2 adapter; clean the edge connector; check the slot's BIOS setting (link speed, bifurcation); look for AER errors in dmesg."),
+            );
+        }
+        if let Some((s, addr)) = slot {
+            let narrower = max.width > s.width && cur.width == s.width;
+            let slower = max.gen > s.gen && cur.gen == s.gen;
+            if narrower || slower {
+                let sev = if is_bottleneck {
+                    Severity::Warning
+                } else {
+                    Severity::Info
+                };
+                let what = match (narrower, slower) {
+                    (true, true) => "narrower and slower",
+                    (true, false) => "narrower",
+                    _ => "slower",
+                };
+                out.push(
+                    link_evidence(Finding::new("pcie.slot_limited", sev, &f.address), f)
+                        .message(format!(
+                            "the card can do {} but its slot ({addr}) is {what}: {}. {}",
+                            max.label(),
+                            s.label(),
+                            if is_bottleneck {
+                                format!("This caps the port at about {} Gb/s.", fmt_num(payload))
+                            } else {
+                                format!("PCIe still carries about {} Gb/s, more than the link needs.", fmt_num(payload))
+                            }
+                        ))
+                        .fix(format!(
+                            "Move the card to a slot wired for {} (check the board manual: many x16-sized slots are wired x4 or hang off the chipset); an M.2 adapter gives at most x4.",
+                            max.label()
+                        )),
+                );
+            }
+        }
+        if is_bottleneck {
+            let (port, link) = rates
+                .iter()
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .copied()
+                .unwrap_or(("?", 0.0));
+            out.push(
+                link_evidence(Finding::new("pcie.bottleneck", Severity::Warning, &f.address), f)
+                    .evidence("ceiling.link_gbps", fmt_num(link))
+                    .evidence("ceiling.pcie_payload_gbps", fmt_num(payload))
+                    .message(format!(
+                        "{} carries about {} Gb/s of payload (max payload {} B assumed), below the {} Gb/s the link of {port} carries: PCIe caps it at {:.0}% of the link",
+                        eff.label(),
+                        fmt_num(payload),
+                        ASSUMED_MPS,
+                        fmt_num(link),
+                        payload / link * 100.0
+                    ))
+                    .fix(pcie_fix(link, eff, max)),
+            );
+        } else if rates.len() > 1 {
+            let total: f64 = rates.iter().map(|(_, r)| r).sum();
+            if total > payload {
+                out.push(
+                    link_evidence(Finding::new("pcie.bottleneck", Severity::Info, &f.address), f)
+                        .evidence("ceiling.ports_total_gbps", fmt_num(total))
+                        .evidence("ceiling.pcie_payload_gbps", fmt_num(payload))
+                        .message(format!(
+                            "each port alone fits, but all {} ports at once ({} Gb/s) exceed the {} Gb/s of payload {} carries",
+                            rates.len(),
+                            fmt_num(total),
+                            fmt_num(payload),
+                            eff.label()
+                        ))
+                        .fix("Expect the ports to share PCIe when driven together; use one port per card for full rate, or a card with a wider PCIe interface."),
+                );
+            }
+        }
+    }
+}
+
+fn pcie_fix(link_gbps: f64, have: PcieLink, card: PcieLink) -> String {
+    let card_payload = card.payload_gbps(ASSUMED_MPS);
+    if card_payload < link_gbps {
+        let best = if have == card {
+            String::new()
+        } else {
+            format!(" Its best is a slot wired for {} or better.", card.label())
+        };
+        return format!(
+            "The card's own interface, {}, carries about {} Gb/s, below its link rate: this card cannot reach line rate in any slot.{best} Nothing in software recovers PCIe bandwidth.",
+            card.label(),
+            fmt_num((card_payload * 10.0).round() / 10.0)
+        );
+    }
+    // The smallest link of the card's generation that carries the link rate.
+    let need = [1u8, 2, 4, 8, 16, 32]
+        .into_iter()
+        .map(|w| PcieLink::new(card.gen.min(have.gen.max(card.gen)), w))
+        .find(|l| l.width <= card.width && l.payload_gbps(ASSUMED_MPS) >= link_gbps);
+    match need {
+        Some(l) => format!(
+            "Put the card in a slot wired for at least {} (the card supports {}); nothing in software recovers PCIe bandwidth.",
+            l.label(),
+            card.label()
+        ),
+        None => format!(
+            "Put the card in a slot wired for {}; nothing in software recovers PCIe bandwidth.",
+            card.label()
+        ),
+    }
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Set up, then run every check CI runs: formatting, clippy, fixture trees, all tests.
+set -euo pipefail
+export CARGO_TERM_COLOR=never
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+echo "== cargo fmt --check" >&2
+cargo fmt --all --check
+echo "== cargo clippy -D warnings" >&2
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== fixture trees match their generator" >&2
+python3 fixtures/sysfs/build.py --check
+echo "== cargo test" >&2
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace --locked 2>&1 | tee "$log"
+# One closing line for the whole workspace (cargo prints one per test binary).
+awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i }' "$log"
