@@ -37,6 +37,146 @@ pub enum Command {
     Probe(ProbeArgs),
     /// The ceiling chain for hardware you do not have yet.
     Plan(PlanArgs),
+    /// Serve tests to `linerate bench` clients: many at once, each bounded in memory and time.
+    Serve(ServeArgs),
+    /// Measure TCP/UDP throughput or latency against a `linerate serve`.
+    Bench(BenchArgs),
+}
+
+fn rate(s: &str) -> Result<u64, String> {
+    crate::units::parse_rate(s)
+}
+
+fn size(s: &str) -> Result<u32, String> {
+    crate::units::parse_size(s)
+}
+
+fn secs(s: &str) -> Result<u64, String> {
+    crate::units::parse_secs(s)
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The server writes one JSON line per event on stdout (listening, test, refused, dropped).\nData connections use the same TCP port as control; UDP tests use an ephemeral UDP port per test."
+)]
+pub struct ServeArgs {
+    /// TCP port for control and data connections.
+    #[arg(short, long, default_value_t = linerate_proto::DEFAULT_PORT)]
+    pub port: u16,
+    /// Address to listen on (`::` for IPv6 and IPv4).
+    #[arg(short = 'B', long, value_name = "ADDR", default_value = "0.0.0.0")]
+    pub bind: std::net::IpAddr,
+    /// Most tests running at once.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_tests: u32,
+    /// Most streams per test (per direction).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub max_streams: u32,
+    /// Longest test, seconds.
+    #[arg(long, value_name = "SECS", default_value = "300", value_parser = secs)]
+    pub max_duration: u64,
+    /// Highest UDP rate per stream (e.g. 10G); 0 = no limit.
+    #[arg(long, value_name = "RATE", default_value = "0", value_parser = rate)]
+    pub max_udp_bitrate: u64,
+    /// Largest read/write length a client may ask for.
+    #[arg(long, value_name = "BYTES", default_value = "1M", value_parser = size)]
+    pub max_length: u32,
+    /// Total buffer memory of all running tests.
+    #[arg(long, value_name = "BYTES", default_value = "1G", value_parser = size)]
+    pub max_memory: u32,
+    /// Require clients to prove they know the key in this file (challenge-response; the key never crosses the wire).
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
+    /// Seconds a new connection has to complete its handshake.
+    #[arg(long, value_name = "SECS", default_value = "5", value_parser = secs)]
+    pub handshake_timeout: u64,
+    /// Most connections in their handshake at once; more are closed immediately.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub max_pending: u32,
+    /// Exit after serving one test.
+    #[arg(long)]
+    pub once: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TestArg {
+    TcpBw,
+    UdpBw,
+    TcpLat,
+    UdpLat,
+}
+
+#[derive(Debug, Args)]
+#[allow(clippy::struct_excessive_bools)]
+pub struct BenchArgs {
+    /// The host running `linerate serve`.
+    pub host: String,
+    /// Server port.
+    #[arg(short, long, default_value_t = linerate_proto::DEFAULT_PORT)]
+    pub port: u16,
+    /// Seconds to run.
+    #[arg(short = 't', long = "time", value_name = "SECS", default_value = "10", value_parser = secs)]
+    pub time: u64,
+    /// Parallel streams, one thread each.
+    #[arg(short = 'P', long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub parallel: u32,
+    /// Reverse: the server sends, this host receives.
+    #[arg(short = 'R', long, conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Both directions at once.
+    #[arg(long)]
+    pub bidir: bool,
+    /// Seconds of warm-up to leave out of the totals.
+    #[arg(short = 'O', long, value_name = "SECS", default_value = "0", value_parser = secs)]
+    pub omit: u64,
+    /// Seconds between interval reports (0 = none).
+    #[arg(short, long, value_name = "SECS", value_parser = secs)]
+    pub interval: Option<u64>,
+    /// Bytes per write (TCP, default 128K), per datagram (UDP, default 1400) or per request (latency, default 1).
+    #[arg(short, long, value_name = "BYTES", value_parser = size)]
+    pub length: Option<u32>,
+    /// Socket buffer size to request (SO_SNDBUF/SO_RCVBUF).
+    #[arg(short, long, value_name = "BYTES", value_parser = size)]
+    pub window: Option<u32>,
+    /// UDP instead of TCP.
+    #[arg(short, long)]
+    pub udp: bool,
+    /// Target rate per stream, bit/s with K/M/G suffix; 0 = as fast as possible (UDP default 1G, TCP default 0).
+    #[arg(short, long, value_name = "RATE", value_parser = rate)]
+    pub bitrate: Option<u64>,
+    /// Local address to send from.
+    #[arg(short = 'B', long, value_name = "ADDR")]
+    pub bind: Option<std::net::IpAddr>,
+    /// IPv4 only.
+    #[arg(short = '4', long = "version4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// IPv6 only.
+    #[arg(short = '6', long = "version6")]
+    pub ipv6: bool,
+    /// TCP congestion control algorithm (e.g. cubic, bbr).
+    #[arg(short = 'C', long, value_name = "ALGO")]
+    pub congestion: Option<String>,
+    /// Pin this host's stream threads to these CPUs, round robin (e.g. 1 or 0,1).
+    #[arg(short = 'A', long, value_name = "CPUS")]
+    pub affinity: Option<String>,
+    /// Send with sendfile(2) from an in-memory file (no copy from user space).
+    #[arg(short = 'Z', long)]
+    pub zerocopy: bool,
+    /// Measure request/response round trips (same as --test tcp_lat, or udp_lat with -u).
+    #[arg(long)]
+    pub latency: bool,
+    /// The test to run.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub test: Option<TestArg>,
+    /// Print one JSON document at the end (schemas/bench.schema.json).
+    #[arg(short = 'J', long, conflicts_with = "json_stream")]
+    pub json: bool,
+    /// Print one JSON object per line as events happen.
+    #[arg(long)]
+    pub json_stream: bool,
+    /// Pre-shared key file, when the server requires one.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -2,7 +2,9 @@ use std::process::ExitCode;
 
 mod cli;
 mod cmd;
+mod iface;
 mod out;
+mod units;
 
 fn main() -> ExitCode {
     cmd::run(cli::parse())

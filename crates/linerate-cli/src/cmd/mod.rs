@@ -5,8 +5,10 @@ use std::process::ExitCode;
 use crate::cli::{Cli, Command, FailOn};
 use linerate_rules::Severity;
 
+mod bench;
 mod plan;
 mod probe;
+mod serve;
 
 pub const EXIT_FINDINGS: u8 = 1;
 pub const EXIT_CANNOT_RUN: u8 = 2;
@@ -16,6 +18,8 @@ pub fn run(cli: Cli) -> ExitCode {
     let r = match cli.command {
         Command::Probe(a) => probe::run(&a, style),
         Command::Plan(a) => plan::run(&a, style),
+        Command::Serve(a) => serve::run(&a),
+        Command::Bench(a) => bench::run(&a, style),
     };
     match r {
         Ok(code) => ExitCode::from(code),

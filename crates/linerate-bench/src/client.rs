@@ -1,0 +1,361 @@
+//! `linerate bench HOST`: the client side of a test.
+
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, UdpSocket};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use linerate_engine::lat::Rtt;
+use linerate_engine::meter::Stop;
+use linerate_engine::udp;
+use linerate_proto::{
+    random_hex, read_msg, write_msg, FrameError, IntervalSample, Msg, Psk, SideResults, TestKind,
+    TestParams, MAGIC, MAX_CONTROL_FRAME, MAX_RESULTS_FRAME, PROTOCOL_VERSION,
+};
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use thiserror::Error;
+
+use crate::side::{self, Conn, SidePlan};
+
+#[derive(Clone)]
+pub struct ClientConfig {
+    pub server: SocketAddr,
+    /// Local address to bind (`-B`).
+    pub bind: Option<IpAddr>,
+    pub params: TestParams,
+    pub psk: Option<Psk>,
+    /// CPUs to pin stream threads to (`-A`).
+    pub affinity: Vec<usize>,
+    pub connect_timeout: Duration,
+    /// How to describe the local interface the test uses.
+    pub inventory: Option<crate::InventoryFn>,
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("server", &self.server)
+            .field("bind", &self.bind)
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Failures before any measurement: nothing to report but the reason.
+#[derive(Debug, Error)]
+pub enum ClientError {
+    #[error("connecting to {addr}: {err}")]
+    Connect {
+        addr: SocketAddr,
+        err: std::io::Error,
+    },
+    #[error("the server refused the test: {0}")]
+    Refused(String),
+    #[error("the server said: {0}")]
+    Server(String),
+    #[error("the server at {0} requires a pre-shared key: pass --psk-file")]
+    NeedsKey(SocketAddr),
+    #[error(
+        "the server failed to prove it knows the pre-shared key: refusing to trust its results"
+    )]
+    ServerProof,
+    #[error("protocol: {0}")]
+    Protocol(String),
+    #[error("setting up data connections: {0}")]
+    Data(String),
+}
+
+impl From<FrameError> for ClientError {
+    fn from(e: FrameError) -> Self {
+        Self::Protocol(e.to_string())
+    }
+}
+
+/// What the client shows while a test runs.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// The test is accepted and about to start.
+    Started { server_memory_bytes: u64 },
+    /// An interval measured on this host.
+    Local(IntervalSample),
+    /// An interval measured on the server, streamed over the control connection.
+    Remote(IntervalSample),
+}
+
+/// Everything the client knows at the end, complete or not.
+#[derive(Debug)]
+pub struct ClientRun {
+    pub params: TestParams,
+    pub server: SocketAddr,
+    pub local_addr: Option<SocketAddr>,
+    pub local: SideResults,
+    pub remote: Option<SideResults>,
+    pub remote_intervals: Vec<IntervalSample>,
+    pub rtt: Option<Rtt>,
+    pub local_inventory: Option<serde_json::Value>,
+    pub remote_inventory: Option<serde_json::Value>,
+    /// Set when the test did not complete; the results above are what was measured.
+    pub error: Option<String>,
+}
+
+fn connect(cfg: &ClientConfig) -> Result<TcpStream, ClientError> {
+    let err = |e: std::io::Error| ClientError::Connect {
+        addr: cfg.server,
+        err: e,
+    };
+    let s = Socket::new(
+        Domain::for_address(cfg.server),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )
+    .map_err(err)?;
+    if let Some(ip) = cfg.bind {
+        s.bind(&SockAddr::from(SocketAddr::new(ip, 0)))
+            .map_err(err)?;
+    }
+    s.connect_timeout(&SockAddr::from(cfg.server), cfg.connect_timeout)
+        .map_err(err)?;
+    Ok(s.into())
+}
+
+fn data_socket(cfg: &ClientConfig) -> Result<TcpStream, ClientError> {
+    let p = &cfg.params;
+    let s = Socket::new(
+        Domain::for_address(cfg.server),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )
+    .map_err(|e| ClientError::Data(e.to_string()))?;
+    if let Some(ip) = cfg.bind {
+        s.bind(&SockAddr::from(SocketAddr::new(ip, 0)))
+            .map_err(|e| ClientError::Data(format!("binding {ip}: {e}")))?;
+    }
+    if let Some(w) = p.window {
+        // Before connect, so the window scale is negotiated for it.
+        let _ = s.set_send_buffer_size(w as usize);
+        let _ = s.set_recv_buffer_size(w as usize);
+    }
+    if let Some(c) = &p.congestion {
+        s.set_tcp_congestion(c.as_bytes())
+            .map_err(|e| ClientError::Data(format!("congestion control `{c}`: {e} (see /proc/sys/net/ipv4/tcp_available_congestion_control)")))?;
+    }
+    if p.kind == TestKind::TcpLat {
+        let _ = s.set_nodelay(true);
+    }
+    s.connect_timeout(&SockAddr::from(cfg.server), cfg.connect_timeout)
+        .map_err(|e| {
+            ClientError::Data(format!("connecting a data stream to {}: {e}", cfg.server))
+        })?;
+    Ok(s.into())
+}
+
+fn handshake(
+    cfg: &ClientConfig,
+    ctl: &mut TcpStream,
+) -> Result<(u64, String, Option<u16>, Option<serde_json::Value>), ClientError> {
+    let nonce = random_hex(16);
+    write_msg(
+        ctl,
+        &Msg::Hello {
+            magic: MAGIC.into(),
+            protocol: PROTOCOL_VERSION,
+            version: env!("CARGO_PKG_VERSION").into(),
+            nonce: nonce.clone(),
+        },
+    )?;
+    let (auth, server_nonce) = match read_msg(ctl, MAX_CONTROL_FRAME)? {
+        Msg::ServerHello { protocol, auth, nonce, .. } if protocol == PROTOCOL_VERSION => (auth, nonce),
+        Msg::ServerHello { protocol, version, .. } => {
+            return Err(ClientError::Protocol(format!(
+                "the server (linerate {version}) speaks protocol {protocol}, this client {PROTOCOL_VERSION}: use matching versions"
+            )))
+        }
+        Msg::Error { message } => return Err(ClientError::Server(message)),
+        other => return Err(ClientError::Protocol(format!("unexpected {other:?}"))),
+    };
+    if auth {
+        let psk = cfg.psk.as_ref().ok_or(ClientError::NeedsKey(cfg.server))?;
+        write_msg(
+            ctl,
+            &Msg::Auth {
+                proof: psk.client_proof(&server_nonce, &nonce),
+            },
+        )?;
+        match read_msg(ctl, MAX_CONTROL_FRAME)? {
+            Msg::AuthOk { proof } if psk.verify_server(&nonce, &server_nonce, &proof) => {}
+            Msg::AuthOk { .. } => return Err(ClientError::ServerProof),
+            Msg::Error { message } => return Err(ClientError::Server(message)),
+            other => return Err(ClientError::Protocol(format!("unexpected {other:?}"))),
+        }
+    }
+    write_msg(
+        ctl,
+        &Msg::Request {
+            params: cfg.params.clone(),
+        },
+    )?;
+    match read_msg(ctl, MAX_CONTROL_FRAME)? {
+        Msg::Accepted {
+            memory_bytes,
+            cookie,
+            udp_port,
+            inventory,
+            ..
+        } => Ok((memory_bytes, cookie, udp_port, inventory)),
+        Msg::Refused { reason } => Err(ClientError::Refused(reason)),
+        Msg::Error { message } => Err(ClientError::Server(message)),
+        other => Err(ClientError::Protocol(format!("unexpected {other:?}"))),
+    }
+}
+
+fn open_data(
+    cfg: &ClientConfig,
+    cookie: &str,
+    udp_port: Option<u16>,
+    local: IpAddr,
+) -> Result<Vec<Conn>, ClientError> {
+    let p = &cfg.params;
+    let n = p.connections();
+    let mut conns = Vec::new();
+    if p.kind.is_udp() {
+        let port = udp_port
+            .ok_or_else(|| ClientError::Protocol("no UDP port in the server's answer".into()))?;
+        let dest = SocketAddr::new(cfg.server.ip(), port);
+        let tag = udp::tag(cookie);
+        for i in 0..n {
+            let u = UdpSocket::bind(SocketAddr::new(local, 0))
+                .map_err(|e| ClientError::Data(format!("UDP socket: {e}")))?;
+            u.connect(dest)
+                .map_err(|e| ClientError::Data(format!("UDP to {dest}: {e}")))?;
+            let r = socket2::SockRef::from(&u);
+            let _ = r.set_recv_buffer_size(p.window.map_or(8 << 20, |w| w as usize));
+            let _ = r.set_send_buffer_size(p.window.map_or(8 << 20, |w| w as usize));
+            if p.kind == TestKind::UdpBw && side::sends(p, i, false) {
+                udp::register(&u, tag, i, 30).map_err(ClientError::Data)?;
+            }
+            conns.push(Conn::Udp {
+                sock: Arc::new(u),
+                peer: None,
+            });
+        }
+    } else {
+        for i in 0..n {
+            let mut s = data_socket(cfg)?;
+            write_msg(
+                &mut s,
+                &Msg::DataHello {
+                    cookie: cookie.to_string(),
+                    stream: i,
+                },
+            )?;
+            conns.push(Conn::Tcp(s));
+        }
+    }
+    Ok(conns)
+}
+
+/// Run one test against a server. `Err` only when nothing could be measured.
+pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRun, ClientError> {
+    let mut ctl = connect(cfg)?;
+    let _ = ctl.set_nodelay(true);
+    let _ = ctl.set_read_timeout(Some(Duration::from_secs(10)));
+    let _ = ctl.set_write_timeout(Some(Duration::from_secs(10)));
+    let (memory, cookie, udp_port, remote_inventory) = handshake(cfg, &mut ctl)?;
+    let local_addr = ctl.local_addr().ok();
+    let local_ip = local_addr.map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+    let local_inventory = cfg.inventory.as_ref().and_then(|f| f(local_ip));
+    let conns = open_data(cfg, &cookie, udp_port, local_ip)?;
+    write_msg(&mut ctl, &Msg::Start)?;
+    let start = Instant::now();
+    events(Event::Started {
+        server_memory_bytes: memory,
+    });
+
+    // The control reader: remote intervals, then the server's results.
+    let (tx, rx) = mpsc::channel::<IntervalSample>();
+    let limit =
+        Duration::from_millis(cfg.params.duration_ms) + side::GRACE + Duration::from_secs(10);
+    let mut reader = ctl
+        .try_clone()
+        .map_err(|e| ClientError::Protocol(e.to_string()))?;
+    let abort = Stop::new();
+    let reader_abort = abort.clone();
+    let reader_thread = thread::spawn(move || -> (Option<SideResults>, Option<String>) {
+        let _ = reader.set_read_timeout(Some(Duration::from_millis(250)));
+        loop {
+            match read_msg(&mut reader, MAX_RESULTS_FRAME) {
+                Ok(Msg::Interval { sample }) => {
+                    let _ = tx.send(sample);
+                }
+                Ok(Msg::Results { results }) => return (Some(results), None),
+                Ok(Msg::Error { message }) => {
+                    reader_abort.set();
+                    return (None, Some(format!("the server reported: {message}")));
+                }
+                Ok(_) => {}
+                Err(FrameError::Timeout) if start.elapsed() < limit => {}
+                Err(FrameError::Timeout) => {
+                    return (None, Some("the server sent no results in time".into()))
+                }
+                Err(e) => {
+                    reader_abort.set();
+                    return (
+                        None,
+                        Some(format!("lost the control connection to the server: {e}")),
+                    );
+                }
+            }
+        }
+    });
+
+    let plan = SidePlan {
+        params: cfg.params.clone(),
+        is_client: true,
+        tag: udp::tag(&cookie),
+        start,
+        affinity: cfg.affinity.clone(),
+    };
+    let mut remote_intervals = Vec::new();
+    let run = {
+        let mut sink = |s: &IntervalSample| {
+            events(Event::Local(s.clone()));
+            while let Ok(r) = rx.try_recv() {
+                remote_intervals.push(r.clone());
+                events(Event::Remote(r));
+            }
+        };
+        side::run(&plan, conns, &mut sink, &abort)
+    };
+    let _ = write_msg(&mut ctl, &Msg::Done);
+    let (remote, reader_err) = reader_thread
+        .join()
+        .unwrap_or((None, Some("control reader failed".into())));
+    while let Ok(r) = rx.try_recv() {
+        remote_intervals.push(r.clone());
+        events(Event::Remote(r));
+    }
+    let _ = ctl.shutdown(Shutdown::Both);
+    let mut errors: Vec<String> = Vec::new();
+    if let Some(e) = &run.results.error {
+        errors.push(format!("this host: {e}"));
+    }
+    if let Some(e) = reader_err {
+        errors.push(e);
+    }
+    if let Some(e) = remote.as_ref().and_then(|r| r.error.as_ref()) {
+        errors.push(format!("server: {e}"));
+    }
+    Ok(ClientRun {
+        params: cfg.params.clone(),
+        server: cfg.server,
+        local_addr,
+        local: run.results,
+        remote,
+        remote_intervals,
+        rtt: run.rtt,
+        local_inventory,
+        remote_inventory,
+        error: (!errors.is_empty()).then(|| errors.join("; ")),
+    })
+}

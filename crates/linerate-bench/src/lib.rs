@@ -1,0 +1,15 @@
+//! `linerate serve` and `linerate bench`: the server, the client, and the
+//! assembly of both sides' measurements into one result.
+
+pub mod client;
+pub mod results;
+pub mod server;
+pub mod side;
+
+pub use client::{run as run_client, ClientConfig, ClientError, ClientRun, Event};
+pub use results::{assemble, TestResult};
+pub use server::{serve, serve_on, ServerConfig};
+
+/// Looks up the interface inventory (probe's port shape) of the local address a test uses.
+pub type InventoryFn =
+    std::sync::Arc<dyn Fn(std::net::IpAddr) -> Option<serde_json::Value> + Send + Sync>;

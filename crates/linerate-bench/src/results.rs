@@ -1,0 +1,498 @@
+//! Both sides' measurements → one test result (the `bench --json` shape).
+
+use linerate_proto::{Direction, IntervalSample, LatencyStats, SideResults, TestKind, TestParams};
+use serde::Serialize;
+
+use crate::client::ClientRun;
+use crate::side::sends;
+
+/// Bytes of headers per TCP segment on an Ethernet wire as a shaper counts them
+/// (Ethernet 14, IPv4 20, TCP 20, timestamps 12); IPv6 adds 20.
+pub const TCP_L2_OVERHEAD_V4: f64 = 66.0;
+/// Per UDP datagram: Ethernet 14, IPv4 20, UDP 8.
+pub const UDP_L2_OVERHEAD_V4: f64 = 42.0;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Endpoint {
+    /// `local` (this host) or `remote` (the server).
+    pub host: &'static str,
+    pub bytes: u64,
+    pub gbps: f64,
+    /// CPU of the threads moving this direction's streams: 100 = one core saturated.
+    pub cpu_percent: f64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct IntervalOut {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub bytes: u64,
+    pub gbps: f64,
+    /// Per stream, Gb/s.
+    pub streams: Vec<f64>,
+    pub retransmits: Option<u64>,
+    pub lost: Option<u64>,
+    pub omitted: bool,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StreamOut {
+    pub id: u32,
+    pub bytes: u64,
+    pub gbps: f64,
+    pub sender_cpu_percent: f64,
+    pub receiver_cpu_percent: Option<f64>,
+    pub retransmits: Option<u64>,
+    pub rtt_us: Option<u32>,
+    pub cwnd: Option<u32>,
+    pub loss_percent: Option<f64>,
+    pub jitter_us: Option<f64>,
+}
+
+/// One direction of a bandwidth test.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DirStats {
+    pub direction: Direction,
+    /// Received bytes after the omit period (sent bytes when the receiver's figures are missing).
+    pub bytes: u64,
+    /// The headline: the receiver's rate, Gb/s of payload.
+    pub gbps: f64,
+    /// On-the-wire rate as a switch or shaper counts it (payload + per-packet headers), Gb/s.
+    pub l2_gbps: Option<f64>,
+    pub sender: Endpoint,
+    pub receiver: Option<Endpoint>,
+    pub retransmits: Option<u64>,
+    pub rtt_us: Option<f64>,
+    pub cwnd: Option<u32>,
+    pub mss: Option<u32>,
+    pub packets: Option<u64>,
+    pub lost_packets: Option<u64>,
+    pub loss_percent: Option<f64>,
+    pub out_of_order: Option<u64>,
+    pub jitter_us: Option<f64>,
+    pub intervals: Vec<IntervalOut>,
+    pub per_stream: Vec<StreamOut>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LatencyUs {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    pub min: f64,
+    pub mean: f64,
+    pub stddev: f64,
+}
+
+/// A test result (schemas/bench.schema.json).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TestResult {
+    pub kind: &'static str,
+    pub direction: Direction,
+    pub streams: u32,
+    pub duration_s: f64,
+    pub omit_s: f64,
+    pub bytes: u64,
+    /// Receiver side, Gb/s (both directions summed for bidir).
+    pub gbps: f64,
+    pub l2_gbps: Option<f64>,
+    pub sender: Option<Endpoint>,
+    pub receiver: Option<Endpoint>,
+    pub retransmits: Option<u64>,
+    pub rtt_us: Option<f64>,
+    pub cwnd: Option<u32>,
+    pub packets: Option<u64>,
+    pub lost_packets: Option<u64>,
+    pub loss_percent: Option<f64>,
+    pub out_of_order: Option<u64>,
+    pub jitter_us: Option<f64>,
+    pub latency_us: Option<LatencyUs>,
+    pub transactions_per_s: Option<f64>,
+    pub lost_transactions: Option<u64>,
+    /// Latency distribution: (upper bound µs, count), log-spaced buckets.
+    pub latency_histogram: Option<Vec<(f64, u64)>>,
+    pub intervals: Vec<IntervalOut>,
+    pub per_stream: Vec<StreamOut>,
+    /// Bidir: each direction on its own.
+    pub directions: Vec<DirStats>,
+    pub server: String,
+    pub local: Option<serde_json::Value>,
+    pub remote: Option<serde_json::Value>,
+    pub params: TestParams,
+    /// Set when the test did not complete; the figures are what was measured until then.
+    pub error: Option<String>,
+}
+
+fn gbps(bytes: u64, secs: f64) -> f64 {
+    if secs <= 0.0 {
+        0.0
+    } else {
+        bytes as f64 * 8.0 / secs / 1e9
+    }
+}
+
+fn r3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn side_of(run: &ClientRun, client: bool) -> Option<&SideResults> {
+    if client {
+        Some(&run.local)
+    } else {
+        run.remote.as_ref()
+    }
+}
+
+/// The intervals of one side restricted to some streams.
+fn intervals_for(samples: &[IntervalSample], ids: &[u32]) -> Vec<IntervalOut> {
+    samples
+        .iter()
+        .map(|s| {
+            let secs = (s.end_s - s.start_s).max(1e-9);
+            let per: Vec<u64> = ids
+                .iter()
+                .map(|i| s.bytes.get(*i as usize).copied().unwrap_or(0))
+                .collect();
+            let bytes: u64 = per.iter().sum();
+            IntervalOut {
+                start_s: r3(s.start_s),
+                end_s: r3(s.end_s),
+                bytes,
+                gbps: r3(gbps(bytes, secs)),
+                streams: per.iter().map(|b| r3(gbps(*b, secs))).collect(),
+                retransmits: s.retransmits,
+                lost: s.lost,
+                omitted: s.omitted,
+            }
+        })
+        .collect()
+}
+
+fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
+    let p = &run.params;
+    let sender_is_client = dir == Direction::Send;
+    let ids: Vec<u32> = (0..p.connections())
+        .filter(|i| {
+            sends(p, *i, sender_is_client)
+                && (p.direction != Direction::Bidir || (*i < p.streams) == sender_is_client)
+        })
+        .collect();
+    let snd = side_of(run, sender_is_client);
+    let rcv = side_of(run, !sender_is_client);
+    let duration = (p.duration_ms.saturating_sub(p.omit_ms)) as f64 / 1000.0;
+    let pick = |s: Option<&SideResults>| -> Vec<linerate_proto::StreamResult> {
+        s.map(|s| {
+            s.streams
+                .iter()
+                .filter(|x| ids.contains(&x.id))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+    };
+    let ss = pick(snd);
+    let rs = pick(rcv);
+    let sent: u64 = ss.iter().map(|s| s.bytes_sent).sum();
+    let sent_secs = ss.iter().map(|s| s.seconds).fold(0.0_f64, f64::max);
+    let recv: u64 = rs.iter().map(|s| s.bytes_received).sum();
+    let recv_secs = rs.iter().map(|s| s.seconds).fold(0.0_f64, f64::max);
+    let cpu = |v: &[linerate_proto::StreamResult]| {
+        v.iter().map(|s| s.cpu_s).sum::<f64>() / duration.max(1e-9) * 100.0
+    };
+    let sender = Endpoint {
+        host: if sender_is_client { "local" } else { "remote" },
+        bytes: sent,
+        gbps: r3(gbps(sent, sent_secs)),
+        cpu_percent: (cpu(&ss) * 10.0).round() / 10.0,
+    };
+    let have_rcv = !rs.is_empty();
+    let receiver = have_rcv.then(|| Endpoint {
+        host: if sender_is_client { "remote" } else { "local" },
+        bytes: recv,
+        gbps: r3(gbps(recv, recv_secs)),
+        cpu_percent: (cpu(&rs) * 10.0).round() / 10.0,
+    });
+    let (bytes, head) = if have_rcv {
+        (recv, gbps(recv, recv_secs))
+    } else {
+        (sent, gbps(sent, sent_secs))
+    };
+    let tcp: Vec<_> = ss.iter().filter_map(|s| s.tcp).collect();
+    let v6 = run.server.is_ipv6();
+    let mut out = DirStats {
+        direction: dir,
+        bytes,
+        gbps: r3(head),
+        l2_gbps: None,
+        sender,
+        receiver,
+        retransmits: None,
+        rtt_us: None,
+        cwnd: None,
+        mss: None,
+        packets: None,
+        lost_packets: None,
+        loss_percent: None,
+        out_of_order: None,
+        jitter_us: None,
+        intervals: Vec::new(),
+        per_stream: Vec::new(),
+    };
+    if p.kind == TestKind::TcpBw && !tcp.is_empty() {
+        out.retransmits = Some(tcp.iter().map(|t| t.retransmits).sum());
+        out.rtt_us = Some(r3(
+            tcp.iter().map(|t| f64::from(t.rtt_us)).sum::<f64>() / tcp.len() as f64
+        ));
+        out.cwnd = tcp.iter().map(|t| t.cwnd).max();
+        out.mss = tcp.iter().map(|t| t.mss).max();
+        let segs: u64 = tcp.iter().map(|t| t.data_segs_out).sum();
+        if segs > 0 && sent > 0 {
+            let hdr = if v6 {
+                TCP_L2_OVERHEAD_V4 + 20.0
+            } else {
+                TCP_L2_OVERHEAD_V4
+            };
+            // Segments per payload byte are stable over the test; scale the headline by it.
+            let total_sent: u64 = ss.iter().map(|s| s.bytes_sent).sum();
+            let factor = 1.0 + hdr * segs as f64 / total_sent.max(1) as f64;
+            out.l2_gbps = Some(r3(head * factor.min(2.0)));
+        }
+    }
+    if p.kind == TestKind::UdpBw {
+        let sent_pk: u64 = ss.iter().filter_map(|s| s.udp).map(|u| u.packets).sum();
+        let got_pk: u64 = rs.iter().filter_map(|s| s.udp).map(|u| u.packets).sum();
+        out.packets = Some(sent_pk);
+        if have_rcv {
+            let lost = sent_pk.saturating_sub(got_pk);
+            out.lost_packets = Some(lost);
+            out.loss_percent = Some(if sent_pk == 0 {
+                0.0
+            } else {
+                r3(lost as f64 / sent_pk as f64 * 100.0)
+            });
+            out.out_of_order = Some(
+                rs.iter()
+                    .filter_map(|s| s.udp)
+                    .map(|u| u.out_of_order)
+                    .sum(),
+            );
+            let j: Vec<f64> = rs
+                .iter()
+                .filter_map(|s| s.udp)
+                .map(|u| u.jitter_us)
+                .collect();
+            out.jitter_us = (!j.is_empty()).then(|| r3(j.iter().sum::<f64>() / j.len() as f64));
+            let hdr = if v6 {
+                UDP_L2_OVERHEAD_V4 + 20.0
+            } else {
+                UDP_L2_OVERHEAD_V4
+            };
+            out.l2_gbps = Some(r3(gbps(recv + (got_pk as f64 * hdr) as u64, recv_secs)));
+        }
+    }
+    let rcv_samples: &[IntervalSample] = if !have_rcv {
+        snd.map_or(&[], |s| s.intervals.as_slice())
+    } else if sender_is_client {
+        if run.remote_intervals.is_empty() {
+            rcv.map_or(&[], |s| s.intervals.as_slice())
+        } else {
+            &run.remote_intervals
+        }
+    } else {
+        rcv.map_or(&[], |s| s.intervals.as_slice())
+    };
+    out.intervals = intervals_for(rcv_samples, &ids);
+    out.per_stream = ids
+        .iter()
+        .map(|id| {
+            let s = ss.iter().find(|x| x.id == *id);
+            let r = rs.iter().find(|x| x.id == *id);
+            let (b, secs) = match r {
+                Some(r) => (r.bytes_received, r.seconds),
+                None => s.map_or((0, 0.0), |s| (s.bytes_sent, s.seconds)),
+            };
+            let u_s = s.and_then(|s| s.udp);
+            let u_r = r.and_then(|r| r.udp);
+            StreamOut {
+                id: *id,
+                bytes: b,
+                gbps: r3(gbps(b, secs)),
+                sender_cpu_percent: s.map_or(0.0, |s| {
+                    (s.cpu_s / duration.max(1e-9) * 1000.0).round() / 10.0
+                }),
+                receiver_cpu_percent: r
+                    .map(|r| (r.cpu_s / duration.max(1e-9) * 1000.0).round() / 10.0),
+                retransmits: s.and_then(|s| s.tcp).map(|t| t.retransmits),
+                rtt_us: s.and_then(|s| s.tcp).map(|t| t.rtt_us),
+                cwnd: s.and_then(|s| s.tcp).map(|t| t.cwnd),
+                loss_percent: u_s.zip(u_r).map(|(a, b)| {
+                    if a.packets == 0 {
+                        0.0
+                    } else {
+                        r3(a.packets.saturating_sub(b.packets) as f64 / a.packets as f64 * 100.0)
+                    }
+                }),
+                jitter_us: u_r.map(|u| r3(u.jitter_us)),
+            }
+        })
+        .collect();
+    out
+}
+
+fn latency_us(l: &LatencyStats) -> LatencyUs {
+    LatencyUs {
+        p50: r3(l.p50),
+        p90: r3(l.p90),
+        p99: r3(l.p99),
+        p999: r3(l.p999),
+        max: r3(l.max),
+        min: r3(l.min),
+        mean: r3(l.mean),
+        stddev: r3(l.stddev),
+    }
+}
+
+/// Assemble the result of a finished (or interrupted) run.
+pub fn assemble(run: &ClientRun) -> TestResult {
+    let p = &run.params;
+    let duration_s = p.duration_ms as f64 / 1000.0;
+    let mut t = TestResult {
+        kind: p.kind.as_str(),
+        direction: p.direction,
+        streams: p.streams,
+        duration_s,
+        omit_s: p.omit_ms as f64 / 1000.0,
+        bytes: 0,
+        gbps: 0.0,
+        l2_gbps: None,
+        sender: None,
+        receiver: None,
+        retransmits: None,
+        rtt_us: None,
+        cwnd: None,
+        packets: None,
+        lost_packets: None,
+        loss_percent: None,
+        out_of_order: None,
+        jitter_us: None,
+        latency_us: None,
+        transactions_per_s: None,
+        lost_transactions: None,
+        latency_histogram: None,
+        intervals: Vec::new(),
+        per_stream: Vec::new(),
+        directions: Vec::new(),
+        server: run.server.to_string(),
+        local: run.local_inventory.clone(),
+        remote: run.remote_inventory.clone(),
+        params: p.clone(),
+        error: run.error.clone(),
+    };
+    if p.kind.is_latency() {
+        if let Some(l) = &run.local.latency {
+            t.latency_us = Some(latency_us(l));
+            let secs = run
+                .local
+                .streams
+                .first()
+                .map_or(duration_s, |s| s.seconds)
+                .max(1e-9);
+            t.transactions_per_s = Some((l.transactions as f64 / secs).round());
+            t.lost_transactions = (p.kind == TestKind::UdpLat).then_some(l.lost);
+        }
+        t.latency_histogram = run.rtt.as_ref().map(linerate_engine::lat::Rtt::buckets);
+        t.intervals = run
+            .local
+            .intervals
+            .iter()
+            .map(|s| IntervalOut {
+                start_s: r3(s.start_s),
+                end_s: r3(s.end_s),
+                bytes: 0,
+                gbps: 0.0,
+                streams: Vec::new(),
+                retransmits: None,
+                lost: None,
+                omitted: s.omitted,
+            })
+            .collect();
+        // Interval "bytes" of a latency test count transactions; expose them as such.
+        for (o, s) in t.intervals.iter_mut().zip(&run.local.intervals) {
+            o.bytes = s.bytes.iter().sum();
+        }
+        let cpu = |s: Option<&SideResults>| s.map(|s| (s.cpu.percent * 10.0).round() / 10.0);
+        t.sender = Some(Endpoint {
+            host: "local",
+            bytes: 0,
+            gbps: 0.0,
+            cpu_percent: cpu(Some(&run.local)).unwrap_or(0.0),
+        });
+        t.receiver = cpu(run.remote.as_ref()).map(|c| Endpoint {
+            host: "remote",
+            bytes: 0,
+            gbps: 0.0,
+            cpu_percent: c,
+        });
+        return t;
+    }
+    let dirs: Vec<DirStats> = match p.direction {
+        Direction::Bidir => vec![
+            dir_stats(run, Direction::Send),
+            dir_stats(run, Direction::Receive),
+        ],
+        d => vec![dir_stats(run, d)],
+    };
+    t.bytes = dirs.iter().map(|d| d.bytes).sum();
+    t.gbps = r3(dirs.iter().map(|d| d.gbps).sum());
+    t.l2_gbps = dirs.iter().map(|d| d.l2_gbps).sum::<Option<f64>>().map(r3);
+    let sum_ep = |f: &dyn Fn(&DirStats) -> Option<Endpoint>| -> Option<Endpoint> {
+        let eps: Vec<Endpoint> = dirs.iter().filter_map(f).collect();
+        (!eps.is_empty() && eps.len() == dirs.len()).then(|| Endpoint {
+            host: if eps.len() == 1 { eps[0].host } else { "both" },
+            bytes: eps.iter().map(|e| e.bytes).sum(),
+            gbps: r3(eps.iter().map(|e| e.gbps).sum()),
+            cpu_percent: eps.iter().map(|e| e.cpu_percent).sum(),
+        })
+    };
+    t.sender = sum_ep(&|d| Some(d.sender.clone()));
+    t.receiver = sum_ep(&|d| d.receiver.clone());
+    t.retransmits = dirs.iter().map(|d| d.retransmits).sum();
+    t.rtt_us = dirs.iter().find_map(|d| d.rtt_us);
+    t.cwnd = dirs.iter().filter_map(|d| d.cwnd).max();
+    t.packets = dirs.iter().map(|d| d.packets).sum();
+    t.lost_packets = dirs.iter().map(|d| d.lost_packets).sum();
+    t.loss_percent = match (t.lost_packets, t.packets) {
+        (Some(l), Some(n)) if n > 0 => Some(r3(l as f64 / n as f64 * 100.0)),
+        (Some(_), Some(_)) => Some(0.0),
+        _ => None,
+    };
+    t.out_of_order = dirs.iter().map(|d| d.out_of_order).sum();
+    t.jitter_us = dirs.iter().find_map(|d| d.jitter_us);
+    if dirs.len() == 1 {
+        t.intervals.clone_from(&dirs[0].intervals);
+        t.per_stream.clone_from(&dirs[0].per_stream);
+    } else {
+        // Bidir: intervals of both directions side by side, summed.
+        let a = &dirs[0].intervals;
+        let b = &dirs[1].intervals;
+        t.intervals = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| IntervalOut {
+                start_s: x.start_s,
+                end_s: x.end_s,
+                bytes: x.bytes + y.bytes,
+                gbps: r3(x.gbps + y.gbps),
+                streams: x.streams.iter().chain(&y.streams).copied().collect(),
+                retransmits: x.retransmits.zip(y.retransmits).map(|(a, b)| a + b),
+                lost: None,
+                omitted: x.omitted,
+            })
+            .collect();
+        t.per_stream = dirs.iter().flat_map(|d| d.per_stream.clone()).collect();
+        t.directions = dirs;
+    }
+    t
+}

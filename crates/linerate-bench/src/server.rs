@@ -1,0 +1,659 @@
+//! `linerate serve`: many clients and tests at once, each bounded in memory and time.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use linerate_engine::meter::Stop;
+use linerate_engine::udp;
+use linerate_proto::{
+    random_hex, read_msg, write_msg, FrameError, Limits, Msg, Psk, TestKind, MAGIC,
+    MAX_CONTROL_FRAME, PROTOCOL_VERSION,
+};
+
+use crate::side::{self, Conn, SidePlan};
+
+/// Operator settings.
+#[derive(Clone)]
+pub struct ServerConfig {
+    pub bind: SocketAddr,
+    pub limits: Limits,
+    pub psk: Option<Psk>,
+    /// Time a new connection has to complete its handshake (and a test to get its data connections).
+    pub handshake_timeout: Duration,
+    /// Most connections in the handshake phase at once; more are closed at once.
+    pub max_pending: u32,
+    /// Total buffer memory all running tests may hold.
+    pub max_memory_bytes: u64,
+    /// Stop after this many tests (for scripts and tests); None = forever.
+    pub max_served: Option<u64>,
+    /// How to describe the interface a test runs on (sent to the client).
+    pub inventory: Option<crate::InventoryFn>,
+}
+
+impl std::fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("bind", &self.bind)
+            .field("limits", &self.limits)
+            .field("auth", &self.psk.is_some())
+            .field("handshake_timeout", &self.handshake_timeout)
+            .field("max_pending", &self.max_pending)
+            .field("max_memory_bytes", &self.max_memory_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            bind: SocketAddr::from(([0, 0, 0, 0], linerate_proto::DEFAULT_PORT)),
+            limits: Limits::default(),
+            psk: None,
+            handshake_timeout: Duration::from_secs(5),
+            max_pending: 64,
+            max_memory_bytes: 1024 * 1024 * 1024,
+            max_served: None,
+            inventory: None,
+        }
+    }
+}
+
+type DataConn = (u32, TcpStream);
+
+struct Shared {
+    cfg: ServerConfig,
+    pending: Mutex<HashMap<String, SyncSender<DataConn>>>,
+    handshaking: AtomicU32,
+    tests: AtomicU32,
+    memory: AtomicU64,
+    next_id: AtomicU64,
+    served: AtomicU64,
+    /// Interface inventory of this host, per local address (probed once per address).
+    inventories: Mutex<HashMap<IpAddr, Option<serde_json::Value>>>,
+}
+
+/// One structured log line (JSON) on stdout.
+fn log(event: &str, fields: &serde_json::Value) {
+    let mut m = serde_json::json!({
+        "ts": std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64()),
+        "event": event,
+    });
+    if let (Some(o), Some(f)) = (m.as_object_mut(), fields.as_object()) {
+        for (k, v) in f {
+            o.insert(k.clone(), v.clone());
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{m}");
+    let _ = out.flush();
+}
+
+/// Bind and serve until `max_served` tests have run (forever by default).
+pub fn serve(cfg: ServerConfig) -> std::io::Result<()> {
+    let listener = TcpListener::bind(cfg.bind)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("binding {}: {e}", cfg.bind)))?;
+    serve_on(&listener, cfg)
+}
+
+/// Serve on an already bound listener.
+pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()> {
+    let addr = listener.local_addr()?;
+    log(
+        "listening",
+        &serde_json::json!({
+            "address": addr.to_string(),
+            "protocol": PROTOCOL_VERSION,
+            "auth": cfg.psk.is_some(),
+            "limits": &cfg.limits,
+            "max_memory_bytes": cfg.max_memory_bytes,
+        }),
+    );
+    let shared = Arc::new(Shared {
+        cfg,
+        pending: Mutex::new(HashMap::new()),
+        handshaking: AtomicU32::new(0),
+        tests: AtomicU32::new(0),
+        memory: AtomicU64::new(0),
+        next_id: AtomicU64::new(1),
+        served: AtomicU64::new(0),
+        inventories: Mutex::new(HashMap::new()),
+    });
+    for conn in listener.incoming() {
+        if let Some(max) = shared.cfg.max_served {
+            if shared.served.load(Ordering::SeqCst) >= max {
+                break;
+            }
+        }
+        let Ok(sock) = conn else { continue };
+        if shared.handshaking.load(Ordering::SeqCst) >= shared.cfg.max_pending {
+            // Shed load: a flood of idle connections cannot pin threads or memory.
+            let _ = sock.shutdown(Shutdown::Both);
+            continue;
+        }
+        shared.handshaking.fetch_add(1, Ordering::SeqCst);
+        let sh = Arc::clone(&shared);
+        let spawned = thread::Builder::new().name("conn".into()).spawn(move || {
+            let peer = sock.peer_addr().ok();
+            handle(&sh, sock, peer);
+        });
+        if spawned.is_err() {
+            shared.handshaking.fetch_sub(1, Ordering::SeqCst);
+        }
+        if let Some(max) = shared.cfg.max_served {
+            if shared.served.load(Ordering::SeqCst) >= max {
+                break;
+            }
+        }
+    }
+    // Let running tests finish (bounded by their own deadlines).
+    let until = Instant::now() + Duration::from_secs(30);
+    while shared.tests.load(Ordering::SeqCst) > 0 && Instant::now() < until {
+        thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// Releases the handshake slot once, when the connection leaves the handshake phase.
+struct HandshakeSlot<'a>(&'a Shared, bool);
+
+impl HandshakeSlot<'_> {
+    fn release(&mut self) {
+        if !self.1 {
+            self.1 = true;
+            self.0.handshaking.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for HandshakeSlot<'_> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+fn handle(sh: &Shared, mut sock: TcpStream, peer: Option<SocketAddr>) {
+    let mut slot = HandshakeSlot(sh, false);
+    let peer_s = peer.map_or("?".into(), |p| p.to_string());
+    let _ = sock.set_read_timeout(Some(sh.cfg.handshake_timeout));
+    let _ = sock.set_write_timeout(Some(sh.cfg.handshake_timeout));
+    let first = read_msg(&mut sock, MAX_CONTROL_FRAME);
+    match first {
+        Ok(Msg::DataHello { cookie, stream }) => {
+            slot.release();
+            let tx = sh
+                .pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(&cookie)
+                .cloned();
+            match tx {
+                Some(tx) => {
+                    let _ = tx.try_send((stream, sock));
+                }
+                None => {
+                    let _ = write_msg(
+                        &mut sock,
+                        &Msg::Error {
+                            message: "unknown test cookie".into(),
+                        },
+                    );
+                }
+            }
+        }
+        Ok(Msg::Hello {
+            magic,
+            protocol,
+            version,
+            nonce,
+        }) => {
+            if magic != MAGIC {
+                let _ = write_msg(
+                    &mut sock,
+                    &Msg::Error {
+                        message: "not a linerate client".into(),
+                    },
+                );
+                log(
+                    "refused",
+                    &serde_json::json!({"client": peer_s, "reason": "bad magic"}),
+                );
+                return;
+            }
+            if protocol != PROTOCOL_VERSION {
+                let message = format!(
+                    "protocol version {protocol} (linerate {version}) is not supported: this server (linerate {}) speaks version {PROTOCOL_VERSION}; use matching linerate versions",
+                    env!("CARGO_PKG_VERSION")
+                );
+                let _ = write_msg(
+                    &mut sock,
+                    &Msg::Error {
+                        message: message.clone(),
+                    },
+                );
+                log(
+                    "refused",
+                    &serde_json::json!({"client": peer_s, "reason": message}),
+                );
+                return;
+            }
+            if nonce.len() > 128 {
+                return;
+            }
+            control(sh, sock, &peer_s, &nonce, &mut slot);
+        }
+        Ok(other) => {
+            let _ = write_msg(
+                &mut sock,
+                &Msg::Error {
+                    message: "expected hello".into(),
+                },
+            );
+            log(
+                "refused",
+                &serde_json::json!({"client": peer_s, "reason": format!("unexpected first message {}", msg_name(&other))}),
+            );
+        }
+        Err(e) => {
+            log(
+                "dropped",
+                &serde_json::json!({"client": peer_s, "reason": e.to_string()}),
+            );
+        }
+    }
+}
+
+fn msg_name(m: &Msg) -> &'static str {
+    match m {
+        Msg::Hello { .. } => "hello",
+        Msg::ServerHello { .. } => "server_hello",
+        Msg::Auth { .. } => "auth",
+        Msg::AuthOk { .. } => "auth_ok",
+        Msg::Request { .. } => "request",
+        Msg::Accepted { .. } => "accepted",
+        Msg::Refused { .. } => "refused",
+        Msg::DataHello { .. } => "data_hello",
+        Msg::Start => "start",
+        Msg::Interval { .. } => "interval",
+        Msg::Done => "done",
+        Msg::Results { .. } => "results",
+        Msg::Error { .. } => "error",
+    }
+}
+
+/// Releases a test's slot and memory when dropped.
+struct TestSlot<'a> {
+    sh: &'a Shared,
+    memory: u64,
+    cookie: String,
+}
+
+impl Drop for TestSlot<'_> {
+    fn drop(&mut self) {
+        self.sh.tests.fetch_sub(1, Ordering::SeqCst);
+        self.sh.memory.fetch_sub(self.memory, Ordering::SeqCst);
+        self.sh
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.cookie);
+    }
+}
+
+#[allow(clippy::too_many_lines)]
+fn control(
+    sh: &Shared,
+    mut sock: TcpStream,
+    peer: &str,
+    client_nonce: &str,
+    slot: &mut HandshakeSlot<'_>,
+) {
+    let server_nonce = random_hex(16);
+    let hello = Msg::ServerHello {
+        protocol: PROTOCOL_VERSION,
+        version: env!("CARGO_PKG_VERSION").into(),
+        auth: sh.cfg.psk.is_some(),
+        nonce: server_nonce.clone(),
+    };
+    if write_msg(&mut sock, &hello).is_err() {
+        return;
+    }
+    if let Some(psk) = &sh.cfg.psk {
+        match read_msg(&mut sock, MAX_CONTROL_FRAME) {
+            Ok(Msg::Auth { proof }) if psk.verify_client(&server_nonce, client_nonce, &proof) => {
+                let ok = Msg::AuthOk {
+                    proof: psk.server_proof(client_nonce, &server_nonce),
+                };
+                if write_msg(&mut sock, &ok).is_err() {
+                    return;
+                }
+            }
+            Ok(_) => {
+                // Wait a moment so guessing keys is slow, then refuse.
+                thread::sleep(Duration::from_millis(200));
+                let _ = write_msg(
+                    &mut sock,
+                    &Msg::Error {
+                        message: "authentication failed: wrong pre-shared key".into(),
+                    },
+                );
+                log("auth_failed", &serde_json::json!({"client": peer}));
+                return;
+            }
+            Err(e) => {
+                log(
+                    "dropped",
+                    &serde_json::json!({"client": peer, "reason": format!("during authentication: {e}")}),
+                );
+                return;
+            }
+        }
+    }
+    let params = match read_msg(&mut sock, MAX_CONTROL_FRAME) {
+        Ok(Msg::Request { params }) => params,
+        Ok(other) => {
+            let _ = write_msg(
+                &mut sock,
+                &Msg::Error {
+                    message: format!("expected request, got {}", msg_name(&other)),
+                },
+            );
+            return;
+        }
+        Err(e) => {
+            log(
+                "dropped",
+                &serde_json::json!({"client": peer, "reason": format!("waiting for a request: {e}")}),
+            );
+            return;
+        }
+    };
+    let refuse = |sock: &mut TcpStream, reason: String| {
+        let _ = write_msg(
+            sock,
+            &Msg::Refused {
+                reason: reason.clone(),
+            },
+        );
+        log(
+            "refused",
+            &serde_json::json!({"client": peer, "reason": reason, "params": &params}),
+        );
+    };
+    if let Err(r) = params.validate(&sh.cfg.limits) {
+        refuse(&mut sock, r.0);
+        return;
+    }
+    let memory = params.server_memory_bytes();
+    // Reserve a test slot and its memory atomically enough: check after increment.
+    let running = sh.tests.fetch_add(1, Ordering::SeqCst) + 1;
+    let used = sh.memory.fetch_add(memory, Ordering::SeqCst) + memory;
+    let cookie = random_hex(16);
+    let test_slot = TestSlot {
+        sh,
+        memory,
+        cookie: cookie.clone(),
+    };
+    if running > sh.cfg.limits.max_tests {
+        refuse(&mut sock, format!("server busy: {} tests running, the limit is {} (serve --max-tests); try again shortly", running - 1, sh.cfg.limits.max_tests));
+        return;
+    }
+    if used > sh.cfg.max_memory_bytes {
+        refuse(&mut sock, format!("server busy: this test needs {memory} bytes of buffers and only {} of {} are free (serve --max-memory)", sh.cfg.max_memory_bytes.saturating_sub(used - memory), sh.cfg.max_memory_bytes));
+        return;
+    }
+    let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
+    let local_ip = sock
+        .local_addr()
+        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+    let tag = udp::tag(&cookie);
+
+    // UDP tests use a socket of their own on the control connection's address.
+    let udp_sock = if params.kind.is_udp() {
+        match UdpSocket::bind(SocketAddr::new(local_ip, 0)) {
+            Ok(u) => {
+                let s2 = socket2::SockRef::from(&u);
+                let _ = s2.set_recv_buffer_size(8 * 1024 * 1024);
+                let _ = s2.set_send_buffer_size(8 * 1024 * 1024);
+                Some(Arc::new(u))
+            }
+            Err(e) => {
+                refuse(&mut sock, format!("cannot open a UDP socket: {e}"));
+                return;
+            }
+        }
+    } else {
+        None
+    };
+    let (tx, rx) = mpsc::sync_channel::<DataConn>(params.connections() as usize);
+    if params.kind == TestKind::TcpBw || params.kind == TestKind::TcpLat {
+        sh.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(cookie.clone(), tx);
+    }
+    let accepted = Msg::Accepted {
+        test_id: id,
+        cookie: cookie.clone(),
+        udp_port: udp_sock
+            .as_ref()
+            .and_then(|u| u.local_addr().ok())
+            .map(|a| a.port()),
+        memory_bytes: memory,
+        inventory: inventory(sh, local_ip),
+    };
+    if write_msg(&mut sock, &accepted).is_err() {
+        return;
+    }
+    // Collect the data connections, then wait for Start; all within the handshake timeout.
+    let conns = match collect(&params, &rx, udp_sock.as_ref(), sh.cfg.handshake_timeout) {
+        Ok(c) => c,
+        Err(reason) => {
+            let _ = write_msg(
+                &mut sock,
+                &Msg::Error {
+                    message: reason.clone(),
+                },
+            );
+            log(
+                "test",
+                &serde_json::json!({"test_id": id, "client": peer, "kind": params.kind.as_str(), "result": "error", "error": reason}),
+            );
+            return;
+        }
+    };
+    match read_msg(&mut sock, MAX_CONTROL_FRAME) {
+        Ok(Msg::Start) => {}
+        other => {
+            log(
+                "test",
+                &serde_json::json!({"test_id": id, "client": peer, "kind": params.kind.as_str(), "result": "error", "error": format!("expected start, got {other:?}")}),
+            );
+            return;
+        }
+    }
+    slot.release();
+    let start = Instant::now();
+    let stop = Stop::new();
+    // The control connection: intervals go out; Done, an error or a close come in.
+    let writer = Arc::new(Mutex::new(sock.try_clone().ok()));
+    let watcher = {
+        let stop = stop.clone();
+        let mut r = sock.try_clone().ok();
+        let limit = Duration::from_millis(params.duration_ms) + side::GRACE;
+        thread::spawn(move || {
+            let Some(r) = r.as_mut() else { return };
+            let _ = r.set_read_timeout(Some(Duration::from_millis(200)));
+            loop {
+                match read_msg(r, MAX_CONTROL_FRAME) {
+                    Ok(Msg::Done) => return,
+                    Err(FrameError::Timeout) => {
+                        if start.elapsed() > limit || stop.is_set() {
+                            return;
+                        }
+                    }
+                    // The client went away or misbehaved: stop the test.
+                    _ => {
+                        stop.set();
+                        return;
+                    }
+                }
+            }
+        })
+    };
+    let plan = SidePlan {
+        params: params.clone(),
+        is_client: false,
+        tag,
+        start,
+        affinity: Vec::new(),
+    };
+    let w = Arc::clone(&writer);
+    let mut sink = move |s: &linerate_proto::IntervalSample| {
+        if let Some(c) = w
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_mut()
+        {
+            let _ = write_msg(c, &Msg::Interval { sample: s.clone() });
+        }
+    };
+    let run = side::run(&plan, conns, &mut sink, &stop);
+    let _ = watcher.join();
+    let _ = sock.set_write_timeout(Some(Duration::from_secs(5)));
+    let _ = write_msg(
+        &mut sock,
+        &Msg::Results {
+            results: run.results.clone(),
+        },
+    );
+    let _ = sock.shutdown(Shutdown::Write);
+    let bytes: u64 = run
+        .results
+        .streams
+        .iter()
+        .map(|s| s.bytes_received + s.bytes_sent)
+        .sum();
+    let secs = run
+        .results
+        .streams
+        .iter()
+        .map(|s| s.seconds)
+        .fold(0.0_f64, f64::max);
+    log(
+        "test",
+        &serde_json::json!({
+            "test_id": id,
+            "client": peer,
+            "kind": params.kind.as_str(),
+            "direction": params.direction,
+            "streams": params.streams,
+            "duration_s": params.duration_ms as f64 / 1000.0,
+            "bytes": bytes,
+            "gbps": if secs > 0.0 { bytes as f64 * 8.0 / secs / 1e9 } else { 0.0 },
+            "cpu_percent": run.results.cpu.percent,
+            "memory_bytes": memory,
+            "result": if run.results.error.is_some() { "error" } else { "ok" },
+            "error": run.results.error,
+        }),
+    );
+    sh.served.fetch_add(1, Ordering::SeqCst);
+    drop(test_slot);
+}
+
+/// Wait for the test's data connections (TCP) or UDP registrations.
+fn collect(
+    p: &linerate_proto::TestParams,
+    rx: &Receiver<DataConn>,
+    udp_sock: Option<&Arc<UdpSocket>>,
+    timeout: Duration,
+) -> Result<Vec<Conn>, String> {
+    let n = p.connections() as usize;
+    if let Some(u) = udp_sock {
+        // The client registers each stream by datagram; learn the addresses now.
+        let mut peers: Vec<Option<SocketAddr>> = vec![None; n];
+        let deadline = Instant::now() + timeout;
+        let needs_peer =
+            |i: usize| p.kind == TestKind::UdpBw && crate::side::sends(p, i as u32, false);
+        let mut buf = [0u8; 64];
+        let _ = u.set_read_timeout(Some(Duration::from_millis(50)));
+        while (0..n).any(|i| needs_peer(i) && peers[i].is_none()) {
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "the client did not register its UDP streams within {} s",
+                    timeout.as_secs()
+                ));
+            }
+            if let Ok((len, from)) = u.recv_from(&mut buf) {
+                if let Some(h) = udp::Header::read(&buf[..len]) {
+                    if h.seq == udp::REGISTER_SEQ && (h.stream as usize) < n {
+                        peers[h.stream as usize] = Some(from);
+                        let _ = u.send_to(&buf[..len], from);
+                    }
+                }
+            }
+        }
+        return Ok(peers
+            .into_iter()
+            .map(|peer| Conn::Udp {
+                sock: Arc::clone(u),
+                peer,
+            })
+            .collect());
+    }
+    let mut slots: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
+    let deadline = Instant::now() + timeout;
+    let mut have = 0;
+    while have < n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "only {have} of {n} data connections arrived within {} s",
+                timeout.as_secs()
+            ));
+        }
+        match rx.recv_timeout(left) {
+            Ok((i, s)) if (i as usize) < n && slots[i as usize].is_none() => {
+                let _ = s.set_read_timeout(None);
+                let _ = s.set_write_timeout(None);
+                if let Some(w) = p.window {
+                    let r = socket2::SockRef::from(&s);
+                    let _ = r.set_recv_buffer_size(w as usize);
+                    let _ = r.set_send_buffer_size(w as usize);
+                }
+                if let Some(c) = &p.congestion {
+                    let _ = socket2::SockRef::from(&s).set_tcp_congestion(c.as_bytes());
+                }
+                slots[i as usize] = Some(s);
+                have += 1;
+            }
+            Ok(_) => {}
+            Err(_) => {
+                return Err(format!(
+                    "only {have} of {n} data connections arrived within {} s",
+                    timeout.as_secs()
+                ))
+            }
+        }
+    }
+    Ok(slots.into_iter().flatten().map(Conn::Tcp).collect())
+}
+
+/// The probe of the interface that holds `ip`, cached.
+fn inventory(sh: &Shared, ip: IpAddr) -> Option<serde_json::Value> {
+    let mut cache = sh
+        .inventories
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    cache
+        .entry(ip)
+        .or_insert_with(|| sh.cfg.inventory.as_ref().and_then(|f| f(ip)))
+        .clone()
+}

@@ -1,0 +1,245 @@
+use std::io::IsTerminal;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use linerate_bench::results::IntervalOut;
+use linerate_bench::{ClientConfig, Event};
+use linerate_proto::{Direction, IntervalSample, TestKind, TestParams};
+use linerate_report::bench::{header, interval_line};
+use linerate_report::Style;
+
+use crate::cli::{BenchArgs, TestArg};
+use crate::out::print;
+
+fn kind(a: &BenchArgs) -> TestKind {
+    match a.test {
+        Some(TestArg::TcpBw) => TestKind::TcpBw,
+        Some(TestArg::UdpBw) => TestKind::UdpBw,
+        Some(TestArg::TcpLat) => TestKind::TcpLat,
+        Some(TestArg::UdpLat) => TestKind::UdpLat,
+        None => match (a.udp, a.latency) {
+            (false, false) => TestKind::TcpBw,
+            (true, false) => TestKind::UdpBw,
+            (false, true) => TestKind::TcpLat,
+            (true, true) => TestKind::UdpLat,
+        },
+    }
+}
+
+pub fn params(a: &BenchArgs) -> anyhow::Result<TestParams> {
+    let kind = kind(a);
+    if a.time == 0 {
+        bail!("--time must be positive");
+    }
+    if a.omit >= a.time {
+        bail!(
+            "--omit ({} s) must be shorter than --time ({} s)",
+            a.omit as f64 / 1000.0,
+            a.time as f64 / 1000.0
+        );
+    }
+    if kind.is_latency() && (a.parallel > 1 || a.reverse || a.bidir) {
+        bail!("latency tests run one request/response stream: drop -P, -R and --bidir");
+    }
+    let length = a.length.unwrap_or(match kind {
+        TestKind::TcpBw => 128 * 1024,
+        TestKind::UdpBw => 1400,
+        TestKind::TcpLat | TestKind::UdpLat => 1,
+    });
+    if kind.is_udp() && length > 65_507 {
+        bail!("-l {length}: a UDP datagram carries at most 65507 bytes");
+    }
+    if kind == TestKind::UdpBw && length < 24 {
+        bail!("-l {length}: UDP datagrams need at least 24 bytes (stream, sequence and timestamp)");
+    }
+    Ok(TestParams {
+        kind,
+        direction: if a.bidir {
+            Direction::Bidir
+        } else if a.reverse {
+            Direction::Receive
+        } else {
+            Direction::Send
+        },
+        streams: a.parallel,
+        duration_ms: a.time,
+        omit_ms: a.omit,
+        interval_ms: a.interval.unwrap_or(1000),
+        length: if kind == TestKind::UdpLat {
+            length.max(8)
+        } else {
+            length
+        },
+        window: a.window,
+        bitrate_bps: a.bitrate.unwrap_or(if kind == TestKind::UdpBw {
+            1_000_000_000
+        } else {
+            0
+        }),
+        congestion: a.congestion.clone(),
+        zerocopy: a.zerocopy,
+    })
+}
+
+fn resolve(a: &BenchArgs) -> anyhow::Result<SocketAddr> {
+    let addrs: Vec<SocketAddr> = (a.host.as_str(), a.port)
+        .to_socket_addrs()
+        .with_context(|| format!("resolving `{}`", a.host))?
+        .filter(|s| !(a.ipv4 && s.is_ipv6() || a.ipv6 && s.is_ipv4()))
+        .collect();
+    addrs.first().copied().with_context(|| {
+        format!(
+            "`{}` has no {} address",
+            a.host,
+            if a.ipv4 { "IPv4" } else { "IPv6" }
+        )
+    })
+}
+
+/// Live output: which samples are the headline for this test, and how to print them.
+struct Live {
+    kind: TestKind,
+    direction: Direction,
+    streams: u32,
+    lines: bool,
+    stream_json: bool,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Live {
+    fn show(&self, sample: &IntervalSample, remote: bool) {
+        let n = self.streams;
+        let (ids, label): (Vec<u32>, &str) = match (self.direction, remote) {
+            _ if self.kind.is_latency() => ((0..1).collect(), ""),
+            (Direction::Send, true) => ((0..n).collect(), "receiver"),
+            (Direction::Receive, false) => ((0..n).collect(), "receiver"),
+            (Direction::Bidir, false) => ((0..2 * n).collect(), "send+recv"),
+            _ => return,
+        };
+        let secs = (sample.end_s - sample.start_s).max(1e-9);
+        let per: Vec<u64> = ids
+            .iter()
+            .map(|i| sample.bytes.get(*i as usize).copied().unwrap_or(0))
+            .collect();
+        let bytes: u64 = per.iter().sum();
+        let i = IntervalOut {
+            start_s: sample.start_s,
+            end_s: sample.end_s,
+            bytes,
+            gbps: bytes as f64 * 8.0 / secs / 1e9,
+            streams: if self.direction == Direction::Bidir {
+                Vec::new()
+            } else {
+                per.iter().map(|b| *b as f64 * 8.0 / secs / 1e9).collect()
+            },
+            retransmits: sample.retransmits,
+            lost: sample.lost,
+            omitted: sample.omitted,
+        };
+        if self.stream_json {
+            let v = serde_json::json!({"event": "interval", "side": if remote { "remote" } else { "local" }, "interval": i});
+            let _ = print(&format!("{v}\n"));
+        } else if let Some(b) = &self.bar {
+            b.set_message(interval_line(self.kind, "", &i));
+            b.set_position((sample.end_s * 1000.0) as u64);
+        } else if self.lines {
+            let _ = print(&format!("{}\n", interval_line(self.kind, label, &i)));
+        }
+    }
+}
+
+pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
+    let p = params(a)?;
+    let server = resolve(a)?;
+    let psk = a
+        .psk_file
+        .as_deref()
+        .map(linerate_proto::load_psk)
+        .transpose()?;
+    let cfg = ClientConfig {
+        server,
+        bind: a.bind,
+        params: p.clone(),
+        psk,
+        affinity: a
+            .affinity
+            .as_deref()
+            .map(crate::units::parse_cpus)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("-A: {e}"))?
+            .unwrap_or_default(),
+        connect_timeout: Duration::from_secs(5),
+        inventory: Some(crate::iface::provider()),
+    };
+    let tty = std::io::stdout().is_terminal();
+    let human = !a.json && !a.json_stream;
+    let bar = (human && tty && a.interval.is_none()).then(|| {
+        let b = indicatif::ProgressBar::new(p.duration_ms);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed:>3} [{bar:30}] {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        b.enable_steady_tick(Duration::from_millis(200));
+        b
+    });
+    let live = Live {
+        kind: p.kind,
+        direction: p.direction,
+        streams: p.streams,
+        lines: human && p.interval_ms > 0,
+        stream_json: a.json_stream,
+        bar,
+    };
+    if human {
+        print(&format!("{}\n", header(&p, &server.to_string())))?;
+    }
+    let mut on_event = |e: Event| match e {
+        Event::Started {
+            server_memory_bytes,
+        } => {
+            if a.json_stream {
+                let v = serde_json::json!({"event": "start", "server": server.to_string(), "params": &p, "server_memory_bytes": server_memory_bytes});
+                let _ = print(&format!("{v}\n"));
+            }
+        }
+        Event::Local(s) => live.show(&s, false),
+        Event::Remote(s) => live.show(&s, true),
+    };
+    let run = linerate_bench::run_client(&cfg, &mut on_event);
+    if let Some(b) = &live.bar {
+        b.finish_and_clear();
+    }
+    let run = match run {
+        Ok(r) => r,
+        Err(e) => {
+            if a.json_stream {
+                let v = serde_json::json!({"event": "error", "error": e.to_string()});
+                let _ = print(&format!("{v}\n"));
+            }
+            bail!("{e}");
+        }
+    };
+    let result = linerate_bench::assemble(&run);
+    let failed = result.error.is_some();
+    let tests = [result];
+    if a.json {
+        let mut s = serde_json::to_string_pretty(&linerate_report::bench_doc(&tests))?;
+        s.push('\n');
+        print(&s)?;
+    } else if a.json_stream {
+        let v = serde_json::json!({"event": "end", "result": &tests[0]});
+        print(&format!("{v}\n"))?;
+    } else {
+        print(&linerate_report::render_bench(&tests[0], style))?;
+    }
+    if failed {
+        eprintln!(
+            "linerate: the test did not complete: {}",
+            tests[0].error.as_deref().unwrap_or("")
+        );
+        return Ok(super::EXIT_CANNOT_RUN);
+    }
+    Ok(0)
+}

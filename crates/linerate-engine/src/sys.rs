@@ -1,0 +1,191 @@
+//! The few system calls the standard library and socket2 do not wrap:
+//! TCP_INFO, per-thread CPU time, sendfile, memfd. Every `unsafe` block is here.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use linerate_proto::TcpStats;
+
+/// `struct tcp_info` of Linux up to `tcpi_data_segs_out` (kernel ≥ 4.6). The
+/// kernel copies min(our size, its size) bytes; fields past what it wrote stay 0.
+#[repr(C)]
+#[derive(Default)]
+struct TcpInfo {
+    state: u8,
+    ca_state: u8,
+    retransmits: u8,
+    probes: u8,
+    backoff: u8,
+    options: u8,
+    wscale: u8,
+    flags: u8,
+    rto: u32,
+    ato: u32,
+    snd_mss: u32,
+    rcv_mss: u32,
+    unacked: u32,
+    sacked: u32,
+    lost: u32,
+    retrans: u32,
+    fackets: u32,
+    last_data_sent: u32,
+    last_ack_sent: u32,
+    last_data_recv: u32,
+    last_ack_recv: u32,
+    pmtu: u32,
+    rcv_ssthresh: u32,
+    rtt: u32,
+    rttvar: u32,
+    snd_ssthresh: u32,
+    snd_cwnd: u32,
+    advmss: u32,
+    reordering: u32,
+    rcv_rtt: u32,
+    rcv_space: u32,
+    total_retrans: u32,
+    pacing_rate: u64,
+    max_pacing_rate: u64,
+    bytes_acked: u64,
+    bytes_received: u64,
+    segs_out: u32,
+    segs_in: u32,
+    notsent_bytes: u32,
+    min_rtt: u32,
+    data_segs_in: u32,
+    data_segs_out: u32,
+}
+
+/// TCP_INFO of a socket, or `None` when the kernel refuses.
+pub fn tcp_info(fd: &impl AsRawFd) -> Option<TcpStats> {
+    let mut info = TcpInfo::default();
+    let mut len = std::mem::size_of::<TcpInfo>() as libc::socklen_t;
+    // SAFETY: `info` is a plain repr(C) struct of integers, valid for `len` bytes;
+    // the kernel writes at most `len` bytes and updates `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            std::ptr::from_mut(&mut info).cast(),
+            &raw mut len,
+        )
+    };
+    (rc == 0).then(|| TcpStats {
+        retransmits: u64::from(info.total_retrans),
+        rtt_us: info.rtt,
+        rttvar_us: info.rttvar,
+        cwnd: info.snd_cwnd,
+        mss: info.snd_mss,
+        data_segs_out: u64::from(info.data_segs_out),
+    })
+}
+
+/// CPU time of the calling thread, seconds: (user, system).
+pub fn thread_cpu() -> (f64, f64) {
+    rusage(libc::RUSAGE_THREAD)
+}
+
+/// CPU time of the whole process, seconds: (user, system).
+pub fn process_cpu() -> (f64, f64) {
+    rusage(libc::RUSAGE_SELF)
+}
+
+fn rusage(who: libc::c_int) -> (f64, f64) {
+    // SAFETY: getrusage fills the zeroed struct we own.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(who, &raw mut u) };
+    if rc != 0 {
+        return (0.0, 0.0);
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (tv(u.ru_utime), tv(u.ru_stime))
+}
+
+/// An anonymous in-memory file holding `len` bytes of `fill`, for sendfile.
+pub fn memfd_with(len: usize, fill: u8) -> io::Result<OwnedFd> {
+    // SAFETY: the name is a valid NUL-terminated string.
+    let fd = unsafe { libc::memfd_create(c"linerate-zerocopy".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut f = std::fs::File::from(owned);
+    io::Write::write_all(&mut f, &vec![fill; len])?;
+    Ok(OwnedFd::from(f))
+}
+
+/// sendfile(2) from `file` at `offset` into `sock`: bytes sent.
+pub fn sendfile(sock: RawFd, file: RawFd, offset: i64, len: usize) -> io::Result<usize> {
+    let mut off: libc::off_t = offset;
+    // SAFETY: both descriptors are open for the duration of the call; `off` is ours.
+    let n = unsafe { libc::sendfile(sock, file, &raw mut off, len) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Pin the calling thread to one CPU.
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it; the call reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "CPU number too large",
+            ));
+        }
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &raw const set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The name of the interface that holds `ip` (getifaddrs), e.g. `lo` for 127.0.0.1.
+// getifaddrs hands out malloc'ed sockaddrs, aligned for any sockaddr type.
+#[allow(clippy::cast_ptr_alignment)]
+pub fn interface_of(ip: std::net::IpAddr) -> Option<String> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs allocates a list we walk read-only and free once.
+    unsafe {
+        if libc::getifaddrs(&raw mut head) != 0 {
+            return None;
+        }
+        let mut found = None;
+        let mut cur = head;
+        while !cur.is_null() {
+            let ifa = &*cur;
+            if !ifa.ifa_addr.is_null() {
+                let fam = i32::from((*ifa.ifa_addr).sa_family);
+                let addr = if fam == libc::AF_INET {
+                    let sin = &*ifa.ifa_addr.cast::<libc::sockaddr_in>();
+                    Some(std::net::IpAddr::from(
+                        u32::from_be(sin.sin_addr.s_addr).to_be_bytes(),
+                    ))
+                } else if fam == libc::AF_INET6 {
+                    let sin6 = &*ifa.ifa_addr.cast::<libc::sockaddr_in6>();
+                    Some(std::net::IpAddr::from(sin6.sin6_addr.s6_addr))
+                } else {
+                    None
+                };
+                if addr == Some(ip) && !ifa.ifa_name.is_null() {
+                    found = Some(
+                        std::ffi::CStr::from_ptr(ifa.ifa_name)
+                            .to_string_lossy()
+                            .into_owned(),
+                    );
+                    break;
+                }
+            }
+            cur = ifa.ifa_next;
+        }
+        libc::freeifaddrs(head);
+        found
+    }
+}

@@ -1,0 +1,141 @@
+//! TCP bulk transfer: one sender or receiver loop per connection.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use crate::meter::{Meter, Stop};
+use crate::{sys, StreamOutcome};
+
+/// How a sender behaves.
+#[derive(Debug, Clone)]
+pub struct SendPlan {
+    /// Bytes per write.
+    pub length: usize,
+    pub deadline: Instant,
+    /// bit/s; 0 = as fast as possible.
+    pub bitrate_bps: u64,
+    /// sendfile(2) from an in-memory file instead of write(2).
+    pub zerocopy: bool,
+}
+
+/// A send that makes no progress for this long fails the stream.
+pub const STALL: Duration = Duration::from_secs(10);
+
+/// Pace to `bitrate_bps`: sleep while more was sent than the rate allows.
+fn pace(start: Instant, sent: u64, bitrate_bps: u64, deadline: Instant) {
+    if bitrate_bps == 0 {
+        return;
+    }
+    let due = start + Duration::from_secs_f64(sent as f64 * 8.0 / bitrate_bps as f64);
+    let now = Instant::now();
+    if due > now {
+        std::thread::sleep(due.min(deadline) - now);
+    }
+}
+
+/// Send until the deadline, then close the write side. Never blocks longer than [`STALL`].
+pub fn send(mut sock: &TcpStream, plan: &SendPlan, meter: &Meter, stop: &Stop) -> StreamOutcome {
+    let mut out = StreamOutcome::default();
+    if let Err(e) = sock.set_write_timeout(Some(STALL)) {
+        out.error = Some(format!("setting the send timeout: {e}"));
+        return out;
+    }
+    let len = plan.length.max(1);
+    let file = if plan.zerocopy {
+        match sys::memfd_with(len, 0x5a) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                out.error = Some(format!("--zerocopy: creating the in-memory file: {e}"));
+                return out;
+            }
+        }
+    } else {
+        None
+    };
+    let buf = vec![0x5au8; len];
+    let start = Instant::now();
+    let mut sent: u64 = 0;
+    while !stop.is_set() && Instant::now() < plan.deadline {
+        let r = match &file {
+            Some(f) => sys::sendfile(sock.as_raw_fd(), f.as_raw_fd(), 0, len),
+            None => sock.write(&buf),
+        };
+        match r {
+            Ok(n) => {
+                sent += n as u64;
+                meter.add(n as u64);
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                out.error = Some(format!(
+                    "the receiver took nothing for {} s",
+                    STALL.as_secs()
+                ));
+                break;
+            }
+            Err(e) => {
+                out.error = Some(describe(&e, "sending"));
+                break;
+            }
+        }
+        pace(start, sent, plan.bitrate_bps, plan.deadline);
+    }
+    out.ended = Some(Instant::now());
+    out.tcp = sys::tcp_info(sock);
+    let _ = sock.shutdown(Shutdown::Write);
+    out.bytes = sent;
+    out
+}
+
+/// Receive until end of stream, an error, `stop`, or `idle` without data.
+pub fn recv(
+    mut sock: &TcpStream,
+    length: usize,
+    idle: Duration,
+    meter: &Meter,
+    stop: &Stop,
+) -> StreamOutcome {
+    let mut out = StreamOutcome::default();
+    if let Err(e) = sock.set_read_timeout(Some(idle)) {
+        out.error = Some(format!("setting the receive timeout: {e}"));
+        return out;
+    }
+    let mut buf = vec![0u8; length.clamp(64 * 1024, 4 * 1024 * 1024)];
+    let mut got: u64 = 0;
+    loop {
+        if stop.is_set() {
+            break;
+        }
+        match sock.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                got += n as u64;
+                meter.add(n as u64);
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                out.error = Some(format!("no data for {} s", idle.as_secs()));
+                break;
+            }
+            Err(e) => {
+                out.error = Some(describe(&e, "receiving"));
+                break;
+            }
+        }
+    }
+    out.ended = Some(Instant::now());
+    out.tcp = sys::tcp_info(sock);
+    out.bytes = got;
+    out
+}
+
+fn describe(e: &std::io::Error, what: &str) -> String {
+    match e.kind() {
+        ErrorKind::ConnectionReset | ErrorKind::BrokenPipe | ErrorKind::ConnectionAborted => {
+            format!("{what}: the peer closed the connection ({e})")
+        }
+        _ => format!("{what}: {e}"),
+    }
+}

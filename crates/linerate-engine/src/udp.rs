@@ -1,0 +1,333 @@
+//! UDP bulk transfer with loss, reordering and RFC 3550 jitter.
+//!
+//! Every datagram starts with a 24-byte header (little endian): a 32-bit tag
+//! derived from the test cookie (stray datagrams are ignored), the stream
+//! index, a 64-bit sequence number, and the send time in ns since the
+//! sender's start. Sequence `u64::MAX` marks a registration datagram.
+
+use std::io::ErrorKind;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use linerate_proto::UdpStats;
+
+use crate::meter::{Meter, Stop};
+use crate::StreamOutcome;
+
+pub const HEADER: usize = 24;
+pub const REGISTER_SEQ: u64 = u64::MAX;
+
+/// 32-bit tag from a cookie (FNV-1a).
+pub fn tag(cookie: &str) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in cookie.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub tag: u32,
+    pub stream: u32,
+    pub seq: u64,
+    pub send_ns: u64,
+}
+
+impl Header {
+    pub fn write(&self, buf: &mut [u8]) {
+        buf[0..4].copy_from_slice(&self.tag.to_le_bytes());
+        buf[4..8].copy_from_slice(&self.stream.to_le_bytes());
+        buf[8..16].copy_from_slice(&self.seq.to_le_bytes());
+        buf[16..24].copy_from_slice(&self.send_ns.to_le_bytes());
+    }
+
+    pub fn read(buf: &[u8]) -> Option<Self> {
+        if buf.len() < HEADER {
+            return None;
+        }
+        let u32_at = |i: usize| u32::from_le_bytes(buf[i..i + 4].try_into().unwrap_or([0; 4]));
+        let u64_at = |i: usize| u64::from_le_bytes(buf[i..i + 8].try_into().unwrap_or([0; 8]));
+        Some(Self {
+            tag: u32_at(0),
+            stream: u32_at(4),
+            seq: u64_at(8),
+            send_ns: u64_at(16),
+        })
+    }
+}
+
+/// Send paced datagrams to `dest` (or the connected peer) until the deadline.
+#[allow(clippy::too_many_arguments)]
+pub fn send(
+    sock: &UdpSocket,
+    dest: Option<SocketAddr>,
+    tag: u32,
+    stream: u32,
+    length: usize,
+    bitrate_bps: u64,
+    deadline: Instant,
+    meter: &Meter,
+    stop: &Stop,
+) -> StreamOutcome {
+    let mut out = StreamOutcome::default();
+    let mut buf = vec![0u8; length.max(HEADER)];
+    let start = Instant::now();
+    let mut seq: u64 = 0;
+    let mut sent_bytes: u64 = 0;
+    let mut errors = 0u32;
+    while !stop.is_set() {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        if bitrate_bps > 0 {
+            let due = start + Duration::from_secs_f64(sent_bytes as f64 * 8.0 / bitrate_bps as f64);
+            if due > now {
+                std::thread::sleep((due - now).min(deadline - now));
+                continue;
+            }
+        }
+        Header {
+            tag,
+            stream,
+            seq,
+            send_ns: now.duration_since(start).as_nanos() as u64,
+        }
+        .write(&mut buf);
+        let r = match dest {
+            Some(d) => sock.send_to(&buf, d),
+            None => sock.send(&buf),
+        };
+        match r {
+            Ok(n) => {
+                seq += 1;
+                sent_bytes += n as u64;
+                meter.add(n as u64);
+            }
+            // The local queue is full (ENOBUFS/EAGAIN): not a loss on the path; try again.
+            Err(e)
+                if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted)
+                    || e.raw_os_error() == Some(libc::ENOBUFS) =>
+            {
+                std::thread::yield_now();
+            }
+            Err(e) => {
+                errors += 1;
+                // ECONNREFUSED from an ICMP error of an earlier datagram: the receiver went away.
+                if errors > 100 {
+                    out.error = Some(format!("sending UDP: {e}"));
+                    break;
+                }
+            }
+        }
+    }
+    out.ended = Some(Instant::now());
+    out.bytes = sent_bytes;
+    out.udp = Some(UdpStats {
+        packets: seq,
+        ..UdpStats::default()
+    });
+    out
+}
+
+/// Per-stream receive state.
+#[derive(Debug, Default, Clone)]
+pub struct RecvState {
+    pub packets: u64,
+    pub bytes: u64,
+    pub next_seq: u64,
+    pub out_of_order: u64,
+    pub jitter_ns: f64,
+    last_transit: Option<i128>,
+    pub last: Option<Instant>,
+    pub peer: Option<SocketAddr>,
+}
+
+impl RecvState {
+    /// Account one datagram (RFC 3550 §6.4.1 for the jitter).
+    pub fn on_packet(&mut self, h: &Header, len: usize, arrival_ns: u64, now: Instant) {
+        self.packets += 1;
+        self.bytes += len as u64;
+        if h.seq < self.next_seq {
+            self.out_of_order += 1;
+        } else {
+            self.next_seq = h.seq + 1;
+        }
+        let transit = i128::from(arrival_ns) - i128::from(h.send_ns);
+        if let Some(prev) = self.last_transit {
+            let d = (transit - prev).abs() as f64;
+            self.jitter_ns += (d - self.jitter_ns) / 16.0;
+        }
+        self.last_transit = Some(transit);
+        self.last = Some(now);
+    }
+
+    /// Lost so far, from the highest sequence seen.
+    pub fn lost_so_far(&self) -> u64 {
+        self.next_seq.saturating_sub(self.packets)
+    }
+
+    pub fn stats(&self, sent: Option<u64>) -> UdpStats {
+        let expected = sent.unwrap_or(self.next_seq);
+        UdpStats {
+            packets: self.packets,
+            // Reordered datagrams arrived, so they are not lost; duplicates are not tracked.
+            lost: expected.saturating_sub(self.packets),
+            out_of_order: self.out_of_order,
+            duplicates: 0,
+            jitter_us: self.jitter_ns / 1000.0,
+        }
+    }
+}
+
+/// Receive datagrams of every stream on one socket until `stop`. Registration
+/// datagrams are answered (so the sender learns the path works) and recorded.
+pub fn recv(
+    sock: &UdpSocket,
+    tag: u32,
+    meters: &[Arc<Meter>],
+    state: &Mutex<Vec<RecvState>>,
+    stop: &Stop,
+) -> Option<String> {
+    if let Err(e) = sock.set_read_timeout(Some(Duration::from_millis(50))) {
+        return Some(format!("setting the UDP receive timeout: {e}"));
+    }
+    let mut buf = vec![0u8; 65_536];
+    let origin = Instant::now();
+    // Arrival times are on this host's clock; jitter only uses differences.
+    while !stop.is_set() {
+        match sock.recv_from(&mut buf) {
+            Ok((n, from)) => {
+                let Some(h) = Header::read(&buf[..n]) else {
+                    continue;
+                };
+                if h.tag != tag || h.stream as usize >= meters.len() {
+                    continue;
+                }
+                let mut st = state
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let s = &mut st[h.stream as usize];
+                if h.seq == REGISTER_SEQ {
+                    s.peer = Some(from);
+                    let _ = sock.send_to(&buf[..n], from);
+                    continue;
+                }
+                let now = Instant::now();
+                s.on_packet(&h, n, now.duration_since(origin).as_nanos() as u64, now);
+                let lost = s.lost_so_far();
+                drop(st);
+                let m = &meters[h.stream as usize];
+                m.add(n as u64);
+                let prev = m.lost();
+                if lost > prev {
+                    m.add_lost(lost - prev);
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {}
+            Err(e) => return Some(format!("receiving UDP: {e}")),
+        }
+    }
+    None
+}
+
+/// Register stream `stream` with the receiver at the connected peer: send a
+/// registration datagram until it is echoed (at most `tries` × 100 ms).
+pub fn register(sock: &UdpSocket, tag: u32, stream: u32, tries: u32) -> Result<(), String> {
+    let mut buf = [0u8; HEADER];
+    Header {
+        tag,
+        stream,
+        seq: REGISTER_SEQ,
+        send_ns: 0,
+    }
+    .write(&mut buf);
+    sock.set_read_timeout(Some(Duration::from_millis(100)))
+        .map_err(|e| e.to_string())?;
+    let mut reply = [0u8; 64];
+    for _ in 0..tries {
+        sock.send(&buf)
+            .map_err(|e| format!("sending to the server's UDP port: {e}"))?;
+        if let Ok(n) = sock.recv(&mut reply) {
+            if Header::read(&reply[..n]).is_some_and(|h| h.tag == tag && h.seq == REGISTER_SEQ) {
+                return Ok(());
+            }
+        }
+    }
+    Err(format!(
+        "no answer from the server's UDP port after {tries} tries: a firewall may block UDP"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_roundtrip() {
+        let h = Header {
+            tag: 7,
+            stream: 3,
+            seq: 1 << 40,
+            send_ns: 123_456_789,
+        };
+        let mut b = [0u8; HEADER];
+        h.write(&mut b);
+        assert_eq!(Header::read(&b), Some(h));
+        assert_eq!(Header::read(&b[..10]), None);
+    }
+
+    #[test]
+    fn jitter_and_reordering() {
+        let mut s = RecvState::default();
+        let now = Instant::now();
+        // Constant transit: no jitter.
+        for i in 0..10u64 {
+            let h = Header {
+                tag: 0,
+                stream: 0,
+                seq: i,
+                send_ns: i * 1000,
+            };
+            s.on_packet(&h, 100, i * 1000 + 50, now);
+        }
+        assert!(s.jitter_ns.abs() < 1e-9);
+        // One packet 16 µs late: J moves by 16000/16 = 1000 ns.
+        let h = Header {
+            tag: 0,
+            stream: 0,
+            seq: 10,
+            send_ns: 10_000,
+        };
+        s.on_packet(&h, 100, 10_000 + 50 + 16_000, now);
+        assert!((s.jitter_ns - 1000.0).abs() < 1e-6);
+        // A gap of 2 then a late one.
+        let h = Header {
+            tag: 0,
+            stream: 0,
+            seq: 13,
+            send_ns: 13_000,
+        };
+        s.on_packet(&h, 100, 13_050, now);
+        assert_eq!(s.lost_so_far(), 2);
+        let h = Header {
+            tag: 0,
+            stream: 0,
+            seq: 11,
+            send_ns: 11_000,
+        };
+        s.on_packet(&h, 100, 14_000, now);
+        assert_eq!(s.out_of_order, 1);
+        let st = s.stats(Some(14));
+        assert_eq!(st.packets, 13);
+        assert_eq!(st.lost, 1, "only seq 12 is missing");
+    }
+}

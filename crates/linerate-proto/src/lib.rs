@@ -1,0 +1,32 @@
+//! linerate's control protocol (see `docs/protocol.md`).
+//!
+//! Every message is a frame: a 4-byte big-endian length, then that many bytes
+//! of UTF-8 JSON holding one [`Msg`]. Frames are bounded: a reader refuses a
+//! length above its limit before reading the body. A connection's first frame
+//! says what it is: [`Msg::Hello`] opens a control connection, [`Msg::DataHello`]
+//! attaches a data stream to an accepted test.
+
+mod auth;
+mod frame;
+mod msg;
+mod params;
+
+pub use auth::{load_psk, Psk, PskError};
+pub use frame::{
+    read_frame, read_msg, write_msg, FrameError, MAX_CONTROL_FRAME, MAX_RESULTS_FRAME,
+};
+pub use msg::{
+    CpuUsage, IntervalSample, LatencyStats, Msg, SideResults, StreamResult, TcpStats, UdpStats,
+    MAGIC, PROTOCOL_VERSION,
+};
+pub use params::{Direction, Limits, Refusal, TestKind, TestParams};
+
+/// The default TCP port of `linerate serve` (control and TCP data connections).
+pub const DEFAULT_PORT: u16 = 5301;
+
+/// A random token, hex encoded (cookies and nonces).
+pub fn random_hex(bytes: usize) -> String {
+    let mut b = vec![0u8; bytes];
+    getrandom::getrandom(&mut b).expect("the OS random source works");
+    hex::encode(b)
+}

@@ -1,0 +1,149 @@
+//! Messages. Adding an optional field is compatible; anything else bumps [`PROTOCOL_VERSION`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::TestParams;
+
+/// Sent in every Hello so a stray client of another protocol is recognised at once.
+pub const MAGIC: &str = "linerate";
+/// Version of this protocol. A peer with another version is refused with a clear message.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Msg {
+    /// Client → server, first frame of a control connection.
+    Hello {
+        magic: String,
+        protocol: u32,
+        version: String,
+        /// Client nonce for mutual authentication (hex).
+        nonce: String,
+    },
+    /// Server → client.
+    ServerHello {
+        protocol: u32,
+        version: String,
+        /// The server requires a pre-shared key.
+        auth: bool,
+        nonce: String,
+    },
+    /// Client → server: HMAC-SHA256(key, "linerate-client" ‖ server nonce ‖ client nonce), hex.
+    Auth { proof: String },
+    /// Server → client: HMAC-SHA256(key, "linerate-server" ‖ client nonce ‖ server nonce), hex.
+    AuthOk { proof: String },
+    /// Client → server: run this test.
+    Request { params: TestParams },
+    /// Server → client.
+    Accepted {
+        test_id: u64,
+        /// Data connections present this to attach to the test.
+        cookie: String,
+        /// UDP tests: the server's UDP port.
+        udp_port: Option<u16>,
+        /// Bytes of buffer the server holds for this test.
+        memory_bytes: u64,
+        /// The server's interface inventory for the path (probe's port shape), if known.
+        inventory: Option<serde_json::Value>,
+    },
+    /// Server → client: the request was not accepted; the reason says which limit.
+    Refused { reason: String },
+    /// First frame of a data connection.
+    DataHello { cookie: String, stream: u32 },
+    /// Client → server: every data connection is up; go.
+    Start,
+    /// Live figures from the server's side, one per interval.
+    Interval { sample: IntervalSample },
+    /// Client → server: the client's part is finished.
+    Done,
+    /// Measurements of one side, exchanged at the end (server first).
+    Results { results: SideResults },
+    /// Either way: a fatal problem, then the connection closes.
+    Error { message: String },
+}
+
+/// One interval on one side.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntervalSample {
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Bytes moved in the interval, per stream (sent by a sender, received by a receiver).
+    pub bytes: Vec<u64>,
+    /// Retransmits in the interval, all streams (TCP sender only).
+    pub retransmits: Option<u64>,
+    /// UDP receiver: packets lost in the interval.
+    pub lost: Option<u64>,
+    /// True for intervals inside the --omit warm-up.
+    pub omitted: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpStats {
+    pub retransmits: u64,
+    /// Smoothed round trip and its variance, µs (TCP_INFO).
+    pub rtt_us: u32,
+    pub rttvar_us: u32,
+    /// Congestion window in segments, and the segment size in bytes.
+    pub cwnd: u32,
+    pub mss: u32,
+    /// Data segments sent (TCP_INFO tcpi_data_segs_out), for the on-wire rate.
+    pub data_segs_out: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpStats {
+    pub packets: u64,
+    pub lost: u64,
+    pub out_of_order: u64,
+    pub duplicates: u64,
+    /// RFC 3550 interarrival jitter, µs.
+    pub jitter_us: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamResult {
+    pub id: u32,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Measured seconds (after the omit period).
+    pub seconds: f64,
+    pub tcp: Option<TcpStats>,
+    pub udp: Option<UdpStats>,
+    /// CPU seconds (user + system) of the thread that moved this stream.
+    pub cpu_s: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUsage {
+    pub user_s: f64,
+    pub system_s: f64,
+    pub wall_s: f64,
+    /// (user + system) / wall × 100: 100 is one core saturated.
+    pub percent: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyStats {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    pub min: f64,
+    pub mean: f64,
+    pub stddev: f64,
+    pub transactions: u64,
+    pub lost: u64,
+}
+
+/// What one side measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SideResults {
+    pub streams: Vec<StreamResult>,
+    pub cpu: CpuUsage,
+    pub intervals: Vec<IntervalSample>,
+    /// Latency tests: round-trip statistics in µs (measured by the client).
+    pub latency: Option<LatencyStats>,
+    /// Set when this side stopped early; what it measured until then is still here.
+    pub error: Option<String>,
+}

@@ -1,0 +1,288 @@
+//! Bench results for people (interval lines, summary) and scripts (JSON).
+
+use std::fmt::Write as _;
+
+use linerate_bench::results::{DirStats, IntervalOut};
+use linerate_bench::TestResult;
+use linerate_proto::{Direction, TestKind, TestParams};
+use serde::Serialize;
+
+use crate::json::{Tool, TOOL};
+use crate::Style;
+
+#[derive(Debug, Serialize)]
+pub struct BenchDoc<'a> {
+    pub schema_version: u32,
+    pub tool: Tool,
+    pub tests: &'a [TestResult],
+}
+
+pub fn bench_doc(tests: &[TestResult]) -> BenchDoc<'_> {
+    BenchDoc {
+        schema_version: crate::SCHEMA_VERSION,
+        tool: TOOL,
+        tests,
+    }
+}
+
+fn kind_words(p: &TestParams) -> String {
+    let dir = match p.direction {
+        Direction::Send => "send",
+        Direction::Receive => "receive (-R)",
+        Direction::Bidir => "bidirectional",
+    };
+    match p.kind {
+        TestKind::TcpBw => format!(
+            "TCP {dir}, {} stream{}",
+            p.streams,
+            if p.streams == 1 { "" } else { "s" }
+        ),
+        TestKind::UdpBw => format!(
+            "UDP {dir}, {} stream{} at {}",
+            p.streams,
+            if p.streams == 1 { "" } else { "s" },
+            if p.bitrate_bps == 0 {
+                "full speed".to_string()
+            } else {
+                format!("{} Gb/s each", num(p.bitrate_bps as f64 / 1e9))
+            }
+        ),
+        TestKind::TcpLat => format!("TCP request/response, {}-byte messages", p.length),
+        TestKind::UdpLat => format!("UDP request/response, {}-byte messages", p.length),
+    }
+}
+
+/// Numbers with three significant digits where that reads well.
+pub fn num(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1}")
+    } else if x.abs() >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+fn bytes(b: u64) -> String {
+    let b = b as f64;
+    if b >= 1e9 {
+        format!("{:.2} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else {
+        format!("{:.0} kB", b / 1e3)
+    }
+}
+
+/// The first line: what runs, where.
+pub fn header(p: &TestParams, server: &str) -> String {
+    format!(
+        "linerate bench → {server}: {}, {} s{}",
+        kind_words(p),
+        num(p.duration_ms as f64 / 1000.0),
+        if p.omit_ms > 0 {
+            format!(" (first {} s omitted)", num(p.omit_ms as f64 / 1000.0))
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// One live interval line.
+pub fn interval_line(kind: TestKind, label: &str, i: &IntervalOut) -> String {
+    let span = format!("[{:6.2}-{:6.2} s]", i.start_s, i.end_s);
+    let omit = if i.omitted { "  (omitted)" } else { "" };
+    if kind.is_latency() {
+        let tps = i.bytes as f64 / (i.end_s - i.start_s).max(1e-9);
+        return format!("{span} {:>10} transactions/s{omit}", num(tps));
+    }
+    let mut s = format!("{span} {label}{:>9} Gb/s", num(i.gbps));
+    if i.streams.len() > 1 {
+        let per: Vec<String> = i.streams.iter().map(|g| num(*g)).collect();
+        let _ = write!(s, "  [{}]", per.join(" "));
+    }
+    if let Some(r) = i.retransmits {
+        let _ = write!(s, "  retr {r}");
+    }
+    if let Some(l) = i.lost {
+        let _ = write!(s, "  lost {l}");
+    }
+    s.push_str(omit);
+    s
+}
+
+fn dir_block(out: &mut String, d: &DirStats, style: Style, indent: &str) {
+    let where_ = |h: &str| if h == "local" { "this host" } else { "server" };
+    if let Some(r) = &d.receiver {
+        let _ = writeln!(
+            out,
+            "{indent}receiver {}   {:>9}   CPU {:>5}% ({})",
+            style.bold(&format!("{:>9} Gb/s", num(r.gbps))),
+            bytes(r.bytes),
+            num(r.cpu_percent),
+            where_(r.host)
+        );
+    }
+    let mut s = format!(
+        "{indent}sender   {:>9} Gb/s   {:>9}   CPU {:>5}% ({})",
+        num(d.sender.gbps),
+        bytes(d.sender.bytes),
+        num(d.sender.cpu_percent),
+        where_(d.sender.host)
+    );
+    if let Some(r) = d.retransmits {
+        let _ = write!(s, "   retransmits {r}");
+    }
+    if let Some(r) = d.rtt_us {
+        let _ = write!(s, "   RTT {} µs", num(r));
+    }
+    if let Some(c) = d.cwnd {
+        let _ = write!(s, "   cwnd {c}");
+    }
+    let _ = writeln!(out, "{s}");
+    if let (Some(lp), Some(pk)) = (d.loss_percent, d.packets) {
+        let _ = writeln!(
+            out,
+            "{indent}datagrams {pk} sent, {} lost ({}%), {} out of order, jitter {} µs",
+            d.lost_packets.unwrap_or(0),
+            num(lp),
+            d.out_of_order.unwrap_or(0),
+            num(d.jitter_us.unwrap_or(0.0))
+        );
+    }
+    if let Some(l2) = d.l2_gbps {
+        let _ = writeln!(
+            out,
+            "{indent}on the wire ≈ {} Gb/s (payload plus per-packet Ethernet/IP/transport headers)",
+            num(l2)
+        );
+    }
+    let single = d.per_stream.len() == 1;
+    let busy = d
+        .receiver
+        .iter()
+        .chain(std::iter::once(&d.sender))
+        .any(|e| e.cpu_percent >= 90.0);
+    if single && busy {
+        let _ = writeln!(out, "{indent}{}", style.dim("one core was nearly saturated by one stream: the CPU may be the limit (try -P, -A, or --zerocopy)"));
+    }
+}
+
+/// The summary of a finished test.
+pub fn render_bench(t: &TestResult, style: Style) -> String {
+    let mut out = String::new();
+    let p = &t.params;
+    let via = t
+        .local
+        .as_ref()
+        .and_then(|v| v.get("name"))
+        .and_then(|v| v.as_str())
+        .map_or(String::new(), |n| format!(" via {n}"));
+    let _ = writeln!(
+        out,
+        "{}{via}",
+        style.bold(&format!("{} → {}", kind_words(p), t.server))
+    );
+    if let Some(l) = &t.latency_us {
+        let _ = writeln!(
+            out,
+            "  round trip  p50 {} µs   p90 {}   p99 {}   p99.9 {}   max {}   mean {} µs (σ {})",
+            style.bold(&num(l.p50)),
+            num(l.p90),
+            num(l.p99),
+            num(l.p999),
+            num(l.max),
+            style.bold(&num(l.mean)),
+            num(l.stddev)
+        );
+        let _ = writeln!(
+            out,
+            "  {} transactions/s{}",
+            num(t.transactions_per_s.unwrap_or(0.0)),
+            t.lost_transactions
+                .filter(|l| *l > 0)
+                .map_or(String::new(), |l| format!(
+                    ", {l} lost (no reply in 200 ms)"
+                ))
+        );
+        if let (Some(s), Some(r)) = (&t.sender, &t.receiver) {
+            let _ = writeln!(
+                out,
+                "  CPU {}% (this host), {}% (server)",
+                num(s.cpu_percent),
+                num(r.cpu_percent)
+            );
+        }
+    } else if t.directions.is_empty() {
+        // One direction: rebuild its block from the flat fields.
+        let d = DirStats {
+            direction: t.direction,
+            bytes: t.bytes,
+            gbps: t.gbps,
+            l2_gbps: t.l2_gbps,
+            sender: t
+                .sender
+                .clone()
+                .unwrap_or(linerate_bench::results::Endpoint {
+                    host: "local",
+                    bytes: 0,
+                    gbps: 0.0,
+                    cpu_percent: 0.0,
+                }),
+            receiver: t.receiver.clone(),
+            retransmits: t.retransmits,
+            rtt_us: t.rtt_us,
+            cwnd: t.cwnd,
+            mss: None,
+            packets: t.packets,
+            lost_packets: t.lost_packets,
+            loss_percent: t.loss_percent,
+            out_of_order: t.out_of_order,
+            jitter_us: t.jitter_us,
+            intervals: Vec::new(),
+            per_stream: t.per_stream.clone(),
+        };
+        dir_block(&mut out, &d, style, "  ");
+    } else {
+        for d in &t.directions {
+            let _ = writeln!(
+                out,
+                "  {}:",
+                if d.direction == Direction::Send {
+                    "this host → server"
+                } else {
+                    "server → this host"
+                }
+            );
+            dir_block(&mut out, d, style, "    ");
+        }
+        let _ = writeln!(out, "  total {} Gb/s", style.bold(&num(t.gbps)));
+    }
+    if t.per_stream.len() > 1 {
+        let per: Vec<String> = t
+            .per_stream
+            .iter()
+            .map(|s| {
+                format!(
+                    "#{} {} Gb/s (CPU {}%)",
+                    s.id,
+                    num(s.gbps),
+                    num(s.sender_cpu_percent)
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "  streams  {}", per.join(", "));
+    }
+    if let Some(e) = &t.error {
+        let _ = writeln!(
+            out,
+            "{} {e}\n  (the figures above are what was measured until then)",
+            style.severity(linerate_rules::Severity::Error, "error:")
+        );
+    }
+    out
+}
