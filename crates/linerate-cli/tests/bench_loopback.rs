@@ -1,0 +1,229 @@
+//! serve and bench end to end over loopback: every test kind, the JSON contract, live output.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn server(extra: &[&str]) -> Server {
+    let port = free_port();
+    let child = StdCommand::new(env!("CARGO_BIN_EXE_linerate"))
+        .args([
+            "serve",
+            "-B",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "--max-duration",
+            "30",
+        ])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until it listens (bounded).
+    let until = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Server { child, port }
+}
+
+fn bench(port: u16, args: &[&str]) -> std::process::Output {
+    Command::cargo_bin("linerate")
+        .unwrap()
+        .env("NO_COLOR", "1")
+        .args(["bench", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap()
+}
+
+fn validator() -> jsonschema::Validator {
+    let s: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("schemas/bench.schema.json")).unwrap(),
+    )
+    .unwrap();
+    jsonschema::validator_for(&s).unwrap()
+}
+
+fn json_of(out: &std::process::Output) -> Value {
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let v = validator();
+    let errors: Vec<String> = v
+        .iter_errors(&doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    doc
+}
+
+#[test]
+fn every_kind_produces_valid_json_with_sensible_figures() {
+    let s = server(&[]);
+    let p = s.port;
+
+    let d = json_of(&bench(p, &["-t", "1.5", "-J"]));
+    let t = &d["tests"][0];
+    assert_eq!(t["kind"], "tcp_bw");
+    assert_eq!(t["direction"], "send");
+    assert!(t["gbps"].as_f64().unwrap() > 0.1, "{t}");
+    assert!(t["receiver"]["cpu_percent"].as_f64().unwrap() > 0.0);
+    assert!(t["sender"]["cpu_percent"].as_f64().unwrap() > 0.0);
+    assert!(t["retransmits"].is_u64());
+    assert!(t["intervals"].as_array().unwrap().len() >= 1);
+    assert_eq!(t["local"]["name"], "lo");
+    assert_eq!(t["remote"]["name"], "lo");
+    assert!(t["error"].is_null());
+
+    let d = json_of(&bench(p, &["-t", "1.5", "-R", "-P", "2", "-J"]));
+    let t = &d["tests"][0];
+    assert_eq!(t["direction"], "receive");
+    assert_eq!(t["per_stream"].as_array().unwrap().len(), 2);
+    assert_eq!(t["receiver"]["host"], "local");
+
+    let d = json_of(&bench(p, &["-t", "1.5", "--bidir", "-J"]));
+    let t = &d["tests"][0];
+    assert_eq!(t["direction"], "bidir");
+    assert_eq!(t["directions"].as_array().unwrap().len(), 2);
+    let sum: f64 = t["directions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["gbps"].as_f64().unwrap())
+        .sum();
+    assert!((sum - t["gbps"].as_f64().unwrap()).abs() < 0.01);
+
+    // UDP at a rate loopback carries: no phantom loss.
+    let d = json_of(&bench(p, &["-t", "2", "-u", "-b", "200M", "-J"]));
+    let t = &d["tests"][0];
+    assert_eq!(t["kind"], "udp_bw");
+    assert!(t["loss_percent"].as_f64().unwrap() < 0.5, "{t}");
+    let g = t["gbps"].as_f64().unwrap();
+    assert!(
+        (g - 0.2).abs() / 0.2 < 0.03,
+        "UDP paced at 200M measured {g}"
+    );
+    assert!(t["jitter_us"].as_f64().is_some());
+
+    for args in [&["--latency"][..], &["-u", "--latency"][..]] {
+        let mut a = vec!["-t", "1.5", "-J"];
+        a.extend_from_slice(args);
+        let d = json_of(&bench(p, &a));
+        let t = &d["tests"][0];
+        let l = &t["latency_us"];
+        let (p50, p99, max) = (
+            l["p50"].as_f64().unwrap(),
+            l["p99"].as_f64().unwrap(),
+            l["max"].as_f64().unwrap(),
+        );
+        assert!(p50 > 0.0 && p50 <= p99 && p99 <= max, "{l}");
+        assert!(t["transactions_per_s"].as_f64().unwrap() > 100.0);
+    }
+}
+
+#[test]
+fn live_output_and_json_stream() {
+    let s = server(&[]);
+    let out = bench(s.port, &["-t", "2", "-i", "0.5"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines = text.lines().filter(|l| l.starts_with('[')).count();
+    assert!(lines >= 3, "{text}");
+    assert!(text.contains("receiver"), "{text}");
+
+    let out = bench(s.port, &["-t", "1.5", "--json-stream"]);
+    assert!(out.status.success());
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line is one JSON object"))
+        .collect();
+    assert_eq!(events.first().unwrap()["event"], "start");
+    assert_eq!(events.last().unwrap()["event"], "end");
+    assert!(events.iter().any(|e| e["event"] == "interval"));
+}
+
+#[test]
+fn refusals_and_auth_are_clear_errors() {
+    let s = server(&["--max-streams", "4"]);
+    let out = bench(s.port, &["-t", "1", "-P", "100"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-streams"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    std::fs::write(&key, "correct horse battery staple\n").unwrap();
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "incorrect horse battery staple\n").unwrap();
+    let k = key.to_str().unwrap();
+    let s = server(&["--psk-file", k]);
+    let out = bench(s.port, &["-t", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--psk-file"));
+    let out = bench(s.port, &["-t", "1", "--psk-file", wrong.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("authentication failed"));
+    let out = bench(s.port, &["-t", "1", "-J", "--psk-file", k]);
+    json_of(&out);
+}
+
+#[test]
+fn nothing_listening_is_a_clear_error() {
+    let port = free_port();
+    let out = bench(port, &["-t", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+}
+
+#[test]
+fn bad_arguments_are_refused_before_connecting() {
+    for args in [
+        &["-t", "0"][..],
+        &["-t", "1", "-O", "2"][..],
+        &["-l", "0"][..],
+        &["-u", "-l", "70000"][..],
+        &["-b", "fast"][..],
+        &["-A", "x"][..],
+        &["--latency", "-P", "2"][..],
+    ] {
+        let out = bench(1, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!out.stderr.is_empty());
+    }
+}
