@@ -11,6 +11,7 @@ mod ib;
 mod net;
 mod pci;
 mod ports;
+pub mod qdisc;
 
 use std::path::Path;
 
