@@ -7,6 +7,7 @@
 //! control protocol or of terminals.
 
 pub mod lat;
+pub mod mem;
 pub mod meter;
 pub mod sys;
 pub mod tcp;
