@@ -398,8 +398,10 @@ stop_server() {
     [[ -n "$pid" ]] || return 0
     unset 'SERVER_PID[$tool]'
     if [[ "$pid" == dry ]]; then run_cmd kill "<pid of $tool server>"; return 0; fi
-    kill -TERM "$pid" 2>/dev/null          # timeout passes it on to the server's process group
-    for ((i = 0; i < 30; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    # timeout passes TERM on to the server and, 3 s later (-k 3), KILLs it if still there; the
+    # KILL below is for timeout itself only if it has not gone after 5 s.
+    kill -TERM "$pid" 2>/dev/null
+    for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     SERVER_ERR[$tool]="stopped"
@@ -462,11 +464,11 @@ test_tools() {
 
 # Tests that actually run: cpu has no runs of its own (it reads tcp1's), so it pulls tcp1 in.
 run_tests() {
-    local t out=()
+    local t sel=()
     for t in tcp1 tcp2 tcp_rev lat udp; do
-        if want "$t" || { [[ $t == tcp1 ]] && want cpu; }; then out+=("$t"); fi
+        if want "$t" || { [[ $t == tcp1 ]] && want cpu; }; then sel+=("$t"); fi
     done
-    echo "${out[*]}"
+    echo "${sel[*]}"
 }
 
 client_timeout() { echo $((TIME + 20)); }   # setup + run + teardown; sockperf warms up ~1-2 s
@@ -482,7 +484,8 @@ run_one() {
         return 0
     fi
     RUN_NO=$((RUN_NO + 1))
-    local base="$RAW_DIR/$(printf '%03d' $RUN_NO)-$path-$test-$tool-r$round"
+    local base
+    base="$RAW_DIR/$(printf '%03d' $RUN_NO)-$path-$test-$tool-r$round"
     local out="$base.out" err="$base.err" rc t0 t1 note=""
     local elapsed=$((SECONDS - START_TS))
     if ((elapsed + TIME > BUDGET)); then
@@ -627,4 +630,4 @@ main() {
     "${PY[@]}" report "$MANIFEST" "$meta" "$RESULTS_DIR/$stamp.json" "$ONLY"
 }
 
-main "$@"
+main "$@"; exit $?   # one line: bash stops reading here even if the file is edited mid-run

@@ -60,6 +60,8 @@ pub enum ClientError {
         "the server failed to prove it knows the pre-shared key: refusing to trust its results"
     )]
     ServerProof,
+    #[error("the server does not ask for the pre-shared key given with --psk-file: refusing to trust a server that cannot prove it knows it (drop --psk-file to test against an open server)")]
+    ServerNoAuth,
     #[error("protocol: {0}")]
     Protocol(String),
     #[error("setting up data connections: {0}")]
@@ -174,6 +176,9 @@ fn handshake(
         Msg::Error { message } => return Err(ClientError::Server(message)),
         other => return Err(ClientError::Protocol(format!("unexpected {other:?}"))),
     };
+    if !auth && cfg.psk.is_some() {
+        return Err(ClientError::ServerNoAuth);
+    }
     if auth {
         let psk = cfg.psk.as_ref().ok_or(ClientError::NeedsKey(cfg.server))?;
         write_msg(
@@ -281,14 +286,26 @@ pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRu
         .map_err(|e| ClientError::Protocol(e.to_string()))?;
     let abort = Stop::new();
     let reader_abort = abort.clone();
+    // A server may stream at most this many intervals, each for exactly our connections.
+    let conns_n = cfg.params.connections() as usize;
+    let every = cfg.params.interval_ms.max(100);
+    let max_samples = 2 * cfg.params.duration_ms / every + 10;
     let reader_thread = thread::spawn(move || -> (Option<SideResults>, Option<String>) {
         let _ = reader.set_read_timeout(Some(Duration::from_millis(250)));
+        let mut samples: u64 = 0;
         loop {
             match read_msg(&mut reader, MAX_RESULTS_FRAME) {
                 Ok(Msg::Interval { sample }) => {
+                    samples += 1;
+                    if sample.bytes.len() != conns_n || samples > max_samples {
+                        reader_abort.set();
+                        return (None, Some(format!("protocol: the server sent {samples} interval(s), the last for {} streams; expected at most {max_samples} for {conns_n}", sample.bytes.len())));
+                    }
                     let _ = tx.send(sample);
                 }
-                Ok(Msg::Results { results }) => return (Some(results), None),
+                Ok(Msg::Results { results }) => {
+                    return (Some(crate::results::sanitize(results, conns_n)), None)
+                }
                 Ok(Msg::Error { message }) => {
                     reader_abort.set();
                     return (None, Some(format!("the server reported: {message}")));

@@ -62,6 +62,8 @@ pub struct DirStats {
     pub sender: Endpoint,
     pub receiver: Option<Endpoint>,
     pub retransmits: Option<u64>,
+    /// Data segments the sender sent (TCP_INFO), whole test.
+    pub segments: Option<u64>,
     pub rtt_us: Option<f64>,
     pub cwnd: Option<u32>,
     pub mss: Option<u32>,
@@ -101,6 +103,8 @@ pub struct TestResult {
     pub sender: Option<Endpoint>,
     pub receiver: Option<Endpoint>,
     pub retransmits: Option<u64>,
+    /// TCP data segments sent (to put retransmits in proportion).
+    pub segments: Option<u64>,
     pub rtt_us: Option<f64>,
     pub cwnd: Option<u32>,
     pub packets: Option<u64>,
@@ -123,6 +127,36 @@ pub struct TestResult {
     pub params: TestParams,
     /// Set when the test did not complete; the figures are what was measured until then.
     pub error: Option<String>,
+}
+
+/// Keep a peer's results within what this test can produce: stream ids below
+/// `connections`, each once, finite non-negative times and CPU figures.
+pub fn sanitize(mut r: SideResults, connections: usize) -> SideResults {
+    let mut seen = vec![false; connections];
+    r.streams.retain(|s| {
+        let ok = (s.id as usize) < connections && !seen[s.id as usize];
+        if ok {
+            seen[s.id as usize] = true;
+        }
+        ok
+    });
+    let fix = |x: f64| if x.is_finite() && x >= 0.0 { x } else { 0.0 };
+    for s in &mut r.streams {
+        s.seconds = fix(s.seconds);
+        s.cpu_s = fix(s.cpu_s);
+        if let Some(u) = &mut s.udp {
+            u.jitter_us = fix(u.jitter_us);
+        }
+    }
+    r.cpu.percent = fix(r.cpu.percent);
+    r.intervals
+        .retain(|i| i.bytes.len() == connections && i.start_s.is_finite() && i.end_s.is_finite());
+    r
+}
+
+/// Saturating sum of byte counters (a hostile peer cannot overflow them).
+fn ssum(it: impl Iterator<Item = u64>) -> u64 {
+    it.fold(0u64, u64::saturating_add)
 }
 
 fn gbps(bytes: u64, secs: f64) -> f64 {
@@ -155,7 +189,7 @@ fn intervals_for(samples: &[IntervalSample], ids: &[u32]) -> Vec<IntervalOut> {
                 .iter()
                 .map(|i| s.bytes.get(*i as usize).copied().unwrap_or(0))
                 .collect();
-            let bytes: u64 = per.iter().sum();
+            let bytes: u64 = ssum(per.iter().copied());
             IntervalOut {
                 start_s: r3(s.start_s),
                 end_s: r3(s.end_s),
@@ -181,7 +215,8 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
         .collect();
     let snd = side_of(run, sender_is_client);
     let rcv = side_of(run, !sender_is_client);
-    let duration = (p.duration_ms.saturating_sub(p.omit_ms)) as f64 / 1000.0;
+    // Stream threads run for the whole test, warm-up included: CPU is over the whole duration.
+    let duration = p.duration_ms as f64 / 1000.0;
     let pick = |s: Option<&SideResults>| -> Vec<linerate_proto::StreamResult> {
         s.map(|s| {
             s.streams
@@ -194,9 +229,9 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
     };
     let ss = pick(snd);
     let rs = pick(rcv);
-    let sent: u64 = ss.iter().map(|s| s.bytes_sent).sum();
+    let sent: u64 = ssum(ss.iter().map(|s| s.bytes_sent));
     let sent_secs = ss.iter().map(|s| s.seconds).fold(0.0_f64, f64::max);
-    let recv: u64 = rs.iter().map(|s| s.bytes_received).sum();
+    let recv: u64 = ssum(rs.iter().map(|s| s.bytes_received));
     let recv_secs = rs.iter().map(|s| s.seconds).fold(0.0_f64, f64::max);
     let cpu = |v: &[linerate_proto::StreamResult]| {
         v.iter().map(|s| s.cpu_s).sum::<f64>() / duration.max(1e-9) * 100.0
@@ -229,6 +264,7 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
         sender,
         receiver,
         retransmits: None,
+        segments: None,
         rtt_us: None,
         cwnd: None,
         mss: None,
@@ -241,28 +277,29 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
         per_stream: Vec::new(),
     };
     if p.kind == TestKind::TcpBw && !tcp.is_empty() {
-        out.retransmits = Some(tcp.iter().map(|t| t.retransmits).sum());
+        out.retransmits = Some(ssum(tcp.iter().map(|t| t.retransmits)));
         out.rtt_us = Some(r3(
             tcp.iter().map(|t| f64::from(t.rtt_us)).sum::<f64>() / tcp.len() as f64
         ));
         out.cwnd = tcp.iter().map(|t| t.cwnd).max();
         out.mss = tcp.iter().map(|t| t.mss).max();
-        let segs: u64 = tcp.iter().map(|t| t.data_segs_out).sum();
+        let segs: u64 = ssum(tcp.iter().map(|t| t.data_segs_out));
+        out.segments = (segs > 0).then_some(segs);
         if segs > 0 && sent > 0 {
             let hdr = if v6 {
                 TCP_L2_OVERHEAD_V4 + 20.0
             } else {
                 TCP_L2_OVERHEAD_V4
             };
-            // Segments per payload byte are stable over the test; scale the headline by it.
-            let total_sent: u64 = ss.iter().map(|s| s.bytes_sent).sum();
+            // TCP_INFO counts segments over the whole test: relate them to all bytes sent.
+            let total_sent: u64 = ssum(ss.iter().map(|s| s.total_bytes.max(s.bytes_sent)));
             let factor = 1.0 + hdr * segs as f64 / total_sent.max(1) as f64;
             out.l2_gbps = Some(r3(head * factor.min(2.0)));
         }
     }
     if p.kind == TestKind::UdpBw {
-        let sent_pk: u64 = ss.iter().filter_map(|s| s.udp).map(|u| u.packets).sum();
-        let got_pk: u64 = rs.iter().filter_map(|s| s.udp).map(|u| u.packets).sum();
+        let sent_pk: u64 = ssum(ss.iter().filter_map(|s| s.udp).map(|u| u.packets));
+        let got_pk: u64 = ssum(rs.iter().filter_map(|s| s.udp).map(|u| u.packets));
         out.packets = Some(sent_pk);
         if have_rcv {
             let lost = sent_pk.saturating_sub(got_pk);
@@ -272,12 +309,9 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
             } else {
                 r3(lost as f64 / sent_pk as f64 * 100.0)
             });
-            out.out_of_order = Some(
-                rs.iter()
-                    .filter_map(|s| s.udp)
-                    .map(|u| u.out_of_order)
-                    .sum(),
-            );
+            out.out_of_order = Some(ssum(
+                rs.iter().filter_map(|s| s.udp).map(|u| u.out_of_order),
+            ));
             let j: Vec<f64> = rs
                 .iter()
                 .filter_map(|s| s.udp)
@@ -289,7 +323,10 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
             } else {
                 UDP_L2_OVERHEAD_V4
             };
-            out.l2_gbps = Some(r3(gbps(recv + (got_pk as f64 * hdr) as u64, recv_secs)));
+            out.l2_gbps = Some(r3(gbps(
+                recv.saturating_add((got_pk as f64 * hdr) as u64),
+                recv_secs,
+            )));
         }
     }
     let rcv_samples: &[IntervalSample] = if !have_rcv {
@@ -304,6 +341,13 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
         rcv.map_or(&[], |s| s.intervals.as_slice())
     };
     out.intervals = intervals_for(rcv_samples, &ids);
+    // Retransmits happen at the sender: take them from the sender's samples of the same interval.
+    if p.kind == TestKind::TcpBw {
+        let snd_samples: &[IntervalSample] = snd.map_or(&[], |s| s.intervals.as_slice());
+        for (k, i) in out.intervals.iter_mut().enumerate() {
+            i.retransmits = snd_samples.get(k).and_then(|s| s.retransmits);
+        }
+    }
     out.per_stream = ids
         .iter()
         .map(|id| {
@@ -354,6 +398,26 @@ fn latency_us(l: &LatencyStats) -> LatencyUs {
     }
 }
 
+/// The interface view of a host inventory: its `port` (probe's port shape) with the address,
+/// or the inventory as it is when it has no `port`.
+fn port_view(v: &serde_json::Value) -> serde_json::Value {
+    match v.get("port").and_then(|p| p.as_object()) {
+        Some(p) => {
+            let mut p = p.clone();
+            if let Some(a) = v.get("address") {
+                p.insert("address".into(), a.clone());
+            }
+            serde_json::Value::Object(p)
+        }
+        None => {
+            let mut o = v.as_object().cloned().unwrap_or_default();
+            o.remove("probe");
+            o.remove("facts");
+            serde_json::Value::Object(o)
+        }
+    }
+}
+
 /// Assemble the result of a finished (or interrupted) run.
 pub fn assemble(run: &ClientRun) -> TestResult {
     let p = &run.params;
@@ -370,6 +434,7 @@ pub fn assemble(run: &ClientRun) -> TestResult {
         sender: None,
         receiver: None,
         retransmits: None,
+        segments: None,
         rtt_us: None,
         cwnd: None,
         packets: None,
@@ -385,8 +450,8 @@ pub fn assemble(run: &ClientRun) -> TestResult {
         per_stream: Vec::new(),
         directions: Vec::new(),
         server: run.server.to_string(),
-        local: run.local_inventory.clone(),
-        remote: run.remote_inventory.clone(),
+        local: run.local_inventory.as_ref().map(port_view),
+        remote: run.remote_inventory.as_ref().map(port_view),
         params: p.clone(),
         error: run.error.clone(),
     };
@@ -420,7 +485,7 @@ pub fn assemble(run: &ClientRun) -> TestResult {
             .collect();
         // Interval "bytes" of a latency test count transactions; expose them as such.
         for (o, s) in t.intervals.iter_mut().zip(&run.local.intervals) {
-            o.bytes = s.bytes.iter().sum();
+            o.bytes = ssum(s.bytes.iter().copied());
         }
         let cpu = |s: Option<&SideResults>| s.map(|s| (s.cpu.percent * 10.0).round() / 10.0);
         t.sender = Some(Endpoint {
@@ -444,31 +509,47 @@ pub fn assemble(run: &ClientRun) -> TestResult {
         ],
         d => vec![dir_stats(run, d)],
     };
-    t.bytes = dirs.iter().map(|d| d.bytes).sum();
+    t.bytes = ssum(dirs.iter().map(|d| d.bytes));
     t.gbps = r3(dirs.iter().map(|d| d.gbps).sum());
     t.l2_gbps = dirs.iter().map(|d| d.l2_gbps).sum::<Option<f64>>().map(r3);
     let sum_ep = |f: &dyn Fn(&DirStats) -> Option<Endpoint>| -> Option<Endpoint> {
         let eps: Vec<Endpoint> = dirs.iter().filter_map(f).collect();
         (!eps.is_empty() && eps.len() == dirs.len()).then(|| Endpoint {
             host: if eps.len() == 1 { eps[0].host } else { "both" },
-            bytes: eps.iter().map(|e| e.bytes).sum(),
+            bytes: ssum(eps.iter().map(|e| e.bytes)),
             gbps: r3(eps.iter().map(|e| e.gbps).sum()),
-            cpu_percent: eps.iter().map(|e| e.cpu_percent).sum(),
+            cpu_percent: (eps.iter().map(|e| e.cpu_percent).sum::<f64>() * 10.0).round() / 10.0,
         })
     };
     t.sender = sum_ep(&|d| Some(d.sender.clone()));
     t.receiver = sum_ep(&|d| d.receiver.clone());
-    t.retransmits = dirs.iter().map(|d| d.retransmits).sum();
+    t.retransmits = dirs
+        .iter()
+        .map(|d| d.retransmits)
+        .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)));
+    t.segments = dirs
+        .iter()
+        .map(|d| d.segments)
+        .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)));
     t.rtt_us = dirs.iter().find_map(|d| d.rtt_us);
     t.cwnd = dirs.iter().filter_map(|d| d.cwnd).max();
-    t.packets = dirs.iter().map(|d| d.packets).sum();
-    t.lost_packets = dirs.iter().map(|d| d.lost_packets).sum();
+    t.packets = dirs
+        .iter()
+        .map(|d| d.packets)
+        .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)));
+    t.lost_packets = dirs
+        .iter()
+        .map(|d| d.lost_packets)
+        .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)));
     t.loss_percent = match (t.lost_packets, t.packets) {
         (Some(l), Some(n)) if n > 0 => Some(r3(l as f64 / n as f64 * 100.0)),
         (Some(_), Some(_)) => Some(0.0),
         _ => None,
     };
-    t.out_of_order = dirs.iter().map(|d| d.out_of_order).sum();
+    t.out_of_order = dirs
+        .iter()
+        .map(|d| d.out_of_order)
+        .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)));
     t.jitter_us = dirs.iter().find_map(|d| d.jitter_us);
     if dirs.len() == 1 {
         t.intervals.clone_from(&dirs[0].intervals);
@@ -483,10 +564,13 @@ pub fn assemble(run: &ClientRun) -> TestResult {
             .map(|(x, y)| IntervalOut {
                 start_s: x.start_s,
                 end_s: x.end_s,
-                bytes: x.bytes + y.bytes,
+                bytes: x.bytes.saturating_add(y.bytes),
                 gbps: r3(x.gbps + y.gbps),
                 streams: x.streams.iter().chain(&y.streams).copied().collect(),
-                retransmits: x.retransmits.zip(y.retransmits).map(|(a, b)| a + b),
+                retransmits: x
+                    .retransmits
+                    .zip(y.retransmits)
+                    .map(|(a, b)| a.saturating_add(b)),
                 lost: None,
                 omitted: x.omitted,
             })

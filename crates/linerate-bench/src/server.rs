@@ -34,6 +34,8 @@ pub struct ServerConfig {
     pub max_served: Option<u64>,
     /// How to describe the interface a test runs on (sent to the client).
     pub inventory: Option<crate::InventoryFn>,
+    /// Write one JSON log line per event on stdout.
+    pub log: bool,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -60,11 +62,37 @@ impl Default for ServerConfig {
             max_memory_bytes: 1024 * 1024 * 1024,
             max_served: None,
             inventory: None,
+            log: true,
         }
     }
 }
 
 type DataConn = (u32, TcpStream);
+
+/// Reads that share one deadline: a client dripping a byte at a time cannot
+/// stretch its handshake past `--handshake-timeout`.
+struct Deadline<'a> {
+    sock: &'a TcpStream,
+    at: Instant,
+}
+
+impl std::io::Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.at.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "handshake deadline passed",
+            ));
+        }
+        self.sock.set_read_timeout(Some(left))?;
+        std::io::Read::read(&mut self.sock, buf)
+    }
+}
+
+fn read_by(sock: &TcpStream, at: Instant) -> Result<Msg, FrameError> {
+    read_msg(&mut Deadline { sock, at }, MAX_CONTROL_FRAME)
+}
 
 struct Shared {
     cfg: ServerConfig,
@@ -74,8 +102,14 @@ struct Shared {
     memory: AtomicU64,
     next_id: AtomicU64,
     served: AtomicU64,
-    /// Interface inventory of this host, per local address (probed once per address).
-    inventories: Mutex<HashMap<IpAddr, Option<serde_json::Value>>>,
+}
+
+impl Shared {
+    fn log(&self, event: &str, fields: &serde_json::Value) {
+        if self.cfg.log {
+            log(event, fields);
+        }
+    }
 }
 
 /// One structured log line (JSON) on stdout.
@@ -106,16 +140,18 @@ pub fn serve(cfg: ServerConfig) -> std::io::Result<()> {
 /// Serve on an already bound listener.
 pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()> {
     let addr = listener.local_addr()?;
-    log(
-        "listening",
-        &serde_json::json!({
-            "address": addr.to_string(),
-            "protocol": PROTOCOL_VERSION,
-            "auth": cfg.psk.is_some(),
-            "limits": &cfg.limits,
-            "max_memory_bytes": cfg.max_memory_bytes,
-        }),
-    );
+    if cfg.log {
+        log(
+            "listening",
+            &serde_json::json!({
+                "address": addr.to_string(),
+                "protocol": PROTOCOL_VERSION,
+                "auth": cfg.psk.is_some(),
+                "limits": &cfg.limits,
+                "max_memory_bytes": cfg.max_memory_bytes,
+            }),
+        );
+    }
     let shared = Arc::new(Shared {
         cfg,
         pending: Mutex::new(HashMap::new()),
@@ -124,7 +160,6 @@ pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()
         memory: AtomicU64::new(0),
         next_id: AtomicU64::new(1),
         served: AtomicU64::new(0),
-        inventories: Mutex::new(HashMap::new()),
     });
     for conn in listener.incoming() {
         if let Some(max) = shared.cfg.max_served {
@@ -182,9 +217,10 @@ impl Drop for HandshakeSlot<'_> {
 fn handle(sh: &Shared, mut sock: TcpStream, peer: Option<SocketAddr>) {
     let mut slot = HandshakeSlot(sh, false);
     let peer_s = peer.map_or("?".into(), |p| p.to_string());
-    let _ = sock.set_read_timeout(Some(sh.cfg.handshake_timeout));
+    // One deadline for the whole handshake, from accept to start.
+    let deadline = Instant::now() + sh.cfg.handshake_timeout;
     let _ = sock.set_write_timeout(Some(sh.cfg.handshake_timeout));
-    let first = read_msg(&mut sock, MAX_CONTROL_FRAME);
+    let first = read_by(&sock, deadline);
     match first {
         Ok(Msg::DataHello { cookie, stream }) => {
             slot.release();
@@ -221,7 +257,7 @@ fn handle(sh: &Shared, mut sock: TcpStream, peer: Option<SocketAddr>) {
                         message: "not a linerate client".into(),
                     },
                 );
-                log(
+                sh.log(
                     "refused",
                     &serde_json::json!({"client": peer_s, "reason": "bad magic"}),
                 );
@@ -238,7 +274,7 @@ fn handle(sh: &Shared, mut sock: TcpStream, peer: Option<SocketAddr>) {
                         message: message.clone(),
                     },
                 );
-                log(
+                sh.log(
                     "refused",
                     &serde_json::json!({"client": peer_s, "reason": message}),
                 );
@@ -247,7 +283,7 @@ fn handle(sh: &Shared, mut sock: TcpStream, peer: Option<SocketAddr>) {
             if nonce.len() > 128 {
                 return;
             }
-            control(sh, sock, &peer_s, &nonce, &mut slot);
+            control(sh, sock, &peer_s, &nonce, &mut slot, deadline);
         }
         Ok(other) => {
             let _ = write_msg(
@@ -256,13 +292,13 @@ fn handle(sh: &Shared, mut sock: TcpStream, peer: Option<SocketAddr>) {
                     message: "expected hello".into(),
                 },
             );
-            log(
+            sh.log(
                 "refused",
                 &serde_json::json!({"client": peer_s, "reason": format!("unexpected first message {}", msg_name(&other))}),
             );
         }
         Err(e) => {
-            log(
+            sh.log(
                 "dropped",
                 &serde_json::json!({"client": peer_s, "reason": e.to_string()}),
             );
@@ -314,6 +350,7 @@ fn control(
     peer: &str,
     client_nonce: &str,
     slot: &mut HandshakeSlot<'_>,
+    deadline: Instant,
 ) {
     let server_nonce = random_hex(16);
     let hello = Msg::ServerHello {
@@ -326,7 +363,7 @@ fn control(
         return;
     }
     if let Some(psk) = &sh.cfg.psk {
-        match read_msg(&mut sock, MAX_CONTROL_FRAME) {
+        match read_by(&sock, deadline) {
             Ok(Msg::Auth { proof }) if psk.verify_client(&server_nonce, client_nonce, &proof) => {
                 let ok = Msg::AuthOk {
                     proof: psk.server_proof(client_nonce, &server_nonce),
@@ -344,11 +381,11 @@ fn control(
                         message: "authentication failed: wrong pre-shared key".into(),
                     },
                 );
-                log("auth_failed", &serde_json::json!({"client": peer}));
+                sh.log("auth_failed", &serde_json::json!({"client": peer}));
                 return;
             }
             Err(e) => {
-                log(
+                sh.log(
                     "dropped",
                     &serde_json::json!({"client": peer, "reason": format!("during authentication: {e}")}),
                 );
@@ -356,7 +393,7 @@ fn control(
             }
         }
     }
-    let params = match read_msg(&mut sock, MAX_CONTROL_FRAME) {
+    let params = match read_by(&sock, deadline) {
         Ok(Msg::Request { params }) => params,
         Ok(other) => {
             let _ = write_msg(
@@ -368,7 +405,7 @@ fn control(
             return;
         }
         Err(e) => {
-            log(
+            sh.log(
                 "dropped",
                 &serde_json::json!({"client": peer, "reason": format!("waiting for a request: {e}")}),
             );
@@ -382,7 +419,7 @@ fn control(
                 reason: reason.clone(),
             },
         );
-        log(
+        sh.log(
             "refused",
             &serde_json::json!({"client": peer, "reason": reason, "params": &params}),
         );
@@ -452,8 +489,11 @@ fn control(
     if write_msg(&mut sock, &accepted).is_err() {
         return;
     }
+    // The test now holds a test slot; its data connections need handshake slots of their own.
+    slot.release();
     // Collect the data connections, then wait for Start; all within the handshake timeout.
-    let conns = match collect(&params, &rx, udp_sock.as_ref(), sh.cfg.handshake_timeout) {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let conns = match collect(&params, &rx, udp_sock.as_ref(), left) {
         Ok(c) => c,
         Err(reason) => {
             let _ = write_msg(
@@ -462,27 +502,34 @@ fn control(
                     message: reason.clone(),
                 },
             );
-            log(
+            sh.log(
                 "test",
                 &serde_json::json!({"test_id": id, "client": peer, "kind": params.kind.as_str(), "result": "error", "error": reason}),
             );
             return;
         }
     };
-    match read_msg(&mut sock, MAX_CONTROL_FRAME) {
+    match read_by(&sock, deadline) {
         Ok(Msg::Start) => {}
         other => {
-            log(
+            sh.log(
                 "test",
                 &serde_json::json!({"test_id": id, "client": peer, "kind": params.kind.as_str(), "result": "error", "error": format!("expected start, got {other:?}")}),
             );
             return;
         }
     }
-    slot.release();
     let start = Instant::now();
     let stop = Stop::new();
     // The control connection: intervals go out; Done, an error or a close come in.
+    // When the client goes away, its data connections are shut down so the streams end at once.
+    let data_handles: Vec<TcpStream> = conns
+        .iter()
+        .filter_map(|c| match c {
+            Conn::Tcp(t) => t.try_clone().ok(),
+            Conn::Udp { .. } => None,
+        })
+        .collect();
     let writer = Arc::new(Mutex::new(sock.try_clone().ok()));
     let watcher = {
         let stop = stop.clone();
@@ -502,6 +549,9 @@ fn control(
                     // The client went away or misbehaved: stop the test.
                     _ => {
                         stop.set();
+                        for h in &data_handles {
+                            let _ = h.shutdown(Shutdown::Both);
+                        }
                         return;
                     }
                 }
@@ -547,7 +597,7 @@ fn control(
         .iter()
         .map(|s| s.seconds)
         .fold(0.0_f64, f64::max);
-    log(
+    sh.log(
         "test",
         &serde_json::json!({
             "test_id": id,
@@ -588,7 +638,7 @@ fn collect(
             if Instant::now() >= deadline {
                 return Err(format!(
                     "the client did not register its UDP streams within {} s",
-                    timeout.as_secs()
+                    timeout.as_secs_f64()
                 ));
             }
             if let Ok((len, from)) = u.recv_from(&mut buf) {
@@ -615,8 +665,8 @@ fn collect(
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(format!(
-                "only {have} of {n} data connections arrived within {} s",
-                timeout.as_secs()
+                "only {have} of {n} data connections arrived within {:.1} s",
+                timeout.as_secs_f64()
             ));
         }
         match rx.recv_timeout(left) {
@@ -637,8 +687,8 @@ fn collect(
             Ok(_) => {}
             Err(_) => {
                 return Err(format!(
-                    "only {have} of {n} data connections arrived within {} s",
-                    timeout.as_secs()
+                    "only {have} of {n} data connections arrived within {:.1} s",
+                    timeout.as_secs_f64()
                 ))
             }
         }
@@ -646,14 +696,8 @@ fn collect(
     Ok(slots.into_iter().flatten().map(Conn::Tcp).collect())
 }
 
-/// The probe of the interface that holds `ip`, cached.
+/// This host's inventory for the interface holding `ip`. Not cached: shapers,
+/// MTU and counters change between tests.
 fn inventory(sh: &Shared, ip: IpAddr) -> Option<serde_json::Value> {
-    let mut cache = sh
-        .inventories
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    cache
-        .entry(ip)
-        .or_insert_with(|| sh.cfg.inventory.as_ref().and_then(|f| f(ip)))
-        .clone()
+    sh.cfg.inventory.as_ref().and_then(|f| f(ip))
 }

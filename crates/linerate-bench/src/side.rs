@@ -272,11 +272,18 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
                 .sum(),
         )
     };
-    let stop_sampling = if time_only {
-        stop.clone()
-    } else {
-        done.clone()
-    };
+    // Sampling ends when the streams are done (or, for time-bound receivers, at `until`),
+    // and at once when the test is aborted.
+    let stop_sampling = Stop::new();
+    {
+        let (ss, stop, done) = (stop_sampling.clone(), stop.clone(), done.clone());
+        thread::spawn(move || {
+            while Instant::now() < until && !stop.is_set() && (time_only || !done.is_set()) {
+                thread::sleep(Duration::from_millis(5));
+            }
+            ss.set();
+        });
+    }
     let every = Duration::from_millis(if p.interval_ms == 0 {
         1000
     } else {
@@ -405,6 +412,7 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
             seconds,
             tcp: o.tcp,
             udp: o.udp,
+            total_bytes: o.bytes,
             // Threads shared by all receiving streams are split evenly among them.
             cpu_s: o.user_s
                 + o.system_s

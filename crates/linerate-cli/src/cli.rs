@@ -37,6 +37,9 @@ pub enum Command {
     Probe(ProbeArgs),
     /// The ceiling chain for hardware you do not have yet.
     Plan(PlanArgs),
+    /// Explain the gap between what a link carries and what its hardware could: with HOST, the
+    /// path to a `linerate serve`; without, a self-check of this machine.
+    Doctor(DoctorArgs),
     /// Serve tests to `linerate bench` clients: many at once, each bounded in memory and time.
     Serve(ServeArgs),
     /// Measure TCP/UDP throughput or latency against a `linerate serve`.
@@ -96,6 +99,39 @@ pub struct ServeArgs {
     /// Exit after serving one test.
     #[arg(long)]
     pub once: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 healthy, 1 a finding at or above --fail-on, 2 could not run."
+)]
+pub struct DoctorArgs {
+    /// A host running `linerate serve`; without it, doctor checks this machine alone.
+    pub host: Option<String>,
+    /// Server port.
+    #[arg(short, long, default_value_t = linerate_proto::DEFAULT_PORT)]
+    pub port: u16,
+    /// A shorter plan (about 10 s).
+    #[arg(long, conflicts_with = "thorough")]
+    pub quick: bool,
+    /// A longer plan (about a minute): longer runs, reverse multi-stream, bidirectional, UDP latency.
+    #[arg(long)]
+    pub thorough: bool,
+    /// Print one JSON document (schemas/doctor.schema.json).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a self-contained HTML report with charts.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
+    /// Exit with status 1 when a finding of at least this severity is present.
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
+    /// Local address to test from.
+    #[arg(short = 'B', long, value_name = "ADDR")]
+    pub bind: Option<std::net::IpAddr>,
+    /// Pre-shared key file, when the server requires one.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -189,3 +189,49 @@ pub fn interface_of(ip: std::net::IpAddr) -> Option<String> {
         found
     }
 }
+
+/// Per-core busy and total jiffies from `/proc/stat` (busy = everything but idle and iowait).
+pub fn core_times() -> Vec<(u64, u64)> {
+    let Ok(s) = std::fs::read_to_string("/proc/stat") else {
+        return Vec::new();
+    };
+    s.lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .map(|l| {
+            let v: Vec<u64> = l
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            let total: u64 = v.iter().take(8).sum();
+            let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+            (total.saturating_sub(idle), total)
+        })
+        .collect()
+}
+
+/// Busiest core between two [`core_times`] samples, percent.
+pub fn busiest_core(before: &[(u64, u64)], after: &[(u64, u64)]) -> Option<f64> {
+    before
+        .iter()
+        .zip(after)
+        .filter_map(|((b0, t0), (b1, t1))| {
+            let t = t1.saturating_sub(*t0);
+            (t > 0).then(|| b1.saturating_sub(*b0) as f64 / t as f64 * 100.0)
+        })
+        .reduce(f64::max)
+}
+
+/// Host-wide CPU time from the aggregate `cpu` line of `/proc/stat`, in seconds
+/// (USER_HZ is 100 on Linux): (user + nice + system, steal).
+pub fn host_cpu_seconds() -> Option<(f64, f64)> {
+    let s = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = s.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let get = |i: usize| v.get(i).copied().unwrap_or(0) as f64 / 100.0;
+    Some((get(0) + get(1) + get(2), get(7)))
+}

@@ -2,12 +2,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::fs::{parse_cpulist, Root};
 
 /// Kernel limits on socket buffers, bytes.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SocketLimits {
     /// `net.core.rmem_max`: the most an application may ask for with SO_RCVBUF.
     pub rmem_max: Option<u64>,

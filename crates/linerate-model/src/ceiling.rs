@@ -8,13 +8,13 @@
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::mtu::Transport;
 use crate::{round2, EthSpeed, IbRate, MtuInput, PcieLink};
 
 /// A link whose rate is known.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum LinkInput {
     Infiniband(IbRate),
@@ -38,7 +38,7 @@ impl LinkInput {
 }
 
 /// Whether the port can pass traffic at all.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "why")]
 pub enum Usability {
     Usable,
@@ -51,7 +51,7 @@ pub enum Usability {
 }
 
 /// Everything [`ceiling`] needs, as plain values.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CeilingInput {
     pub link: Option<LinkInput>,
     /// The link the PCIe function actually negotiated.
@@ -64,7 +64,7 @@ pub struct CeilingInput {
 }
 
 /// Stage identifiers, stable for scripts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StageKind {
     /// Signalling rate of the link (lanes × baud × bits per symbol).
@@ -84,7 +84,7 @@ pub enum StageKind {
 }
 
 /// What limits the ceiling (JSON contract values).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LimitedBy {
     Link,
@@ -111,7 +111,7 @@ impl LimitedBy {
 }
 
 /// One step of the chain.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stage {
     pub stage: StageKind,
     /// Rate after this stage, Gb/s.
@@ -121,7 +121,7 @@ pub struct Stage {
 }
 
 /// The result: the ceiling, the stage that sets it, and the chain that shows why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ceiling {
     /// Data rate the hardware can carry now, Gb/s; 0 when it cannot pass traffic or is unknown.
     pub gbps: f64,

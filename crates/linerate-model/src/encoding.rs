@@ -1,9 +1,9 @@
 //! Line encodings and their efficiency.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A line code: how many of the signalled bits carry data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Encoding {
     /// 8b/10b: 20% of the signalled bits are coding (SDR/DDR/QDR InfiniBand, PCIe 1-2, 1GbE).

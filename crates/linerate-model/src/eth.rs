@@ -4,12 +4,12 @@
 //! the data rate equals the nominal speed. The signalling rate is shown for
 //! the explanation only.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Encoding;
 
 /// An Ethernet port speed and the most common physical layer for it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct EthSpeed {
     pub mbps: u32,
     /// Lanes of the most common PHY at this speed (None when unknown).

@@ -1,11 +1,11 @@
 //! InfiniBand speeds, widths, port states and the kernel's `rate` string.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Encoding;
 
 /// Per-lane InfiniBand speed grade.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum IbSpeed {
     Sdr,
@@ -117,7 +117,7 @@ impl IbSpeed {
 pub const IB_WIDTHS: [u8; 5] = [1, 2, 4, 8, 12];
 
 /// A parsed `ports/N/rate` value such as `40 Gb/sec (4X QDR)`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct IbRate {
     pub speed: IbSpeed,
     pub width: u8,
@@ -184,7 +184,7 @@ impl IbRate {
 }
 
 /// Logical port state (`ports/N/state`, `"%d: %s"`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IbState {
     Nop,
@@ -222,7 +222,7 @@ impl IbState {
 }
 
 /// Physical port state (`ports/N/phys_state`, `"%u: %s"`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IbPhysState {
     Sleep,

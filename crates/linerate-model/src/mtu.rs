@@ -1,6 +1,6 @@
 //! Per-packet header arithmetic: TCP goodput as a fraction of the link data rate.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// IPv4 (20) + TCP (20) + TCP timestamps option (12): what Linux sends by default.
 pub const IP_TCP_HEADERS: u32 = 52;
@@ -16,7 +16,7 @@ pub const IB_UD_PACKET_OVERHEAD: u32 = 34;
 pub const ASSUMED_IB_MTU: u32 = 4096;
 
 /// How IP packets are carried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Transport {
     Ethernet,
@@ -27,7 +27,7 @@ pub enum Transport {
 }
 
 /// The input to the goodput stage.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MtuInput {
     pub mtu: u32,
     pub transport: Transport,

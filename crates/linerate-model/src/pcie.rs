@@ -1,11 +1,11 @@
 //! PCIe generations, link speed strings, and the payload-rate model.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Encoding;
 
 /// A PCIe generation, identified by its transfer rate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum PcieGen {
     #[serde(rename = "1.0")]
     Gen1,
@@ -128,6 +128,17 @@ impl PcieSpeed {
     }
 }
 
+impl<'de> Deserialize<'de> for PcieSpeed {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s == "unknown" {
+            return Ok(Self::Unknown);
+        }
+        Self::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{s}` is not a PCIe speed")))
+    }
+}
+
 impl Serialize for PcieSpeed {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.label())
@@ -138,7 +149,7 @@ impl Serialize for PcieSpeed {
 pub const PCIE_WIDTHS: [u8; 7] = [1, 2, 4, 8, 12, 16, 32];
 
 /// A PCIe link: generation and lane count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PcieLink {
     pub gen: PcieGen,
     pub width: u8,

@@ -111,6 +111,9 @@ pub struct StreamResult {
     pub udp: Option<UdpStats>,
     /// CPU seconds (user + system) of the thread that moved this stream.
     pub cpu_s: f64,
+    /// Bytes moved over the whole test, warm-up included (to relate TCP_INFO's whole-test counters).
+    #[serde(default)]
+    pub total_bytes: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

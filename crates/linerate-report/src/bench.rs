@@ -235,6 +235,7 @@ pub fn render_bench(t: &TestResult, style: Style) -> String {
                 }),
             receiver: t.receiver.clone(),
             retransmits: t.retransmits,
+            segments: t.segments,
             rtt_us: t.rtt_us,
             cwnd: t.cwnd,
             mss: None,

@@ -1,11 +1,15 @@
 //! Renderers. Every function here is pure: data in, bytes out.
 
 pub mod bench;
+pub mod doctor;
+pub mod html;
 pub mod json;
 pub mod style;
 pub mod text;
 
 pub use bench::{bench_doc, render_bench, BenchDoc};
+pub use doctor::render_doctor;
+pub use html::render_html;
 pub use json::{plan_doc, probe_doc, PlanDoc, ProbeDoc, SCHEMA_VERSION};
 pub use style::Style;
 pub use text::{render_plan, render_probe};

@@ -70,7 +70,7 @@ fn ceiling_line(c: &Ceiling, style: Style) -> String {
     s
 }
 
-fn render_finding(out: &mut String, f: &Finding, style: Style, indent: &str) {
+pub fn render_finding(out: &mut String, f: &Finding, style: Style, indent: &str) {
     let mark = match f.severity {
         Severity::Error => "✖ error  ",
         Severity::Warning => "▲ warning",
@@ -80,7 +80,7 @@ fn render_finding(out: &mut String, f: &Finding, style: Style, indent: &str) {
         out,
         "{indent}{} {} {}",
         style.severity(f.severity, mark),
-        style.bold(f.id),
+        style.bold(&f.id),
         f.message
     );
     let pad = format!("{indent}           ");

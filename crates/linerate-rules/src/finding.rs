@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 
 use linerate_inventory::{Inventory, ProblemKind};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     Info,
@@ -35,10 +35,10 @@ impl Severity {
 /// Where each fact came from → its value (`/sys/class/net/ib0/mode` → `datagram`).
 pub type Evidence = BTreeMap<String, String>;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     /// Stable identifier, e.g. `pcie.downtrained`.
-    pub id: &'static str,
+    pub id: String,
     pub severity: Severity,
     /// A port name, a PCI address, or `host`.
     pub subject: String,
@@ -48,9 +48,9 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn new(id: &'static str, severity: Severity, subject: impl Into<String>) -> Self {
+    pub fn new(id: &str, severity: Severity, subject: impl Into<String>) -> Self {
         Self {
-            id,
+            id: id.to_string(),
             severity,
             subject: subject.into(),
             evidence: Evidence::new(),
@@ -84,7 +84,7 @@ pub fn rank(findings: &mut [Finding]) {
         b.severity
             .cmp(&a.severity)
             .then_with(|| a.subject.cmp(&b.subject))
-            .then_with(|| a.id.cmp(b.id))
+            .then_with(|| a.id.cmp(&b.id))
     });
 }
 

@@ -2,6 +2,7 @@
 //! ceiling of each port and a ranked list of [`Finding`]s.
 
 mod ceilings;
+pub mod diagnose;
 mod finding;
 mod host;
 mod link;
@@ -12,6 +13,10 @@ use linerate_model::Ceiling;
 use serde::Serialize;
 
 pub use ceilings::{ceiling_input, port_ceiling};
+pub use diagnose::{
+    diagnose, end_facts, CounterDelta, DiagnoseInput, Diagnosis, EndFacts, Measured, ShaperFact,
+    Verdict,
+};
 pub use finding::{Evidence, Finding, Severity};
 
 /// A port with its ceiling.

@@ -6,6 +6,7 @@ use crate::cli::{Cli, Command, FailOn};
 use linerate_rules::Severity;
 
 mod bench;
+mod doctor;
 mod plan;
 mod probe;
 mod serve;
@@ -18,6 +19,7 @@ pub fn run(cli: Cli) -> ExitCode {
     let r = match cli.command {
         Command::Probe(a) => probe::run(&a, style),
         Command::Plan(a) => plan::run(&a, style),
+        Command::Doctor(a) => doctor::run(&a, style),
         Command::Serve(a) => serve::run(&a),
         Command::Bench(a) => bench::run(&a, style),
     };

@@ -28,6 +28,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         max_memory_bytes: u64::from(a.max_memory),
         max_served: a.once.then_some(1),
         inventory: Some(crate::iface::provider()),
+        log: true,
     })
 }
 

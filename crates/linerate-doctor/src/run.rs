@@ -1,0 +1,450 @@
+//! Running doctor: probe, tests, counters, memory, then the rules.
+
+use std::fmt::Write as _;
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use linerate_bench::{ClientConfig, InventoryFn, ServerConfig, TestResult};
+use linerate_engine::mem::{self, MemOp};
+use linerate_inventory::Inventory;
+use linerate_proto::{Psk, TestKind, TestParams};
+use linerate_rules::{diagnose, CounterDelta, DiagnoseInput, EndFacts, Finding, Measured, Verdict};
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::plan::{plan, Depth};
+
+#[derive(Clone)]
+pub struct DoctorOptions {
+    /// A host running `linerate serve`; None = self-check of this machine.
+    pub server: Option<SocketAddr>,
+    pub bind: Option<IpAddr>,
+    pub psk: Option<Psk>,
+    pub depth: Depth,
+    /// Root of the local sysfs/procfs (`/`).
+    pub root: PathBuf,
+    /// Describes an interface of this host (probe, port, facts); also given to the self-check server.
+    pub inventory: InventoryFn,
+}
+
+impl std::fmt::Debug for DoctorOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DoctorOptions")
+            .field("server", &self.server)
+            .field("depth", &self.depth)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum DoctorError {
+    #[error("{0}")]
+    Probe(#[from] linerate_inventory::ProbeError),
+    #[error("cannot start the local test server: {0}")]
+    LocalServer(std::io::Error),
+    #[error("{0}")]
+    Client(#[from] linerate_bench::ClientError),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MemOut {
+    pub kind: &'static str,
+    pub threads: usize,
+    pub buffer_bytes: usize,
+    /// 10^9 bytes per second.
+    pub gb_per_s: f64,
+    /// The same in Gb/s, to set beside the network.
+    pub gbps: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Inventories {
+    /// `linerate probe --json` of this host.
+    pub local: serde_json::Value,
+    /// The server's probe document, when testing against one.
+    pub remote: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PathFacts {
+    pub local: EndFacts,
+    pub remote: Option<EndFacts>,
+    /// Interfaces that carried the tests.
+    pub local_interface: Option<String>,
+    pub remote_interface: Option<String>,
+    pub counter_deltas: Vec<CounterDelta>,
+    /// Host stack ceiling estimate for one TCP stream (half the single-core copy rate), Gb/s.
+    pub stack_ceiling_gbps: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DoctorReport {
+    pub schema_version: u32,
+    pub tool: serde_json::Value,
+    /// `self_check` or `two_hosts`.
+    pub mode: &'static str,
+    pub server: String,
+    pub verdict: Verdict,
+    pub findings: Vec<Finding>,
+    pub tests: Vec<TestResult>,
+    pub inventory: Inventories,
+    pub path: PathFacts,
+    pub memory: Vec<MemOut>,
+    pub checked: Vec<String>,
+    /// Tests that could not run or did not complete.
+    pub errors: Vec<String>,
+    pub seconds: f64,
+}
+
+/// CPU use of this host during one test.
+#[derive(Debug, Clone, Copy, Default)]
+struct HostCpu {
+    busiest_core: Option<f64>,
+    other_cores: Option<f64>,
+    steal_cores: Option<f64>,
+}
+
+fn measured(t: &TestResult, h: HostCpu) -> Measured {
+    let per_cpu = t
+        .per_stream
+        .iter()
+        .flat_map(|s| [Some(s.sender_cpu_percent), s.receiver_cpu_percent])
+        .flatten()
+        .fold(None, |m: Option<f64>, c| Some(m.map_or(c, |m| m.max(c))));
+    Measured {
+        kind: t.kind.to_string(),
+        direction: serde_json::to_value(t.direction)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        streams: t.streams,
+        gbps: t.gbps,
+        sender_cpu_percent: t.sender.as_ref().map(|e| e.cpu_percent),
+        receiver_cpu_percent: t.receiver.as_ref().map(|e| e.cpu_percent),
+        max_stream_cpu_percent: per_cpu,
+        busiest_core_percent: h.busiest_core,
+        other_cores: h.other_cores,
+        steal_cores: h.steal_cores,
+        retransmits: t.retransmits,
+        segments: t.segments,
+        rtt_us: t.rtt_us,
+        loss_percent: t.loss_percent,
+        latency_p50_us: t.latency_us.as_ref().map(|l| l.p50),
+        error: t.error.clone(),
+    }
+}
+
+/// Error counters of the port behind `netdev`: (name, value).
+fn error_counters(inv: &Inventory, netdev: &str) -> Vec<(String, u64)> {
+    let mut v = Vec::new();
+    if let Some(port) = inv
+        .ports
+        .iter()
+        .find(|p| p.netdev.as_deref() == Some(netdev))
+    {
+        if let Some((d, p)) = inv.ib_port(port) {
+            for c in &p.counters {
+                if c.name != "port_xmit_wait" {
+                    v.push((format!("{}/{} {}", d.name, p.number, c.name), c.value));
+                }
+            }
+        }
+    }
+    if let Some(n) = inv.netdev(netdev) {
+        for (k, val) in &n.errors {
+            v.push((format!("{netdev} {k}"), *val));
+        }
+    }
+    v
+}
+
+fn deltas(before: &[(String, u64)], after: &[(String, u64)]) -> Vec<CounterDelta> {
+    after
+        .iter()
+        .filter_map(|(k, a)| {
+            let b = before.iter().find(|(n, _)| n == k).map_or(0, |x| x.1);
+            (*a > b).then(|| CounterDelta {
+                name: k.clone(),
+                delta: a - b,
+            })
+        })
+        .collect()
+}
+
+fn mem_out(r: &mem::MemResult) -> MemOut {
+    MemOut {
+        kind: r.op.as_str(),
+        threads: r.threads,
+        buffer_bytes: r.buffer_bytes,
+        gb_per_s: (r.gb_per_s() * 100.0).round() / 100.0,
+        gbps: (r.gb_per_s() * 8.0 * 10.0).round() / 10.0,
+    }
+}
+
+fn facts_of(v: Option<&serde_json::Value>) -> Option<EndFacts> {
+    serde_json::from_value(v?.get("facts")?.clone()).ok()
+}
+
+/// Run doctor. `progress` receives one line per step.
+#[allow(clippy::too_many_lines)]
+pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorReport, DoctorError> {
+    let t0 = Instant::now();
+    let before = linerate_inventory::probe(&o.root)?;
+    let before_analysis = linerate_rules::analyze(&before);
+    let cpus = before.host.cpus.len().max(1);
+
+    // Memory: the host stack's own ceiling for a virtual path, and the top of the pyramid.
+    progress("memory bandwidth");
+    let one = mem::measure(MemOp::Copy, 1, 64 << 20, Duration::from_millis(400));
+    let all = mem::measure(MemOp::Copy, cpus, 64 << 20, Duration::from_millis(400));
+    let memory = vec![mem_out(&one), mem_out(&all)];
+    // One TCP stream copies each byte twice (into and out of the kernel).
+    let stack_ceiling = one.gb_per_s() * 8.0 / 2.0;
+
+    let (server, mode) = match o.server {
+        Some(s) => (s, "two_hosts"),
+        None => {
+            let l = TcpListener::bind("127.0.0.1:0").map_err(DoctorError::LocalServer)?;
+            let addr = l.local_addr().map_err(DoctorError::LocalServer)?;
+            let cfg = ServerConfig {
+                bind: addr,
+                inventory: Some(o.inventory.clone()),
+                log: false,
+                ..ServerConfig::default()
+            };
+            std::thread::Builder::new()
+                .name("doctor-server".into())
+                .spawn(move || linerate_bench::serve_on(&l, cfg))
+                .map_err(DoctorError::LocalServer)?;
+            (addr, "self_check")
+        }
+    };
+    let two = o.server.is_some();
+    let streams = u32::try_from(cpus.clamp(2, 8)).unwrap_or(2);
+    let mut tests: Vec<TestResult> = Vec::new();
+    let mut busiest_cores: Vec<HostCpu> = Vec::new();
+    let mut errors: Vec<String> = Vec::new();
+    let mut local_inv: Option<serde_json::Value> = None;
+    let mut remote_inv: Option<serde_json::Value> = None;
+    let mut local_if: Option<String> = None;
+    let mut counters_before: Option<Vec<(String, u64)>> = None;
+    let planned = plan(o.depth, two, 1_000_000_000, streams);
+    for (n, mut params) in planned.into_iter().enumerate() {
+        if params.kind == TestKind::UdpBw {
+            // A rate the path should carry: half the best TCP result, at most 1 Gb/s.
+            let best = tests
+                .iter()
+                .filter(|t| t.kind == "tcp_bw")
+                .map(|t| t.gbps)
+                .fold(0.0_f64, f64::max);
+            let rate = (best * 0.5 * 1e9).clamp(10e6, 1e9);
+            params.bitrate_bps = rate as u64;
+        }
+        progress(&describe(&params));
+        let cfg = ClientConfig {
+            server,
+            bind: o.bind,
+            params: params.clone(),
+            psk: o.psk.clone(),
+            affinity: Vec::new(),
+            connect_timeout: Duration::from_secs(5),
+            inventory: Some(o.inventory.clone()),
+        };
+        if counters_before.is_none() {
+            if let Some(name) = local_if.as_deref() {
+                counters_before = Some(error_counters(&before, name));
+            }
+        }
+        let cores0 = linerate_engine::sys::core_times();
+        let host0 = linerate_engine::sys::host_cpu_seconds();
+        let own0 = linerate_engine::sys::process_cpu();
+        let w0 = Instant::now();
+        let result = linerate_bench::run_client(&cfg, &mut |_| {});
+        let wall = w0.elapsed().as_secs_f64().max(1e-3);
+        let own1 = linerate_engine::sys::process_cpu();
+        let host1 = linerate_engine::sys::host_cpu_seconds();
+        let busiest = HostCpu {
+            busiest_core: linerate_engine::sys::busiest_core(
+                &cores0,
+                &linerate_engine::sys::core_times(),
+            )
+            .map(|b| (b * 10.0).round() / 10.0),
+            other_cores: host0.zip(host1).map(|(a, b)| {
+                let own = (own1.0 - own0.0) + (own1.1 - own0.1);
+                ((b.0 - a.0 - own) / wall).max(0.0)
+            }),
+            steal_cores: host0.zip(host1).map(|(a, b)| ((b.1 - a.1) / wall).max(0.0)),
+        };
+        match result {
+            Ok(run) => {
+                if local_inv.is_none() {
+                    local_inv.clone_from(&run.local_inventory);
+                    local_if = local_inv
+                        .as_ref()
+                        .and_then(|v| v.get("name"))
+                        .and_then(|v| v.as_str())
+                        .map(str::to_string);
+                    counters_before = local_if.as_deref().map(|n| error_counters(&before, n));
+                }
+                if remote_inv.is_none() {
+                    remote_inv.clone_from(&run.remote_inventory);
+                }
+                let t = linerate_bench::assemble(&run);
+                if let Some(e) = &t.error {
+                    errors.push(format!("{}: {e}", describe(&params)));
+                }
+                progress(&format!("  → {}", short_result(&t)));
+                busiest_cores.push(busiest);
+                tests.push(t);
+            }
+            Err(e) if n == 0 => return Err(e.into()),
+            Err(e) => {
+                errors.push(format!("{}: {e}", describe(&params)));
+                progress(&format!("  → failed: {e}"));
+            }
+        }
+    }
+    let after = linerate_inventory::probe(&o.root)?;
+    let counter_deltas = match (&local_if, &counters_before) {
+        (Some(n), Some(b)) => deltas(b, &error_counters(&after, n)),
+        _ => Vec::new(),
+    };
+    let local = facts_of(local_inv.as_ref())
+        .unwrap_or_else(|| linerate_rules::end_facts(&before, local_if.as_deref(), Vec::new()));
+    let remote = if two {
+        facts_of(remote_inv.as_ref())
+    } else {
+        None
+    };
+    let input = DiagnoseInput {
+        local: local.clone(),
+        remote: remote.clone(),
+        tests: tests
+            .iter()
+            .zip(&busiest_cores)
+            .map(|(t, b)| measured(t, *b))
+            .collect(),
+        stack_ceiling_gbps: Some(stack_ceiling),
+        counter_deltas: counter_deltas.clone(),
+    };
+    let d = diagnose(&input);
+    let local_probe = serde_json::to_value(ProbeView {
+        inv: &before,
+        analysis: &before_analysis,
+    })
+    .unwrap_or_default();
+    Ok(DoctorReport {
+        schema_version: 1,
+        tool: serde_json::json!({"name": "linerate", "version": env!("CARGO_PKG_VERSION")}),
+        mode,
+        server: server.to_string(),
+        verdict: d.verdict,
+        findings: d.findings,
+        tests,
+        inventory: Inventories {
+            local: local_probe,
+            remote: remote_inv
+                .as_ref()
+                .and_then(|v| v.get("probe"))
+                .cloned()
+                .filter(|_| two),
+        },
+        path: PathFacts {
+            local,
+            remote,
+            local_interface: local_if,
+            remote_interface: if two {
+                remote_inv
+                    .as_ref()
+                    .and_then(|v| v.get("name"))
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string)
+            } else {
+                None
+            },
+            counter_deltas,
+            stack_ceiling_gbps: Some((stack_ceiling * 10.0).round() / 10.0),
+        },
+        memory,
+        checked: d.checked,
+        errors,
+        seconds: (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+    })
+}
+
+/// The local probe in probe's JSON shape (ports with ceilings, findings).
+struct ProbeView<'a> {
+    inv: &'a Inventory,
+    analysis: &'a linerate_rules::Analysis,
+}
+
+impl Serialize for ProbeView<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("schema_version", &1)?;
+        m.serialize_entry("host", &self.inv.host)?;
+        let ports: Vec<serde_json::Value> = self
+            .inv
+            .ports
+            .iter()
+            .zip(&self.analysis.ports)
+            .map(|(p, a)| {
+                serde_json::json!({
+                    "name": p.name, "kind": p.kind, "device": p.device, "port": p.port,
+                    "netdev": p.netdev, "link_layer": p.link_layer, "ceiling": a.ceiling,
+                })
+            })
+            .collect();
+        m.serialize_entry("ports", &ports)?;
+        m.serialize_entry("findings", &self.analysis.findings)?;
+        m.end()
+    }
+}
+
+/// `TCP send, 1 stream, 4 s`
+pub fn describe(p: &TestParams) -> String {
+    let dir = match p.direction {
+        linerate_proto::Direction::Send => "send",
+        linerate_proto::Direction::Receive => "receive",
+        linerate_proto::Direction::Bidir => "bidir",
+    };
+    let secs = p.duration_ms as f64 / 1000.0;
+    match p.kind {
+        TestKind::TcpBw => format!(
+            "TCP {dir}, {} stream{}, {secs} s",
+            p.streams,
+            if p.streams == 1 { "" } else { "s" }
+        ),
+        TestKind::UdpBw => format!(
+            "UDP {dir} at {:.2} Gb/s, {secs} s",
+            p.bitrate_bps as f64 / 1e9
+        ),
+        TestKind::TcpLat => format!("TCP latency, {secs} s"),
+        TestKind::UdpLat => format!("UDP latency, {secs} s"),
+    }
+}
+
+fn short_result(t: &TestResult) -> String {
+    if let Some(l) = &t.latency_us {
+        return format!(
+            "p50 {:.1} µs, p99 {:.1} µs, {:.0} transactions/s",
+            l.p50,
+            l.p99,
+            t.transactions_per_s.unwrap_or(0.0)
+        );
+    }
+    let mut s = format!("{:.2} Gb/s", t.gbps);
+    if let Some(l) = t.loss_percent {
+        let _ = write!(s, ", loss {l:.2}%");
+    }
+    if let (Some(a), Some(b)) = (&t.sender, &t.receiver) {
+        let _ = write!(
+            s,
+            ", CPU sender {:.0}% receiver {:.0}%",
+            a.cpu_percent, b.cpu_percent
+        );
+    }
+    s
+}

@@ -1,0 +1,206 @@
+//! doctor's terminal report: the verdict first, then the evidence.
+
+use std::fmt::Write as _;
+
+use linerate_doctor::DoctorReport;
+use linerate_rules::Severity;
+
+use crate::bench::num;
+use crate::text::render_finding;
+use crate::Style;
+
+fn test_line(t: &linerate_bench::TestResult) -> (String, String) {
+    let name = linerate_doctor::run::describe(&t.params);
+    let mut r = String::new();
+    if let Some(l) = &t.latency_us {
+        let _ = write!(
+            r,
+            "p50 {} µs   p99 {} µs   {} transactions/s",
+            num(l.p50),
+            num(l.p99),
+            num(t.transactions_per_s.unwrap_or(0.0))
+        );
+    } else {
+        let _ = write!(r, "{:>8} Gb/s", num(t.gbps));
+        if let Some(l) = t.loss_percent {
+            let _ = write!(
+                r,
+                "   loss {}%   jitter {} µs",
+                num(l),
+                num(t.jitter_us.unwrap_or(0.0))
+            );
+        }
+        if let (Some(s), Some(rc)) = (&t.sender, &t.receiver) {
+            let _ = write!(
+                r,
+                "   CPU sender {}% receiver {}%",
+                num(s.cpu_percent),
+                num(rc.cpu_percent)
+            );
+        }
+        if let Some(x) = t.retransmits.filter(|x| *x > 0) {
+            let _ = write!(r, "   retransmits {x}");
+        }
+    }
+    if let Some(e) = &t.error {
+        let _ = write!(r, "   (incomplete: {e})");
+    }
+    (name, r)
+}
+
+/// The whole report for a terminal.
+pub fn render_doctor(r: &DoctorReport, style: Style) -> String {
+    let mut out = String::new();
+    let title = if r.mode == "self_check" {
+        format!(
+            "linerate doctor: self-check of this machine{}",
+            r.path
+                .local_interface
+                .as_deref()
+                .map_or(String::new(), |i| format!(" ({i})"))
+        )
+    } else {
+        format!(
+            "linerate doctor → {}{}",
+            r.server,
+            r.path
+                .local_interface
+                .as_deref()
+                .map_or(String::new(), |i| format!(" via {i}"))
+        )
+    };
+    let _ = writeln!(out, "{}\n", style.bold(&title));
+    let worst = r.findings.iter().map(|f| f.severity).max();
+    let verdict_style = |s: &str| match worst {
+        Some(Severity::Error) => style.severity(Severity::Error, s),
+        Some(Severity::Warning) => style.severity(Severity::Warning, s),
+        _ => style.good(s),
+    };
+    let _ = writeln!(
+        out,
+        "  {} {}\n",
+        verdict_style("VERDICT"),
+        style.bold(&r.verdict.summary)
+    );
+
+    let _ = writeln!(out, "{}", style.bold("tests"));
+    for t in &r.tests {
+        let (a, b) = test_line(t);
+        let _ = writeln!(out, "    {a:<34} {b}");
+    }
+    for e in &r.errors {
+        let _ = writeln!(
+            out,
+            "    {} {e}",
+            style.severity(Severity::Warning, "not completed:")
+        );
+    }
+    out.push('\n');
+
+    let _ = writeln!(
+        out,
+        "{}",
+        style.bold("the pyramid (Gb/s, so the layers compare)")
+    );
+    for m in &r.memory {
+        let _ = writeln!(
+            out,
+            "    memory copy, {} thread{:<3} {:>9} Gb/s   ({} GB/s)",
+            m.threads,
+            if m.threads == 1 { "" } else { "s" },
+            num(m.gbps),
+            num(m.gb_per_s)
+        );
+    }
+    if let Some(s) = r.path.stack_ceiling_gbps {
+        let _ = writeln!(out, "    host TCP stack, 1 stream   ≈{:>8} Gb/s   (half the single-core copy rate: every byte is copied twice)", num(s));
+    }
+    if let Some(c) = r.path.local.ceiling.as_ref().filter(|c| c.gbps > 0.0) {
+        let _ = writeln!(
+            out,
+            "    local port ceiling         {:>9} Gb/s   ({})",
+            num(c.gbps),
+            c.limited_by.as_str()
+        );
+    }
+    if let Some(c) = r
+        .path
+        .remote
+        .as_ref()
+        .and_then(|f| f.ceiling.as_ref())
+        .filter(|c| c.gbps > 0.0)
+    {
+        let _ = writeln!(
+            out,
+            "    remote port ceiling        {:>9} Gb/s   ({})",
+            num(c.gbps),
+            c.limited_by.as_str()
+        );
+    }
+    let _ = writeln!(
+        out,
+        "    network, best TCP result   {:>9} Gb/s",
+        num(r.verdict.gbps)
+    );
+    out.push('\n');
+
+    let _ = writeln!(out, "{}", style.bold("findings (most severe first)"));
+    if r.findings.is_empty() {
+        let _ = writeln!(out, "    none");
+    }
+    for f in &r.findings {
+        render_finding(&mut out, f, style, "    ");
+    }
+    out.push('\n');
+    let _ = writeln!(out, "{}", style.bold("path"));
+    let end = |out: &mut String, label: &str, f: &linerate_rules::EndFacts| {
+        let _ = writeln!(
+            out,
+            "    {label:<7} {} ({})   MTU {}{}{}",
+            f.netdev.as_deref().unwrap_or("?"),
+            f.port_kind.as_deref().unwrap_or("?"),
+            f.mtu.map_or("?".into(), |m| m.to_string()),
+            f.ipoib_mode
+                .as_deref()
+                .map_or(String::new(), |m| format!("   IPoIB {m}")),
+            if f.shapers.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "   shaper {}",
+                    f.shapers
+                        .iter()
+                        .map(|s| format!("{} {} Gbit/s", s.kind, num(s.rate_bps as f64 / 1e9)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        );
+        if let Some(c) = &f.ceiling {
+            let _ = writeln!(out, "            {}", style.dim(&c.summary));
+        }
+    };
+    end(&mut out, "local", &r.path.local);
+    if let Some(rm) = &r.path.remote {
+        end(&mut out, "remote", rm);
+    }
+    for c in &r.path.counter_deltas {
+        let _ = writeln!(
+            out,
+            "    counter {} rose by {} during the tests",
+            c.name, c.delta
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n{} {}",
+        style.dim("checked:"),
+        style.dim(&r.checked.join("; "))
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        style.dim(&format!("doctor took {} s", num(r.seconds)))
+    );
+    out
+}

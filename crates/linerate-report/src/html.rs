@@ -1,0 +1,418 @@
+//! doctor's HTML report: one self-contained file (inline CSS and SVG, no
+//! scripts, no network fetches) with the ceiling waterfall, throughput over
+//! time per stream, and the latency distribution.
+
+use std::fmt::Write as _;
+
+use linerate_doctor::DoctorReport;
+use linerate_rules::Severity;
+
+use crate::bench::num;
+
+/// Escape text for HTML.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            _ => o.push(c),
+        }
+    }
+    o
+}
+
+const PALETTE: [&str; 8] = [
+    "#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777",
+];
+
+/// Waterfall: each stage of the chain as a bar, then the measured rate.
+fn waterfall(r: &DoctorReport) -> String {
+    let mut bars: Vec<(String, f64, &str)> = Vec::new();
+    let chain = r
+        .path
+        .local
+        .ceiling
+        .as_ref()
+        .filter(|c| c.gbps > 0.0 || c.potential_gbps.is_some())
+        .map(|c| c.chain.clone())
+        .unwrap_or_default();
+    if chain.is_empty() {
+        for m in r.memory.iter().filter(|m| m.threads == 1) {
+            bars.push(("memory copy, 1 core".into(), m.gbps, "#64748b"));
+        }
+        if let Some(s) = r.path.stack_ceiling_gbps {
+            bars.push((
+                "host TCP stack, 1 stream (½ copy rate)".into(),
+                s,
+                "#94a3b8",
+            ));
+        }
+    } else {
+        for s in &chain {
+            let name = serde_json::to_value(s.stage)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            bars.push((name, s.gbps, "#94a3b8"));
+        }
+    }
+    for f in [
+        &r.path.local,
+        r.path.remote.as_ref().unwrap_or(&r.path.local),
+    ] {
+        for s in &f.shapers {
+            bars.push((
+                format!("{} shaper ({})", s.kind, f.netdev.as_deref().unwrap_or("?")),
+                s.rate_bps as f64 / 1e9,
+                "#f59e0b",
+            ));
+        }
+    }
+    if r.verdict.ceiling_gbps > 0.0 {
+        bars.push((
+            "ceiling of the path (TCP)".into(),
+            r.verdict.ceiling_gbps,
+            "#475569",
+        ));
+    }
+    bars.push(("measured (best TCP)".into(), r.verdict.gbps, "#2563eb"));
+    bars.dedup_by(|a, b| a.0 == b.0);
+    let max = bars.iter().map(|b| b.1).fold(0.0_f64, f64::max).max(1e-9);
+    let (w, row, left) = (760.0, 30.0, 260.0);
+    let h = row * bars.len() as f64 + 20.0;
+    let mut s = format!(
+        r#"<svg class="chart" id="waterfall" role="img" aria-label="ceiling waterfall" viewBox="0 0 {w} {h}" width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg">"#
+    );
+    for (i, (label, g, color)) in bars.iter().enumerate() {
+        let y = 10.0 + row * i as f64;
+        let bw = ((w - left - 90.0) * g / max).max(1.0);
+        let _ = write!(
+            s,
+            r#"<text x="{x}" y="{ty}" text-anchor="end" class="lbl">{l}</text><rect x="{left}" y="{y}" width="{bw:.1}" height="{bh}" fill="{color}" rx="3"><title>{l}: {v} Gb/s</title></rect><text x="{vx:.1}" y="{ty}" class="val">{v} Gb/s</text>"#,
+            x = left - 8.0,
+            ty = y + 15.0,
+            l = esc(label),
+            bh = row - 8.0,
+            v = num(*g),
+            vx = left + bw + 6.0,
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// Throughput over time, one line per stream, from the test with the most streams.
+fn timeline(r: &DoctorReport) -> String {
+    let t = r
+        .tests
+        .iter()
+        .filter(|t| t.kind == "tcp_bw" && !t.intervals.is_empty())
+        .max_by_key(|t| t.streams);
+    let Some(t) = t else {
+        return "<p>No throughput test completed.</p>".into();
+    };
+    let n = t
+        .intervals
+        .iter()
+        .map(|i| i.streams.len())
+        .max()
+        .unwrap_or(0);
+    let tmax = t
+        .intervals
+        .iter()
+        .map(|i| i.end_s)
+        .fold(0.0_f64, f64::max)
+        .max(1e-9);
+    let gmax = t
+        .intervals
+        .iter()
+        .flat_map(|i| i.streams.iter().copied().chain(std::iter::once(i.gbps)))
+        .fold(0.0_f64, f64::max)
+        .max(1e-9);
+    let (w, h, l, b) = (760.0, 280.0, 60.0, 30.0);
+    let x = |s: f64| l + (w - l - 20.0) * s / tmax;
+    let y = |g: f64| h - b - (h - b - 15.0) * g / gmax;
+    let mut s = format!(
+        r#"<svg class="chart" id="timeline" role="img" aria-label="throughput over time" viewBox="0 0 {w} {h}" width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg">"#
+    );
+    let _ = write!(
+        s,
+        r##"<line x1="{l}" y1="{y0}" x2="{x1}" y2="{y0}" stroke="#334155"/><line x1="{l}" y1="15" x2="{l}" y2="{y0}" stroke="#334155"/>"##,
+        y0 = h - b,
+        x1 = w - 20.0
+    );
+    for k in 0..=4 {
+        let g = gmax * f64::from(k) / 4.0;
+        let _ = write!(
+            s,
+            r##"<text x="{tx}" y="{ty:.1}" text-anchor="end" class="val">{v}</text><line x1="{l}" y1="{ty2:.1}" x2="{x1}" y2="{ty2:.1}" stroke="#e2e8f0"/>"##,
+            tx = l - 6.0,
+            ty = y(g) + 4.0,
+            v = num(g),
+            ty2 = y(g),
+            x1 = w - 20.0
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{cx}" y="{ly}" text-anchor="middle" class="lbl">seconds</text><text x="14" y="{my}" class="lbl" transform="rotate(-90 14 {my})" text-anchor="middle">Gb/s</text>"#,
+        cx = f64::midpoint(w, l),
+        ly = h - 4.0,
+        my = h / 2.0
+    );
+    let mut series: Vec<(String, Vec<f64>, &str)> = (0..n)
+        .map(|k| {
+            (
+                format!("stream {k}"),
+                t.intervals
+                    .iter()
+                    .map(|i| i.streams.get(k).copied().unwrap_or(0.0))
+                    .collect(),
+                PALETTE[k % PALETTE.len()],
+            )
+        })
+        .collect();
+    if n > 1 {
+        series.push((
+            "total".into(),
+            t.intervals.iter().map(|i| i.gbps).collect(),
+            "#0f172a",
+        ));
+    }
+    for (k, (name, vals, color)) in series.iter().enumerate() {
+        let pts: Vec<String> = t
+            .intervals
+            .iter()
+            .zip(vals)
+            .map(|(i, g)| format!("{:.1},{:.1}", x(i.end_s), y(*g)))
+            .collect();
+        let _ = write!(
+            s,
+            r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"><title>{}</title></polyline>"#,
+            pts.join(" "),
+            esc(name)
+        );
+        let _ = write!(
+            s,
+            r#"<rect x="{lx}" y="{ly}" width="12" height="3" fill="{color}"/><text x="{tx}" y="{ty}" class="val">{}</text>"#,
+            esc(name),
+            lx = l + 10.0 + 90.0 * k as f64,
+            ly = 6.0,
+            tx = l + 26.0 + 90.0 * k as f64,
+            ty = 11.0
+        );
+    }
+    s.push_str("</svg>");
+    let _ = write!(
+        s,
+        "<p class=\"cap\">{} — {} stream(s), {} Gb/s in total</p>",
+        esc(&linerate_doctor::run::describe(&t.params)),
+        t.streams,
+        num(t.gbps)
+    );
+    s
+}
+
+/// Latency distribution: transactions per log-spaced bucket.
+fn latency(r: &DoctorReport) -> String {
+    let Some(t) = r
+        .tests
+        .iter()
+        .find(|t| t.latency_histogram.as_ref().is_some_and(|h| !h.is_empty()))
+    else {
+        return "<p>No latency test completed.</p>".into();
+    };
+    let hist: Vec<(f64, u64)> = t
+        .latency_histogram
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(_, c)| *c > 0)
+        .collect();
+    let cmax = hist.iter().map(|h| h.1).max().unwrap_or(1).max(1);
+    let (w, h, l, b) = (760.0, 260.0, 60.0, 46.0);
+    let bw = ((w - l - 20.0) / hist.len().max(1) as f64).max(2.0);
+    let mut s = format!(
+        r#"<svg class="chart" id="latency" role="img" aria-label="latency distribution" viewBox="0 0 {w} {h}" width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg">"#
+    );
+    for (i, (us, c)) in hist.iter().enumerate() {
+        let bh = (h - b - 15.0) * (*c as f64) / (cmax as f64);
+        let x = l + bw * i as f64;
+        let _ = write!(
+            s,
+            r##"<rect x="{x:.1}" y="{y:.1}" width="{ww:.1}" height="{bh:.1}" fill="#9333ea"><title>≤ {v} µs: {c}</title></rect>"##,
+            y = h - b - bh,
+            ww = (bw - 1.0).max(1.0),
+            v = num(*us)
+        );
+        if i % ((hist.len() / 8).max(1)) == 0 {
+            let _ = write!(
+                s,
+                r#"<text x="{x:.1}" y="{ty}" class="val" transform="rotate(35 {x:.1} {ty})">{v}</text>"#,
+                ty = h - b + 14.0,
+                v = num(*us)
+            );
+        }
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{cx}" y="{ly}" text-anchor="middle" class="lbl">round trip, µs (log-spaced buckets)</text>"#,
+        cx = f64::midpoint(w, l),
+        ly = h - 2.0
+    );
+    s.push_str("</svg>");
+    if let Some(l) = &t.latency_us {
+        let _ = write!(s, "<p class=\"cap\">p50 {} µs · p90 {} · p99 {} · p99.9 {} · max {} · mean {} µs · {} transactions/s</p>", num(l.p50), num(l.p90), num(l.p99), num(l.p999), num(l.max), num(l.mean), num(t.transactions_per_s.unwrap_or(0.0)));
+    }
+    s
+}
+
+fn sev_class(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "info",
+    }
+}
+
+/// The report as one HTML document.
+pub fn render_html(r: &DoctorReport) -> String {
+    let mut o = String::new();
+    let title = if r.mode == "self_check" {
+        "self-check of this machine".to_string()
+    } else {
+        format!("path to {}", r.server)
+    };
+    let worst = r.findings.iter().map(|f| f.severity).max();
+    let _ = write!(
+        o,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>linerate doctor: {t}</title><style>
+body{{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;background:#f8fafc;color:#0f172a}}
+main{{max-width:980px;margin:0 auto;padding:24px}} h1{{font-size:20px;margin:0 0 4px}} h2{{font-size:16px;margin:28px 0 8px}}
+.verdict{{padding:16px 20px;border-radius:8px;font-size:18px;font-weight:600;background:#ecfdf5;border-left:6px solid #16a34a}}
+.verdict.warning{{background:#fffbeb;border-color:#d97706}} .verdict.error{{background:#fef2f2;border-color:#dc2626}}
+.chart{{background:#fff;border:1px solid #e2e8f0;border-radius:8px;max-width:100%;height:auto}} .lbl{{font-size:12px;fill:#334155}} .val{{font-size:11px;fill:#475569}}
+table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-bottom:1px solid #e2e8f0;padding:6px 8px;text-align:left;vertical-align:top;font-size:14px}}
+.sev{{font-weight:700;text-transform:uppercase;font-size:12px}} .error .sev{{color:#dc2626}} .warning .sev{{color:#d97706}} .info .sev{{color:#0891b2}}
+.ev{{color:#64748b;font-size:12px;font-family:ui-monospace,monospace}} .fix{{color:#166534}} .cap{{color:#475569;font-size:13px;margin:4px 0 0}} .muted{{color:#64748b;font-size:13px}}
+</style></head><body><main>
+<h1>linerate doctor — {t}</h1><p class="muted">linerate {ver} · {secs} s · server {srv}</p>
+<div class="verdict {cls}" id="verdict">{v}</div>"#,
+        t = esc(&title),
+        ver = esc(r.tool.get("version").and_then(|v| v.as_str()).unwrap_or("")),
+        secs = num(r.seconds),
+        srv = esc(&r.server),
+        cls = worst.map_or("ok", |w| if w >= Severity::Warning {
+            sev_class(w)
+        } else {
+            "ok"
+        }),
+        v = esc(&r.verdict.summary),
+    );
+    let _ = write!(
+        o,
+        "<h2>From the signalling rate down to what was measured</h2>{}",
+        waterfall(r)
+    );
+    let _ = write!(
+        o,
+        "<h2>Throughput over time, per stream</h2>{}",
+        timeline(r)
+    );
+    let _ = write!(o, "<h2>Latency distribution</h2>{}", latency(r));
+    let _ = write!(o, "<h2>Findings</h2><table id=\"findings\"><tr><th>severity</th><th>finding</th><th>what and why</th></tr>");
+    for f in &r.findings {
+        let ev: Vec<String> = f
+            .evidence
+            .iter()
+            .map(|(k, v)| format!("{} = {}", esc(k), esc(v)))
+            .collect();
+        let _ = write!(
+            o,
+            "<tr class=\"{c}\"><td class=\"sev\">{c}</td><td><b>{id}</b><br><span class=\"muted\">{subj}</span></td><td>{m}<div class=\"ev\">{ev}</div><div class=\"fix\">fix: {fix}</div></td></tr>",
+            c = sev_class(f.severity),
+            id = esc(&f.id),
+            subj = esc(&f.subject),
+            m = esc(&f.message),
+            ev = ev.join("<br>"),
+            fix = esc(&f.fix)
+        );
+    }
+    o.push_str("</table>");
+    let _ = write!(o, "<h2>Tests</h2><table id=\"tests\"><tr><th>test</th><th>result</th><th>CPU sender / receiver</th></tr>");
+    for t in &r.tests {
+        let res = match &t.latency_us {
+            Some(l) => format!(
+                "p50 {} µs, p99 {} µs, {} transactions/s",
+                num(l.p50),
+                num(l.p99),
+                num(t.transactions_per_s.unwrap_or(0.0))
+            ),
+            None => {
+                let mut s = format!("{} Gb/s", num(t.gbps));
+                if let Some(l) = t.loss_percent {
+                    let _ = write!(s, ", loss {}%", num(l));
+                }
+                if let Some(x) = t.retransmits {
+                    let _ = write!(s, ", {x} retransmits");
+                }
+                s
+            }
+        };
+        let cpu = format!(
+            "{} / {}",
+            t.sender
+                .as_ref()
+                .map_or("?".into(), |e| format!("{}%", num(e.cpu_percent))),
+            t.receiver
+                .as_ref()
+                .map_or("?".into(), |e| format!("{}%", num(e.cpu_percent)))
+        );
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&linerate_doctor::run::describe(&t.params)),
+            esc(&res),
+            esc(&cpu)
+        );
+    }
+    o.push_str("</table>");
+    let _ = write!(o, "<h2>The pyramid</h2><table id=\"pyramid\">");
+    for m in &r.memory {
+        let _ = write!(
+            o,
+            "<tr><td>memory copy, {} thread(s)</td><td>{} GB/s = {} Gb/s</td></tr>",
+            m.threads,
+            num(m.gb_per_s),
+            num(m.gbps)
+        );
+    }
+    let _ = write!(
+        o,
+        "<tr><td>network, best TCP</td><td>{} Gb/s</td></tr></table>",
+        num(r.verdict.gbps)
+    );
+    let _ = writeln!(
+        o,
+        "<p class=\"muted\">Checked: {}</p></main></body></html>",
+        esc(&r.checked.join("; "))
+    );
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes() {
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+}

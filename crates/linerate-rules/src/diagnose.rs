@@ -1,0 +1,738 @@
+//! Doctor's rules: measured results set against the ceiling of their path.
+//!
+//! Pure: [`diagnose`] takes the facts of both ends ([`EndFacts`], which
+//! [`end_facts`] builds from an inventory) and the measured results
+//! ([`Measured`]), and returns the findings, ranked, and a verdict.
+
+use linerate_inventory::{Inventory, IpoibMode, NetdevKind, PortKind, SocketLimits};
+use linerate_model::ceiling::fmt_num;
+use linerate_model::{Ceiling, LimitedBy};
+use serde::{Deserialize, Serialize};
+
+use crate::finding::{rank, Finding, Severity};
+
+/// A rate limit on an interface (from `linerate_inventory::qdisc`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShaperFact {
+    pub kind: String,
+    pub handle: String,
+    pub rate_bps: u64,
+}
+
+/// What doctor knows about one end of the path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndFacts {
+    /// The interface carrying the path.
+    pub netdev: Option<String>,
+    /// `infiniband`, `ethernet`, `loopback`, `virtual`, ...
+    pub port_kind: Option<String>,
+    pub mtu: Option<u32>,
+    /// IPoIB: `datagram` or `connected`.
+    pub ipoib_mode: Option<String>,
+    /// The port's ceiling chain (as probe computes it).
+    pub ceiling: Option<Ceiling>,
+    pub numa_node: Option<u32>,
+    pub cpus: usize,
+    pub sockets: SocketLimits,
+    pub shapers: Vec<ShaperFact>,
+    /// Inventory findings about this port, its PCI function, or the host.
+    pub findings: Vec<Finding>,
+}
+
+/// One measured result, reduced to what the rules need.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// `tcp_bw`, `udp_bw`, `tcp_lat`, `udp_lat`.
+    pub kind: String,
+    /// `send` (local → remote), `receive`, `bidir`.
+    pub direction: String,
+    pub streams: u32,
+    /// Receiver Gb/s.
+    pub gbps: f64,
+    pub sender_cpu_percent: Option<f64>,
+    pub receiver_cpu_percent: Option<f64>,
+    /// Highest CPU use of a single stream's thread, either end.
+    pub max_stream_cpu_percent: Option<f64>,
+    /// Busiest core of this host during the test (user + system + interrupts, from /proc/stat).
+    #[serde(default)]
+    pub busiest_core_percent: Option<f64>,
+    /// Cores' worth of CPU that other processes on this host used during the test
+    /// (user + system not spent by linerate), and stolen by the hypervisor.
+    #[serde(default)]
+    pub other_cores: Option<f64>,
+    #[serde(default)]
+    pub steal_cores: Option<f64>,
+    pub retransmits: Option<u64>,
+    /// Segments the sender sent (≈ bytes / MSS), to put retransmits in proportion.
+    pub segments: Option<u64>,
+    pub rtt_us: Option<f64>,
+    pub loss_percent: Option<f64>,
+    pub latency_p50_us: Option<f64>,
+    pub error: Option<String>,
+}
+
+/// A counter that moved during the tests (interface or InfiniBand error counters).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CounterDelta {
+    pub name: String,
+    pub delta: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiagnoseInput {
+    pub local: EndFacts,
+    /// None for the self-check.
+    pub remote: Option<EndFacts>,
+    pub tests: Vec<Measured>,
+    /// Host stack ceiling for one TCP stream on a virtual path: half the single-core copy rate, Gb/s.
+    pub stack_ceiling_gbps: Option<f64>,
+    pub counter_deltas: Vec<CounterDelta>,
+}
+
+/// The one-line answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub summary: String,
+    /// Best TCP throughput measured, Gb/s.
+    pub gbps: f64,
+    /// What the path can carry for TCP, Gb/s (0 when unknown).
+    pub ceiling_gbps: f64,
+    /// The stage or cause that limits the result: `link`, `encoding`, `pcie`, `mtu`, `shaper`,
+    /// `cpu`, `tcp_buffers`, `ipoib_mode`, `retransmits`, `port_down`, `no_subnet_manager`, `unknown`.
+    pub limited_by: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diagnosis {
+    pub verdict: Verdict,
+    pub findings: Vec<Finding>,
+    /// What was checked (listed in `unexplained`).
+    pub checked: Vec<String>,
+}
+
+/// Facts of one end from its inventory, for the interface named `netdev`.
+pub fn end_facts(inv: &Inventory, netdev: Option<&str>, shapers: Vec<ShaperFact>) -> EndFacts {
+    let port = netdev.and_then(|n| inv.ports.iter().find(|p| p.netdev.as_deref() == Some(n)));
+    let nd = netdev.and_then(|n| inv.netdev(n));
+    let pci = port.and_then(|p| inv.port_pci(p));
+    let analysis = crate::analyze(inv);
+    let findings = analysis
+        .findings
+        .iter()
+        .filter(|f| {
+            f.subject == "host"
+                || port.is_some_and(|p| {
+                    f.subject == p.name || p.pci.as_deref() == Some(f.subject.as_str())
+                })
+        })
+        .filter(|f| f.id != "sysfs.unreadable" || f.severity > Severity::Info)
+        .cloned()
+        .collect();
+    EndFacts {
+        netdev: netdev.map(str::to_string),
+        port_kind: port.map(|p| {
+            serde_json::to_value(p.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        }),
+        mtu: nd.and_then(|n| n.mtu),
+        ipoib_mode: nd
+            .and_then(|n| n.ipoib.as_ref())
+            .and_then(|i| i.mode)
+            .map(|m| {
+                if m == IpoibMode::Connected {
+                    "connected"
+                } else {
+                    "datagram"
+                }
+                .to_string()
+            }),
+        ceiling: port.map(|p| crate::port_ceiling(inv, p)),
+        numa_node: pci.and_then(|f| f.numa_node),
+        cpus: inv.host.cpus.len(),
+        sockets: inv.host.sockets.clone(),
+        shapers,
+        findings,
+    }
+    .with_kind_fix(nd.map(|n| n.kind))
+}
+
+impl EndFacts {
+    fn with_kind_fix(mut self, kind: Option<NetdevKind>) -> Self {
+        if kind == Some(NetdevKind::Loopback) {
+            self.port_kind = Some("loopback".into());
+        }
+        self
+    }
+
+    fn is_virtual(&self) -> bool {
+        matches!(
+            self.port_kind.as_deref(),
+            Some("loopback" | "virtual" | "paravirtual") | None
+        )
+    }
+
+    /// The hardware TCP ceiling of this end's port, Gb/s, when known.
+    fn tcp_ceiling(&self) -> Option<f64> {
+        let c = self.ceiling.as_ref()?;
+        if c.gbps <= 0.0 {
+            return None;
+        }
+        Some(c.tcp_gbps.unwrap_or(c.gbps))
+    }
+
+    /// The lowest shaper, as TCP goodput at this MTU (shapers count whole frames).
+    fn shaper_goodput(&self) -> Option<(f64, &ShaperFact)> {
+        let s = self.shapers.iter().min_by_key(|s| s.rate_bps)?;
+        let mtu = f64::from(self.mtu.unwrap_or(1500).clamp(576, 65_536));
+        Some((s.rate_bps as f64 / 1e9 * (mtu - 52.0) / (mtu + 14.0), s))
+    }
+}
+
+/// Path ceiling for TCP and what sets it.
+struct PathCeiling {
+    gbps: Option<f64>,
+    limited_by: String,
+    why: String,
+}
+
+fn path_ceiling(i: &DiagnoseInput) -> PathCeiling {
+    let mut best: Option<(f64, String, String)> = None;
+    let consider = |best: &mut Option<(f64, String, String)>, g: f64, lb: String, why: String| {
+        if best.as_ref().is_none_or(|b| g < b.0) {
+            *best = Some((g, lb, why));
+        }
+    };
+    for (end, f) in
+        std::iter::once(("local", &i.local)).chain(i.remote.iter().map(|r| ("remote", r)))
+    {
+        if let (Some(g), Some(c)) = (f.tcp_ceiling(), &f.ceiling) {
+            let words = match c.limited_by {
+                LimitedBy::Pcie => {
+                    let link = c
+                        .chain
+                        .iter()
+                        .find(|s| s.stage == linerate_model::StageKind::PcieLink)
+                        .map_or("PCIe".to_string(), |s| {
+                            s.explain.split(':').next().unwrap_or("PCIe").to_string()
+                        });
+                    format!("the {link} slot on the {end} end")
+                }
+                LimitedBy::Encoding => format!("the {end} link's 8b/10b line encoding"),
+                LimitedBy::Mtu => format!("the {end} MTU"),
+                _ => format!("the {end} link rate"),
+            };
+            consider(&mut best, g, c.limited_by.as_str().to_string(), words);
+        }
+        if let Some((g, s)) = f.shaper_goodput() {
+            consider(
+                &mut best,
+                g,
+                "shaper".into(),
+                format!(
+                    "a {} shaper at {} Gbit/s on the {end} {}",
+                    s.kind,
+                    fmt_num(s.rate_bps as f64 / 1e9),
+                    f.netdev.as_deref().unwrap_or("interface")
+                ),
+            );
+        }
+    }
+    if best.is_none() {
+        if let Some(s) = i.stack_ceiling_gbps {
+            consider(&mut best, s, "cpu".into(), "the host's memory copy rate (a virtual path has no hardware ceiling; one TCP stream copies each byte twice)".into());
+        }
+    }
+    match best {
+        Some((g, lb, why)) => PathCeiling {
+            gbps: Some(g),
+            limited_by: lb,
+            why,
+        },
+        None => PathCeiling {
+            gbps: None,
+            limited_by: "unknown".into(),
+            why: "unknown".into(),
+        },
+    }
+}
+
+fn best_tcp(tests: &[Measured]) -> Option<&Measured> {
+    tests
+        .iter()
+        .filter(|t| t.kind == "tcp_bw" && t.direction != "bidir")
+        .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
+}
+
+fn single<'a>(tests: &'a [Measured], dir: &str) -> Option<&'a Measured> {
+    tests
+        .iter()
+        .find(|t| t.kind == "tcp_bw" && t.streams == 1 && t.direction == dir)
+}
+
+/// Prefix a finding's subject with the end it concerns.
+fn at_end(mut f: Finding, end: &str) -> Finding {
+    f.subject = format!("{end}:{}", f.subject);
+    f
+}
+
+/// Apply every doctor rule. Pure.
+#[allow(clippy::too_many_lines)]
+pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
+    let mut out: Vec<Finding> = Vec::new();
+    let mut checked: Vec<String> = Vec::new();
+    let ends: Vec<(&str, &EndFacts)> = std::iter::once(("local", &i.local))
+        .chain(i.remote.iter().map(|r| ("remote", r)))
+        .collect();
+    // Inventory findings of both ends.
+    for (end, f) in &ends {
+        out.extend(f.findings.iter().cloned().map(|x| at_end(x, end)));
+    }
+    checked.push("inventory of both ends (PCIe, link state and rate, IPoIB mode, MTU, NUMA, governor, error counters)".into());
+
+    let pc = path_ceiling(i);
+    // On a virtual path the ceiling is the host stack's for one stream: judge one stream by it.
+    let per_stream = pc.limited_by == "cpu";
+    let best = if per_stream {
+        i.tests
+            .iter()
+            .filter(|t| t.kind == "tcp_bw" && t.streams == 1 && t.direction != "bidir")
+            .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
+            .or_else(|| best_tcp(&i.tests))
+    } else {
+        best_tcp(&i.tests)
+    };
+    let best_g = best.map_or(0.0, |t| t.gbps);
+    let reached = pc.gbps.is_some_and(|c| best_g >= 0.9 * c);
+
+    // mtu.mismatch
+    checked.push("MTU of both ends".into());
+    if let (Some(a), Some(b)) = (i.local.mtu, i.remote.as_ref().and_then(|r| r.mtu)) {
+        if a != b {
+            out.push(
+                Finding::new("mtu.mismatch", Severity::Warning, "path")
+                    .evidence(format!("local {} mtu", i.local.netdev.as_deref().unwrap_or("?")), a)
+                    .evidence(format!("remote {} mtu", i.remote.as_ref().and_then(|r| r.netdev.as_deref()).unwrap_or("?")), b)
+                    .message(format!(
+                        "the two ends use different MTUs ({a} here, {b} there): TCP segments follow the smaller one, and on a shared L2 segment frames above {} are dropped (black-holed) when path MTU discovery does not kick in",
+                        a.min(b)
+                    ))
+                    .fix(format!("Set the same MTU on both ends and every switch port in between (`ip link set DEV mtu {}`).", a.max(b))),
+            );
+        }
+    }
+
+    // net.shaper
+    checked.push("traffic shapers (qdiscs with a rate) on both interfaces".into());
+    for (end, f) in &ends {
+        for s in &f.shapers {
+            let g = s.rate_bps as f64 / 1e9;
+            let limits =
+                pc.limited_by == "shaper" && best_g >= 0.85 * f.shaper_goodput().map_or(g, |x| x.0);
+            out.push(
+                Finding::new("net.shaper", Severity::Warning, format!("{end}:{}", f.netdev.as_deref().unwrap_or("?")))
+                    .evidence("qdisc", format!("{} {} rate {} bit/s", s.kind, s.handle, s.rate_bps))
+                    .message(format!(
+                        "a {} qdisc limits {} on the {end} end to {} Gbit/s on the wire{}",
+                        s.kind,
+                        f.netdev.as_deref().unwrap_or("the interface"),
+                        fmt_num(g),
+                        if limits { format!(": it is what limits this path (measured {} Gb/s of TCP payload)", fmt_num((best_g * 100.0).round() / 100.0)) } else { String::new() }
+                    ))
+                    .fix(format!(
+                        "If it is not intended: `tc qdisc del dev {} root` (check `tc -s qdisc show dev {0}` and any tc setup in the network configuration).",
+                        f.netdev.as_deref().unwrap_or("DEV")
+                    )),
+            );
+        }
+    }
+
+    // cpu.saturated
+    checked.push("CPU use of the sending and receiving threads".into());
+    let mut cpu_limited = false;
+    for t in i
+        .tests
+        .iter()
+        .filter(|t| t.kind == "tcp_bw" && t.streams == 1 && t.direction != "bidir")
+    {
+        let cpu = [
+            t.sender_cpu_percent,
+            t.receiver_cpu_percent,
+            t.max_stream_cpu_percent,
+        ]
+        .into_iter()
+        .flatten()
+        .fold(0.0_f64, f64::max);
+        let below = pc.gbps.is_none_or(|c| t.gbps < 0.9 * c);
+        if cpu >= 90.0 && below {
+            cpu_limited = true;
+            let multi = i
+                .tests
+                .iter()
+                .filter(|m| m.kind == "tcp_bw" && m.streams > 1 && m.direction == t.direction)
+                .max_by(|a, b| a.gbps.total_cmp(&b.gbps));
+            let more = multi.map_or(String::new(), |m| {
+                format!(
+                    "; with {} streams the path carried {} Gb/s",
+                    m.streams,
+                    fmt_num((m.gbps * 100.0).round() / 100.0)
+                )
+            });
+            let side = if t.sender_cpu_percent >= t.receiver_cpu_percent {
+                "sending"
+            } else {
+                "receiving"
+            };
+            out.push(
+                Finding::new("cpu.saturated", Severity::Warning, format!("test:tcp_bw {} 1 stream", t.direction))
+                    .evidence("gbps", fmt_num((t.gbps * 100.0).round() / 100.0))
+                    .evidence("sender_cpu_percent", t.sender_cpu_percent.map_or("?".into(), |c| format!("{c:.0}")))
+                    .evidence("receiver_cpu_percent", t.receiver_cpu_percent.map_or("?".into(), |c| format!("{c:.0}")))
+                    .evidence("busiest_core_percent (this host, incl. interrupts)", t.busiest_core_percent.map_or("?".into(), |c| format!("{c:.0}")))
+                    .message(format!(
+                        "one stream ({} direction) kept the {side} core at {cpu:.0}%: a single CPU core, not the network, limits one TCP stream at {} Gb/s{more}",
+                        t.direction,
+                        fmt_num((t.gbps * 100.0).round() / 100.0)
+                    ))
+                    .fix("Use several streams (`-P 4`), pin the stream to the NIC's NUMA node and away from its interrupt core (`-A`), send with `--zerocopy`, use jumbo frames or IPoIB connected mode to cut per-packet work, and set the performance governor."),
+            );
+        }
+    }
+
+    // cpu.contended: someone else used the CPU while we measured.
+    let mut contended = false;
+    checked.push("other processes and hypervisor steal during the tests".into());
+    let busy: Vec<&Measured> = i
+        .tests
+        .iter()
+        .filter(|t| {
+            t.other_cores.is_some_and(|c| c >= 0.3) || t.steal_cores.is_some_and(|c| c >= 0.1)
+        })
+        .collect();
+    if !busy.is_empty() {
+        let other = busy
+            .iter()
+            .filter_map(|t| t.other_cores)
+            .fold(0.0_f64, f64::max);
+        let steal = busy
+            .iter()
+            .filter_map(|t| t.steal_cores)
+            .fold(0.0_f64, f64::max);
+        contended = true;
+        out.push(
+            Finding::new("cpu.contended", Severity::Warning, "local:host")
+                .evidence("other_processes_cores", format!("{other:.2}"))
+                .evidence("hypervisor_steal_cores", format!("{steal:.2}"))
+                .evidence("tests_affected", busy.len())
+                .message(format!(
+                    "while linerate measured, other processes on this host used up to {other:.1} cores{}: the results are lower than this machine can do",
+                    if steal >= 0.1 { format!(" and the hypervisor took {steal:.1} cores") } else { String::new() }
+                ))
+                .fix("Run doctor again on an idle machine (check `top`), or pin linerate to idle cores with `bench -A`."),
+        );
+    }
+
+    // tcp.buffers_small from the measured RTT
+    checked.push("socket buffer limits against the measured bandwidth-delay product".into());
+    let mut window_limited = false;
+    for t in i
+        .tests
+        .iter()
+        .filter(|t| t.kind == "tcp_bw" && t.direction != "bidir")
+    {
+        let Some(rtt) = t.rtt_us.filter(|r| *r > 0.0) else {
+            continue;
+        };
+        let (snd, rcv) = if t.direction == "send" {
+            (Some(&i.local), i.remote.as_ref())
+        } else {
+            (i.remote.as_ref(), Some(&i.local))
+        };
+        let wmem = snd.and_then(|e| e.sockets.tcp_wmem).map(|w| w[2]);
+        let rmem = rcv.and_then(|e| e.sockets.tcp_rmem).map(|r| r[2]);
+        // Linux gives about half of the receive buffer to the window.
+        let limit = [wmem, rmem.map(|r| r / 2)].into_iter().flatten().min();
+        let Some(limit) = limit.filter(|l| *l > 0) else {
+            continue;
+        };
+        let per_stream = t.gbps / f64::from(t.streams.max(1));
+        let inflight = per_stream * 1e9 / 8.0 * rtt * 1e-6;
+        if inflight >= 0.6 * limit as f64 && pc.gbps.is_none_or(|c| t.gbps < 0.9 * c) {
+            window_limited = true;
+            let target = pc.gbps.unwrap_or(t.gbps * 4.0).max(t.gbps);
+            let need = (2.0 * target * 1e9 / 8.0 * rtt * 1e-6) as u64;
+            let need = need.next_power_of_two().max(4 << 20);
+            out.push(
+                Finding::new("tcp.buffers_small", Severity::Warning, format!("test:tcp_bw {} {} stream(s)", t.direction, t.streams))
+                    .evidence("rtt_us", fmt_num(rtt))
+                    .evidence("gbps_per_stream", fmt_num((per_stream * 1000.0).round() / 1000.0))
+                    .evidence("bytes_in_flight", format!("{inflight:.0}"))
+                    .evidence("sender tcp_wmem max", wmem.map_or("?".into(), |w| w.to_string()))
+                    .evidence("receiver tcp_rmem max", rmem.map_or("?".into(), |r| r.to_string()))
+                    .message(format!(
+                        "each stream keeps about {} bytes in flight at a {} µs round trip, which is what the socket buffer limits allow (send {} / receive {} bytes max): the TCP window, not the path, sets the rate ({} Gb/s per stream = window / RTT)",
+                        inflight as u64,
+                        fmt_num((rtt * 10.0).round() / 10.0),
+                        wmem.map_or("?".into(), |w| w.to_string()),
+                        rmem.map_or("?".into(), |r| r.to_string()),
+                        fmt_num((per_stream * 100.0).round() / 100.0)
+                    ))
+                    .fix(format!(
+                        "On both ends: sysctl -w net.core.rmem_max={need} net.core.wmem_max={need} net.ipv4.tcp_rmem='4096 131072 {need}' net.ipv4.tcp_wmem='4096 16384 {need}' (persist in /etc/sysctl.d/)"
+                    )),
+            );
+            break;
+        }
+    }
+
+    // net.retransmits
+    checked.push("TCP retransmits, UDP loss, and error counters during the tests".into());
+    let virtual_path = i.local.is_virtual() && i.remote.as_ref().is_none_or(EndFacts::is_virtual);
+    let mut lossy = false;
+    for t in &i.tests {
+        let rtx_rate = match (t.retransmits, t.segments) {
+            (Some(r), Some(s)) if s > 0 => Some((r, r as f64 / s as f64)),
+            _ => None,
+        };
+        let bad_rtx = rtx_rate.is_some_and(|(r, rate)| r >= 50 && rate > 0.001);
+        let bad_loss = t.kind == "udp_bw" && t.loss_percent.is_some_and(|l| l > 0.5);
+        if bad_rtx || bad_loss {
+            lossy = true;
+            let mut f = Finding::new(
+                "net.retransmits",
+                if virtual_path {
+                    Severity::Info
+                } else {
+                    Severity::Warning
+                },
+                format!("test:{} {} {} stream(s)", t.kind, t.direction, t.streams),
+            );
+            if let Some((r, rate)) = rtx_rate {
+                f = f
+                    .evidence("retransmits", r)
+                    .evidence("retransmit_rate_percent", format!("{:.3}", rate * 100.0));
+            }
+            if let Some(l) = t.loss_percent {
+                f = f.evidence("loss_percent", format!("{l:.3}"));
+            }
+            for c in &i.counter_deltas {
+                f = f.evidence(format!("counter {} rose by", c.name), c.delta);
+            }
+            let cause = if !i.counter_deltas.is_empty() {
+                "and error counters rose during the test: a bad cable, transceiver or port (see the counters)"
+            } else if virtual_path {
+                "on a virtual path: the receiver fell behind (CPU contention), not a cable"
+            } else {
+                "with no error counters rising: congestion or a queue too small somewhere on the path"
+            };
+            out.push(
+                f.message(format!(
+                    "{} {}",
+                    if bad_loss {
+                        format!("{:.2}% of datagrams were lost at a rate the path should carry", t.loss_percent.unwrap_or(0.0))
+                    } else {
+                        format!("{} segments were retransmitted ({:.2}%)", rtx_rate.map_or(0, |x| x.0), rtx_rate.map_or(0.0, |x| x.1 * 100.0))
+                    },
+                    cause
+                ))
+                .fix("Read the interface and InfiniBand error counters (`linerate probe`, `ethtool -S`, `perfquery`); replace the cable if they rise; check switch port drops and flow control / ECN settings."),
+            );
+        }
+    }
+    if !i.counter_deltas.is_empty() && !lossy {
+        let mut f = Finding::new("net.retransmits", Severity::Warning, "path");
+        for c in &i.counter_deltas {
+            f = f.evidence(format!("counter {} rose by", c.name), c.delta);
+        }
+        out.push(
+            f.message("error counters rose during the tests although TCP recovered: the link is taking errors".to_string())
+                .fix("Reseat or replace the cable or transceiver, then run doctor again."),
+        );
+    }
+
+    // path.asymmetric
+    checked.push("both directions of the path".into());
+    if let (Some(s), Some(r)) = (single(&i.tests, "send"), single(&i.tests, "receive")) {
+        let (hi, lo) = if s.gbps >= r.gbps { (s, r) } else { (r, s) };
+        if hi.gbps > 0.0 && lo.gbps < 0.75 * hi.gbps {
+            let slow_receiver = if lo.direction == "send" {
+                "the remote end"
+            } else {
+                "this host"
+            };
+            out.push(
+                Finding::new("path.asymmetric", Severity::Warning, "path")
+                    .evidence("send_gbps", fmt_num((s.gbps * 100.0).round() / 100.0))
+                    .evidence("receive_gbps", fmt_num((r.gbps * 100.0).round() / 100.0))
+                    .evidence(format!("{} receiver_cpu_percent", lo.direction), lo.receiver_cpu_percent.map_or("?".into(), |c| format!("{c:.0}")))
+                    .evidence(format!("{} sender_cpu_percent", lo.direction), lo.sender_cpu_percent.map_or("?".into(), |c| format!("{c:.0}")))
+                    .message(format!(
+                        "the {} direction carries {} Gb/s but the {} direction only {} Gb/s: {slow_receiver} receives slower (a slower CPU, a shaper, offloads or a different configuration on that end)",
+                        hi.direction,
+                        fmt_num((hi.gbps * 100.0).round() / 100.0),
+                        lo.direction,
+                        fmt_num((lo.gbps * 100.0).round() / 100.0)
+                    ))
+                    .fix("Compare the two ends (`linerate probe` on each): CPU model and governor, MTU, IPoIB mode, shapers, NIC offloads (`ethtool -k`)."),
+            );
+        }
+    }
+
+    // ceiling.reached or unexplained
+    let attributed = out
+        .iter()
+        .any(|f| f.severity >= Severity::Warning && f.id != "sysfs.unreadable");
+    if let (Some(c), Some(t)) = (pc.gbps, best) {
+        if reached {
+            out.push(
+                Finding::new("ceiling.reached", Severity::Info, "path")
+                    .evidence("gbps", fmt_num((t.gbps * 100.0).round() / 100.0))
+                    .evidence("ceiling_gbps", fmt_num((c * 100.0).round() / 100.0))
+                    .message(format!(
+                        "{} of {} Gb/s ({:.0}%), limited by {}",
+                        fmt_num((t.gbps * 100.0).round() / 100.0),
+                        fmt_num((c * 100.0).round() / 100.0),
+                        t.gbps / c * 100.0,
+                        pc.why
+                    ))
+                    .fix(if per_stream {
+                        "Nothing to fix for one stream: this is what one core pushes through the host's TCP stack; use more streams for more."
+                    } else {
+                        "Nothing to fix in software: this is what the hardware carries."
+                    }),
+            );
+        } else if !attributed {
+            out.push(
+                Finding::new("unexplained", Severity::Warning, "path")
+                    .evidence("gbps", fmt_num((t.gbps * 100.0).round() / 100.0))
+                    .evidence("ceiling_gbps", fmt_num((c * 100.0).round() / 100.0))
+                    .message(format!(
+                        "{} Gb/s is {:.0}% of the {} Gb/s ceiling and no check explains the gap. Checked: {}",
+                        fmt_num((t.gbps * 100.0).round() / 100.0),
+                        t.gbps / c * 100.0,
+                        fmt_num((c * 100.0).round() / 100.0),
+                        checked.join("; ")
+                    ))
+                    .fix("Look at the switch (port counters, congestion, other traffic), the NIC's firmware and offloads (`ethtool -k`, `ethtool -S`), IRQ placement (`/proc/interrupts`), and run doctor --thorough."),
+            );
+        }
+    } else if best.is_some_and(|t| t.gbps > 0.0) && !attributed && pc.gbps.is_none() {
+        out.push(
+            Finding::new("unexplained", Severity::Info, "path")
+                .message(format!(
+                    "no ceiling is known for this path, so the result cannot be judged against one. Checked: {}",
+                    checked.join("; ")
+                ))
+                .fix("Run probe on both ends; a virtual interface has no hardware ceiling."),
+        );
+    }
+
+    // Verdict.
+    let port_state = ends.iter().find_map(|(end, f)| {
+        f.ceiling.as_ref().and_then(|c| match c.limited_by {
+            LimitedBy::PortDown | LimitedBy::NoSubnetManager => Some((
+                end.to_string(),
+                c.limited_by.as_str().to_string(),
+                c.summary.clone(),
+            )),
+            _ => None,
+        })
+    });
+    let (limited_by, why) = if let Some((end, lb, s)) = port_state {
+        (lb, format!("the {end} port: {s}"))
+    } else if reached {
+        (pc.limited_by.clone(), pc.why.clone())
+    } else if window_limited {
+        (
+            "tcp_buffers".into(),
+            "TCP socket buffer limits (window / RTT)".into(),
+        )
+    } else if out.iter().any(|f| f.id == "net.shaper") && pc.limited_by == "shaper" {
+        ("shaper".into(), pc.why.clone())
+    } else if ends.iter().any(|(_, f)| {
+        f.ipoib_mode.as_deref() == Some("datagram")
+            && f.findings
+                .iter()
+                .any(|x| x.id == "ipoib.datagram_mode" && x.severity >= Severity::Warning)
+    }) {
+        (
+            "ipoib_mode".into(),
+            "IPoIB datagram mode (small packets, one core per stream)".into(),
+        )
+    } else if contended {
+        (
+            "cpu".into(),
+            "other processes competing for the CPU (the results are a lower bound)".into(),
+        )
+    } else if cpu_limited {
+        ("cpu".into(), "one CPU core per stream".into())
+    } else if lossy {
+        (
+            "retransmits".into(),
+            "packet loss and retransmissions".into(),
+        )
+    } else if pc.gbps.is_some() {
+        (
+            "unknown".into(),
+            "something not identified (see `unexplained`)".into(),
+        )
+    } else {
+        ("unknown".into(), "unknown (no ceiling known)".into())
+    };
+    let c = pc.gbps.unwrap_or(0.0);
+    let summary = match (best, pc.gbps) {
+        (None, _) => format!("no throughput was measured: {why}"),
+        (Some(t), Some(c)) if per_stream => {
+            let multi = best_tcp(&i.tests).filter(|m| m.streams > 1);
+            format!(
+                "one TCP stream: {} Gb/s of the ≈{} Gb/s one core can push through the host stack{}: limited by {why}",
+                fmt_num((t.gbps * 100.0).round() / 100.0),
+                fmt_num((c * 10.0).round() / 10.0),
+                multi.map_or(String::new(), |m| format!(
+                    " ({} streams: {} Gb/s)",
+                    m.streams,
+                    fmt_num((m.gbps * 100.0).round() / 100.0)
+                ))
+            )
+        }
+        (Some(t), Some(c)) => format!(
+            "{} Gb/s of a {} Gb/s ceiling: limited by {why}",
+            fmt_num((t.gbps * 100.0).round() / 100.0),
+            fmt_num((c * 100.0).round() / 100.0),
+        ),
+        (Some(t), None) => format!(
+            "{} Gb/s; no ceiling is known for this path: limited by {why}",
+            fmt_num((t.gbps * 100.0).round() / 100.0)
+        ),
+    };
+    rank(&mut out);
+    Diagnosis {
+        verdict: Verdict {
+            summary,
+            gbps: (best_g * 1000.0).round() / 1000.0,
+            ceiling_gbps: (c * 1000.0).round() / 1000.0,
+            limited_by,
+        },
+        findings: out,
+        checked,
+    }
+}
+
+/// True when this end's port is an InfiniBand or RoCE port (for RDMA plans later).
+pub fn is_rdma(f: &EndFacts) -> bool {
+    matches!(f.port_kind.as_deref(), Some("infiniband" | "roce"))
+}
+
+#[allow(dead_code)]
+fn kind_name(k: PortKind) -> &'static str {
+    match k {
+        PortKind::Infiniband => "infiniband",
+        PortKind::Roce => "roce",
+        PortKind::Ethernet => "ethernet",
+        PortKind::Paravirtual => "paravirtual",
+        PortKind::Virtual => "virtual",
+        PortKind::Loopback => "loopback",
+        PortKind::Other => "other",
+    }
+}
