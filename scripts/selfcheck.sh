@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Set up, build, and check this machine: no second host needed.
+# Set up, build, and check this machine with `linerate doctor`: no second host needed.
+# Extra arguments go to doctor (e.g. --quick, --report report.html, --json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo build --release --locked -q
-exec ./target/release/linerate probe "$@"
+exec ./target/release/linerate doctor "$@"

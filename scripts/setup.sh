@@ -3,8 +3,13 @@
 # Idempotent: installs only what is missing. Needs root for apt (CI and the dev machines are root).
 set -euo pipefail
 
-# Debian packages the build and the tests need (none are needed by the binary itself).
-PACKAGES=(python3 iproute2)
+# Debian packages the build and the tests need (none are needed by the binary itself):
+# iproute2 for the network-namespace tests, chromium to check doctor's HTML report,
+# and, for the tests only, nothing else: the peer tools are installed by bench/compare.sh --install.
+PACKAGES=(python3 iproute2 util-linux)
+if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then
+    PACKAGES+=(chromium)
+fi
 
 need=()
 for p in "${PACKAGES[@]}"; do
