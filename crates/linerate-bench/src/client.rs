@@ -11,7 +11,7 @@ use linerate_engine::meter::Stop;
 use linerate_engine::udp;
 use linerate_proto::{
     random_hex, read_msg, write_msg, FrameError, IntervalSample, Msg, Psk, SideResults, TestKind,
-    TestParams, MAGIC, MAX_CONTROL_FRAME, MAX_RESULTS_FRAME, PROTOCOL_VERSION,
+    TestParams, MAGIC, MAX_RESULTS_FRAME, PROTOCOL_VERSION,
 };
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use thiserror::Error;
@@ -166,7 +166,7 @@ fn handshake(
             nonce: nonce.clone(),
         },
     )?;
-    let (auth, server_nonce) = match read_msg(ctl, MAX_CONTROL_FRAME)? {
+    let (auth, server_nonce) = match read_msg(ctl, MAX_RESULTS_FRAME)? {
         Msg::ServerHello { protocol, auth, nonce, .. } if protocol == PROTOCOL_VERSION => (auth, nonce),
         Msg::ServerHello { protocol, version, .. } => {
             return Err(ClientError::Protocol(format!(
@@ -187,7 +187,7 @@ fn handshake(
                 proof: psk.client_proof(&server_nonce, &nonce),
             },
         )?;
-        match read_msg(ctl, MAX_CONTROL_FRAME)? {
+        match read_msg(ctl, MAX_RESULTS_FRAME)? {
             Msg::AuthOk { proof } if psk.verify_server(&nonce, &server_nonce, &proof) => {}
             Msg::AuthOk { .. } => return Err(ClientError::ServerProof),
             Msg::Error { message } => return Err(ClientError::Server(message)),
@@ -200,7 +200,7 @@ fn handshake(
             params: cfg.params.clone(),
         },
     )?;
-    match read_msg(ctl, MAX_CONTROL_FRAME)? {
+    match read_msg(ctl, MAX_RESULTS_FRAME)? {
         Msg::Accepted {
             memory_bytes,
             cookie,

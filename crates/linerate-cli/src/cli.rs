@@ -40,10 +40,15 @@ pub enum Command {
     /// Explain the gap between what a link carries and what its hardware could: with HOST, the
     /// path to a `linerate serve`; without, a self-check of this machine.
     Doctor(DoctorArgs),
+    /// Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node.
+    Mem(MemArgs),
     /// Serve tests to `linerate bench` clients: many at once, each bounded in memory and time.
     Serve(ServeArgs),
     /// Measure TCP/UDP throughput or latency against a `linerate serve`.
     Bench(BenchArgs),
+    /// Measure a directory's disk (or tmpfs, NFS, SMB mount): sequential and random read/write
+    /// throughput, IOPS and latency, in a test file of its own that it deletes.
+    Disk(DiskArgs),
 }
 
 fn rate(s: &str) -> Result<u64, String> {
@@ -134,6 +139,22 @@ pub struct DoctorArgs {
     pub psk_file: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub struct MemArgs {
+    /// Seconds per test.
+    #[arg(short = 't', long = "time", value_name = "SECS", default_value = "1", value_parser = secs)]
+    pub time: u64,
+    /// Bytes per buffer (each thread has two for copy); far larger than the caches.
+    #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = size)]
+    pub size: u32,
+    /// Threads for the all-cores tests (default: every online CPU).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: Option<u32>,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TestArg {
     TcpBw,
@@ -168,7 +189,7 @@ pub struct BenchArgs {
     /// Seconds between interval reports (0 = none).
     #[arg(short, long, value_name = "SECS", value_parser = secs)]
     pub interval: Option<u64>,
-    /// Bytes per write (TCP, default 128K), per datagram (UDP, default 1400) or per request (latency, default 1).
+    /// Bytes per write (TCP, default 256K), per datagram (UDP, default 1400) or per request (latency, default 1).
     #[arg(short, long, value_name = "BYTES", value_parser = size)]
     pub length: Option<u32>,
     /// Socket buffer size to request (SO_SNDBUF/SO_RCVBUF).
@@ -253,6 +274,86 @@ pub struct PlanArgs {
     #[arg(long, value_name = "BYTES", value_parser = ["128", "256", "512", "1024", "2048", "4096"])]
     pub mps: Option<String>,
     /// Print one JSON object with the ceiling instead of the terminal view.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A test file size: `parse_size`'s grammar (K, M, G = 2^10, 2^20, 2^30), plus `T` and sizes
+/// above 4 GiB (G and T are read as MiB, then scaled).
+fn file_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    // In MiB, then scaled: up to 4 PiB.
+    let scaled = |num: &str, mult: u64| {
+        crate::units::parse_size(&format!("{num}M")).map(|v| u64::from(v) * mult)
+    };
+    let r = match t.char_indices().last() {
+        Some((i, c)) if c.eq_ignore_ascii_case(&'t') => scaled(&t[..i], 1 << 20),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'g') => scaled(&t[..i], 1 << 10),
+        _ if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => {
+            t.parse::<u64>().map_err(|e| e.to_string())
+        }
+        _ => crate::units::parse_size(t).map(u64::from),
+    };
+    r.map_err(|_| {
+        format!("`{s}` is not a size; expected bytes with an optional K, M, G or T suffix (K = 1024), e.g. 64M or 20G")
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiskTestArg {
+    #[value(name = "seq_read")]
+    SeqRead,
+    #[value(name = "seq_write")]
+    SeqWrite,
+    #[value(name = "rand_read")]
+    RandRead,
+    #[value(name = "rand_write")]
+    RandWrite,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiskEngineArg {
+    Auto,
+    #[value(name = "io_uring")]
+    IoUring,
+    Sync,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The test file (.linerate-disk-<pid>-<random>) is deleted at the end, on error and on Ctrl-C.\nDefault size: min(2 x RAM, 25% of free space), at least 256 MiB; 4 GiB with O_DIRECT on a local disk; 1 GiB on tmpfs.\nGB/s = 10^9 bytes/s, Gb/s = 10^9 bits/s. Exit status: 0 done, 2 could not run or a test stopped early."
+)]
+pub struct DiskArgs {
+    /// The directory to test in: a local disk, tmpfs, an NFS or SMB mount.
+    pub path: PathBuf,
+    /// Test file size (e.g. 64M, 20G); refused if it does not fit with a 5% margin.
+    #[arg(long, value_name = "BYTES", value_parser = file_size)]
+    pub size: Option<u64>,
+    /// Seconds per test.
+    #[arg(short = 't', long = "time", value_name = "SECS", default_value = "5", value_parser = secs)]
+    pub time: u64,
+    /// Block of the sequential tests (a multiple of 4K); random tests use 4K.
+    #[arg(long, value_name = "BYTES", default_value = "1M", value_parser = size)]
+    pub block: u32,
+    /// Operations in flight (io_uring) or threads (sync).
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub qd: u32,
+    /// Tests to run, in order.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        value_name = "LIST",
+        default_value = "seq_read,rand_read,seq_write,rand_write"
+    )]
+    pub tests: Vec<DiskTestArg>,
+    /// I/O engine: io_uring, a pool of threads doing pread/pwrite, or io_uring when available.
+    #[arg(long, value_enum, default_value_t = DiskEngineArg::Auto)]
+    pub engine: DiskEngineArg,
+    /// Do not try O_DIRECT: measure through the page cache.
+    #[arg(long)]
+    pub buffered: bool,
+    /// Print one JSON document: {schema_version, tests: [...]}.
     #[arg(long)]
     pub json: bool,
 }

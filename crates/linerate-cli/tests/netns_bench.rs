@@ -9,18 +9,18 @@
 //!
 //! Run with `cargo test -p linerate --test netns_bench -- --nocapture` to see the figures.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError};
+mod common;
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_linerate");
-/// The server's port inside namespace b (each test has its own namespaces, so no clashes).
-const PORT: u16 = 15201;
+use common::{run, serial, Net, BIN, PORT};
+
 /// Payload of a full-sized TCP segment at MTU 1500 with timestamps, and its frame as a
 /// shaper counts it (no FCS): 14 Ethernet + 20 IPv4 + 20 TCP + 12 timestamps + 1448.
 const MSS: f64 = 1448.0;
@@ -28,167 +28,7 @@ const FRAME: f64 = 1514.0;
 /// Relative error allowed between linerate and the shaper.
 const TOLERANCE: f64 = 0.03;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-static NEXT: AtomicU32 = AtomicU32::new(1);
-
-/// One test at a time, in this process and across processes.
-struct Serial {
-    _file: Option<std::fs::File>,
-    _guard: MutexGuard<'static, ()>,
-}
-
-fn serial() -> Serial {
-    let guard = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(std::env::temp_dir().join("linerate-netns-bench.lock"))
-        .ok()
-        .filter(|f| f.lock().is_ok());
-    Serial {
-        _file: file,
-        _guard: guard,
-    }
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .map(|euid| euid == "0")
-        })
-        .unwrap_or(false)
-}
-
-/// Run a command to completion; `Err` carries its stderr.
-fn run(prog: &str, args: &[&str]) -> Result<Output, String> {
-    let out = Command::new(prog)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("{prog}: {e}"))?;
-    if out.status.success() {
-        Ok(out)
-    } else {
-        Err(format!(
-            "`{prog} {}` failed ({}): {}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-/// Two namespaces joined by a veth pair, `linerate serve` running in b; all of it is
-/// removed on drop (also when the test panics).
-struct Net {
-    /// Namespace of the client (`10.201.n.1`) and of the server (`10.201.n.2`).
-    a: String,
-    b: String,
-    /// The veth ends: `va` in a, `vb` in b.
-    va: String,
-    vb: String,
-    n: u32,
-    server: Option<Child>,
-}
-
 impl Net {
-    /// `None`, after printing why, when this machine cannot make namespaces.
-    fn new(test: &str, mtu: u32) -> Option<Net> {
-        if !is_root() {
-            println!("SKIP {test}: needs root for ip netns and tc");
-            return None;
-        }
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        assert!(n < 255, "too many namespace pairs for 10.201.<n>.0/24");
-        let pid = std::process::id();
-        let mut net = Net {
-            a: format!("lrt-{pid}-{n}-a"),
-            b: format!("lrt-{pid}-{n}-b"),
-            // Interface names have at most 15 characters.
-            va: format!("lr{pid}x{n}a"),
-            vb: format!("lr{pid}x{n}b"),
-            n,
-            server: None,
-        };
-        if let Err(e) = run("ip", &["netns", "add", &net.a]) {
-            println!("SKIP {test}: cannot create a network namespace: {e}");
-            return None;
-        }
-        if let Err(e) = run("ip", &["netns", "add", &net.b]) {
-            println!("SKIP {test}: cannot create a second network namespace: {e}");
-            return None;
-        }
-        if let Err(e) = run(
-            "ip",
-            &[
-                "link", "add", &net.va, "type", "veth", "peer", "name", &net.vb,
-            ],
-        ) {
-            println!("SKIP {test}: cannot create a veth pair: {e}");
-            return None;
-        }
-        let mtu = mtu.to_string();
-        let (a, b, va, vb) = (net.a.clone(), net.b.clone(), net.va.clone(), net.vb.clone());
-        let addr_a = format!("10.201.{n}.1/24");
-        let addr_b = format!("10.201.{n}.2/24");
-        for args in [
-            vec!["link", "set", &va, "netns", &a],
-            vec!["link", "set", &vb, "netns", &b],
-            vec!["-n", &a, "addr", "add", &addr_a, "dev", &va],
-            vec!["-n", &b, "addr", "add", &addr_b, "dev", &vb],
-            vec!["-n", &a, "link", "set", &va, "mtu", &mtu, "up"],
-            vec!["-n", &b, "link", "set", &vb, "mtu", &mtu, "up"],
-            vec!["-n", &a, "link", "set", "lo", "up"],
-            vec!["-n", &b, "link", "set", "lo", "up"],
-        ] {
-            run("ip", &args).unwrap_or_else(|e| panic!("setting up {a}/{b}: {e}"));
-        }
-        net.serve();
-        Some(net)
-    }
-
-    fn server_ip(&self) -> String {
-        format!("10.201.{}.2", self.n)
-    }
-
-    /// Start `linerate serve` in b and wait for its `listening` line.
-    fn serve(&mut self) {
-        let port = PORT.to_string();
-        let mut child = Command::new("ip")
-            .args(["netns", "exec", &self.b, BIN, "serve", "-p", &port])
-            .args(["--max-duration", "15"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn ip netns exec … linerate serve");
-        let stdout = child.stdout.take().expect("server stdout");
-        self.server = Some(child);
-        let (tx, rx) = mpsc::channel();
-        // Keep draining the server's event log so it never blocks on a full pipe.
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let first = rx
-            .recv_timeout(Duration::from_secs(10))
-            .expect("linerate serve printed nothing within 10 s");
-        let v: Value = serde_json::from_str(&first).expect("server log line is JSON");
-        assert_eq!(v["event"], "listening", "first server line: {first}");
-    }
-
-    fn tc(&self, args: &[&str]) {
-        let mut all = vec!["-n", self.a.as_str()];
-        all.extend_from_slice(args);
-        run("tc", &all).unwrap_or_else(|e| panic!("{e}"));
-    }
-
     /// `linerate bench SERVER -p port ARGS` in a, killed after 60 s.
     fn bench_port(&self, port: u16, args: &[&str]) -> Bench {
         let ip = self.server_ip();
@@ -225,29 +65,6 @@ impl Net {
 
     fn bench(&self, args: &[&str]) -> Bench {
         self.bench_port(PORT, args)
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        if let Some(mut s) = self.server.take() {
-            // `ip netns exec` execs the server, so this is the server's pid.
-            let _ = s.kill();
-            let _ = s.wait();
-        }
-        let quiet = |args: &[&str]| {
-            let _ = Command::new("ip")
-                .args(args)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        };
-        // Deleting a namespace deletes the veth end in it, and with it the peer; the
-        // `link del` covers a pair that never made it into the namespaces.
-        quiet(&["link", "del", &self.va]);
-        quiet(&["netns", "del", &self.a]);
-        quiet(&["netns", "del", &self.b]);
     }
 }
 

@@ -21,7 +21,7 @@ fn p(kind: TestKind, direction: Direction, streams: u32, secs: f64, omit: f64) -
         omit_ms: (omit * 1000.0) as u64,
         interval_ms: 500,
         length: match kind {
-            TestKind::TcpBw => 128 * 1024,
+            TestKind::TcpBw => 256 * 1024,
             TestKind::UdpBw => 1400,
             TestKind::TcpLat => 1,
             TestKind::UdpLat => 8,

@@ -77,9 +77,29 @@ fn words_sum(b: &[u8]) -> u64 {
 
 /// Measure `op` on `threads` threads at once, each with its own `buffer_bytes` buffers.
 pub fn measure(op: MemOp, threads: usize, buffer_bytes: usize, duration: Duration) -> MemResult {
+    measure_pinned(op, threads, &[], buffer_bytes, duration)
+}
+
+/// As [`measure`], each thread pinned to one of `cpus` (round robin) before it allocates,
+/// so its buffers are on that CPU's NUMA node (first touch).
+pub fn measure_pinned(
+    op: MemOp,
+    threads: usize,
+    cpus: &[usize],
+    buffer_bytes: usize,
+    duration: Duration,
+) -> MemResult {
     let threads = threads.max(1);
     let handles: Vec<_> = (0..threads)
-        .map(|_| std::thread::spawn(move || one_thread(op, buffer_bytes, duration)))
+        .map(|i| {
+            let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
+            std::thread::spawn(move || {
+                if let Some(c) = cpu {
+                    let _ = crate::sys::pin_to_cpu(c);
+                }
+                one_thread(op, buffer_bytes, duration)
+            })
+        })
         .collect();
     let mut bytes = 0;
     let mut secs = 0.0_f64;

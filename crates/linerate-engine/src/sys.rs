@@ -235,3 +235,49 @@ pub fn host_cpu_seconds() -> Option<(f64, f64)> {
     let get = |i: usize| v.get(i).copied().unwrap_or(0) as f64 / 100.0;
     Some((get(0) + get(1) + get(2), get(7)))
 }
+
+/// `MemAvailable` from /proc/meminfo, bytes.
+pub fn available_memory_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = s
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// CPU seconds (user + system, USER_HZ 100) of every other process named `linerate`
+/// on this host (a `linerate serve` beside a client), from `/proc/<pid>/stat`.
+pub fn other_linerate_cpu_seconds() -> f64 {
+    let me = std::process::id().to_string();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    let mut total = 0.0;
+    for e in rd.take(65_536).flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name == me || !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ... utime(14) stime(15): comm may hold spaces, so split after ')'.
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        if !head.ends_with("(linerate") {
+            continue;
+        }
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let get = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        // After ')' the fields start at index 3 (state), so utime is f[11], stime f[12].
+        total += (get(11) + get(12)) as f64 / 100.0;
+    }
+    total
+}

@@ -5,6 +5,7 @@
 //! external tool. A missing or malformed value never aborts it: the value is
 //! `None` and the file is named in [`Inventory::problems`].
 
+pub mod dram;
 mod fs;
 mod host;
 mod ib;

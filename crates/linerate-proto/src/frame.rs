@@ -8,7 +8,8 @@ use crate::Msg;
 
 /// Largest frame a server accepts from a client, and the default for control messages.
 pub const MAX_CONTROL_FRAME: u32 = 64 * 1024;
-/// Largest frame a client accepts for results (per-stream, per-interval figures).
+/// Largest frame a client accepts from a server (results with per-stream, per-interval figures;
+/// the server's inventory in `accepted`).
 pub const MAX_RESULTS_FRAME: u32 = 16 * 1024 * 1024;
 
 #[derive(Debug, Error)]

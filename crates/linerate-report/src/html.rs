@@ -105,7 +105,18 @@ fn waterfall(r: &DoctorReport) -> String {
     s
 }
 
-/// Throughput over time, one line per stream, from the test with the most streams.
+/// A "nice" step for about `n` ticks up to `max` (1, 2 or 5 × a power of ten).
+fn nice_step(max: f64, n: f64) -> f64 {
+    let raw = (max / n).max(1e-9);
+    let p = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * p)
+}
+
+/// Throughput over time as steps (the rate is constant within an interval), one line per stream.
 fn timeline(r: &DoctorReport) -> String {
     let t = r
         .tests
@@ -127,41 +138,58 @@ fn timeline(r: &DoctorReport) -> String {
         .map(|i| i.end_s)
         .fold(0.0_f64, f64::max)
         .max(1e-9);
-    let gmax = t
+    let gtop = t
         .intervals
         .iter()
         .flat_map(|i| i.streams.iter().copied().chain(std::iter::once(i.gbps)))
         .fold(0.0_f64, f64::max)
         .max(1e-9);
-    let (w, h, l, b) = (760.0, 280.0, 60.0, 30.0);
+    let ystep = nice_step(gtop, 4.0);
+    let gmax = (gtop / ystep).ceil() * ystep;
+    let xstep = nice_step(tmax, 6.0);
+    let (w, h, l, b) = (760.0, 280.0, 60.0, 40.0);
     let x = |s: f64| l + (w - l - 20.0) * s / tmax;
-    let y = |g: f64| h - b - (h - b - 15.0) * g / gmax;
+    let y = |g: f64| h - b - (h - b - 25.0) * g / gmax;
     let mut s = format!(
         r#"<svg class="chart" id="timeline" role="img" aria-label="throughput over time" viewBox="0 0 {w} {h}" width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg">"#
     );
     let _ = write!(
         s,
-        r##"<line x1="{l}" y1="{y0}" x2="{x1}" y2="{y0}" stroke="#334155"/><line x1="{l}" y1="15" x2="{l}" y2="{y0}" stroke="#334155"/>"##,
+        r##"<line x1="{l}" y1="{y0}" x2="{x1}" y2="{y0}" stroke="#334155"/><line x1="{l}" y1="25" x2="{l}" y2="{y0}" stroke="#334155"/>"##,
         y0 = h - b,
         x1 = w - 20.0
     );
-    for k in 0..=4 {
-        let g = gmax * f64::from(k) / 4.0;
+    let mut g = 0.0;
+    while g <= gmax + 1e-9 {
         let _ = write!(
             s,
             r##"<text x="{tx}" y="{ty:.1}" text-anchor="end" class="val">{v}</text><line x1="{l}" y1="{ty2:.1}" x2="{x1}" y2="{ty2:.1}" stroke="#e2e8f0"/>"##,
             tx = l - 6.0,
             ty = y(g) + 4.0,
-            v = num(g),
+            v = linerate_model::ceiling::fmt_num((g * 1000.0).round() / 1000.0),
             ty2 = y(g),
             x1 = w - 20.0
         );
+        g += ystep;
+    }
+    let mut ts = 0.0;
+    while ts <= tmax + 1e-9 {
+        let _ = write!(
+            s,
+            r##"<line x1="{xx:.1}" y1="{y0}" x2="{xx:.1}" y2="{y1}" stroke="#334155"/><text x="{xx:.1}" y="{ty}" text-anchor="middle" class="val">{v}</text>"##,
+            xx = x(ts),
+            y0 = h - b,
+            y1 = h - b + 4.0,
+            ty = h - b + 16.0,
+            v = linerate_model::ceiling::fmt_num((ts * 1000.0).round() / 1000.0)
+        );
+        ts += xstep;
     }
     let _ = write!(
         s,
         r#"<text x="{cx}" y="{ly}" text-anchor="middle" class="lbl">seconds</text><text x="14" y="{my}" class="lbl" transform="rotate(-90 14 {my})" text-anchor="middle">Gb/s</text>"#,
         cx = f64::midpoint(w, l),
-        ly = h - 4.0,
+        ly = h - 6.0,
         my = h / 2.0
     );
     let mut series: Vec<(String, Vec<f64>, &str)> = (0..n)
@@ -188,7 +216,12 @@ fn timeline(r: &DoctorReport) -> String {
             .intervals
             .iter()
             .zip(vals)
-            .map(|(i, g)| format!("{:.1},{:.1}", x(i.end_s), y(*g)))
+            .flat_map(|(i, g)| {
+                [
+                    format!("{:.1},{:.1}", x(i.start_s), y(*g)),
+                    format!("{:.1},{:.1}", x(i.end_s), y(*g)),
+                ]
+            })
             .collect();
         let _ = write!(
             s,
@@ -201,55 +234,75 @@ fn timeline(r: &DoctorReport) -> String {
             r#"<rect x="{lx}" y="{ly}" width="12" height="3" fill="{color}"/><text x="{tx}" y="{ty}" class="val">{}</text>"#,
             esc(name),
             lx = l + 10.0 + 90.0 * k as f64,
-            ly = 6.0,
+            ly = 8.0,
             tx = l + 26.0 + 90.0 * k as f64,
-            ty = 11.0
+            ty = 13.0
         );
     }
     s.push_str("</svg>");
     let _ = write!(
         s,
-        "<p class=\"cap\">{} — {} stream(s), {} Gb/s in total</p>",
+        "<p class=\"cap\">{}: {} Gb/s in total</p>",
         esc(&linerate_doctor::run::describe(&t.params)),
-        t.streams,
         num(t.gbps)
     );
     s
 }
 
-/// Latency distribution: transactions per log-spaced bucket.
+/// Latency distribution: transactions per log-spaced bucket, on a log count scale so the tail shows.
 fn latency(r: &DoctorReport) -> String {
-    let Some(t) = r
-        .tests
-        .iter()
-        .find(|t| t.latency_histogram.as_ref().is_some_and(|h| !h.is_empty()))
-    else {
+    let Some(t) = r.tests.iter().find(|t| {
+        t.latency_histogram
+            .as_ref()
+            .is_some_and(|h| h.iter().any(|b| b.1 > 0))
+    }) else {
         return "<p>No latency test completed.</p>".into();
     };
-    let hist: Vec<(f64, u64)> = t
-        .latency_histogram
-        .clone()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|(_, c)| *c > 0)
-        .collect();
+    let all = t.latency_histogram.clone().unwrap_or_default();
+    // Keep empty buckets between the first and last non-empty one, so the axis stays log-spaced.
+    let first = all.iter().position(|b| b.1 > 0).unwrap_or(0);
+    let last = all.iter().rposition(|b| b.1 > 0).unwrap_or(0);
+    let hist = &all[first..=last];
     let cmax = hist.iter().map(|h| h.1).max().unwrap_or(1).max(1);
-    let (w, h, l, b) = (760.0, 260.0, 60.0, 46.0);
+    let scale = |c: u64| (c as f64 + 1.0).log10() / (cmax as f64 + 1.0).log10();
+    let (w, h, l, b) = (760.0, 260.0, 60.0, 56.0);
     let bw = ((w - l - 20.0) / hist.len().max(1) as f64).max(2.0);
     let mut s = format!(
         r#"<svg class="chart" id="latency" role="img" aria-label="latency distribution" viewBox="0 0 {w} {h}" width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg">"#
     );
-    for (i, (us, c)) in hist.iter().enumerate() {
-        let bh = (h - b - 15.0) * (*c as f64) / (cmax as f64);
-        let x = l + bw * i as f64;
+    let _ = write!(
+        s,
+        r##"<line x1="{l}" y1="{y0}" x2="{x1}" y2="{y0}" stroke="#334155"/>"##,
+        y0 = h - b,
+        x1 = w - 20.0
+    );
+    for c in [1u64, 10, 100, 1000, 10_000, 100_000, 1_000_000] {
+        if c > cmax {
+            break;
+        }
+        let yy = h - b - (h - b - 15.0) * scale(c);
         let _ = write!(
             s,
-            r##"<rect x="{x:.1}" y="{y:.1}" width="{ww:.1}" height="{bh:.1}" fill="#9333ea"><title>≤ {v} µs: {c}</title></rect>"##,
-            y = h - b - bh,
-            ww = (bw - 1.0).max(1.0),
-            v = num(*us)
+            r##"<text x="{tx}" y="{ty:.1}" text-anchor="end" class="val">{c}</text><line x1="{l}" y1="{yy:.1}" x2="{x1}" y2="{yy:.1}" stroke="#e2e8f0"/>"##,
+            tx = l - 6.0,
+            ty = yy + 4.0,
+            x1 = w - 20.0
         );
-        if i % ((hist.len() / 8).max(1)) == 0 {
+    }
+    let label_every = (hist.len() / 10).max(1);
+    for (i, (us, c)) in hist.iter().enumerate() {
+        let x = l + bw * i as f64;
+        if *c > 0 {
+            let bh = ((h - b - 15.0) * scale(*c)).max(1.5);
+            let _ = write!(
+                s,
+                r##"<rect x="{x:.1}" y="{y:.1}" width="{ww:.1}" height="{bh:.1}" fill="#9333ea"><title>≤ {v} µs: {c}</title></rect>"##,
+                y = h - b - bh,
+                ww = (bw - 1.0).max(1.0),
+                v = num(*us)
+            );
+        }
+        if i % label_every == 0 {
             let _ = write!(
                 s,
                 r#"<text x="{x:.1}" y="{ty}" class="val" transform="rotate(35 {x:.1} {ty})">{v}</text>"#,
@@ -260,9 +313,9 @@ fn latency(r: &DoctorReport) -> String {
     }
     let _ = write!(
         s,
-        r#"<text x="{cx}" y="{ly}" text-anchor="middle" class="lbl">round trip, µs (log-spaced buckets)</text>"#,
+        r#"<text x="{cx}" y="{ly}" text-anchor="middle" class="lbl">round trip, µs (log-spaced buckets; counts on a log scale)</text>"#,
         cx = f64::midpoint(w, l),
-        ly = h - 2.0
+        ly = h - 6.0
     );
     s.push_str("</svg>");
     if let Some(l) = &t.latency_us {
@@ -295,7 +348,7 @@ body{{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;back
 main{{max-width:980px;margin:0 auto;padding:24px}} h1{{font-size:20px;margin:0 0 4px}} h2{{font-size:16px;margin:28px 0 8px}}
 .verdict{{padding:16px 20px;border-radius:8px;font-size:18px;font-weight:600;background:#ecfdf5;border-left:6px solid #16a34a}}
 .verdict.warning{{background:#fffbeb;border-color:#d97706}} .verdict.error{{background:#fef2f2;border-color:#dc2626}}
-.chart{{background:#fff;border:1px solid #e2e8f0;border-radius:8px;max-width:100%;height:auto}} .lbl{{font-size:12px;fill:#334155}} .val{{font-size:11px;fill:#475569}}
+.chart{{background:#fff;border:1px solid #e2e8f0;border-radius:8px;width:100%;height:auto}} .lbl{{font-size:12px;fill:#334155}} .val{{font-size:11px;fill:#475569}}
 table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-bottom:1px solid #e2e8f0;padding:6px 8px;text-align:left;vertical-align:top;font-size:14px}}
 .sev{{font-weight:700;text-transform:uppercase;font-size:12px}} .error .sev{{color:#dc2626}} .warning .sev{{color:#d97706}} .info .sev{{color:#0891b2}}
 .ev{{color:#64748b;font-size:12px;font-family:ui-monospace,monospace}} .fix{{color:#166534}} .cap{{color:#475569;font-size:13px;margin:4px 0 0}} .muted{{color:#64748b;font-size:13px}}

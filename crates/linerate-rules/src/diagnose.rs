@@ -4,7 +4,7 @@
 //! [`end_facts`] builds from an inventory) and the measured results
 //! ([`Measured`]), and returns the findings, ranked, and a verdict.
 
-use linerate_inventory::{Inventory, IpoibMode, NetdevKind, PortKind, SocketLimits};
+use linerate_inventory::{Inventory, IpoibMode, NetdevKind, SocketLimits};
 use linerate_model::ceiling::fmt_num;
 use linerate_model::{Ceiling, LimitedBy};
 use serde::{Deserialize, Serialize};
@@ -197,7 +197,9 @@ struct PathCeiling {
     why: String,
 }
 
-fn path_ceiling(i: &DiagnoseInput) -> PathCeiling {
+/// The TCP ceiling of the path in one direction (`send`: local → remote, `receive`: back).
+/// Hardware ceilings bind both directions; a shaper only limits what leaves its end.
+fn path_ceiling(i: &DiagnoseInput, dir: &str) -> PathCeiling {
     let mut best: Option<(f64, String, String)> = None;
     let consider = |best: &mut Option<(f64, String, String)>, g: f64, lb: String, why: String| {
         if best.as_ref().is_none_or(|b| g < b.0) {
@@ -225,7 +227,11 @@ fn path_ceiling(i: &DiagnoseInput) -> PathCeiling {
             };
             consider(&mut best, g, c.limited_by.as_str().to_string(), words);
         }
-        if let Some((g, s)) = f.shaper_goodput() {
+        let egress = match dir {
+            "receive" => end == "remote" || i.remote.is_none(),
+            _ => end == "local",
+        };
+        if let Some((g, s)) = f.shaper_goodput().filter(|_| egress) {
             consider(
                 &mut best,
                 g,
@@ -239,8 +245,16 @@ fn path_ceiling(i: &DiagnoseInput) -> PathCeiling {
             );
         }
     }
+    // The host stack estimate is only an upper bound if no stream beat it (a busy moment while
+    // measuring memory can make it too low): otherwise the path has no known ceiling.
+    let best_single = i
+        .tests
+        .iter()
+        .filter(|t| t.kind == "tcp_bw" && t.streams == 1 && t.direction == dir)
+        .map(|t| t.gbps)
+        .fold(0.0_f64, f64::max);
     if best.is_none() {
-        if let Some(s) = i.stack_ceiling_gbps {
+        if let Some(s) = i.stack_ceiling_gbps.filter(|s| *s >= best_single) {
             consider(&mut best, s, "cpu".into(), "the host's memory copy rate (a virtual path has no hardware ceiling; one TCP stream copies each byte twice)".into());
         }
     }
@@ -258,18 +272,33 @@ fn path_ceiling(i: &DiagnoseInput) -> PathCeiling {
     }
 }
 
-fn best_tcp(tests: &[Measured]) -> Option<&Measured> {
-    tests
-        .iter()
-        .filter(|t| t.kind == "tcp_bw" && t.direction != "bidir")
-        .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
-}
-
 fn single<'a>(tests: &'a [Measured], dir: &str) -> Option<&'a Measured> {
     tests
         .iter()
         .find(|t| t.kind == "tcp_bw" && t.streams == 1 && t.direction == dir)
 }
+
+/// A test that looks window-limited: (in flight / limit, the test, bytes in flight, limit,
+/// sender's tcp_wmem max, receiver's tcp_rmem max).
+type WindowCandidate<'a> = (f64, &'a Measured, f64, u64, Option<u64>, Option<u64>);
+
+/// Findings that explain why a result stays below its ceiling (others describe the ceiling itself).
+const EXPLAINS_A_GAP: [&str; 14] = [
+    "cpu.saturated",
+    "cpu.contended",
+    "cpu.powersave",
+    "tcp.buffers_small",
+    "net.retransmits",
+    "net.shaper",
+    "ipoib.datagram_mode",
+    "mtu.small",
+    "mtu.mismatch",
+    "path.asymmetric",
+    "numa.mismatch",
+    "link.errors",
+    "ib.rate_below_capability",
+    "pcie.downtrained",
+];
 
 /// Prefix a finding's subject with the end it concerns.
 fn at_end(mut f: Finding, end: &str) -> Finding {
@@ -291,17 +320,48 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
     }
     checked.push("inventory of both ends (PCIe, link state and rate, IPoIB mode, MTU, NUMA, governor, error counters)".into());
 
-    let pc = path_ceiling(i);
-    // On a virtual path the ceiling is the host stack's for one stream: judge one stream by it.
-    let per_stream = pc.limited_by == "cpu";
-    let best = if per_stream {
-        i.tests
+    // Judge the slower direction (what the user feels), each against its own ceiling.
+    let dirs: Vec<&str> = ["send", "receive"]
+        .into_iter()
+        .filter(|d| {
+            i.tests
+                .iter()
+                .any(|t| t.kind == "tcp_bw" && t.direction == *d)
+        })
+        .collect();
+    let pick = |d: &str| -> (PathCeiling, Option<&Measured>) {
+        let pc = path_ceiling(i, d);
+        // On a virtual path the ceiling is the host stack's for one stream: judge one stream by it.
+        let one = pc.limited_by == "cpu";
+        let best = i
+            .tests
             .iter()
-            .filter(|t| t.kind == "tcp_bw" && t.streams == 1 && t.direction != "bidir")
-            .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
-            .or_else(|| best_tcp(&i.tests))
+            .filter(|t| t.kind == "tcp_bw" && t.direction == d && (!one || t.streams == 1))
+            .max_by(|a, b| a.gbps.total_cmp(&b.gbps));
+        (pc, best)
+    };
+    let (pc, best, dir) = dirs
+        .iter()
+        .map(|d| {
+            let (pc, b) = pick(d);
+            (pc, b, *d)
+        })
+        .min_by(|a, b| {
+            let g = |x: Option<&Measured>| x.map_or(0.0, |t| t.gbps);
+            g(a.1).total_cmp(&g(b.1))
+        })
+        .unwrap_or_else(|| {
+            let (pc, b) = pick("send");
+            (pc, b, "send")
+        });
+    let per_stream = pc.limited_by == "cpu";
+    let dir_prefix = if dirs.len() > 1 {
+        format!(
+            "{} direction (the slower): ",
+            if dir == "send" { "send" } else { "receive" }
+        )
     } else {
-        best_tcp(&i.tests)
+        String::new()
     };
     let best_g = best.map_or(0.0, |t| t.gbps);
     let reached = pc.gbps.is_some_and(|c| best_g >= 0.9 * c);
@@ -328,8 +388,15 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
     for (end, f) in &ends {
         for s in &f.shapers {
             let g = s.rate_bps as f64 / 1e9;
-            let limits =
-                pc.limited_by == "shaper" && best_g >= 0.85 * f.shaper_goodput().map_or(g, |x| x.0);
+            // A shaper limits what leaves its end: the send direction for ours, receive for theirs.
+            let shaped_dir = if *end == "remote" { "receive" } else { "send" };
+            let shaped_best = i
+                .tests
+                .iter()
+                .filter(|t| t.kind == "tcp_bw" && t.direction == shaped_dir)
+                .map(|t| t.gbps)
+                .fold(0.0_f64, f64::max);
+            let limits = shaped_best >= 0.85 * f.shaper_goodput().map_or(g, |x| x.0);
             out.push(
                 Finding::new("net.shaper", Severity::Warning, format!("{end}:{}", f.netdev.as_deref().unwrap_or("?")))
                     .evidence("qdisc", format!("{} {} rate {} bit/s", s.kind, s.handle, s.rate_bps))
@@ -338,7 +405,7 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
                         s.kind,
                         f.netdev.as_deref().unwrap_or("the interface"),
                         fmt_num(g),
-                        if limits { format!(": it is what limits this path (measured {} Gb/s of TCP payload)", fmt_num((best_g * 100.0).round() / 100.0)) } else { String::new() }
+                        if limits { format!(": it is what limits the {shaped_dir} direction (measured {} Gb/s of TCP payload)", fmt_num((shaped_best * 100.0).round() / 100.0)) } else { String::new() }
                     ))
                     .fix(format!(
                         "If it is not intended: `tc qdisc del dev {} root` (check `tc -s qdisc show dev {0}` and any tc setup in the network configuration).",
@@ -365,7 +432,20 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
         .flatten()
         .fold(0.0_f64, f64::max);
         let below = pc.gbps.is_none_or(|c| t.gbps < 0.9 * c);
-        if cpu >= 90.0 && below {
+        // Thread CPU time leaves out softirq work done on the thread's behalf, so a
+        // stream at 85% of a core is saturated; the busiest core (with interrupts) says so at 95%.
+        // The busiest core is ours only when nothing else was running.
+        let quiet = t.other_cores.is_none_or(|o| o < 0.2);
+        let busy_core = quiet && t.busiest_core_percent.is_some_and(|c| c >= 95.0);
+        let thread_busy = [
+            t.sender_cpu_percent,
+            t.receiver_cpu_percent,
+            t.max_stream_cpu_percent,
+        ]
+        .into_iter()
+        .flatten()
+        .any(|c| c >= 85.0);
+        if (thread_busy || busy_core) && below {
             cpu_limited = true;
             let multi = i
                 .tests
@@ -436,6 +516,9 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
     // tcp.buffers_small from the measured RTT
     checked.push("socket buffer limits against the measured bandwidth-delay product".into());
     let mut window_limited = false;
+    // The test whose bytes in flight sit closest to what the buffer limits allow (between 0.6
+    // and 1.5 times the limit: far above it the window cannot be what holds the rate).
+    let mut candidate: Option<WindowCandidate<'_>> = None;
     for t in i
         .tests
         .iter()
@@ -458,32 +541,42 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
         };
         let per_stream = t.gbps / f64::from(t.streams.max(1));
         let inflight = per_stream * 1e9 / 8.0 * rtt * 1e-6;
-        if inflight >= 0.6 * limit as f64 && pc.gbps.is_none_or(|c| t.gbps < 0.9 * c) {
-            window_limited = true;
-            let target = pc.gbps.unwrap_or(t.gbps * 4.0).max(t.gbps);
-            let need = (2.0 * target * 1e9 / 8.0 * rtt * 1e-6) as u64;
-            let need = need.next_power_of_two().max(4 << 20);
-            out.push(
-                Finding::new("tcp.buffers_small", Severity::Warning, format!("test:tcp_bw {} {} stream(s)", t.direction, t.streams))
-                    .evidence("rtt_us", fmt_num(rtt))
-                    .evidence("gbps_per_stream", fmt_num((per_stream * 1000.0).round() / 1000.0))
-                    .evidence("bytes_in_flight", format!("{inflight:.0}"))
-                    .evidence("sender tcp_wmem max", wmem.map_or("?".into(), |w| w.to_string()))
-                    .evidence("receiver tcp_rmem max", rmem.map_or("?".into(), |r| r.to_string()))
-                    .message(format!(
-                        "each stream keeps about {} bytes in flight at a {} µs round trip, which is what the socket buffer limits allow (send {} / receive {} bytes max): the TCP window, not the path, sets the rate ({} Gb/s per stream = window / RTT)",
-                        inflight as u64,
-                        fmt_num((rtt * 10.0).round() / 10.0),
-                        wmem.map_or("?".into(), |w| w.to_string()),
-                        rmem.map_or("?".into(), |r| r.to_string()),
-                        fmt_num((per_stream * 100.0).round() / 100.0)
-                    ))
-                    .fix(format!(
-                        "On both ends: sysctl -w net.core.rmem_max={need} net.core.wmem_max={need} net.ipv4.tcp_rmem='4096 131072 {need}' net.ipv4.tcp_wmem='4096 16384 {need}' (persist in /etc/sysctl.d/)"
-                    )),
-            );
-            break;
+        let ratio = inflight / limit as f64;
+        if (0.6..=1.5).contains(&ratio) && pc.gbps.is_none_or(|c| t.gbps < 0.9 * c) {
+            let closer = candidate
+                .as_ref()
+                .is_none_or(|c| (ratio.ln()).abs() < (c.0.ln()).abs());
+            if closer {
+                candidate = Some((ratio, t, inflight, limit, wmem, rmem));
+            }
         }
+    }
+    if let Some((_, t, inflight, _limit, wmem, rmem)) = candidate {
+        let rtt = t.rtt_us.unwrap_or(0.0);
+        let per_stream = t.gbps / f64::from(t.streams.max(1));
+        window_limited = true;
+        let target = pc.gbps.unwrap_or(t.gbps * 4.0).max(t.gbps);
+        let need = (2.0 * target * 1e9 / 8.0 * rtt * 1e-6) as u64;
+        let need = need.next_power_of_two().max(4 << 20);
+        out.push(
+            Finding::new("tcp.buffers_small", Severity::Warning, format!("test:tcp_bw {} {} stream(s)", t.direction, t.streams))
+                .evidence("rtt_us", fmt_num(rtt))
+                .evidence("gbps_per_stream", fmt_num((per_stream * 1000.0).round() / 1000.0))
+                .evidence("bytes_in_flight", format!("{inflight:.0}"))
+                .evidence("sender tcp_wmem max", wmem.map_or("?".into(), |w| w.to_string()))
+                .evidence("receiver tcp_rmem max", rmem.map_or("?".into(), |r| r.to_string()))
+                .message(format!(
+                    "each stream keeps about {} bytes in flight at a {} µs round trip, which is what the socket buffer limits allow (send {} / receive {} bytes max): the TCP window, not the path, sets the rate ({} Gb/s per stream = window / RTT)",
+                    inflight as u64,
+                    fmt_num((rtt * 10.0).round() / 10.0),
+                    wmem.map_or("?".into(), |w| w.to_string()),
+                    rmem.map_or("?".into(), |r| r.to_string()),
+                    fmt_num((per_stream * 100.0).round() / 100.0)
+                ))
+                .fix(format!(
+                    "On both ends: sysctl -w net.core.rmem_max={need} net.core.wmem_max={need} net.ipv4.tcp_rmem='4096 131072 {need}' net.ipv4.tcp_wmem='4096 16384 {need}' (persist in /etc/sysctl.d/)"
+                )),
+        );
     }
 
     // net.retransmits
@@ -582,8 +675,18 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
     // ceiling.reached or unexplained
     let attributed = out
         .iter()
-        .any(|f| f.severity >= Severity::Warning && f.id != "sysfs.unreadable");
-    if let (Some(c), Some(t)) = (pc.gbps, best) {
+        .any(|f| f.severity >= Severity::Warning && EXPLAINS_A_GAP.contains(&f.id.as_str()));
+    let any_port_down = ends.iter().any(|(_, f)| {
+        f.ceiling.as_ref().is_some_and(|c| {
+            matches!(
+                c.limited_by,
+                LimitedBy::PortDown | LimitedBy::NoSubnetManager
+            )
+        })
+    });
+    if any_port_down {
+        // The port state explains everything; its finding is already there.
+    } else if let (Some(c), Some(t)) = (pc.gbps, best) {
         if reached {
             out.push(
                 Finding::new("ceiling.reached", Severity::Info, "path")
@@ -604,7 +707,12 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
             );
         } else if !attributed {
             out.push(
-                Finding::new("unexplained", Severity::Warning, "path")
+                Finding::new(
+                    "unexplained",
+                    // A virtual path's ceiling is an estimate: missing it is worth a note, not a warning.
+                    if per_stream { Severity::Info } else { Severity::Warning },
+                    "path",
+                )
                     .evidence("gbps", fmt_num((t.gbps * 100.0).round() / 100.0))
                     .evidence("ceiling_gbps", fmt_num((c * 100.0).round() / 100.0))
                     .message(format!(
@@ -631,11 +739,23 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
     // Verdict.
     let port_state = ends.iter().find_map(|(end, f)| {
         f.ceiling.as_ref().and_then(|c| match c.limited_by {
-            LimitedBy::PortDown | LimitedBy::NoSubnetManager => Some((
-                end.to_string(),
-                c.limited_by.as_str().to_string(),
-                c.summary.clone(),
-            )),
+            LimitedBy::PortDown | LimitedBy::NoSubnetManager => {
+                let state = c
+                    .chain
+                    .iter()
+                    .find(|s| s.stage == linerate_model::StageKind::State)
+                    .map_or(c.summary.clone(), |s| s.explain.clone());
+                let once = c.potential_gbps.map_or(String::new(), |p| {
+                    format!(" (once fixed: about {} Gb/s)", fmt_num(p))
+                });
+                Some((
+                    format!("{end} {}", f.netdev.as_deref().unwrap_or(""))
+                        .trim()
+                        .to_string(),
+                    c.limited_by.as_str().to_string(),
+                    format!("{state}{once}"),
+                ))
+            }
             _ => None,
         })
     });
@@ -672,21 +792,51 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
             "retransmits".into(),
             "packet loss and retransmissions".into(),
         )
-    } else if pc.gbps.is_some() {
+    } else if let Some(f) = out
+        .iter()
+        .filter(|f| f.severity >= Severity::Warning && EXPLAINS_A_GAP.contains(&f.id.as_str()))
+        .max_by_key(|f| f.severity)
+    {
+        let lb = match f.id.as_str() {
+            "mtu.small" | "mtu.mismatch" => "mtu",
+            "net.retransmits" | "link.errors" => "retransmits",
+            "ib.rate_below_capability" => "link",
+            "pcie.downtrained" => "pcie",
+            "tcp.buffers_small" => "tcp_buffers",
+            "net.shaper" => "shaper",
+            _ => "cpu",
+        };
+        (
+            lb.into(),
+            format!(
+                "{} (see the `{}` finding)",
+                f.message.split(':').next().unwrap_or(&f.id),
+                f.id
+            ),
+        )
+    } else if pc.gbps.is_some() && out.iter().any(|f| f.id == "unexplained") {
         (
             "unknown".into(),
             "something not identified (see `unexplained`)".into(),
         )
+    } else if pc.gbps.is_some() {
+        ("unknown".into(), "nothing identified".into())
     } else {
         ("unknown".into(), "unknown (no ceiling known)".into())
     };
-    let c = pc.gbps.unwrap_or(0.0);
+    let down = limited_by == "port_down" || limited_by == "no_subnet_manager";
+    let c = if down { 0.0 } else { pc.gbps.unwrap_or(0.0) };
     let summary = match (best, pc.gbps) {
+        _ if down => format!("no traffic can pass: {why}"),
         (None, _) => format!("no throughput was measured: {why}"),
         (Some(t), Some(c)) if per_stream => {
-            let multi = best_tcp(&i.tests).filter(|m| m.streams > 1);
+            let multi = i
+                .tests
+                .iter()
+                .filter(|m| m.kind == "tcp_bw" && m.streams > 1 && m.direction == dir)
+                .max_by(|a, b| a.gbps.total_cmp(&b.gbps));
             format!(
-                "one TCP stream: {} Gb/s of the ≈{} Gb/s one core can push through the host stack{}: limited by {why}",
+                "{dir_prefix}one TCP stream: {} Gb/s of the ≈{} Gb/s one core can push through the host stack{}: limited by {why}",
                 fmt_num((t.gbps * 100.0).round() / 100.0),
                 fmt_num((c * 10.0).round() / 10.0),
                 multi.map_or(String::new(), |m| format!(
@@ -697,7 +847,7 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
             )
         }
         (Some(t), Some(c)) => format!(
-            "{} Gb/s of a {} Gb/s ceiling: limited by {why}",
+            "{dir_prefix}{} Gb/s of a {} Gb/s ceiling: limited by {why}",
             fmt_num((t.gbps * 100.0).round() / 100.0),
             fmt_num((c * 100.0).round() / 100.0),
         ),
@@ -722,17 +872,4 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
 /// True when this end's port is an InfiniBand or RoCE port (for RDMA plans later).
 pub fn is_rdma(f: &EndFacts) -> bool {
     matches!(f.port_kind.as_deref(), Some("infiniband" | "roce"))
-}
-
-#[allow(dead_code)]
-fn kind_name(k: PortKind) -> &'static str {
-    match k {
-        PortKind::Infiniband => "infiniband",
-        PortKind::Roce => "roce",
-        PortKind::Ethernet => "ethernet",
-        PortKind::Paravirtual => "paravirtual",
-        PortKind::Virtual => "virtual",
-        PortKind::Loopback => "loopback",
-        PortKind::Other => "other",
-    }
 }

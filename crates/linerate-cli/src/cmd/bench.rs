@@ -43,7 +43,7 @@ pub fn params(a: &BenchArgs) -> anyhow::Result<TestParams> {
         bail!("latency tests run one request/response stream: drop -P, -R and --bidir");
     }
     let length = a.length.unwrap_or(match kind {
-        TestKind::TcpBw => 128 * 1024,
+        TestKind::TcpBw => 256 * 1024,
         TestKind::UdpBw => 1400,
         TestKind::TcpLat | TestKind::UdpLat => 1,
     });

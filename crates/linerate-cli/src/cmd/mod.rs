@@ -6,7 +6,9 @@ use crate::cli::{Cli, Command, FailOn};
 use linerate_rules::Severity;
 
 mod bench;
+mod disk;
 mod doctor;
+mod mem;
 mod plan;
 mod probe;
 mod serve;
@@ -20,8 +22,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Probe(a) => probe::run(&a, style),
         Command::Plan(a) => plan::run(&a, style),
         Command::Doctor(a) => doctor::run(&a, style),
+        Command::Mem(a) => mem::run(&a, style),
         Command::Serve(a) => serve::run(&a),
         Command::Bench(a) => bench::run(&a, style),
+        Command::Disk(a) => disk::run(&a, style),
     };
     match r {
         Ok(code) => ExitCode::from(code),

@@ -1,0 +1,280 @@
+//! Shared by the namespace tests (`netns_bench`, `netns_doctor`): two network namespaces
+//! joined by a veth pair, `linerate serve` in the second, the client run in the first
+//! through `ip netns exec`; all of it removed on drop.
+//!
+//! Needs root (`ip netns`, `tc`); `Net::new` returns `None`, after printing why, where
+//! namespaces cannot be made, and the test then passes. The tests share this machine's
+//! CPUs and their figures are only meaningful one at a time, so each holds `serial()`: a
+//! mutex in this process and a lock file across processes (another `cargo test` running
+//! one of these binaries at the same time waits its turn).
+
+// Each test binary uses its own part of this module.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{mpsc, Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_linerate");
+/// The server's port inside namespace b (each test has its own namespaces, so no clashes).
+pub const PORT: u16 = 15201;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+static NEXT: AtomicU32 = AtomicU32::new(1);
+
+/// One test at a time, in this process and across processes.
+pub struct Serial {
+    _file: Option<std::fs::File>,
+    _guard: MutexGuard<'static, ()>,
+}
+
+pub fn serial() -> Serial {
+    let guard = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(std::env::temp_dir().join("linerate-netns-bench.lock"))
+        .ok()
+        .filter(|f| f.lock().is_ok());
+    Serial {
+        _file: file,
+        _guard: guard,
+    }
+}
+
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .map(|euid| euid == "0")
+        })
+        .unwrap_or(false)
+}
+
+/// Run a command to completion; `Err` carries its stderr.
+pub fn run(prog: &str, args: &[&str]) -> Result<Output, String> {
+    let out = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{prog}: {e}"))?;
+    if out.status.success() {
+        Ok(out)
+    } else {
+        Err(format!(
+            "`{prog} {}` failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// The namespaces present on this host.
+pub fn netns_list() -> Vec<String> {
+    run("ip", &["netns", "list"])
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Two namespaces joined by a veth pair, `linerate serve` running in b; all of it is
+/// removed on drop (also when the test panics).
+#[derive(Debug)]
+pub struct Net {
+    /// Namespace of the client (`10.201.n.1`) and of the server (`10.201.n.2`).
+    pub a: String,
+    pub b: String,
+    /// The veth ends: `va` in a, `vb` in b.
+    pub va: String,
+    pub vb: String,
+    pub n: u32,
+    server: Option<Child>,
+}
+
+impl Net {
+    /// `None`, after printing why, when this machine cannot make namespaces.
+    pub fn new(test: &str, mtu: u32) -> Option<Net> {
+        Net::with_mtus(test, mtu, mtu)
+    }
+
+    /// Like [`Net::new`] with a different MTU on each end (`mtu_a` on the client's veth).
+    pub fn with_mtus(test: &str, mtu_a: u32, mtu_b: u32) -> Option<Net> {
+        if !is_root() {
+            println!("SKIP {test}: needs root for ip netns and tc");
+            return None;
+        }
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        assert!(n < 255, "too many namespace pairs for 10.201.<n>.0/24");
+        let pid = std::process::id();
+        let mut net = Net {
+            a: format!("lrt-{pid}-{n}-a"),
+            b: format!("lrt-{pid}-{n}-b"),
+            // Interface names have at most 15 characters.
+            va: format!("lr{pid}x{n}a"),
+            vb: format!("lr{pid}x{n}b"),
+            n,
+            server: None,
+        };
+        if let Err(e) = run("ip", &["netns", "add", &net.a]) {
+            println!("SKIP {test}: cannot create a network namespace: {e}");
+            return None;
+        }
+        if let Err(e) = run("ip", &["netns", "add", &net.b]) {
+            println!("SKIP {test}: cannot create a second network namespace: {e}");
+            return None;
+        }
+        if let Err(e) = run(
+            "ip",
+            &[
+                "link", "add", &net.va, "type", "veth", "peer", "name", &net.vb,
+            ],
+        ) {
+            println!("SKIP {test}: cannot create a veth pair: {e}");
+            return None;
+        }
+        let (mtu_a, mtu_b) = (mtu_a.to_string(), mtu_b.to_string());
+        let (a, b, va, vb) = (net.a.clone(), net.b.clone(), net.va.clone(), net.vb.clone());
+        let addr_a = format!("10.201.{n}.1/24");
+        let addr_b = format!("10.201.{n}.2/24");
+        for args in [
+            vec!["link", "set", &va, "netns", &a],
+            vec!["link", "set", &vb, "netns", &b],
+            vec!["-n", &a, "addr", "add", &addr_a, "dev", &va],
+            vec!["-n", &b, "addr", "add", &addr_b, "dev", &vb],
+            vec!["-n", &a, "link", "set", &va, "mtu", &mtu_a, "up"],
+            vec!["-n", &b, "link", "set", &vb, "mtu", &mtu_b, "up"],
+            vec!["-n", &a, "link", "set", "lo", "up"],
+            vec!["-n", &b, "link", "set", "lo", "up"],
+        ] {
+            run("ip", &args).unwrap_or_else(|e| panic!("setting up {a}/{b}: {e}"));
+        }
+        net.serve();
+        Some(net)
+    }
+
+    pub fn server_ip(&self) -> String {
+        format!("10.201.{}.2", self.n)
+    }
+
+    /// Start `linerate serve` in b and wait for its `listening` line.
+    fn serve(&mut self) {
+        let port = PORT.to_string();
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &self.b, BIN, "serve", "-p", &port])
+            .args(["--max-duration", "15"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn ip netns exec … linerate serve");
+        let stdout = child.stdout.take().expect("server stdout");
+        self.server = Some(child);
+        let (tx, rx) = mpsc::channel();
+        // Keep draining the server's event log so it never blocks on a full pipe.
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let first = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("linerate serve printed nothing within 10 s");
+        let v: Value = serde_json::from_str(&first).expect("server log line is JSON");
+        assert_eq!(v["event"], "listening", "first server line: {first}");
+    }
+
+    /// The server's pid (`ip netns exec` execs the server, so it is the child's).
+    pub fn server_pid(&self) -> Option<u32> {
+        self.server.as_ref().map(Child::id)
+    }
+
+    /// Restart the server when it is no longer running (this machine is shared: a
+    /// server can be killed from outside). True when it had to be restarted.
+    pub fn ensure_serving(&mut self) -> bool {
+        let exited = match self.server.as_mut().map(Child::try_wait) {
+            None => true,
+            Some(Ok(None)) => false,
+            Some(Ok(Some(status))) => {
+                println!(
+                    "NOTE: linerate serve in {} exited ({status}) between tests; restarting it",
+                    self.b
+                );
+                true
+            }
+            Some(Err(e)) => {
+                println!("NOTE: cannot check linerate serve in {}: {e}", self.b);
+                false
+            }
+        };
+        if exited {
+            self.server = None;
+            self.serve();
+        }
+        exited
+    }
+
+    /// `tc -n a ARGS`.
+    pub fn tc(&self, args: &[&str]) {
+        let mut all = vec!["-n", self.a.as_str()];
+        all.extend_from_slice(args);
+        run("tc", &all).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Stop the server and remove the namespaces.
+    fn teardown(&mut self) {
+        if let Some(mut s) = self.server.take() {
+            let _ = s.kill();
+            let _ = s.wait();
+        }
+        let quiet = |args: &[&str]| {
+            let _ = Command::new("ip")
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        };
+        // Deleting a namespace deletes the veth end in it, and with it the peer; the
+        // `link del` covers a pair that never made it into the namespaces.
+        quiet(&["link", "del", &self.va]);
+        quiet(&["netns", "del", &self.a]);
+        quiet(&["netns", "del", &self.b]);
+    }
+
+    /// Tear down now and check nothing is left: neither namespace, nor the server.
+    pub fn close(mut self) {
+        let pid = self.server_pid();
+        self.teardown();
+        let left: Vec<String> = netns_list()
+            .into_iter()
+            .filter(|n| *n == self.a || *n == self.b)
+            .collect();
+        assert!(left.is_empty(), "namespaces left behind: {left:?}");
+        if let Some(pid) = pid {
+            assert!(
+                !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+                "linerate serve (pid {pid}) still running"
+            );
+        }
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}

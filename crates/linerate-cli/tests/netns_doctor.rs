@@ -1,0 +1,742 @@
+//! `linerate doctor` against `linerate serve` across a veth pair between two network
+//! namespaces (see `common`), each scenario set up to produce one finding: a `tc tbf`
+//! shaper, an MTU mismatch, tiny socket buffers, a client pinned to one core, a healthy
+//! path; then the HTML report, `--fail-on`, a port nobody listens on, and the self-check.
+//!
+//! Needs root for the namespaces (the self-check does not); elsewhere those tests print
+//! why they skipped and pass. Each doctor run is `--quick` (about 10 s) under a hard
+//! timeout, and its JSON is validated against schemas/doctor.schema.json.
+//!
+//! Run with `cargo test -p linerate --test netns_doctor -- --nocapture` to see each
+//! verdict and its findings; `-- --ignored` runs the scenarios that show known bugs.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use common::{run, serial, Net, BIN, PORT};
+
+/// Hard limit for one doctor run, seconds (`--quick` takes about 10 s).
+const DOCTOR_TIMEOUT: &str = "60";
+
+/// One `linerate doctor` run.
+#[derive(Debug)]
+struct Doctor {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    doc: Option<Value>,
+    secs: f64,
+}
+
+impl Doctor {
+    /// `timeout … [ip netns exec NS] [PREFIX…] linerate doctor ARGS`.
+    fn run(ns: Option<&str>, prefix: &[&str], args: &[&str]) -> Doctor {
+        let mut cmd = Command::new("timeout");
+        cmd.args(["-k", "5", DOCTOR_TIMEOUT]);
+        if let Some(ns) = ns {
+            cmd.args(["ip", "netns", "exec", ns]);
+        }
+        cmd.args(prefix).arg(BIN).arg("doctor").args(args);
+        let started = Instant::now();
+        let out = cmd
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run timeout(1)");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let d = Doctor {
+            code: out.status.code(),
+            doc: serde_json::from_str(&stdout).ok(),
+            stdout,
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            secs: started.elapsed().as_secs_f64(),
+        };
+        assert!(
+            !matches!(d.code, Some(124 | 137)),
+            "linerate doctor {args:?} hung past {DOCTOR_TIMEOUT} s; stderr: {}",
+            d.stderr
+        );
+        assert!(!d.stderr.contains("panicked"), "{}", d.stderr);
+        d
+    }
+
+    /// The JSON document, checked against the schema.
+    fn doc(&self) -> &Value {
+        let doc = self.doc.as_ref().unwrap_or_else(|| {
+            panic!(
+                "stdout is not JSON (exit {:?}); stderr: {}\nstdout: {}",
+                self.code, self.stderr, self.stdout
+            )
+        });
+        validate(doc);
+        doc
+    }
+
+    /// The exit status is 1 when a finding reaches `fail_on`, else 0.
+    fn check_exit(&self, fail_on: &str) {
+        let doc = self.doc();
+        let threshold = rank(fail_on);
+        let over: Vec<&str> = findings(doc)
+            .iter()
+            .filter(|f| rank(f["severity"].as_str().unwrap_or("")) >= threshold)
+            .filter_map(|f| f["id"].as_str())
+            .collect();
+        let want = i32::from(!over.is_empty());
+        assert_eq!(
+            self.code,
+            Some(want),
+            "--fail-on {fail_on} with findings at or above it: {over:?}; stderr: {}",
+            self.stderr
+        );
+    }
+}
+
+fn rank(severity: &str) -> u8 {
+    match severity {
+        "info" => 1,
+        "warning" => 2,
+        "error" => 3,
+        s => panic!("unknown severity `{s}`"),
+    }
+}
+
+fn validate(doc: &Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/doctor.schema.json");
+    let text = std::fs::read_to_string(&path).expect("read doctor.schema.json");
+    let schema: Value = serde_json::from_str(&text).expect("doctor.schema.json is JSON");
+    let v = jsonschema::validator_for(&schema).expect("doctor.schema.json compiles");
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+fn findings(doc: &Value) -> &[Value] {
+    doc["findings"].as_array().map_or(&[], Vec::as_slice)
+}
+
+fn with_id<'a>(doc: &'a Value, id: &str) -> Vec<&'a Value> {
+    findings(doc).iter().filter(|f| f["id"] == id).collect()
+}
+
+fn ids(doc: &Value) -> Vec<&str> {
+    findings(doc)
+        .iter()
+        .filter_map(|f| f["id"].as_str())
+        .collect()
+}
+
+fn num(v: &Value, path: &str) -> f64 {
+    v.pointer(path)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
+}
+
+/// The measured test of this kind, direction and stream count.
+fn test_of<'a>(doc: &'a Value, kind: &str, direction: &str, streams: u64) -> Option<&'a Value> {
+    doc["tests"].as_array()?.iter().find(|t| {
+        t["kind"] == kind && t["direction"] == direction && t["streams"].as_u64() == Some(streams)
+    })
+}
+
+/// Print the verdict, the tests and the findings, for the log.
+fn show(label: &str, d: &Doctor) {
+    println!("=== {label}: exit {:?} after {:.1} s", d.code, d.secs);
+    let Some(doc) = &d.doc else {
+        println!("    stderr: {}", d.stderr.trim());
+        return;
+    };
+    let v = &doc["verdict"];
+    println!(
+        "    verdict: {} [limited_by {}, gbps {}, ceiling_gbps {}]",
+        v["summary"].as_str().unwrap_or("?"),
+        v["limited_by"],
+        v["gbps"],
+        v["ceiling_gbps"]
+    );
+    for t in doc["tests"].as_array().into_iter().flatten() {
+        println!(
+            "    test {} {} {} stream(s): {} Gb/s, rtt {} µs, retransmits {}, CPU sender {} receiver {}{}",
+            t["kind"].as_str().unwrap_or("?"),
+            t["direction"].as_str().unwrap_or("?"),
+            t["streams"],
+            t["gbps"],
+            t["rtt_us"],
+            t["retransmits"],
+            t["sender"]["cpu_percent"],
+            t["receiver"]["cpu_percent"],
+            t["error"].as_str().map_or(String::new(), |e| format!(", error: {e}"))
+        );
+    }
+    for f in findings(doc) {
+        println!(
+            "    finding {} ({}) on {}: {}\n        evidence {}",
+            f["id"].as_str().unwrap_or("?"),
+            f["severity"].as_str().unwrap_or("?"),
+            f["subject"].as_str().unwrap_or("?"),
+            f["message"].as_str().unwrap_or("?"),
+            f["evidence"]
+        );
+    }
+    if let Some(e) = doc["errors"].as_array().filter(|e| !e.is_empty()) {
+        println!("    errors: {e:?}");
+    }
+}
+
+impl Net {
+    /// `linerate doctor SERVER -p PORT --quick --json EXTRA` in a, under `prefix` (e.g.
+    /// `taskset -c 0`). Run again once when the server was killed from outside meanwhile.
+    fn doctor(&mut self, label: &str, prefix: &[&str], extra: &[&str]) -> Doctor {
+        self.ensure_serving();
+        let ip = self.server_ip();
+        let port = PORT.to_string();
+        let mut args = vec![ip.as_str(), "-p", &port, "--quick", "--json"];
+        args.extend_from_slice(extra);
+        let mut d = Doctor::run(Some(&self.a), prefix, &args);
+        if self.ensure_serving() {
+            println!("NOTE {label}: the server died during doctor; running it again");
+            d = Doctor::run(Some(&self.a), prefix, &args);
+        }
+        show(label, &d);
+        d
+    }
+}
+
+/// Rate of TCP payload through a shaper counting whole frames at this MTU.
+fn goodput(rate_gbit: f64, mtu: f64) -> f64 {
+    rate_gbit * (mtu - 52.0) / (mtu + 14.0)
+}
+
+/// A 2 Gbit/s tbf on the client's egress, checked against what doctor says of it.
+fn shaped(test: &str, check_direction: bool) {
+    let _g = serial();
+    let Some(mut net) = Net::new(test, 1500) else {
+        return;
+    };
+    net.tc(&[
+        "qdisc", "add", "dev", &net.va, "root", "tbf", "rate", "2gbit", "burst", "1m", "latency",
+        "50ms",
+    ]);
+    let d = net.doctor(test, &[], &[]);
+    let doc = d.doc();
+    d.check_exit("error");
+    assert_eq!(doc["mode"], "two_hosts");
+    let want = goodput(2.0, 1500.0);
+
+    let shapers = with_id(doc, "net.shaper");
+    assert_eq!(shapers.len(), 1, "one net.shaper finding: {:?}", ids(doc));
+    let f = shapers[0];
+    assert_eq!(f["severity"], "warning");
+    assert_eq!(f["subject"], format!("local:{}", net.va));
+    let qdisc = f["evidence"]["qdisc"].as_str().unwrap_or("");
+    assert!(
+        qdisc.starts_with("tbf ") && qdisc.contains("rate 2000000000 bit/s"),
+        "the evidence shows the qdisc and its rate: {qdisc}"
+    );
+    assert!(
+        f["message"].as_str().unwrap_or("").contains("2 Gbit/s"),
+        "{}",
+        f["message"]
+    );
+    assert_eq!(num(doc, "/path/local/shapers/0/rate_bps"), 2e9);
+
+    let v = &doc["verdict"];
+    assert_eq!(v["limited_by"], "shaper", "verdict {v}");
+    let ceiling = num(v, "/ceiling_gbps");
+    assert!(
+        (ceiling - want).abs() < 0.002,
+        "ceiling_gbps {ceiling}, want 2 × 1448/1514 = {want:.4}"
+    );
+    // The shaped direction never carries more than the shaper lets through.
+    let send = test_of(doc, "tcp_bw", "send", 1).expect("the single-stream send test");
+    let sent = num(send, "/gbps");
+    assert!(
+        sent <= want * 1.03,
+        "send carried {sent} Gb/s through a {want:.3} Gb/s shaper"
+    );
+
+    if check_direction {
+        // tbf shapes what leaves the client: the receive test does not cross it. The
+        // verdict should set the shaped direction against the shaper's ceiling.
+        let gbps = num(v, "/gbps");
+        assert!(
+            gbps <= ceiling * 1.05,
+            "verdict: {gbps} Gb/s measured of a {ceiling} Gb/s ceiling ({})",
+            v["summary"]
+        );
+        for r in with_id(doc, "ceiling.reached") {
+            let g: f64 = r["evidence"]["gbps"]
+                .as_str()
+                .unwrap_or("0")
+                .parse()
+                .unwrap_or(0.0);
+            assert!(
+                g <= ceiling * 1.05,
+                "ceiling.reached above the ceiling: {}",
+                r["message"]
+            );
+        }
+    }
+    net.close();
+}
+
+/// Scenario 1: `tc tbf rate 2gbit` on the client's veth → `net.shaper`, limited by the shaper at
+/// 2 × 1448/1514 Gb/s of TCP payload.
+#[test]
+fn shaper_2gbit_on_the_client_egress() {
+    shaped("shaper_2gbit_on_the_client_egress", false);
+}
+
+/// Scenario 1b: The shaper limits one direction; doctor applies its ceiling to both.
+#[test]
+fn shaper_verdict_judges_the_shaped_direction() {
+    shaped("shaper_verdict_judges_the_shaped_direction", true);
+}
+
+/// Scenario 2: MTU 9000 on the client's veth, 1500 on the server's → `mtu.mismatch`.
+#[test]
+fn mtu_9000_against_1500() {
+    let test = "mtu_9000_against_1500";
+    let _g = serial();
+    let Some(mut net) = Net::with_mtus(test, 9000, 1500) else {
+        return;
+    };
+    let d = net.doctor(test, &[], &[]);
+    let doc = d.doc();
+    d.check_exit("error");
+    assert_eq!(num(doc, "/path/local/mtu"), 9000.0);
+    assert_eq!(num(doc, "/path/remote/mtu"), 1500.0);
+    let m = with_id(doc, "mtu.mismatch");
+    assert_eq!(m.len(), 1, "one mtu.mismatch: {:?}", ids(doc));
+    let f = m[0];
+    assert_eq!(f["severity"], "warning");
+    assert_eq!(f["subject"], "path");
+    assert_eq!(f["evidence"][format!("local {} mtu", net.va)], "9000");
+    assert_eq!(f["evidence"][format!("remote {} mtu", net.vb)], "1500");
+    assert!(
+        f["fix"].as_str().unwrap_or("").contains("mtu 9000"),
+        "{}",
+        f["fix"]
+    );
+    net.close();
+}
+
+const TINY: &str = "4096 8192 16384";
+
+/// Set tiny socket buffers inside both namespaces. `net.ipv4.tcp_{r,w}mem` belong to the
+/// namespace; `net.core.{r,w}mem_max` are global on many kernels (on 6.x a child
+/// namespace shows them read-only), so they are set only where the namespace's own copy
+/// is writable, and the host's value is checked to be untouched.
+fn shrink_buffers(net: &Net) {
+    for ns in [&net.a, &net.b] {
+        for key in ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"] {
+            run(
+                "ip",
+                &[
+                    "netns",
+                    "exec",
+                    ns,
+                    "sysctl",
+                    "-q",
+                    "-w",
+                    &format!("{key}={TINY}"),
+                ],
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        }
+        for key in ["rmem_max", "wmem_max"] {
+            let file = format!("/proc/sys/net/core/{key}");
+            let host = std::fs::read_to_string(&file).unwrap_or_default();
+            let mode = run("ip", &["netns", "exec", ns, "stat", "-c", "%a", &file])
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .unwrap_or_default();
+            let writable = mode.len() == 3 && matches!(&mode[..1], "6" | "7" | "2" | "3");
+            if !writable {
+                println!(
+                    "    net.core.{key}: {} in the namespace ({}): global on this kernel, left alone",
+                    if mode.is_empty() { "absent" } else { "read-only" },
+                    if mode.is_empty() { "-".to_string() } else { mode.clone() }
+                );
+                continue;
+            }
+            let set = run(
+                "ip",
+                &[
+                    "netns",
+                    "exec",
+                    ns,
+                    "sysctl",
+                    "-q",
+                    "-w",
+                    &format!("net.core.{key}=16384"),
+                ],
+            );
+            let after = std::fs::read_to_string(&file).unwrap_or_default();
+            if after != host {
+                // Not per-namespace after all: put the host's value back at once.
+                let _ = std::fs::write(&file, &host);
+                panic!("net.core.{key} set in {ns} changed the host's value; restored");
+            }
+            println!("    net.core.{key} set in {ns}: {set:?}");
+        }
+    }
+    let uname = run("uname", &["-r"]).map_or_else(
+        |_| "?".to_string(),
+        |o| String::from_utf8_lossy(&o.stdout).trim().to_string(),
+    );
+    println!(
+        "    kernel {uname}: net.ipv4.tcp_rmem and tcp_wmem set to `{TINY}` in {} and {}",
+        net.a, net.b
+    );
+}
+
+/// tcp_rmem/tcp_wmem max 16 KiB in both namespaces, checked against `tcp.buffers_small`.
+fn tiny(test: &str, check_in_flight: bool) {
+    let _g = serial();
+    let Some(mut net) = Net::new(test, 1500) else {
+        return;
+    };
+    shrink_buffers(&net);
+    let mut d = net.doctor(test, &[], &[]);
+    // Over veth the send direction is barely held back by small buffers (only the
+    // receive direction reliably is), and the verdict follows the best single-stream
+    // test: when that one reaches 90% of the host-stack estimate (one 400 ms memcpy
+    // sample, which swings 19-42 Gb/s on this shared machine) `ceiling.reached` wins
+    // over `tcp_buffers`. Measure once more before judging.
+    if d.doc()["verdict"]["limited_by"] != "tcp_buffers"
+        && !with_id(d.doc(), "ceiling.reached").is_empty()
+    {
+        println!("NOTE {test}: the send test reached the noisy stack estimate; running again");
+        d = net.doctor(test, &[], &[]);
+    }
+    let doc = d.doc();
+    d.check_exit("error");
+    // Both ends report the namespace's own limits.
+    for end in ["local", "remote"] {
+        for key in ["tcp_rmem", "tcp_wmem"] {
+            assert_eq!(
+                doc["path"][end]["sockets"][key],
+                serde_json::json!([4096, 8192, 16384]),
+                "{end} {key}"
+            );
+        }
+    }
+    let measured: Vec<&Value> = with_id(doc, "tcp.buffers_small")
+        .into_iter()
+        .filter(|f| {
+            f["subject"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("test:"))
+        })
+        .collect();
+    assert_eq!(
+        measured.len(),
+        1,
+        "one tcp.buffers_small from a measured test: {:?}",
+        ids(doc)
+    );
+    let f = measured[0];
+    assert_eq!(f["severity"], "warning");
+    // `test:tcp_bw send 1 stream(s)`: its RTT is the test's, as measured.
+    let subject = f["subject"].as_str().unwrap_or("");
+    let words: Vec<&str> = subject.split_whitespace().collect();
+    assert!(
+        words.len() >= 3 && words[0] == "test:tcp_bw",
+        "subject {subject}"
+    );
+    let streams: u64 = words[2].parse().expect("stream count in the subject");
+    let t = test_of(doc, "tcp_bw", words[1], streams).expect("the test named in the subject");
+    let rtt = num(t, "/rtt_us");
+    let said = f["evidence"]["rtt_us"].as_str().unwrap_or("");
+    assert!(
+        said.parse::<f64>().is_ok_and(|r| (r - rtt).abs() < 0.01),
+        "evidence rtt_us `{said}`, the test measured {rtt} µs"
+    );
+    assert_eq!(f["evidence"]["sender tcp_wmem max"], "16384");
+    assert_eq!(f["evidence"]["receiver tcp_rmem max"], "16384");
+    assert_eq!(
+        doc["verdict"]["limited_by"], "tcp_buffers",
+        "{}",
+        doc["verdict"]
+    );
+    if check_in_flight {
+        // "window / RTT" holds only when the bytes in flight fit in the window (at most
+        // the 16384-byte send buffer; Linux offers half the receive buffer as window).
+        let in_flight: f64 = f["evidence"]["bytes_in_flight"]
+            .as_str()
+            .and_then(|b| b.parse().ok())
+            .expect("bytes_in_flight");
+        assert!(
+            in_flight <= 16384.0,
+            "{in_flight} bytes in flight with 16384-byte socket buffers: the stream was not \
+             window-bound at this RTT, yet the finding says so: {}",
+            f["message"]
+        );
+    }
+    net.close();
+}
+
+/// Scenario 3: tcp_rmem/tcp_wmem max 16 KiB in both namespaces → `tcp.buffers_small` from the
+/// measured round trip, limited by the TCP buffers.
+#[test]
+fn tiny_socket_buffers() {
+    tiny("tiny_socket_buffers", false);
+}
+
+/// Scenario 3b: The finding's arithmetic agrees with its evidence.
+#[test]
+fn tiny_buffers_in_flight_fits_the_window() {
+    tiny("tiny_buffers_in_flight_fits_the_window", true);
+}
+
+/// Busy and softirq share of core 0 between two /proc/stat samples, percent.
+fn core0(before: &[u64], after: &[u64]) -> (f64, f64) {
+    let d: Vec<f64> = after
+        .iter()
+        .zip(before)
+        .map(|(a, b)| a.saturating_sub(*b) as f64)
+        .collect();
+    let total: f64 = d.iter().take(8).sum();
+    if total <= 0.0 {
+        return (0.0, 0.0);
+    }
+    let idle = d.get(3).unwrap_or(&0.0) + d.get(4).unwrap_or(&0.0);
+    (
+        (total - idle) / total * 100.0,
+        d.get(6).unwrap_or(&0.0) / total * 100.0,
+    )
+}
+
+fn core0_ticks() -> Vec<u64> {
+    std::fs::read_to_string("/proc/stat")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("cpu0 "))
+        .map(|l| {
+            l.split_whitespace()
+                .skip(1)
+                .filter_map(|x| x.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Scenario 4: The client pinned to core 0: one stream is bound by that core → `cpu.saturated`.
+///
+/// Core 0 then runs the client's stream, the veth softirq (the TCP receive processing,
+/// charged to no thread) and often the server's thread too: the core is 100% busy while
+/// the stream threads report 30-60%. A rule on thread CPU alone (>= 90%) never fires
+/// here; the busiest core (with interrupts) does.
+#[test]
+fn one_core_single_stream() {
+    let test = "one_core_single_stream";
+    let _g = serial();
+    let Some(mut net) = Net::new(test, 1500) else {
+        return;
+    };
+    let t0 = core0_ticks();
+    let d = net.doctor(test, &["taskset", "-c", "0"], &[]);
+    let (busy, softirq) = core0(&t0, &core0_ticks());
+    println!("    core 0 during doctor: {busy:.0}% busy, {softirq:.0}% in softirq");
+    let doc = d.doc();
+    d.check_exit("error");
+    let sat = with_id(doc, "cpu.saturated");
+    assert!(
+        sat.iter()
+            .any(|f| f["subject"] == "test:tcp_bw send 1 stream"),
+        "no cpu.saturated on the single-stream send test: {:?}",
+        ids(doc)
+    );
+    net.close();
+}
+
+/// The number as the verdict prints it (fewest decimals that are exact).
+fn fmt_num(x: f64) -> String {
+    for p in 0_i32..=5 {
+        let scale = 10f64.powi(p);
+        if ((x * scale).round() - x * scale).abs() < 1e-6 {
+            return format!("{x:.*}", p as usize);
+        }
+    }
+    format!("{x:.2}")
+}
+
+/// Scenario 5: No shaper, MTU 1500 both ends: nothing at error, exit 0, a verdict set against the
+/// host stack's ceiling.
+#[test]
+fn healthy_path() {
+    let test = "healthy_path";
+    let _g = serial();
+    let Some(mut net) = Net::new(test, 1500) else {
+        return;
+    };
+    let d = net.doctor(test, &[], &[]);
+    let doc = d.doc();
+    let errors: Vec<&str> = findings(doc)
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .filter_map(|f| f["id"].as_str())
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "error findings on a healthy path: {errors:?}"
+    );
+    assert_eq!(d.code, Some(0), "stderr: {}", d.stderr);
+    d.check_exit("error");
+    for id in ["net.shaper", "mtu.mismatch", "tcp.buffers_small"] {
+        assert!(with_id(doc, id).is_empty(), "{id} on a healthy path");
+    }
+    let v = &doc["verdict"];
+    let ceiling = num(v, "/ceiling_gbps");
+    let stack = num(doc, "/path/stack_ceiling_gbps");
+    assert!(ceiling > 0.0, "no ceiling: {v}");
+    // A virtual path has no hardware ceiling: the host stack's estimate is the ceiling.
+    assert!(
+        (ceiling - stack).abs() <= 0.06,
+        "ceiling_gbps {ceiling}, the host stack estimate {stack}"
+    );
+    let summary = v["summary"].as_str().unwrap_or("");
+    let shown = [
+        fmt_num((ceiling * 10.0).round() / 10.0),
+        fmt_num((ceiling * 100.0).round() / 100.0),
+    ];
+    assert!(
+        shown.iter().any(|c| summary.contains(&format!("{c} Gb/s"))),
+        "the summary does not give the ceiling ({ceiling}): {summary}"
+    );
+    assert!(num(v, "/gbps") > 0.0);
+    net.close();
+}
+
+/// HTML-escaped as the report writes text.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+/// Scenario 6a: `--report` writes the three charts and the verdict; `--fail-on info` exits 1 when
+/// there is any finding.
+#[test]
+fn report_and_fail_on_info() {
+    let test = "report_and_fail_on_info";
+    let _g = serial();
+    let Some(mut net) = Net::new(test, 1500) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let html = dir.path().join("out.html");
+    let html_s = html.to_str().expect("utf-8 path");
+    let d = net.doctor(test, &[], &["--report", html_s, "--fail-on", "info"]);
+    let doc = d.doc();
+    d.check_exit("info");
+    if !findings(doc).is_empty() {
+        assert_eq!(
+            d.code,
+            Some(1),
+            "--fail-on info with findings {:?}",
+            ids(doc)
+        );
+    }
+    let page = std::fs::read_to_string(&html).expect("--report wrote the file");
+    println!("    report: {} bytes", page.len());
+    assert_eq!(page.matches("<svg").count(), 3, "three charts");
+    for id in ["waterfall", "timeline", "latency"] {
+        assert!(
+            page.contains(&format!("<svg class=\"chart\" id=\"{id}\"")),
+            "no <svg id=\"{id}\">"
+        );
+    }
+    let summary = doc["verdict"]["summary"].as_str().expect("summary");
+    assert!(
+        page.contains(&esc(summary)),
+        "the report does not show the verdict `{summary}`"
+    );
+    assert!(!page.contains("<script"), "the report is static");
+    net.close();
+}
+
+/// Doctor to a port nothing listens on, in a.
+fn refused(test: &str) -> Option<(Doctor, String)> {
+    let net = Net::new(test, 1500)?;
+    let port = (PORT + 1).to_string();
+    let ip = net.server_ip();
+    let d = Doctor::run(Some(&net.a), &[], &[&ip, "-p", &port, "--quick", "--json"]);
+    show(test, &d);
+    net.close();
+    Some((d, format!("{ip}:{port}")))
+}
+
+/// Scenario 6b: Nothing listening → exit 2, saying so, quickly and without output on stdout.
+#[test]
+fn nothing_listening_exits_2() {
+    let test = "nothing_listening_exits_2";
+    let _g = serial();
+    let Some((d, addr)) = refused(test) else {
+        return;
+    };
+    assert_eq!(d.code, Some(2), "stderr: {}", d.stderr);
+    assert!(d.stdout.trim().is_empty(), "stdout: {}", d.stdout);
+    let err = d.stderr.trim();
+    assert!(err.starts_with("linerate: "), "stderr: {err}");
+    assert!(err.contains(&addr), "stderr does not name {addr}: {err}");
+    assert!(
+        err.to_lowercase().contains("refused"),
+        "stderr does not say the connection was refused: {err}"
+    );
+    assert!(d.secs < 20.0, "a refused connection took {:.1} s", d.secs);
+}
+
+/// Scenario 6c: The message says it once.
+#[test]
+fn nothing_listening_says_it_once() {
+    let test = "nothing_listening_says_it_once";
+    let _g = serial();
+    let Some((d, _)) = refused(test) else {
+        return;
+    };
+    assert_eq!(d.code, Some(2));
+    assert_eq!(
+        d.stderr.matches("Connection refused").count(),
+        1,
+        "stderr: {}",
+        d.stderr
+    );
+}
+
+/// `linerate doctor --quick --json` with no host: a self-check over this machine's
+/// loopback, no namespaces (and no root) needed.
+#[test]
+fn self_check_on_loopback() {
+    let test = "self_check_on_loopback";
+    let _g = serial();
+    let d = Doctor::run(None, &[], &["--quick", "--json"]);
+    show(test, &d);
+    let doc = d.doc();
+    d.check_exit("error");
+    assert_eq!(doc["mode"], "self_check");
+    let tests = doc["tests"].as_array().expect("tests");
+    assert!(tests.len() >= 3, "{} tests", tests.len());
+    assert!(
+        tests.iter().any(|t| t["kind"] == "tcp_bw"),
+        "no TCP throughput test"
+    );
+    let memory = doc["memory"].as_array().expect("memory");
+    assert!(!memory.is_empty(), "no memory results");
+    for m in memory {
+        assert!(num(m, "/gb_per_s") > 0.0, "memory result {m}");
+    }
+    let v = &doc["verdict"];
+    assert!(!v["summary"].as_str().unwrap_or("").is_empty(), "{v}");
+    assert!(num(v, "/gbps") > 0.0, "{v}");
+    assert!(doc["inventory"]["remote"].is_null());
+    assert!(doc["path"]["remote"].is_null());
+}

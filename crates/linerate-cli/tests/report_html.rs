@@ -1,0 +1,393 @@
+//! doctor's HTML report in a real browser: `linerate doctor --quick --json --report` on this
+//! machine (self-check over loopback), then headless Chromium dumps the DOM (the three charts,
+//! the verdict), logs the console (no errors), and takes a screenshot, copied to
+//! `target/report-screenshot.png` for a person to look at.
+//!
+//! Needs Chromium (`apt-get install chromium`). Without it the test is skipped, unless `CI=true`:
+//! then it fails, because CI must install it.
+
+use std::fs::File;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const DOCTOR_TIMEOUT: Duration = Duration::from_secs(120);
+const BROWSER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a command printed and how it ended.
+struct Ran {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// Run `cmd` in its own process group with stdout and stderr in files under `dir`; on timeout
+/// kill the whole group (a browser starts helper processes) and fail.
+fn run(mut cmd: Command, dir: &Path, name: &str, timeout: Duration) -> Ran {
+    let out_path = dir.join(format!("{name}.stdout"));
+    let err_path = dir.join(format!("{name}.stderr"));
+    let shown = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(File::create(&out_path).unwrap())
+        .stderr(File::create(&err_path).unwrap())
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {shown}: {e}"));
+    let until = Instant::now() + timeout;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() >= until {
+            // The group id is the child's pid; it is still ours (the child is not reaped yet).
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status();
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{name} did not finish within {timeout:?}: {shown}\nstderr:\n{}",
+                std::fs::read_to_string(&err_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Ran {
+        status,
+        stdout: String::from_utf8_lossy(&std::fs::read(&out_path).unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&std::fs::read(&err_path).unwrap()).into_owned(),
+    }
+}
+
+/// The Chromium binary: `$CHROMIUM` when set (and then only it), else `chromium` /
+/// `chromium-browser` on the PATH or in /usr/bin.
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("CHROMIUM").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin")])
+        .flat_map(|d| [d.join("chromium"), d.join("chromium-browser")])
+        .find(|p| p.is_file())
+}
+
+/// A headless Chromium with a fresh profile; `extra` and then the page.
+fn browser(bin: &Path, dir: &Path, profile: &str, extra: &[String], page: &Path) -> Command {
+    let home = dir.join(profile);
+    std::fs::create_dir_all(home.join("profile")).unwrap();
+    let mut c = Command::new(bin);
+    c.env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            // Any fetch from the network fails outright (the report must not make one).
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            home.join("profile").display()
+        ))
+        .args(extra)
+        .arg(format!("file://{}", page.display()));
+    c
+}
+
+fn logging() -> Vec<String> {
+    vec!["--enable-logging=stderr".into(), "--v=0".into()]
+}
+
+/// Console lines of the browser log that concern `page` or report an error. Chromium logs
+/// every console message as `INFO:CONSOLE(...)` whatever its level, with its source URL, so a
+/// page without scripts should have none at all.
+fn console_problems(stderr: &str, page: &Path) -> Vec<String> {
+    let url = format!("file://{}", page.display());
+    stderr
+        .lines()
+        .filter(|l| l.contains("CONSOLE"))
+        .filter(|l| l.contains(&url) || l.contains("ERROR") || l.contains("Uncaught"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The outer markup of the first `<tag ...>` element with `id="id"`, up to its closing tag.
+fn element<'a>(dom: &'a str, tag: &str, id: &str) -> Option<&'a str> {
+    let at = dom.find(&format!("id=\"{id}\""))?;
+    let start = dom[..at].rfind(&format!("<{tag}"))?;
+    let close = format!("</{tag}>");
+    let end = dom[start..].find(&close)? + start + close.len();
+    Some(&dom[start..end])
+}
+
+/// Every value of `attr="..."` in `markup`.
+fn attr_values<'a>(markup: &'a str, attr: &str) -> Vec<&'a str> {
+    let key = format!(" {attr}=\"");
+    markup
+        .match_indices(&key)
+        .filter_map(|(i, _)| {
+            let v = &markup[i + key.len()..];
+            v.find('"').map(|e| &v[..e])
+        })
+        .collect()
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&nbsp;", "\u{a0}")
+        .replace("&amp;", "&")
+}
+
+/// Attribute values and CSS that would make the browser fetch something from the network.
+fn network_references(html: &str) -> Vec<String> {
+    let lower = html.to_ascii_lowercase();
+    let mut v = Vec::new();
+    for attr in [
+        "src",
+        "href",
+        "srcset",
+        "xlink:href",
+        "action",
+        "poster",
+        "data",
+    ] {
+        for q in ['"', '\''] {
+            let key = format!("{attr}={q}");
+            for (i, _) in lower.match_indices(&key) {
+                let val = &lower[i + key.len()..];
+                let val = &val[..val.find(q).unwrap_or(val.len())];
+                let val = val.trim_start();
+                if val.starts_with("http:") || val.starts_with("https:") || val.starts_with("//") {
+                    v.push(format!("{attr}={q}{val}"));
+                }
+            }
+        }
+    }
+    for pat in ["url(http", "url(\"http", "url('http", "url(//", "@import"] {
+        if lower.contains(pat) {
+            v.push(pat.to_string());
+        }
+    }
+    v
+}
+
+fn png_size(png: &[u8]) -> (u32, u32) {
+    assert!(
+        png.len() > 24 && png.starts_with(b"\x89PNG\r\n\x1a\n") && &png[12..16] == b"IHDR",
+        "not a PNG"
+    );
+    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    (be(&png[16..20]), be(&png[20..24]))
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn the_html_report_renders_in_chromium() {
+    let Some(bin) = chromium() else {
+        let looked = std::env::var("CHROMIUM").map_or_else(
+            |_| "no `chromium` or `chromium-browser` on the PATH or in /usr/bin".to_string(),
+            |c| format!("$CHROMIUM={c} is not a file"),
+        );
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but Chromium is not installed ({looked}): CI must install it \
+             (`apt-get install -y chromium`)"
+        );
+        println!(
+            "SKIPPED: Chromium is not installed ({looked}); `apt-get install -y chromium` to run \
+             this test"
+        );
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let report = dir.join("report.html");
+
+    // The report, from the real binary.
+    let mut doctor = Command::new(env!("CARGO_BIN_EXE_linerate"));
+    doctor.args([
+        "doctor",
+        "--quick",
+        "--json",
+        "--fail-on",
+        "never",
+        "--report",
+    ]);
+    doctor.arg(&report);
+    let d = run(doctor, dir, "doctor", DOCTOR_TIMEOUT);
+    assert!(d.status.success(), "doctor: {}\n{}", d.status, d.stderr);
+    let doc: Value = serde_json::from_str(&d.stdout)
+        .unwrap_or_else(|e| panic!("doctor --json: {e}\n{}", d.stdout));
+    let summary = doc["verdict"]["summary"].as_str().expect("verdict.summary");
+    println!("doctor verdict: {summary}");
+    assert_eq!(doc["mode"], "self_check");
+    let html = std::fs::read_to_string(&report).expect("--report wrote the file");
+
+    // Self-contained: no scripts, nothing fetched from the network.
+    let refs = network_references(&html);
+    assert!(
+        refs.is_empty(),
+        "the report fetches from the network: {refs:?}"
+    );
+    assert!(!html.contains("<script"), "the report has a script");
+
+    // Control: the console check catches an error on a page (so its silence below means something).
+    let bad = dir.join("bad.html");
+    std::fs::write(
+        &bad,
+        "<!DOCTYPE html><html><body><p>x</p><script>console.error('control-error'); \
+         notDefined();</script></body></html>",
+    )
+    .unwrap();
+    let c = run(
+        browser(
+            &bin,
+            dir,
+            "control",
+            &[logging(), vec!["--dump-dom".into()]].concat(),
+            &bad,
+        ),
+        dir,
+        "control",
+        BROWSER_TIMEOUT,
+    );
+    let found = console_problems(&c.stderr, &bad);
+    assert!(
+        found.iter().any(|l| l.contains("control-error"))
+            && found.iter().any(|l| l.contains("Uncaught")),
+        "the console check does not see a page's errors; browser log:\n{}",
+        c.stderr
+    );
+
+    // The DOM, and the console while loading it.
+    let r = run(
+        browser(
+            &bin,
+            dir,
+            "dom",
+            &[logging(), vec!["--dump-dom".into()]].concat(),
+            &report,
+        ),
+        dir,
+        "dump-dom",
+        BROWSER_TIMEOUT,
+    );
+    assert!(
+        r.status.success(),
+        "chromium --dump-dom: {}\n{}",
+        r.status,
+        r.stderr
+    );
+    let dom = r.stdout;
+    let problems = console_problems(&r.stderr, &report);
+    assert!(problems.is_empty(), "console errors: {problems:#?}");
+
+    let verdict = element(&dom, "div", "verdict").expect("div#verdict");
+    let text = &verdict[verdict.find('>').unwrap() + 1..verdict.len() - "</div>".len()];
+    assert_eq!(unescape(text), summary, "the verdict in the page");
+
+    let waterfall = element(&dom, "svg", "waterfall").expect("svg#waterfall");
+    let bars = waterfall.matches("<rect").count();
+    assert!(bars >= 2, "waterfall has {bars} bars: {waterfall}");
+    for w in attr_values(waterfall, "width").into_iter().skip(1) {
+        let w: f64 = w.parse().unwrap();
+        assert!(w > 0.0, "a waterfall bar of width {w}");
+    }
+    assert!(waterfall.contains("measured (best TCP)"), "{waterfall}");
+
+    let timeline = element(&dom, "svg", "timeline").expect("svg#timeline");
+    let lines: Vec<Vec<(f64, f64)>> = attr_values(timeline, "points")
+        .into_iter()
+        .map(|p| {
+            p.split_whitespace()
+                .map(|xy| {
+                    let (x, y) = xy.split_once(',').expect("x,y");
+                    (x.parse().unwrap(), y.parse().unwrap())
+                })
+                .collect()
+        })
+        .collect();
+    assert!(
+        timeline.contains("<polyline") && lines.iter().any(|l| l.len() >= 2),
+        "timeline has no line with points: {timeline}"
+    );
+    for l in &lines {
+        assert!(
+            l.iter().all(|(x, y)| x.is_finite() && y.is_finite()),
+            "{l:?}"
+        );
+        assert!(
+            l.windows(2).all(|w| w[0].0 <= w[1].0),
+            "x goes backwards: {l:?}"
+        );
+    }
+
+    let latency = element(&dom, "svg", "latency").expect("svg#latency");
+    let lbars = latency.matches("<rect").count();
+    assert!(lbars >= 1, "latency chart has no bars: {latency}");
+
+    // Every finding is in the table.
+    for f in doc["findings"].as_array().unwrap() {
+        let id = f["id"].as_str().unwrap();
+        assert!(
+            dom.contains(&format!("<b>{id}</b>")),
+            "finding {id} not shown"
+        );
+    }
+
+    // The screenshot.
+    let shot = dir.join("report.png");
+    let s = run(
+        browser(
+            &bin,
+            dir,
+            "shot",
+            &[
+                format!("--screenshot={}", shot.display()),
+                "--window-size=1100,2400".into(),
+            ],
+            &report,
+        ),
+        dir,
+        "screenshot",
+        BROWSER_TIMEOUT,
+    );
+    assert!(
+        s.status.success(),
+        "chromium --screenshot: {}\n{}",
+        s.status,
+        s.stderr
+    );
+    let png = std::fs::read(&shot).expect("the screenshot was written");
+    assert!(png.len() > 20_000, "screenshot is only {} bytes", png.len());
+    assert_eq!(png_size(&png), (1100, 2400));
+    let keep = repo().join("target/report-screenshot.png");
+    std::fs::create_dir_all(keep.parent().unwrap()).unwrap();
+    std::fs::copy(&shot, &keep).unwrap();
+    let keep = keep.canonicalize().unwrap_or(keep);
+    println!(
+        "waterfall {bars} bars, timeline {} line(s), latency {lbars} bars; screenshot ({} bytes) \
+         copied to {}",
+        lines.len(),
+        png.len(),
+        keep.display()
+    );
+}

@@ -1,0 +1,721 @@
+//! doctor's rules on InfiniBand (and other hardware) paths that cannot run here: the facts of
+//! both ends come from the fixture trees under `fixtures/sysfs`, the bench results are injected
+//! as [`Measured`] values. Each test prints the verdict (`--nocapture`).
+
+use std::path::{Path, PathBuf};
+
+use linerate_inventory::Inventory;
+use linerate_rules::{
+    diagnose, end_facts, CounterDelta, DiagnoseInput, Diagnosis, EndFacts, Finding, Measured,
+    Severity, ShaperFact,
+};
+
+fn fixture(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/sysfs")
+        .join(case)
+}
+
+fn inventory(case: &str) -> Inventory {
+    linerate_inventory::probe(&fixture(case)).unwrap_or_else(|e| panic!("probe {case}: {e}"))
+}
+
+/// The facts of one end: `netdev` of fixture `case`.
+fn facts(case: &str, netdev: &str) -> EndFacts {
+    facts_with(case, netdev, Vec::new())
+}
+
+fn facts_with(case: &str, netdev: &str, shapers: Vec<ShaperFact>) -> EndFacts {
+    let inv = inventory(case);
+    assert!(
+        inv.ports
+            .iter()
+            .any(|p| p.netdev.as_deref() == Some(netdev)),
+        "{case}: no port with netdev {netdev}"
+    );
+    let f = end_facts(&inv, Some(netdev), shapers);
+    assert_eq!(f.netdev.as_deref(), Some(netdev));
+    f
+}
+
+/// The IB device behind `netdev` (`mlx5_0`), to name counters as doctor does (`mlx5_0/1 name`).
+fn ib_port_of(case: &str, netdev: &str) -> String {
+    let inv = inventory(case);
+    let p = inv
+        .ports
+        .iter()
+        .find(|p| p.netdev.as_deref() == Some(netdev))
+        .expect("port");
+    format!(
+        "{}/{}",
+        p.device.as_deref().expect("IB device"),
+        p.port.expect("IB port number")
+    )
+}
+
+/// A TCP bandwidth result with nothing but the rate set.
+fn tcp(direction: &str, streams: u32, gbps: f64) -> Measured {
+    Measured {
+        kind: "tcp_bw".into(),
+        direction: direction.into(),
+        streams,
+        gbps,
+        sender_cpu_percent: Some(35.0),
+        receiver_cpu_percent: Some(30.0),
+        max_stream_cpu_percent: Some(35.0),
+        busiest_core_percent: Some(40.0),
+        other_cores: Some(0.02),
+        steal_cores: Some(0.0),
+        retransmits: Some(0),
+        // About 10 s at this rate in 1448-byte segments.
+        segments: Some((gbps * 1e9 / 8.0 * 10.0 / 1448.0) as u64),
+        rtt_us: None,
+        loss_percent: None,
+        latency_p50_us: None,
+        error: None,
+    }
+}
+
+fn latency(p50_us: f64) -> Measured {
+    Measured {
+        kind: "tcp_lat".into(),
+        direction: "send".into(),
+        streams: 1,
+        gbps: 0.0,
+        sender_cpu_percent: Some(20.0),
+        receiver_cpu_percent: Some(20.0),
+        max_stream_cpu_percent: None,
+        busiest_core_percent: Some(30.0),
+        other_cores: Some(0.02),
+        steal_cores: Some(0.0),
+        retransmits: None,
+        segments: None,
+        rtt_us: None,
+        loss_percent: None,
+        latency_p50_us: Some(p50_us),
+        error: None,
+    }
+}
+
+fn input(local: EndFacts, remote: Option<EndFacts>, tests: Vec<Measured>) -> DiagnoseInput {
+    DiagnoseInput {
+        local,
+        remote,
+        tests,
+        // What doctor measures on a typical server: half the single-core copy rate.
+        stack_ceiling_gbps: Some(45.0),
+        counter_deltas: Vec::new(),
+    }
+}
+
+fn run(name: &str, i: &DiagnoseInput) -> Diagnosis {
+    let d = diagnose(i);
+    println!("[{name}] verdict: {}", d.verdict.summary);
+    println!(
+        "[{name}]   gbps {} ceiling {} limited_by {}",
+        d.verdict.gbps, d.verdict.ceiling_gbps, d.verdict.limited_by
+    );
+    for f in &d.findings {
+        println!(
+            "[{name}]   {:<7} {:<26} {:<28} {}",
+            f.severity.as_str(),
+            f.id,
+            f.subject,
+            f.message
+        );
+    }
+    d
+}
+
+fn find<'a>(d: &'a Diagnosis, id: &str) -> Vec<&'a Finding> {
+    d.findings.iter().filter(|f| f.id == id).collect()
+}
+
+fn one<'a>(d: &'a Diagnosis, id: &str, subject: &str) -> &'a Finding {
+    d.findings
+        .iter()
+        .find(|f| f.id == id && f.subject == subject)
+        .unwrap_or_else(|| {
+            panic!(
+                "no {id} finding on {subject}; findings: {:?}",
+                d.findings
+                    .iter()
+                    .map(|f| format!("{} {}", f.id, f.subject))
+                    .collect::<Vec<_>>()
+            )
+        })
+}
+
+fn ids(d: &Diagnosis) -> Vec<&str> {
+    d.findings.iter().map(|f| f.id.as_str()).collect()
+}
+
+fn approx(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol
+}
+
+#[test]
+fn ipoib_datagram_mode_on_both_ends_limits_one_stream_by_cpu() {
+    let case = "cx3-fdr-at-qdr-datagram";
+    let local = facts(case, "ib0");
+    assert_eq!(local.ipoib_mode.as_deref(), Some("datagram"));
+    assert_eq!(local.mtu, Some(2044));
+    let remote = local.clone();
+    let mut one_stream = tcp("send", 1, 9.8);
+    one_stream.sender_cpu_percent = Some(100.0);
+    one_stream.receiver_cpu_percent = Some(62.0);
+    one_stream.max_stream_cpu_percent = Some(100.0);
+    one_stream.busiest_core_percent = Some(100.0);
+    let mut four = tcp("send", 4, 24.1);
+    four.sender_cpu_percent = Some(310.0);
+    four.max_stream_cpu_percent = Some(98.0);
+
+    // One stream only, as the brief has it.
+    let d = run(
+        "datagram, 1 stream",
+        &input(
+            local.clone(),
+            Some(remote.clone()),
+            vec![one_stream.clone(), latency(14.0)],
+        ),
+    );
+    for end in ["local", "remote"] {
+        one(&d, "ipoib.datagram_mode", &format!("{end}:ib0"));
+    }
+    let cpu = one(&d, "cpu.saturated", "test:tcp_bw send 1 stream");
+    assert!(cpu.message.contains("at 9.8 Gb/s"), "{}", cpu.message);
+    assert_eq!(d.verdict.limited_by, "ipoib_mode");
+    assert!(
+        d.verdict
+            .summary
+            .starts_with("9.8 Gb/s of a 30.62 Gb/s ceiling: limited by IPoIB datagram mode"),
+        "{}",
+        d.verdict.summary
+    );
+
+    // With the multi-stream result doctor also runs.
+    let d = run(
+        "datagram",
+        &input(local, Some(remote), vec![one_stream, four, latency(14.0)]),
+    );
+
+    for end in ["local", "remote"] {
+        let f = one(&d, "ipoib.datagram_mode", &format!("{end}:ib0"));
+        assert_eq!(f.severity, Severity::Warning, "{f:?}");
+        assert!(f.fix.contains("connected"), "{}", f.fix);
+    }
+    let cpu = one(&d, "cpu.saturated", "test:tcp_bw send 1 stream");
+    assert_eq!(cpu.severity, Severity::Warning);
+    assert!(
+        cpu.message.contains("sending core at 100%"),
+        "{}",
+        cpu.message
+    );
+    assert!(
+        cpu.message.contains("4 streams the path carried 24.1 Gb/s"),
+        "{}",
+        cpu.message
+    );
+    // Same fixture on both ends: nothing to compare.
+    assert!(find(&d, "mtu.mismatch").is_empty());
+    assert!(find(&d, "unexplained").is_empty(), "{:?}", ids(&d));
+    assert!(find(&d, "ceiling.reached").is_empty());
+
+    let v = &d.verdict;
+    assert_eq!(v.limited_by, "ipoib_mode");
+    assert!(approx(v.gbps, 24.1, 1e-9), "best TCP result: {}", v.gbps);
+    // FDR linked at QDR: 32 Gb/s after 8b/10b; TCP at MTU 2044 in datagram mode about 30.62.
+    assert!(approx(v.ceiling_gbps, 30.62, 0.01), "{}", v.ceiling_gbps);
+    assert!(
+        v.summary.contains("of a 30.62 Gb/s ceiling"),
+        "the summary names the ceiling: {}",
+        v.summary
+    );
+    assert!(v.summary.contains("IPoIB datagram mode"), "{}", v.summary);
+}
+
+#[test]
+fn pcie_gen2_x4_slot_is_reached() {
+    let case = "cx2-qdr-m2-gen2x4";
+    let local = facts(case, "ib0");
+    assert_eq!(local.ipoib_mode.as_deref(), Some("connected"));
+    let c = local.ceiling.as_ref().expect("ceiling");
+    assert!(approx(c.tcp_gbps.unwrap_or(0.0), 13.07, 0.01), "{c:?}");
+    let remote = local.clone();
+    let d = run(
+        "pcie",
+        &input(
+            local,
+            Some(remote),
+            vec![
+                tcp("send", 1, 12.9),
+                tcp("receive", 1, 12.85),
+                tcp("send", 4, 12.88),
+                latency(9.0),
+            ],
+        ),
+    );
+
+    let r = one(&d, "ceiling.reached", "path");
+    assert_eq!(r.severity, Severity::Info);
+    assert_eq!(r.evidence.get("gbps").map(String::as_str), Some("12.9"));
+    assert_eq!(
+        r.evidence.get("ceiling_gbps").map(String::as_str),
+        Some("13.07")
+    );
+    // Only the inventory's PCIe findings (of either end) may be warnings or worse.
+    for f in d
+        .findings
+        .iter()
+        .filter(|f| f.severity >= Severity::Warning)
+    {
+        assert!(
+            matches!(f.id.as_str(), "pcie.slot_limited" | "pcie.bottleneck")
+                && (f.subject.starts_with("local:") || f.subject.starts_with("remote:")),
+            "unexpected {} {} {}",
+            f.id,
+            f.subject,
+            f.message
+        );
+    }
+    assert!(!find(&d, "pcie.bottleneck").is_empty());
+    assert!(find(&d, "unexplained").is_empty());
+    assert!(find(&d, "cpu.saturated").is_empty());
+
+    let v = &d.verdict;
+    assert_eq!(v.limited_by, "pcie");
+    assert!(approx(v.gbps, 12.9, 1e-9));
+    assert!(approx(v.ceiling_gbps, 13.07, 0.01));
+    assert!(
+        v.summary
+            .starts_with("12.9 Gb/s of a 13.07 Gb/s ceiling: limited by the PCIe 2.0 x4 slot"),
+        "{}",
+        v.summary
+    );
+}
+
+fn failed_tcp(direction: &str) -> Measured {
+    let mut t = tcp(direction, 1, 0.0);
+    t.sender_cpu_percent = None;
+    t.receiver_cpu_percent = None;
+    t.max_stream_cpu_percent = None;
+    t.retransmits = None;
+    t.segments = None;
+    t.error = Some("connecting to 10.0.0.2:5201: connection timed out".into());
+    t
+}
+
+#[test]
+fn no_subnet_manager_on_the_local_end() {
+    let local = facts("cx4-edr-no-sm", "ib0");
+    // The other end: a healthy EDR port (also in datagram mode at MTU 4092).
+    let remote = facts("cx4-vpi-dual", "ib0");
+    let d = run(
+        "no-sm",
+        &input(local, Some(remote), vec![failed_tcp("send")]),
+    );
+    let e = one(&d, "ib.no_subnet_manager", "local:ib0");
+    assert_eq!(e.severity, Severity::Error);
+    assert_eq!(d.findings[0].id, "ib.no_subnet_manager", "ranked first");
+    assert!(find(&d, "unexplained").is_empty(), "{:?}", ids(&d));
+    assert!(find(&d, "cpu.saturated").is_empty());
+    let v = &d.verdict;
+    assert_eq!(v.limited_by, "no_subnet_manager");
+    assert_eq!(v.gbps, 0.0);
+    assert!(v.summary.contains("no subnet manager"), "{}", v.summary);
+    assert!(v.summary.contains("local ib0 port"), "{}", v.summary);
+
+    // No test result at all.
+    let d = run(
+        "no-sm, no results",
+        &input(
+            facts("cx4-edr-no-sm", "ib0"),
+            Some(facts("cx4-vpi-dual", "ib0")),
+            Vec::new(),
+        ),
+    );
+    assert_eq!(
+        one(&d, "ib.no_subnet_manager", "local:ib0").severity,
+        Severity::Error
+    );
+    assert_eq!(d.verdict.limited_by, "no_subnet_manager");
+    assert!(
+        d.verdict.summary.starts_with("no traffic can pass"),
+        "{}",
+        d.verdict.summary
+    );
+}
+
+#[test]
+fn no_subnet_manager_path_ceiling_is_zero() {
+    let d = run(
+        "no-sm ceiling",
+        &input(
+            facts("cx4-edr-no-sm", "ib0"),
+            Some(facts("cx4-vpi-dual", "ib0")),
+            vec![failed_tcp("send")],
+        ),
+    );
+    assert_eq!(d.verdict.ceiling_gbps, 0.0, "{}", d.verdict.summary);
+    assert!(
+        !d.verdict.summary.contains("97.82"),
+        "the remote's ceiling is not the path's: {}",
+        d.verdict.summary
+    );
+}
+
+#[test]
+fn mtu_mismatch_between_40gbe_ends() {
+    let local = facts("cx3-fdr-eth40", "enp4s0");
+    assert_eq!(local.mtu, Some(1500));
+    let mut remote = local.clone();
+    remote.mtu = Some(9000);
+    let d = run(
+        "mtu mismatch",
+        &input(
+            local,
+            Some(remote),
+            vec![tcp("send", 1, 21.3), tcp("send", 4, 36.2), latency(12.0)],
+        ),
+    );
+    let m = one(&d, "mtu.mismatch", "path");
+    assert_eq!(m.severity, Severity::Warning);
+    assert_eq!(
+        m.evidence.get("local enp4s0 mtu").map(String::as_str),
+        Some("1500")
+    );
+    assert_eq!(
+        m.evidence.get("remote enp4s0 mtu").map(String::as_str),
+        Some("9000")
+    );
+    assert!(m.message.contains("1500 here, 9000 there"), "{}", m.message);
+    assert!(m.fix.contains("mtu 9000"), "{}", m.fix);
+    // The MTU-1500 end's own warning is still there.
+    one(&d, "mtu.small", "local:enp4s0");
+}
+
+#[test]
+fn retransmits_with_ib_symbol_errors_blame_the_cable() {
+    let case = "cx6-hdr-gen3-slot";
+    let local = facts(case, "ib0");
+    let remote = local.clone();
+    let port = ib_port_of(case, "ib0");
+    // About 0.3% of the segments retransmitted (the rule wants more than 0.1% and at least 50).
+    let mut t1 = tcp("send", 1, 18.4);
+    t1.segments = Some(3_176_000);
+    t1.retransmits = Some(9_842);
+    let mut t4 = tcp("send", 4, 41.7);
+    t4.sender_cpu_percent = Some(180.0);
+    t4.segments = Some(7_198_000);
+    t4.retransmits = Some(19_877);
+    let mut i = input(local, Some(remote), vec![t1, t4, latency(6.5)]);
+    i.counter_deltas = vec![
+        CounterDelta {
+            name: format!("{port} symbol_error"),
+            delta: 1_382,
+        },
+        CounterDelta {
+            name: format!("{port} port_rcv_errors"),
+            delta: 211,
+        },
+    ];
+    let d = run("retransmits", &i);
+    let r = find(&d, "net.retransmits");
+    assert_eq!(r.len(), 2, "one per lossy test: {:?}", ids(&d));
+    for f in &r {
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(
+            f.message.contains("cable"),
+            "blames the cable: {}",
+            f.message
+        );
+        assert_eq!(
+            f.evidence
+                .get(&format!("counter {port} symbol_error rose by"))
+                .map(String::as_str),
+            Some("1382"),
+            "{:?}",
+            f.evidence
+        );
+    }
+    let f = one(&d, "net.retransmits", "test:tcp_bw send 4 stream(s)");
+    assert_eq!(
+        f.evidence.get("retransmits").map(String::as_str),
+        Some("19877")
+    );
+    assert!(
+        f.message
+            .contains("19877 segments were retransmitted (0.28%)"),
+        "{}",
+        f.message
+    );
+    // Below the rule's threshold (0.1%), retransmits are noise: only the counters are reported.
+    let mut i2 = i.clone();
+    for t in &mut i2.tests {
+        t.retransmits = t.retransmits.map(|_| 40);
+    }
+    let d2 = run("retransmits below threshold", &i2);
+    let f = one(&d2, "net.retransmits", "path");
+    assert!(f.message.contains("error counters rose"), "{}", f.message);
+    assert_eq!(d.verdict.limited_by, "retransmits");
+    assert!(
+        d.verdict.summary.contains("retransmissions"),
+        "{}",
+        d.verdict.summary
+    );
+    assert!(find(&d, "unexplained").is_empty());
+}
+
+#[test]
+fn counters_rising_without_retransmits_still_warn() {
+    let case = "cx6-hdr-gen3-slot";
+    let local = facts(case, "ib0");
+    let port = ib_port_of(case, "ib0");
+    let mut i = input(
+        local.clone(),
+        Some(local),
+        vec![tcp("send", 1, 38.0), tcp("send", 4, 97.0)],
+    );
+    i.counter_deltas = vec![CounterDelta {
+        name: format!("{port} symbol_error"),
+        delta: 12,
+    }];
+    let d = run("counters only", &i);
+    let f = one(&d, "net.retransmits", "path");
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.message.contains("error counters rose"), "{}", f.message);
+    assert!(f.fix.contains("cable"), "{}", f.fix);
+}
+
+fn asymmetric_input() -> DiagnoseInput {
+    let local = facts("cx6-hdr-gen3-slot", "ib0");
+    let remote = local.clone();
+    let send = tcp("send", 1, 30.0);
+    let mut receive = tcp("receive", 1, 12.0);
+    receive.receiver_cpu_percent = Some(64.0);
+    receive.sender_cpu_percent = Some(21.0);
+    input(local, Some(remote), vec![send, receive, latency(5.9)])
+}
+
+#[test]
+fn asymmetric_directions_name_the_slower_one() {
+    let d = run("asymmetric", &asymmetric_input());
+    let f = one(&d, "path.asymmetric", "path");
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(
+        f.message
+            .contains("the send direction carries 30 Gb/s but the receive direction only 12 Gb/s"),
+        "{}",
+        f.message
+    );
+    // The receive direction is slow: this host is the receiver.
+    assert!(
+        f.message.contains("this host receives slower"),
+        "{}",
+        f.message
+    );
+    assert_eq!(f.evidence.get("send_gbps").map(String::as_str), Some("30"));
+    assert_eq!(
+        f.evidence.get("receive_gbps").map(String::as_str),
+        Some("12")
+    );
+    assert_eq!(
+        f.evidence
+            .get("receive receiver_cpu_percent")
+            .map(String::as_str),
+        Some("64")
+    );
+
+    // The other way round: the remote end receives slower.
+    let mut i = asymmetric_input();
+    i.tests[0].gbps = 11.0;
+    i.tests[1].gbps = 29.0;
+    let d = run("asymmetric, reversed", &i);
+    let f = one(&d, "path.asymmetric", "path");
+    assert!(
+        f.message
+            .contains("but the send direction only 11 Gb/s: the remote end receives slower"),
+        "{}",
+        f.message
+    );
+}
+
+#[test]
+fn far_below_the_ceiling_with_nothing_wrong_is_unexplained() {
+    // ConnectX-4 EDR with enhanced IPoIB: nothing above info in the inventory.
+    let local = facts("cx4-vpi-dual", "ib0");
+    assert!(
+        local.findings.iter().all(|f| f.severity == Severity::Info),
+        "{:?}",
+        local.findings
+    );
+    let remote = local.clone();
+    let d = run(
+        "unexplained",
+        &input(
+            local,
+            Some(remote),
+            vec![
+                tcp("send", 1, 21.0),
+                tcp("receive", 1, 20.6),
+                tcp("send", 4, 38.5),
+                latency(4.8),
+            ],
+        ),
+    );
+    let u = one(&d, "unexplained", "path");
+    assert_eq!(u.severity, Severity::Warning);
+    assert!(
+        u.message
+            .starts_with("38.5 Gb/s is 39% of the 97.82 Gb/s ceiling"),
+        "{}",
+        u.message
+    );
+    // Lists what was checked.
+    assert!(u.message.contains("Checked: "), "{}", u.message);
+    for c in &d.checked {
+        assert!(
+            u.message.contains(c.as_str()),
+            "{c} not listed: {}",
+            u.message
+        );
+    }
+    for c in [
+        "MTU of both ends",
+        "traffic shapers",
+        "CPU use",
+        "both directions",
+    ] {
+        assert!(u.message.contains(c), "{c}: {}", u.message);
+    }
+    assert!(d.findings.iter().all(|f| f.severity <= Severity::Warning));
+    assert_eq!(
+        d.findings
+            .iter()
+            .filter(|f| f.severity == Severity::Warning)
+            .count(),
+        1,
+        "{:?}",
+        ids(&d)
+    );
+    assert_eq!(d.verdict.limited_by, "unknown");
+    assert!(
+        d.verdict.summary.contains("see `unexplained`"),
+        "{}",
+        d.verdict.summary
+    );
+}
+
+/// A verdict that points at an `unexplained` finding must come with one.
+fn assert_no_dangling_unexplained(d: &Diagnosis) {
+    if d.verdict.summary.contains("see `unexplained`") {
+        assert!(
+            !find(d, "unexplained").is_empty(),
+            "the verdict says \"{}\" but there is no unexplained finding: {:?}",
+            d.verdict.summary,
+            ids(d)
+        );
+    }
+}
+
+#[test]
+fn verdict_never_points_at_a_missing_unexplained_finding() {
+    // 30 of 101 Gb/s on the PCIe-limited HDR card: the pcie.* warnings explain the ceiling, not the gap.
+    let local = facts("cx6-hdr-gen3-slot", "ib0");
+    let d = run(
+        "far below, pcie warnings",
+        &input(
+            local.clone(),
+            Some(local),
+            vec![tcp("send", 1, 24.0), tcp("send", 4, 30.0)],
+        ),
+    );
+    assert_no_dangling_unexplained(&d);
+    let d = run("asymmetric (verdict)", &asymmetric_input());
+    assert_no_dangling_unexplained(&d);
+    // Error counters rising (net.retransmits on `path`) far below the ceiling.
+    let case = "cx6-hdr-gen3-slot";
+    let port = ib_port_of(case, "ib0");
+    let local = facts(case, "ib0");
+    let mut i = input(local.clone(), Some(local), vec![tcp("send", 4, 41.7)]);
+    i.counter_deltas = vec![CounterDelta {
+        name: format!("{port} symbol_error"),
+        delta: 1_382,
+    }];
+    let d = run("counters rising (verdict)", &i);
+    assert_no_dangling_unexplained(&d);
+}
+
+fn tbf_10g() -> Vec<ShaperFact> {
+    vec![ShaperFact {
+        kind: "tbf".into(),
+        handle: "1:".into(),
+        rate_bps: 10_000_000_000,
+    }]
+}
+
+fn check_shaper(name: &str, local: EndFacts, mtu: f64) {
+    let remote = facts("broadcom-25g-healthy", "enp59s0f0np0");
+    let remote = EndFacts {
+        mtu: local.mtu,
+        ..remote
+    };
+    let d = run(
+        name,
+        &input(
+            local,
+            Some(remote),
+            vec![tcp("send", 1, 9.55), tcp("send", 4, 9.54), latency(11.0)],
+        ),
+    );
+    let s = one(&d, "net.shaper", "local:enp59s0f0np0");
+    assert_eq!(s.severity, Severity::Warning);
+    assert_eq!(
+        s.evidence.get("qdisc").map(String::as_str),
+        Some("tbf 1: rate 10000000000 bit/s")
+    );
+    assert!(s.message.contains("10 Gbit/s"), "{}", s.message);
+    assert!(
+        s.message.contains("it is what limits this path"),
+        "{}",
+        s.message
+    );
+    assert!(
+        s.fix.contains("tc qdisc del dev enp59s0f0np0 root"),
+        "{}",
+        s.fix
+    );
+    let v = &d.verdict;
+    assert_eq!(v.limited_by, "shaper");
+    // A tbf counts whole frames: TCP payload (MTU - 52) per MTU + 14 bytes.
+    let want = 10.0 * (mtu - 52.0) / (mtu + 14.0);
+    assert!(
+        approx(v.ceiling_gbps, want, 0.002),
+        "{} != {want}",
+        v.ceiling_gbps
+    );
+    assert!(
+        v.summary
+            .contains("tbf shaper at 10 Gbit/s on the local enp59s0f0np0"),
+        "{}",
+        v.summary
+    );
+    assert!(find(&d, "unexplained").is_empty());
+    one(&d, "ceiling.reached", "path");
+}
+
+#[test]
+fn tbf_shaper_on_25gbe_at_mtu_1500() {
+    // The 25GbE fixture runs MTU 9000; at MTU 1500 the shaper leaves 10 × 1448/1514 Gb/s of TCP.
+    let mut local = facts_with("broadcom-25g-healthy", "enp59s0f0np0", tbf_10g());
+    local.mtu = Some(1500);
+    check_shaper("shaper, MTU 1500", local, 1500.0);
+    assert!(approx(10.0 * 1448.0 / 1514.0, 9.564, 0.001));
+}
+
+#[test]
+fn tbf_shaper_on_25gbe_at_the_fixture_mtu() {
+    let local = facts_with("broadcom-25g-healthy", "enp59s0f0np0", tbf_10g());
+    assert_eq!(local.mtu, Some(9000));
+    check_shaper("shaper, MTU 9000", local, 9000.0);
+}

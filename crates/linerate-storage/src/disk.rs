@@ -1,0 +1,943 @@
+//! Disk (and mount) throughput, IOPS and latency on any directory: a local disk, tmpfs, an NFS or
+//! SMB mount.
+//!
+//! [`run`] creates its own test file `.linerate-disk-<pid>-<random>` in the directory, sized to
+//! defeat caches and bounded by the free space ([`crate::size`]), fills it with non-zero data, runs
+//! the tests one after the other for a fixed time each, and deletes the file: at the end, on an
+//! error, and on SIGINT/SIGTERM (the loops see the signal, the guard removes the file). It touches
+//! nothing else.
+//!
+//! - **O_DIRECT** is tried first; where the filesystem refuses it (ramfs, tmpfs before Linux 6.6)
+//!   the I/O is buffered and every result says `direct: false`. Buffered runs stay honest: the
+//!   page cache is dropped (fdatasync + posix_fadvise DONTNEED) before each read test and each
+//!   time a sequential pass starts over, and write tests end with an fdatasync that is counted in
+//!   their time.
+//! - **Engines**: io_uring ([`crate::sys::Uring`], registered file and buffers when allowed), or
+//!   a pool of `queue_depth` threads doing pread/pwrite when io_uring is unavailable or not wanted.
+//! - **Memory**: `queue_depth × block` bytes of buffers (4096-aligned), stated in the report as
+//!   `buffer_bytes`; no file is ever read into memory.
+//! - **Figures**: bytes moved over the time from the first submission to the last completion
+//!   (plus the final fdatasync for writes); latency of every operation from its submission to its
+//!   completion, in an HDR histogram.
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::engine::{self, Access, Job, Outcome, Stop, Watch};
+use crate::latency::{self, LatencyUs};
+use crate::mountinfo::{self, MountEntry};
+use crate::signals;
+use crate::size::{self, fmt_bytes, Medium, SizeError, SizeInput, MIB};
+use crate::sys::{self, IoKind, Uring, ALIGN};
+
+/// Largest block: 64 MiB.
+pub const MAX_BLOCK: u32 = 64 << 20;
+/// Largest buffer footprint (`queue_depth × block`): 1 GiB.
+pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
+/// Largest queue depth.
+pub const MAX_QUEUE_DEPTH: u32 = 1024;
+/// Prefix of every test file's name.
+pub const FILE_PREFIX: &str = ".linerate-disk-";
+
+/// One test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum DiskTestKind {
+    #[serde(rename = "disk_seq_read")]
+    SeqRead,
+    #[serde(rename = "disk_seq_write")]
+    SeqWrite,
+    #[serde(rename = "disk_rand_read")]
+    RandRead,
+    #[serde(rename = "disk_rand_write")]
+    RandWrite,
+}
+
+impl DiskTestKind {
+    pub const ALL: [Self; 4] = [
+        Self::SeqRead,
+        Self::SeqWrite,
+        Self::RandRead,
+        Self::RandWrite,
+    ];
+
+    /// `disk_seq_read`, ...: the `kind` of the JSON result.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SeqRead => "disk_seq_read",
+            Self::SeqWrite => "disk_seq_write",
+            Self::RandRead => "disk_rand_read",
+            Self::RandWrite => "disk_rand_write",
+        }
+    }
+
+    /// `seq_read`, ...: the name on the command line.
+    pub fn short(self) -> &'static str {
+        &self.as_str()["disk_".len()..]
+    }
+
+    pub fn is_write(self) -> bool {
+        matches!(self, Self::SeqWrite | Self::RandWrite)
+    }
+
+    pub fn is_seq(self) -> bool {
+        matches!(self, Self::SeqRead | Self::SeqWrite)
+    }
+}
+
+impl fmt::Display for DiskTestKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.short())
+    }
+}
+
+/// Which engine to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineChoice {
+    /// io_uring, else the thread pool.
+    #[default]
+    Auto,
+    IoUring,
+    Sync,
+}
+
+/// The engine that ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Engine {
+    #[serde(rename = "io_uring")]
+    IoUring,
+    #[serde(rename = "sync")]
+    Sync,
+}
+
+impl Engine {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::IoUring => "io_uring",
+            Self::Sync => "sync",
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct DiskPlan {
+    /// Test file size; `None`: chosen to defeat caches ([`crate::size`]).
+    pub size: Option<u64>,
+    /// Time of each test.
+    pub duration: Duration,
+    /// Block of the sequential tests (and the fill).
+    pub seq_block: u32,
+    /// Block of the random tests.
+    pub rand_block: u32,
+    /// Operations in flight (io_uring) or threads (sync).
+    pub queue_depth: u32,
+    /// In this order.
+    pub tests: Vec<DiskTestKind>,
+    pub engine: EngineChoice,
+    /// Try O_DIRECT (false: buffered I/O, on purpose).
+    pub direct: bool,
+    /// Set to stop the run early (as a signal would); the file is deleted.
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+impl Default for DiskPlan {
+    fn default() -> Self {
+        Self {
+            size: None,
+            duration: Duration::from_secs(5),
+            seq_block: 1 << 20,
+            rand_block: 4096,
+            queue_depth: 32,
+            tests: vec![
+                DiskTestKind::SeqRead,
+                DiskTestKind::RandRead,
+                DiskTestKind::SeqWrite,
+                DiskTestKind::RandWrite,
+            ],
+            engine: EngineChoice::Auto,
+            direct: true,
+            cancel: None,
+        }
+    }
+}
+
+impl DiskPlan {
+    fn block(&self, kind: DiskTestKind) -> u32 {
+        if kind.is_seq() {
+            self.seq_block
+        } else {
+            self.rand_block
+        }
+    }
+
+    /// The largest block any phase uses (the fill uses the sequential block).
+    fn max_block(&self) -> u32 {
+        self.seq_block
+            .max(if self.tests.iter().any(|t| !t.is_seq()) {
+                self.rand_block
+            } else {
+                0
+            })
+    }
+
+    /// Bytes of I/O buffers the run holds: `queue_depth × largest block`.
+    pub fn buffer_bytes(&self) -> u64 {
+        u64::from(self.queue_depth) * u64::from(self.max_block())
+    }
+
+    /// Refuse plans that cannot run (the message names the parameter).
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, b) in [("block", self.seq_block), ("random block", self.rand_block)] {
+            if b == 0 || !(b as usize).is_multiple_of(ALIGN) || b > MAX_BLOCK {
+                return Err(format!(
+                    "{name} {b}: must be a multiple of 4096 bytes (what O_DIRECT needs), at most 64 MiB"
+                ));
+            }
+        }
+        if self.queue_depth == 0 || self.queue_depth > MAX_QUEUE_DEPTH {
+            return Err(format!(
+                "queue depth {}: must be between 1 and {MAX_QUEUE_DEPTH}",
+                self.queue_depth
+            ));
+        }
+        if self.buffer_bytes() > MAX_BUFFER_BYTES {
+            return Err(format!(
+                "queue depth × block = {} of buffers: at most 1 GiB; lower --qd or --block",
+                fmt_bytes(self.buffer_bytes())
+            ));
+        }
+        if self.duration.is_zero() {
+            return Err("the time per test must be positive".into());
+        }
+        if self.tests.is_empty() {
+            return Err("no test to run".into());
+        }
+        for (i, t) in self.tests.iter().enumerate() {
+            if self.tests[..i].contains(t) {
+                return Err(format!("test {t} is listed twice"));
+            }
+        }
+        if let Some(s) = self.size {
+            if s < u64::from(self.max_block()) {
+                return Err(format!(
+                    "size {}: smaller than one block ({})",
+                    fmt_bytes(s),
+                    fmt_bytes(u64::from(self.max_block()))
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One test's result (`linerate disk --json`: `tests[]`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DiskTestResult {
+    pub kind: DiskTestKind,
+    /// 10^9 bit/s.
+    pub gbps: f64,
+    /// 10^9 byte/s.
+    pub gb_per_s: f64,
+    /// Operations per second.
+    pub iops: f64,
+    /// `None` when no operation completed.
+    pub latency_us: Option<LatencyUs>,
+    pub block_bytes: u64,
+    pub queue_depth: u32,
+    /// O_DIRECT (true) or through the page cache (false).
+    pub direct: bool,
+    pub file_bytes: u64,
+    pub engine: Engine,
+    /// Measured time, s (writes include the final fdatasync).
+    pub seconds: f64,
+    pub bytes: u64,
+    pub ops: u64,
+    /// The mount holding the path: `ext4 /dev/vda`, `tmpfs`, `nfs4 server:/export`.
+    pub filesystem: String,
+    /// Set when the test stopped early; the figures are what was measured until then.
+    pub error: Option<String>,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DiskReport {
+    /// The directory measured (as given).
+    pub path: PathBuf,
+    pub filesystem: String,
+    pub mount_point: Option<PathBuf>,
+    /// 0 when the run stopped before the size was chosen.
+    pub file_bytes: u64,
+    /// Bytes of I/O buffers held (`queue_depth × largest block`).
+    pub buffer_bytes: u64,
+    pub direct: bool,
+    pub engine: Option<Engine>,
+    pub tests: Vec<DiskTestResult>,
+    /// What a reader needs to interpret the figures (buffered I/O, memory filesystem, ...).
+    pub notes: Vec<String>,
+    pub error: Option<String>,
+}
+
+/// Progress, as it happens.
+#[derive(Debug)]
+pub enum DiskEvent<'a> {
+    /// The test file exists and its size is chosen; filling it comes next.
+    Prepared {
+        file: &'a Path,
+        file_bytes: u64,
+        direct: bool,
+        engine: Engine,
+        filesystem: &'a str,
+    },
+    Filling {
+        done_bytes: u64,
+        total_bytes: u64,
+    },
+    TestStarted {
+        kind: DiskTestKind,
+        duration: Duration,
+    },
+    TestDone(&'a DiskTestResult),
+}
+
+/// Why a run failed. Each names the path.
+#[derive(Debug, Error)]
+pub enum DiskErrorKind {
+    #[error("{0}")]
+    InvalidPlan(String),
+    #[error("{}: no such directory", .path.display())]
+    NotFound { path: PathBuf },
+    #[error("{}: not a directory (give the directory to test in)", .path.display())]
+    NotADirectory { path: PathBuf },
+    #[error("{}: read-only filesystem ({filesystem}): the test needs to write its own file there", .path.display())]
+    ReadOnly { path: PathBuf, filesystem: String },
+    #[error("{}: permission denied: cannot create the test file there", .path.display())]
+    PermissionDenied { path: PathBuf },
+    #[error("{}: {cause}; pass a smaller --size or free some space", .path.display())]
+    NoSpace { path: PathBuf, cause: SizeError },
+    #[error("{}: the filesystem filled up while {during} ({cause}); stopped, the test file was deleted", .path.display())]
+    DiskFull {
+        path: PathBuf,
+        during: String,
+        cause: io::Error,
+    },
+    #[error("{}: the directory or the test file in it was removed while {during}", .path.display())]
+    Vanished { path: PathBuf, during: String },
+    #[error("{}: the test file was truncated by something else while {during}", .path.display())]
+    Truncated { path: PathBuf, during: String },
+    #[error("{}: interrupted by {signal} while {during}; the test file was deleted", .path.display())]
+    Interrupted {
+        path: PathBuf,
+        signal: &'static str,
+        during: String,
+    },
+    #[error("io_uring is not available here ({reason}); use --engine sync or auto")]
+    EngineUnavailable { reason: String },
+    #[error("{}: {during}: {cause}", .path.display())]
+    Io {
+        path: PathBuf,
+        during: String,
+        cause: io::Error,
+    },
+}
+
+/// A failed run, with what it measured until then.
+#[derive(Debug, Error)]
+#[error("{kind}")]
+pub struct DiskError {
+    pub kind: DiskErrorKind,
+    /// The report so far (tests completed, the one that stopped with its `error`), when the run
+    /// got as far as looking at the directory.
+    pub partial: Option<Box<DiskReport>>,
+}
+
+impl From<DiskErrorKind> for DiskError {
+    fn from(kind: DiskErrorKind) -> Self {
+        Self {
+            kind,
+            partial: None,
+        }
+    }
+}
+
+/// The test file: created here, deleted on drop (only if the name still points to it).
+#[derive(Debug)]
+struct TestFile {
+    path: PathBuf,
+    file: File,
+    direct: bool,
+    dev: u64,
+    ino: u64,
+}
+
+impl TestFile {
+    fn name() -> String {
+        let mut r = [0u8; 4];
+        if getrandom::getrandom(&mut r).is_err() {
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            r = t.to_le_bytes();
+        }
+        format!(
+            "{FILE_PREFIX}{}-{:08x}",
+            std::process::id(),
+            u32::from_le_bytes(r)
+        )
+    }
+
+    /// Create the file (O_EXCL, mode 0600); then, if wanted, reopen it with O_DIRECT, keeping
+    /// the buffered descriptor where the filesystem refuses (EINVAL).
+    fn create(dir: &Path, want_direct: bool) -> io::Result<Self> {
+        let path = dir.join(Self::name());
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        let meta = file.metadata();
+        let mut tf = Self {
+            path,
+            file,
+            direct: false,
+            dev: 0,
+            ino: 0,
+        };
+        let meta = meta?;
+        (tf.dev, tf.ino) = (meta.dev(), meta.ino());
+        if want_direct {
+            match OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(&tf.path)
+            {
+                Ok(f) => {
+                    tf.file = f;
+                    tf.direct = true;
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(tf)
+    }
+
+    /// Delete the file if its name still refers to it. `Ok` when it is gone.
+    fn remove(&self) -> io::Result<()> {
+        match std::fs::symlink_metadata(&self.path) {
+            Ok(m) if m.dev() == self.dev && m.ino() == self.ino => {
+                match std::fs::remove_file(&self.path) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                    _ => Ok(()),
+                }
+            }
+            // Gone, or someone else's file now: not ours to delete.
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for TestFile {
+    fn drop(&mut self) {
+        let _ = self.remove();
+    }
+}
+
+/// MemTotal from /proc/meminfo, bytes.
+pub fn parse_mem_total(meminfo: &str) -> Option<u64> {
+    meminfo.lines().find_map(|l| {
+        let rest = l.strip_prefix("MemTotal:")?;
+        let kb: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kb * 1024)
+    })
+}
+
+fn ram_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| parse_mem_total(&s))
+        .unwrap_or(4 << 30)
+}
+
+fn errno(e: &io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(0)
+}
+
+/// An error while creating or preparing: name the cause plainly.
+fn classify(path: &Path, fs: &str, during: &str, e: io::Error) -> DiskErrorKind {
+    let path = path.to_path_buf();
+    match errno(&e) {
+        libc::ENOENT | libc::ESTALE => DiskErrorKind::Vanished {
+            path,
+            during: during.into(),
+        },
+        libc::ENOTDIR => DiskErrorKind::NotADirectory { path },
+        libc::EROFS => DiskErrorKind::ReadOnly {
+            path,
+            filesystem: fs.into(),
+        },
+        libc::EACCES | libc::EPERM => DiskErrorKind::PermissionDenied { path },
+        libc::ENOSPC | libc::EDQUOT => DiskErrorKind::DiskFull {
+            path,
+            during: during.into(),
+            cause: e,
+        },
+        _ => DiskErrorKind::Io {
+            path,
+            during: during.into(),
+            cause: e,
+        },
+    }
+}
+
+fn stop_error(path: &Path, fs: &str, during: &str, stop: Stop) -> DiskErrorKind {
+    match stop {
+        Stop::Io(err) => classify(path, fs, during, err),
+        Stop::Truncated => DiskErrorKind::Truncated {
+            path: path.into(),
+            during: during.into(),
+        },
+        Stop::Vanished => DiskErrorKind::Vanished {
+            path: path.into(),
+            during: during.into(),
+        },
+        Stop::Signal(s) => DiskErrorKind::Interrupted {
+            path: path.into(),
+            signal: signals::name(s),
+            during: during.into(),
+        },
+        Stop::Cancelled => DiskErrorKind::Interrupted {
+            path: path.into(),
+            signal: "a stop request",
+            during: during.into(),
+        },
+    }
+}
+
+/// The engine of a run: one io_uring for the whole run, or the thread pool.
+enum Runner<'f> {
+    Uring(Box<Uring<'f>>),
+    Sync,
+}
+
+impl Runner<'_> {
+    fn engine(&self) -> Engine {
+        match self {
+            Self::Uring(_) => Engine::IoUring,
+            Self::Sync => Engine::Sync,
+        }
+    }
+
+    fn run(
+        &mut self,
+        file: &File,
+        job: &Job,
+        watch: &mut Watch<'_>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Outcome {
+        match self {
+            Self::Uring(r) => engine::run_uring(r, file, job, watch, progress),
+            Self::Sync => engine::run_sync(file, job, watch, progress),
+        }
+    }
+}
+
+fn seed() -> u64 {
+    let mut b = [0u8; 8];
+    let _ = getrandom::getrandom(&mut b);
+    u64::from_le_bytes(b) | 1
+}
+
+fn r3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Measure `plan` in the directory `path`. `progress` sees each step as it happens.
+///
+/// On failure the error carries the report so far (`partial`), and the test file is gone.
+pub fn run(
+    path: &Path,
+    plan: &DiskPlan,
+    mut progress: impl FnMut(&DiskEvent),
+) -> Result<DiskReport, DiskError> {
+    plan.validate().map_err(DiskErrorKind::InvalidPlan)?;
+    let _armed = signals::Armed::new();
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(DiskErrorKind::NotADirectory { path: path.into() }.into()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(DiskErrorKind::NotFound { path: path.into() }.into())
+        }
+        Err(e) => return Err(classify(path, "unknown", "looking at the directory", e).into()),
+    }
+    let dir = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mount: Option<MountEntry> = mountinfo::lookup(&dir);
+    let filesystem = mount
+        .as_ref()
+        .map_or_else(|| "unknown".to_string(), MountEntry::describe);
+    let mut report = DiskReport {
+        path: path.to_path_buf(),
+        filesystem: filesystem.clone(),
+        mount_point: mount.as_ref().map(|m| m.mount_point.clone()),
+        file_bytes: 0,
+        buffer_bytes: plan.buffer_bytes(),
+        direct: false,
+        engine: None,
+        tests: Vec::new(),
+        notes: Vec::new(),
+        error: None,
+    };
+    let fail = |report: DiskReport, kind: DiskErrorKind| {
+        let mut report = report;
+        report.error = Some(kind.to_string());
+        DiskError {
+            kind,
+            partial: Some(Box::new(report)),
+        }
+    };
+    if mount.as_ref().is_some_and(|m| m.read_only) {
+        let kind = DiskErrorKind::ReadOnly {
+            path: path.into(),
+            filesystem,
+        };
+        return Err(fail(report, kind));
+    }
+
+    // The test file: from here on, the guard deletes it whatever happens.
+    let tf = match TestFile::create(&dir, plan.direct) {
+        Ok(tf) => tf,
+        Err(e) => {
+            let kind = classify(path, &filesystem, "creating the test file", e);
+            return Err(fail(report, kind));
+        }
+    };
+    report.direct = tf.direct;
+    let medium = match &mount {
+        Some(m) if m.is_memory() => Medium::Memory,
+        Some(m) if m.is_network() => Medium::Network,
+        _ => Medium::Local,
+    };
+    let space = sys::statvfs(&dir).ok();
+    let free = space.filter(|s| s.total_bytes > 0).map(|s| s.avail_bytes);
+    let ram = ram_bytes();
+    let size_input = SizeInput {
+        requested: plan.size,
+        ram_bytes: ram,
+        free_bytes: free,
+        direct: tf.direct,
+        medium,
+        block_bytes: u64::from(plan.seq_block),
+    };
+    let file_bytes = match size::choose(&size_input) {
+        Ok(s) => s,
+        Err(cause) => {
+            let kind = DiskErrorKind::NoSpace {
+                path: path.into(),
+                cause,
+            };
+            return Err(fail(report, kind));
+        }
+    };
+    report.file_bytes = file_bytes;
+
+    // The engine.
+    let qd = plan.queue_depth as usize;
+    let max_block = plan.max_block() as usize;
+    let mut runner = match plan.engine {
+        EngineChoice::Sync => Runner::Sync,
+        EngineChoice::IoUring | EngineChoice::Auto => match Uring::new(&tf.file, qd, max_block) {
+            Ok(r) => Runner::Uring(Box::new(r)),
+            Err(e) if plan.engine == EngineChoice::IoUring => {
+                let kind = DiskErrorKind::EngineUnavailable {
+                    reason: e.to_string(),
+                };
+                return Err(fail(report, kind));
+            }
+            Err(e) => {
+                report.notes.push(format!(
+                    "io_uring is not available ({e}): {qd} threads doing pread/pwrite instead"
+                ));
+                Runner::Sync
+            }
+        },
+    };
+    let engine = runner.engine();
+    report.engine = Some(engine);
+    add_notes(&mut report, plan, mount.as_ref(), tf.direct, free, ram);
+
+    progress(&DiskEvent::Prepared {
+        file: &tf.path,
+        file_bytes,
+        direct: tf.direct,
+        engine,
+        filesystem: &filesystem,
+    });
+    let mut watch = Watch::new(&tf.file, plan.cancel.as_deref());
+    if let Some(stop) = watch.check(Instant::now()) {
+        let kind = stop_error(path, &filesystem, "preparing", stop);
+        return Err(fail(report, kind));
+    }
+
+    // Fill with non-zero data: reads must read something, and sparse files read as zeros.
+    let seed = seed();
+    let fill = Job {
+        kind: IoKind::Write,
+        access: Access::Seq,
+        block: plan.seq_block as usize,
+        qd,
+        file_bytes,
+        duration: None,
+        drop_on_wrap: false,
+        seed,
+    };
+    let out = runner.run(&tf.file, &fill, &mut watch, &mut |done| {
+        progress(&DiskEvent::Filling {
+            done_bytes: done,
+            total_bytes: file_bytes,
+        });
+    });
+    let during = "filling the test file";
+    if let Some(stop) = out.stop {
+        let kind = stop_error(path, &filesystem, during, stop);
+        return Err(fail(report, kind));
+    }
+    if let Err(e) = tf.file.sync_data() {
+        let kind = classify(path, &filesystem, during, e);
+        return Err(fail(report, kind));
+    }
+    progress(&DiskEvent::Filling {
+        done_bytes: file_bytes,
+        total_bytes: file_bytes,
+    });
+
+    for (i, &kind) in plan.tests.iter().enumerate() {
+        if !tf.direct {
+            // Start from a cold cache (the medium, not RAM).
+            let _ = tf.file.sync_data();
+            let _ = sys::drop_cache(&tf.file);
+        }
+        progress(&DiskEvent::TestStarted {
+            kind,
+            duration: plan.duration,
+        });
+        let job = Job {
+            kind: if kind.is_write() {
+                IoKind::Write
+            } else {
+                IoKind::Read
+            },
+            access: if kind.is_seq() {
+                Access::Seq
+            } else {
+                Access::Rand
+            },
+            block: plan.block(kind) as usize,
+            qd,
+            file_bytes,
+            duration: Some(plan.duration),
+            drop_on_wrap: !tf.direct && kind == DiskTestKind::SeqRead,
+            seed: seed.wrapping_add(i as u64 + 1),
+        };
+        let mut out = runner.run(&tf.file, &job, &mut watch, &mut |_| {});
+        if kind.is_write() && out.stop.is_none() {
+            // Count the time to get the data onto the medium.
+            let t = Instant::now();
+            if let Err(e) = tf.file.sync_data() {
+                out.stop = Some(Stop::Io(e));
+            }
+            out.seconds += t.elapsed().as_secs_f64();
+        }
+        let during = format!("running {kind}");
+        let err = out
+            .stop
+            .take()
+            .map(|s| stop_error(path, &filesystem, &during, s));
+        let result = result(kind, plan, &out, &report, engine, err.as_ref());
+        progress(&DiskEvent::TestDone(&result));
+        report.tests.push(result);
+        if let Some(kind) = err {
+            return Err(fail(report, kind));
+        }
+    }
+    drop(runner);
+    if let Err(e) = tf.remove() {
+        report.notes.push(format!(
+            "could not delete the test file {}: {e}",
+            tf.path.display()
+        ));
+    }
+    Ok(report)
+}
+
+fn result(
+    kind: DiskTestKind,
+    plan: &DiskPlan,
+    out: &Outcome,
+    report: &DiskReport,
+    engine: Engine,
+    err: Option<&DiskErrorKind>,
+) -> DiskTestResult {
+    let secs = out.seconds.max(1e-9);
+    let rate = if out.ops == 0 {
+        0.0
+    } else {
+        out.bytes as f64 / secs
+    };
+    DiskTestResult {
+        kind,
+        gbps: r3(rate * 8.0 / 1e9),
+        gb_per_s: r3(rate / 1e9),
+        iops: if out.ops == 0 {
+            0.0
+        } else {
+            (out.ops as f64 / secs).round()
+        },
+        latency_us: latency::summarize(&out.hist),
+        block_bytes: u64::from(plan.block(kind)),
+        queue_depth: plan.queue_depth,
+        direct: report.direct,
+        file_bytes: report.file_bytes,
+        engine,
+        seconds: (out.seconds * 1e6).round() / 1e6,
+        bytes: out.bytes,
+        ops: out.ops,
+        filesystem: report.filesystem.clone(),
+        error: err.map(ToString::to_string),
+    }
+}
+
+fn add_notes(
+    report: &mut DiskReport,
+    plan: &DiskPlan,
+    mount: Option<&MountEntry>,
+    direct: bool,
+    free: Option<u64>,
+    ram: u64,
+) {
+    let fs = report.filesystem.clone();
+    let memory = mount.is_some_and(MountEntry::is_memory);
+    let network = mount.is_some_and(MountEntry::is_network);
+    if !direct && plan.direct {
+        report.notes.push(format!(
+            "{fs} refuses O_DIRECT: buffered I/O; the page cache is dropped before each read test and writes end with fdatasync (counted)"
+        ));
+    }
+    if memory {
+        report.notes.push(format!(
+            "{fs} keeps its data in RAM: these are memory speeds, not a disk's"
+        ));
+    } else if !direct && report.file_bytes < 2 * ram {
+        report.notes.push(format!(
+            "buffered I/O on a file ({}) smaller than twice RAM ({}): random reads may come from the page cache",
+            fmt_bytes(report.file_bytes),
+            fmt_bytes(ram)
+        ));
+    }
+    if network && direct {
+        report.notes.push(format!(
+            "{fs} is a network filesystem: O_DIRECT skips this machine's cache, not the server's"
+        ));
+    }
+    if free.is_none() {
+        report
+            .notes
+            .push(format!("{fs} does not report its free space"));
+    }
+    if report.file_bytes < 64 * MIB && plan.size.is_some() && !memory {
+        report.notes.push(format!(
+            "a small test file ({}): device caches may hold it",
+            fmt_bytes(report.file_bytes)
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_validation() {
+        let ok = DiskPlan::default();
+        assert!(ok.validate().is_ok());
+        assert_eq!(ok.buffer_bytes(), 32 << 20);
+        let bad = |f: &dyn Fn(&mut DiskPlan)| {
+            let mut p = DiskPlan::default();
+            f(&mut p);
+            p.validate().unwrap_err()
+        };
+        assert!(bad(&|p| p.seq_block = 1000).contains("multiple of 4096"));
+        assert!(bad(&|p| p.queue_depth = 0).contains("queue depth"));
+        assert!(bad(&|p| {
+            p.seq_block = 64 << 20;
+            p.queue_depth = 32;
+        })
+        .contains("at most 1 GiB"));
+        assert!(bad(&|p| p.tests.clear()).contains("no test"));
+        assert!(bad(&|p| p.tests = vec![DiskTestKind::SeqRead; 2]).contains("twice"));
+        assert!(bad(&|p| p.size = Some(4096)).contains("smaller than one block"));
+        assert!(bad(&|p| p.duration = Duration::ZERO).contains("positive"));
+    }
+
+    #[test]
+    fn kinds() {
+        assert_eq!(DiskTestKind::RandWrite.as_str(), "disk_rand_write");
+        assert_eq!(DiskTestKind::SeqRead.short(), "seq_read");
+        assert_eq!(
+            serde_json::to_string(&DiskTestKind::RandRead).unwrap(),
+            "\"disk_rand_read\""
+        );
+        assert_eq!(
+            serde_json::to_string(&Engine::IoUring).unwrap(),
+            "\"io_uring\""
+        );
+    }
+
+    #[test]
+    fn meminfo() {
+        let t = "MemTotal:       24684096 kB\nMemFree:        21294092 kB\n";
+        assert_eq!(parse_mem_total(t), Some(24_684_096 * 1024));
+        assert_eq!(parse_mem_total("nothing"), None);
+    }
+
+    #[test]
+    fn errors_name_the_path() {
+        let p = Path::new("/x/y");
+        let e = classify(
+            p,
+            "ext4 /dev/vda",
+            "creating",
+            io::Error::from_raw_os_error(libc::EROFS),
+        );
+        assert!(matches!(e, DiskErrorKind::ReadOnly { .. }));
+        assert!(e.to_string().starts_with("/x/y: read-only"), "{e}");
+        let e = classify(
+            p,
+            "x",
+            "creating",
+            io::Error::from_raw_os_error(libc::EACCES),
+        );
+        assert!(e.to_string().contains("permission denied"), "{e}");
+        let e = classify(
+            p,
+            "x",
+            "running seq_write",
+            io::Error::from_raw_os_error(libc::ENOSPC),
+        );
+        assert!(
+            e.to_string().contains("filled up while running seq_write"),
+            "{e}"
+        );
+        let e = classify(p, "x", "y", io::Error::from_raw_os_error(libc::EIO));
+        assert!(matches!(e, DiskErrorKind::Io { .. }));
+    }
+}

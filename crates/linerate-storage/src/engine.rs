@@ -1,0 +1,556 @@
+//! The I/O loops: keep `qd` operations in flight on one file until a deadline (or, for the fill,
+//! through the file once), time each one, and stop early on an error, a signal, a cancel flag, or
+//! the file vanishing.
+//!
+//! Two engines with the same contract: io_uring on the calling thread (every completed operation is
+//! replaced by a new one and all go to the kernel in one `io_uring_enter`), and a pool of `qd`
+//! threads each doing pread/pwrite.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+
+use crate::latency;
+use crate::signals;
+use crate::sys::{self, AlignedBuf, Completion, IoKind, Uring};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Seq,
+    Rand,
+}
+
+/// One measurement (or the fill).
+#[derive(Debug, Clone, Copy)]
+pub struct Job {
+    pub kind: IoKind,
+    pub access: Access,
+    pub block: usize,
+    pub qd: usize,
+    pub file_bytes: u64,
+    /// Run this long; `None`: one sequential pass over the file (the fill).
+    pub duration: Option<Duration>,
+    /// Buffered sequential reads: drop the page cache each time the pass starts over, so a file
+    /// smaller than RAM is still read from the medium.
+    pub drop_on_wrap: bool,
+    pub seed: u64,
+}
+
+impl Job {
+    fn blocks(&self) -> u64 {
+        (self.file_bytes / self.block as u64).max(1)
+    }
+}
+
+/// Why a job ended before its deadline.
+#[derive(Debug)]
+pub enum Stop {
+    Io(io::Error),
+    /// A read returned 0 bytes inside the file: someone truncated it.
+    Truncated,
+    /// The file has no name left (its directory was removed), or NFS says ESTALE.
+    Vanished,
+    Signal(i32),
+    Cancelled,
+}
+
+#[derive(Debug)]
+pub struct Outcome {
+    pub bytes: u64,
+    pub ops: u64,
+    /// From the first submission to the last completion.
+    pub seconds: f64,
+    pub hist: Histogram<u64>,
+    pub stop: Option<Stop>,
+}
+
+/// Checks made between batches: signals and the cancel flag every time, the file's link count
+/// every 100 ms.
+#[derive(Debug)]
+pub struct Watch<'a> {
+    file: &'a File,
+    cancel: Option<&'a AtomicBool>,
+    last_stat: Instant,
+}
+
+const STAT_EVERY: Duration = Duration::from_millis(100);
+
+impl<'a> Watch<'a> {
+    pub fn new(file: &'a File, cancel: Option<&'a AtomicBool>) -> Self {
+        Self {
+            file,
+            cancel,
+            last_stat: Instant::now(),
+        }
+    }
+
+    pub fn check(&mut self, now: Instant) -> Option<Stop> {
+        if let Some(sig) = signals::pending() {
+            return Some(Stop::Signal(sig));
+        }
+        if self.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Some(Stop::Cancelled);
+        }
+        if now.duration_since(self.last_stat) >= STAT_EVERY {
+            self.last_stat = now;
+            return self.vanished().then_some(Stop::Vanished);
+        }
+        None
+    }
+
+    /// The file was unlinked (its directory removed) or its handle went stale.
+    pub fn vanished(&self) -> bool {
+        match self.file.metadata() {
+            Ok(m) => m.nlink() == 0,
+            Err(e) => e.raw_os_error() == Some(libc::ESTALE),
+        }
+    }
+}
+
+/// splitmix64: a fast generator for offsets and fill data (not for secrets).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (Lemire's multiply-shift).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            let v = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
+    }
+}
+
+/// Make each 4 KiB of a write unique (its file offset, mixed with the seed, in its first 8
+/// bytes), so no filesystem or device can deduplicate or compress the data away.
+pub fn stamp(buf: &mut [u8], offset: u64, seed: u64) {
+    for (i, sector) in buf.chunks_mut(4096).enumerate() {
+        if sector.len() >= 8 {
+            let v = (offset + i as u64 * 4096) ^ seed;
+            sector[..8].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+}
+
+/// Offsets of a sequential pass (shared by all workers) or random blocks.
+#[derive(Debug)]
+struct SeqCursor {
+    next: AtomicU64,
+    /// Set when the pass started over; the one who drops the cache clears it.
+    wrapped: AtomicBool,
+}
+
+impl SeqCursor {
+    fn new() -> Self {
+        Self {
+            next: AtomicU64::new(0),
+            wrapped: AtomicBool::new(false),
+        }
+    }
+
+    /// The next block's offset, or `None` at the end of a one-pass job.
+    fn take(&self, job: &Job) -> Option<u64> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        let n = job.blocks();
+        if job.duration.is_none() && i >= n {
+            return None;
+        }
+        if i > 0 && i.is_multiple_of(n) {
+            self.wrapped.store(true, Ordering::Relaxed);
+        }
+        Some(i % n * job.block as u64)
+    }
+}
+
+fn next_offset(job: &Job, seq: &SeqCursor, rng: &mut Rng) -> Option<u64> {
+    match job.access {
+        Access::Seq => seq.take(job),
+        Access::Rand => Some(rng.below(job.blocks()) * job.block as u64),
+    }
+}
+
+fn maybe_drop_cache(job: &Job, seq: &SeqCursor, file: &File) {
+    if job.drop_on_wrap && seq.wrapped.swap(false, Ordering::Relaxed) {
+        // Advisory: a failure only means the next pass may hit the cache.
+        let _ = sys::drop_cache(file);
+    }
+}
+
+/// Run `job` on an io_uring. `progress` gets the bytes done, at most every 100 ms.
+pub fn run_uring(
+    ring: &mut Uring<'_>,
+    file: &File,
+    job: &Job,
+    watch: &mut Watch<'_>,
+    progress: &mut dyn FnMut(u64),
+) -> Outcome {
+    let qd = job.qd.min(ring.slots()).max(1);
+    let mut hist = latency::histogram();
+    let mut rng = Rng::new(job.seed);
+    let seq = SeqCursor::new();
+    let mut free: Vec<usize> = (0..qd).rev().collect();
+    let mut queued: Vec<usize> = Vec::with_capacity(qd);
+    let mut started = vec![Instant::now(); qd];
+    let mut done: Vec<Completion> = Vec::with_capacity(qd);
+    let (mut bytes, mut ops) = (0u64, 0u64);
+    let mut stop: Option<Stop> = None;
+    let mut issuing = true;
+    let t0 = Instant::now();
+    let deadline = job.duration.map(|d| t0 + d);
+    let mut last_end = t0;
+    let mut last_progress = t0;
+    if job.kind == IoKind::Write {
+        for slot in 0..qd {
+            rng.fill(ring.buf_mut(slot));
+        }
+    }
+    loop {
+        while issuing {
+            let Some(slot) = free.pop() else { break };
+            let Some(off) = next_offset(job, &seq, &mut rng) else {
+                free.push(slot);
+                issuing = false;
+                break;
+            };
+            if job.kind == IoKind::Write {
+                stamp(&mut ring.buf_mut(slot)[..job.block], off, job.seed);
+            }
+            if let Err(e) = ring.queue(slot, job.kind, off, job.block) {
+                free.push(slot);
+                stop.get_or_insert(Stop::Io(e));
+                issuing = false;
+                break;
+            }
+            queued.push(slot);
+        }
+        maybe_drop_cache(job, &seq, file);
+        if ring.in_flight() == 0 {
+            break;
+        }
+        let t_submit = Instant::now();
+        for slot in queued.drain(..) {
+            started[slot] = t_submit;
+        }
+        match ring.submit_and_wait(1) {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
+                ) => {}
+            Err(e) => {
+                // The ring is unusable; dropping it waits for (or leaks) what is in flight.
+                stop.get_or_insert(Stop::Io(e));
+                break;
+            }
+        }
+        let now = Instant::now();
+        ring.reap(&mut done);
+        for c in done.drain(..) {
+            latency::record(&mut hist, now.duration_since(started[c.slot]));
+            free.push(c.slot);
+            last_end = now;
+            match c.result {
+                r if r < 0 => {
+                    stop.get_or_insert(io_stop(io::Error::from_raw_os_error(-r)));
+                    issuing = false;
+                }
+                0 if job.kind == IoKind::Read => {
+                    stop.get_or_insert(Stop::Truncated);
+                    issuing = false;
+                }
+                r => {
+                    bytes += u64::from(r.unsigned_abs());
+                    ops += 1;
+                }
+            }
+        }
+        if deadline.is_some_and(|d| now >= d) {
+            issuing = false;
+        }
+        if stop.is_none() {
+            if let Some(s) = watch.check(now) {
+                stop = Some(s);
+                issuing = false;
+            }
+        }
+        if now.duration_since(last_progress) >= Duration::from_millis(100) {
+            last_progress = now;
+            progress(bytes);
+        }
+    }
+    Outcome {
+        bytes,
+        ops,
+        seconds: last_end.duration_since(t0).as_secs_f64(),
+        hist,
+        stop,
+    }
+}
+
+fn io_stop(err: io::Error) -> Stop {
+    if err.raw_os_error() == Some(libc::ESTALE) {
+        Stop::Vanished
+    } else {
+        Stop::Io(err)
+    }
+}
+
+/// What one worker thread of the sync engine measured.
+struct WorkerOut {
+    bytes: u64,
+    ops: u64,
+    last_end: Instant,
+    hist: Histogram<u64>,
+}
+
+/// Run `job` on `qd` threads doing pread/pwrite, each with its own buffer.
+pub fn run_sync(
+    file: &File,
+    job: &Job,
+    watch: &mut Watch<'_>,
+    progress: &mut dyn FnMut(u64),
+) -> Outcome {
+    let qd = job.qd.max(1);
+    let halt = AtomicBool::new(false);
+    let first_stop: Mutex<Option<Stop>> = Mutex::new(None);
+    let done_bytes = AtomicU64::new(0);
+    let seq = SeqCursor::new();
+    let t0 = Instant::now();
+    let deadline = job.duration.map(|d| t0 + d);
+    let set_stop = |s: Stop| {
+        let mut g = first_stop
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        g.get_or_insert(s);
+        halt.store(true, Ordering::Relaxed);
+    };
+    let worker = |t: usize| -> WorkerOut {
+        let mut buf = AlignedBuf::new(job.block, 0x5a);
+        let mut rng = Rng::new(job.seed ^ (t as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        if job.kind == IoKind::Write {
+            rng.fill(buf.as_mut_slice());
+        }
+        let mut out = WorkerOut {
+            bytes: 0,
+            ops: 0,
+            last_end: t0,
+            hist: latency::histogram(),
+        };
+        loop {
+            if halt.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            let Some(off) = next_offset(job, &seq, &mut rng) else {
+                break;
+            };
+            if job.kind == IoKind::Write {
+                stamp(buf.as_mut_slice(), off, job.seed);
+            }
+            let start = Instant::now();
+            let r = match job.kind {
+                IoKind::Read => file.read_at(buf.as_mut_slice(), off),
+                IoKind::Write => file.write_at(buf.as_slice(), off),
+            };
+            let end = Instant::now();
+            latency::record(&mut out.hist, end.duration_since(start));
+            out.last_end = end;
+            match r {
+                Ok(0) if job.kind == IoKind::Read => {
+                    set_stop(Stop::Truncated);
+                    break;
+                }
+                Ok(n) => {
+                    out.bytes += n as u64;
+                    out.ops += 1;
+                    done_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    set_stop(io_stop(e));
+                    break;
+                }
+            }
+        }
+        out
+    };
+    let outs: Vec<WorkerOut> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..qd).map(|t| s.spawn(move || worker(t))).collect();
+        let mut last_progress = t0;
+        while !handles
+            .iter()
+            .all(std::thread::ScopedJoinHandle::is_finished)
+        {
+            std::thread::sleep(Duration::from_millis(5));
+            let now = Instant::now();
+            if !halt.load(Ordering::Relaxed) {
+                if let Some(st) = watch.check(now) {
+                    set_stop(st);
+                }
+            }
+            maybe_drop_cache(job, &seq, file);
+            if now.duration_since(last_progress) >= Duration::from_millis(100) {
+                last_progress = now;
+                progress(done_bytes.load(Ordering::Relaxed));
+            }
+        }
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    let mut hist = latency::histogram();
+    let (mut bytes, mut ops, mut last_end) = (0, 0, t0);
+    for o in outs {
+        bytes += o.bytes;
+        ops += o.ops;
+        last_end = last_end.max(o.last_end);
+        let _ = hist.add(&o.hist);
+    }
+    Outcome {
+        bytes,
+        ops,
+        seconds: last_end.duration_since(t0).as_secs_f64(),
+        hist,
+        stop: first_stop
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn rng_is_uniform_enough_and_in_range() {
+        let mut r = Rng::new(1);
+        let mut counts = [0u32; 8];
+        for _ in 0..80_000 {
+            counts[r.below(8) as usize] += 1;
+        }
+        assert!(
+            counts.iter().all(|&c| (9_000..11_000).contains(&c)),
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn stamps_every_sector() {
+        let mut b = vec![0u8; 8192];
+        stamp(&mut b, 4096, 0);
+        assert_eq!(u64::from_le_bytes(b[..8].try_into().unwrap()), 4096);
+        assert_eq!(u64::from_le_bytes(b[4096..4104].try_into().unwrap()), 8192);
+    }
+
+    fn job(kind: IoKind, access: Access, duration: Option<Duration>) -> Job {
+        Job {
+            kind,
+            access,
+            block: 4096,
+            qd: 4,
+            file_bytes: 1 << 20,
+            duration,
+            drop_on_wrap: false,
+            seed: 42,
+        }
+    }
+
+    #[test]
+    fn sequential_pass_covers_the_file_once() {
+        let j = job(IoKind::Write, Access::Seq, None);
+        let c = SeqCursor::new();
+        let offs: Vec<u64> = std::iter::from_fn(|| c.take(&j)).collect();
+        assert_eq!(offs.len(), 256);
+        assert_eq!(offs[255], (1 << 20) - 4096);
+        let j = job(IoKind::Read, Access::Seq, Some(Duration::from_secs(1)));
+        let c = SeqCursor::new();
+        for _ in 0..256 {
+            c.take(&j);
+        }
+        assert_eq!(c.take(&j), Some(0));
+        assert!(c.wrapped.load(Ordering::Relaxed));
+    }
+
+    fn both_engines(j: &Job) -> Vec<Outcome> {
+        // Named: an unlinked file counts as vanished.
+        let mut named = tempfile::NamedTempFile::new().unwrap();
+        named.write_all(&vec![1u8; 1 << 20]).unwrap();
+        let f = named.as_file();
+        let mut outs = Vec::new();
+        let mut w = Watch::new(f, None);
+        outs.push(run_sync(f, j, &mut w, &mut |_| {}));
+        if let Ok(mut ring) = Uring::new(f, j.qd, j.block) {
+            outs.push(run_uring(&mut ring, f, j, &mut w, &mut |_| {}));
+        }
+        outs
+    }
+
+    #[test]
+    fn engines_fill_and_time() {
+        for o in both_engines(&job(IoKind::Write, Access::Seq, None)) {
+            assert!(o.stop.is_none(), "{:?}", o.stop);
+            assert_eq!(o.bytes, 1 << 20);
+            assert_eq!(o.ops, 256);
+            assert_eq!(o.hist.len(), 256);
+        }
+        let j = job(IoKind::Read, Access::Rand, Some(Duration::from_millis(50)));
+        for o in both_engines(&j) {
+            assert!(o.stop.is_none(), "{:?}", o.stop);
+            assert!(o.ops > 10 && o.bytes == o.ops * 4096);
+            assert!(o.seconds >= 0.05 && o.seconds < 5.0);
+        }
+    }
+
+    #[test]
+    fn cancel_stops_a_job() {
+        let named = tempfile::NamedTempFile::new().unwrap();
+        let f = named.as_file();
+        f.set_len(1 << 20).unwrap();
+        let cancel = AtomicBool::new(true);
+        let j = job(IoKind::Read, Access::Rand, Some(Duration::from_secs(30)));
+        let t = Instant::now();
+        let mut w = Watch::new(f, Some(&cancel));
+        let o = run_sync(f, &j, &mut w, &mut |_| {});
+        assert!(matches!(o.stop, Some(Stop::Cancelled)));
+        if let Ok(mut ring) = Uring::new(f, 4, 4096) {
+            let o = run_uring(&mut ring, f, &j, &mut w, &mut |_| {});
+            assert!(matches!(o.stop, Some(Stop::Cancelled)));
+        }
+        assert!(t.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_truncated_file_is_reported() {
+        let named = tempfile::NamedTempFile::new().unwrap();
+        let f = named.as_file();
+        // Nothing in the file: every read returns 0.
+        let j = job(IoKind::Read, Access::Seq, Some(Duration::from_secs(5)));
+        let mut w = Watch::new(f, None);
+        let o = run_sync(f, &j, &mut w, &mut |_| {});
+        assert!(matches!(o.stop, Some(Stop::Truncated)), "{:?}", o.stop);
+        if let Ok(mut ring) = Uring::new(f, 4, 4096) {
+            let o = run_uring(&mut ring, f, &j, &mut w, &mut |_| {});
+            assert!(matches!(o.stop, Some(Stop::Truncated)), "{:?}", o.stop);
+        };
+    }
+}

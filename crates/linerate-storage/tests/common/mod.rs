@@ -1,0 +1,140 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use linerate_storage::{DiskPlan, DiskReport, DiskTestKind, DiskTestResult};
+
+pub const MIB: u64 = 1 << 20;
+
+/// A quick plan: `size` bytes, `ms` per test.
+pub fn quick(size: u64, ms: u64, tests: &[DiskTestKind]) -> DiskPlan {
+    DiskPlan {
+        size: Some(size),
+        duration: Duration::from_millis(ms),
+        tests: tests.to_vec(),
+        ..DiskPlan::default()
+    }
+}
+
+/// Test files left in `dir`.
+pub fn stray_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(linerate_storage::disk::FILE_PREFIX))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Figures a completed test must have.
+pub fn assert_sane(t: &DiskTestResult) {
+    assert!(t.error.is_none(), "{t:?}");
+    assert!(t.gbps > 0.0 && t.gb_per_s > 0.0 && t.iops > 0.0, "{t:?}");
+    assert!((t.gbps - t.gb_per_s * 8.0).abs() < 0.01, "{t:?}");
+    assert!(t.bytes > 0 && t.ops > 0 && t.seconds > 0.0, "{t:?}");
+    assert_eq!(t.bytes, t.ops * t.block_bytes, "{t:?}");
+    let l = t.latency_us.expect("latencies");
+    assert!(
+        0.0 < l.p50 && l.p50 <= l.p90 && l.p90 <= l.p99 && l.p99 <= l.p999 && l.p999 <= l.max,
+        "{l:?}"
+    );
+    assert!(l.mean > 0.0 && l.mean <= l.max, "{l:?}");
+}
+
+pub fn assert_report(r: &DiskReport, kinds: &[DiskTestKind]) {
+    assert!(r.error.is_none(), "{r:?}");
+    assert_eq!(
+        r.tests.iter().map(|t| t.kind).collect::<Vec<_>>(),
+        kinds,
+        "{r:?}"
+    );
+    for t in &r.tests {
+        assert_sane(t);
+        assert_eq!(t.file_bytes, r.file_bytes);
+        assert_eq!(t.filesystem, r.filesystem);
+    }
+}
+
+/// A directory on the root filesystem (the target dir), not tmpfs.
+pub fn disk_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+pub fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// A mount made for one test, unmounted (lazily if busy) and removed on drop.
+pub struct Mount {
+    pub dir: tempfile::TempDir,
+}
+
+impl Mount {
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `mount ARGS... DIR` on a new directory; `None` (with the reason printed) when not root
+    /// or the mount is refused.
+    pub fn new(test: &str, args: &[&str]) -> Option<Self> {
+        if !is_root() {
+            eprintln!("{test}: skipped: needs root to mount");
+            return None;
+        }
+        let dir = disk_dir();
+        let out = Command::new("mount")
+            .args(args)
+            .arg(dir.path())
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!(
+                "{test}: skipped: mount {args:?} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            return None;
+        }
+        Some(Self { dir })
+    }
+
+    pub fn run(&self, args: &[&str]) -> bool {
+        Command::new("mount")
+            .args(args)
+            .arg(self.path())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let ok = Command::new("umount")
+            .arg(self.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = Command::new("umount").arg("-l").arg(self.path()).status();
+        }
+    }
+}
+
+/// Fill the filesystem holding `dir` with a file of our own until it is full.
+pub fn hog(dir: &Path) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(dir.join("hog")).unwrap();
+    let chunk = vec![7u8; 64 << 10];
+    while f.write_all(&chunk).is_ok() {}
+    let _ = f.sync_all();
+}
