@@ -258,7 +258,8 @@ fn pcie_gen2_x4_slot_is_reached() {
 
     let r = one(&d, "ceiling.reached", "path");
     assert_eq!(r.severity, Severity::Info);
-    assert_eq!(r.evidence.get("gbps").map(String::as_str), Some("12.9"));
+    // The slower direction (receive, 12.85) is the one judged.
+    assert_eq!(r.evidence.get("gbps").map(String::as_str), Some("12.85"));
     assert_eq!(
         r.evidence.get("ceiling_gbps").map(String::as_str),
         Some("13.07")
@@ -284,11 +285,12 @@ fn pcie_gen2_x4_slot_is_reached() {
 
     let v = &d.verdict;
     assert_eq!(v.limited_by, "pcie");
-    assert!(approx(v.gbps, 12.9, 1e-9));
+    assert!(approx(v.gbps, 12.85, 1e-9));
     assert!(approx(v.ceiling_gbps, 13.07, 0.01));
     assert!(
-        v.summary
-            .starts_with("12.9 Gb/s of a 13.07 Gb/s ceiling: limited by the PCIe 2.0 x4 slot"),
+        v.summary.starts_with(
+            "receive direction (the slower): 12.85 Gb/s of a 13.07 Gb/s ceiling: limited by the PCIe 2.0 x4 slot"
+        ),
         "{}",
         v.summary
     );
@@ -567,7 +569,7 @@ fn far_below_the_ceiling_with_nothing_wrong_is_unexplained() {
     assert_eq!(u.severity, Severity::Warning);
     assert!(
         u.message
-            .starts_with("38.5 Gb/s is 39% of the 97.82 Gb/s ceiling"),
+            .starts_with("20.6 Gb/s is 21% of the 97.82 Gb/s ceiling"),
         "{}",
         u.message
     );
@@ -676,7 +678,7 @@ fn check_shaper(name: &str, local: EndFacts, mtu: f64) {
     );
     assert!(s.message.contains("10 Gbit/s"), "{}", s.message);
     assert!(
-        s.message.contains("it is what limits this path"),
+        s.message.contains("it is what limits the send direction"),
         "{}",
         s.message
     );
