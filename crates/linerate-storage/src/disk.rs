@@ -690,6 +690,7 @@ pub fn run(
 
     // Fill with non-zero data: reads must read something, and sparse files read as zeros.
     let seed = seed();
+    let kernel_copies = medium == Medium::Memory || !tf.direct;
     let fill = Job {
         kind: IoKind::Write,
         access: Access::Seq,
@@ -698,6 +699,7 @@ pub fn run(
         file_bytes,
         duration: None,
         drop_on_wrap: false,
+        registered: engine::registered_buffers_pay(plan.seq_block as usize, kernel_copies),
         seed,
     };
     let out = runner.run(&tf.file, &fill, &mut watch, &mut |done| {
@@ -746,6 +748,7 @@ pub fn run(
             file_bytes,
             duration: Some(plan.duration),
             drop_on_wrap: !tf.direct && kind == DiskTestKind::SeqRead,
+            registered: engine::registered_buffers_pay(plan.block(kind) as usize, kernel_copies),
             seed: seed.wrapping_add(i as u64 + 1),
         };
         let mut out = runner.run(&tf.file, &job, &mut watch, &mut |_| {});

@@ -38,6 +38,8 @@ pub struct Job {
     /// Buffered sequential reads: drop the page cache each time the pass starts over, so a file
     /// smaller than RAM is still read from the medium.
     pub drop_on_wrap: bool,
+    /// io_uring: use the registered buffers (see [`registered_buffers_pay`]).
+    pub registered: bool,
     pub seed: u64,
 }
 
@@ -197,6 +199,17 @@ fn maybe_drop_cache(job: &Job, seq: &SeqCursor, file: &File) {
     }
 }
 
+/// Whether io_uring's registered buffers make a job faster. They spare the kernel pinning the
+/// pages of every operation (DMA for O_DIRECT on a device) and some work per operation, which
+/// counts for small blocks. But where the kernel copies the data itself (a memory filesystem,
+/// or buffered I/O through the page cache) large blocks go faster through the plain path: it
+/// copies with `copy_to_user`, the registered one with a kernel memcpy per page. Measured on
+/// tmpfs (Linux 6.18, 2 vCPUs): 1 MiB reads about 15% faster plain, 4 KiB reads 20-40% faster
+/// registered.
+pub fn registered_buffers_pay(block: usize, kernel_copies: bool) -> bool {
+    !(kernel_copies && block >= 64 << 10)
+}
+
 /// Run `job` on an io_uring. `progress` gets the bytes done, at most every 100 ms.
 pub fn run_uring(
     ring: &mut Uring<'_>,
@@ -220,6 +233,7 @@ pub fn run_uring(
     let deadline = job.duration.map(|d| t0 + d);
     let mut last_end = t0;
     let mut last_progress = t0;
+    ring.use_registered(job.registered);
     if job.kind == IoKind::Write {
         for slot in 0..qd {
             rng.fill(ring.buf_mut(slot));
@@ -455,6 +469,13 @@ mod tests {
     }
 
     #[test]
+    fn registered_buffers_except_for_large_kernel_copies() {
+        assert!(registered_buffers_pay(4096, true));
+        assert!(registered_buffers_pay(1 << 20, false));
+        assert!(!registered_buffers_pay(1 << 20, true));
+    }
+
+    #[test]
     fn stamps_every_sector() {
         let mut b = vec![0u8; 8192];
         stamp(&mut b, 4096, 0);
@@ -471,6 +492,7 @@ mod tests {
             file_bytes: 1 << 20,
             duration,
             drop_on_wrap: false,
+            registered: true,
             seed: 42,
         }
     }

@@ -111,6 +111,8 @@ pub struct Uring<'f> {
     in_flight: usize,
     fixed_file: bool,
     fixed_bufs: bool,
+    /// Submit READ_FIXED/WRITE_FIXED (when the buffers are registered).
+    use_fixed: bool,
 }
 
 impl std::fmt::Debug for Uring<'_> {
@@ -159,8 +161,7 @@ impl<'f> Uring<'f> {
             .collect();
         // SAFETY: each iovec covers one live buffer of `bufs`, which this struct owns, never
         // resizes, and keeps until the ring is dropped (see `Drop`).
-        let fixed_bufs = std::env::var_os("LR_NOFIX").is_none()
-            && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
+        let fixed_bufs = unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
         Ok(Self {
             ring,
             file,
@@ -169,6 +170,7 @@ impl<'f> Uring<'f> {
             in_flight: 0,
             fixed_file,
             fixed_bufs,
+            use_fixed: fixed_bufs,
         })
     }
 
@@ -178,6 +180,13 @@ impl<'f> Uring<'f> {
 
     pub fn in_flight(&self) -> usize {
         self.in_flight
+    }
+
+    /// Use the registered buffers (READ_FIXED/WRITE_FIXED) from now on, or plain READ/WRITE on
+    /// the same buffers. Registered buffers spare the kernel pinning the pages of every
+    /// operation; plain ones let it copy with `copy_to_user` rather than a memcpy per page.
+    pub fn use_registered(&mut self, on: bool) {
+        self.use_fixed = on && self.fixed_bufs;
     }
 
     /// The buffer of an idle slot.
@@ -201,7 +210,7 @@ impl<'f> Uring<'f> {
         let len32 = u32::try_from(len).unwrap_or(u32::MAX);
         let idx = u16::try_from(slot).unwrap_or(u16::MAX);
         let raw = self.file.as_raw_fd();
-        let entry = match (kind, self.fixed_bufs, self.fixed_file) {
+        let entry = match (kind, self.use_fixed, self.fixed_file) {
             (IoKind::Read, true, true) => opcode::ReadFixed::new(types::Fixed(0), ptr, len32, idx)
                 .offset(offset)
                 .build(),
