@@ -169,6 +169,9 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
                 }
             }
             (TestKind::TcpLat, Conn::Tcp(s)) => {
+                let spin = p
+                    .spin_us
+                    .map_or(lat::DEFAULT_SPIN, |u| Duration::from_micros(u64::from(u)));
                 if let Ok(c) = s.try_clone() {
                     tcp_handles.push(c);
                 }
@@ -178,7 +181,9 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
                     rtt_slot = Some(thread::spawn(move || {
                         let r = timed(|| {
                             let mut rtt = Rtt::new();
-                            let e = lat::tcp_client(&s, length, deadline, &mut rtt, &meter, &stop);
+                            let e = lat::tcp_client(
+                                &s, length, spin, deadline, &mut rtt, &meter, &stop,
+                            );
                             (rtt, e)
                         });
                         done.set();
@@ -187,7 +192,7 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
                 } else {
                     let f: Box<dyn FnOnce() -> StreamOutcome + Send> =
                         Box::new(move || StreamOutcome {
-                            error: lat::tcp_echo(&s, length, IDLE + duration, &stop),
+                            error: lat::tcp_echo(&s, length, spin, IDLE + duration, &stop),
                             ended: Some(Instant::now()),
                             ..StreamOutcome::default()
                         });
@@ -274,16 +279,7 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
     };
     // Sampling ends when the streams are done (or, for time-bound receivers, at `until`),
     // and at once when the test is aborted.
-    let stop_sampling = Stop::new();
-    {
-        let (ss, stop, done) = (stop_sampling.clone(), stop.clone(), done.clone());
-        thread::spawn(move || {
-            while Instant::now() < until && !stop.is_set() && (time_only || !done.is_set()) {
-                thread::sleep(Duration::from_millis(5));
-            }
-            ss.set();
-        });
-    }
+    let stop_sampling = || stop.is_set() || (!time_only && done.is_set());
     let every = Duration::from_millis(if p.interval_ms == 0 {
         1000
     } else {
@@ -291,11 +287,7 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
     });
     let intervals = if p.kind.is_latency() && !plan.is_client {
         // An echo server has nothing to report per interval; wait for the end.
-        while !stop_sampling.is_set()
-            && !stop.is_set()
-            && Instant::now() < until
-            && (!done.is_set() || jobs.is_empty())
-        {
+        while !stop_sampling() && Instant::now() < until && (!done.is_set() || jobs.is_empty()) {
             thread::sleep(Duration::from_millis(20));
         }
         Vec::new()

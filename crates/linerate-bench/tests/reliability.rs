@@ -82,6 +82,7 @@ fn tcp_params(duration_ms: u64) -> TestParams {
         bitrate_bps: 400_000_000,
         congestion: None,
         zerocopy: false,
+        spin_us: None,
     }
 }
 

@@ -222,6 +222,11 @@ pub struct BenchArgs {
     /// Measure request/response round trips (same as --test tcp_lat, or udp_lat with -u).
     #[arg(long)]
     pub latency: bool,
+    /// Latency: poll this many µs for each reply before blocking (both ends), so replies that
+    /// come quickly cost no scheduler wake-up. Needs idle cores on both hosts; 0 (the default)
+    /// blocks at once, as netperf and sockperf do.
+    #[arg(long, value_name = "US", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    pub spin: u32,
     /// The test to run.
     #[arg(long, value_enum, value_name = "KIND")]
     pub test: Option<TestArg>,

@@ -30,6 +30,7 @@ fn p(kind: TestKind, direction: Direction, streams: u32, secs: f64, omit: f64) -
         bitrate_bps: 0,
         congestion: None,
         zerocopy: false,
+        spin_us: None,
     }
 }
 

@@ -83,7 +83,7 @@ pub struct Schedule {
 pub fn sample_intervals(
     meters: &[Arc<Meter>],
     sched: Schedule,
-    stop: &Stop,
+    stop: &dyn Fn() -> bool,
     retransmits: &mut dyn FnMut() -> Option<u64>,
     sink: &mut dyn Sink,
 ) -> Vec<IntervalSample> {
@@ -103,16 +103,17 @@ pub fn sample_intervals(
         let due = start + every * k;
         let end = due.min(until);
         // Sleep in short steps so a stop is noticed quickly.
-        while Instant::now() < end && !stop.is_set() {
+        // Few wake-ups: a sampler waking often disturbs latency tests on small machines.
+        while Instant::now() < end && !stop() {
             let left = end.saturating_duration_since(Instant::now());
-            std::thread::sleep(left.min(Duration::from_millis(20)));
+            std::thread::sleep(left.min(Duration::from_millis(50)));
         }
         let now = Instant::now();
         let t1 = now.duration_since(start).as_secs_f64();
         let cur: Vec<u64> = meters.iter().map(|m| m.bytes()).collect();
         let lost: u64 = meters.iter().map(|m| m.lost()).sum();
         let rtx = retransmits();
-        let finished = stop.is_set() || now >= until;
+        let finished = stop() || now >= until;
         if !finished || t1 - t0 >= every.as_secs_f64() / 10.0 {
             let s = IntervalSample {
                 start_s: t0,

@@ -281,3 +281,22 @@ pub fn other_linerate_cpu_seconds() -> f64 {
     }
     total
 }
+
+/// recv(2) with MSG_DONTWAIT: `WouldBlock` when nothing is queued (used to spin briefly
+/// before blocking, so a reply that arrives within microseconds costs no wake-up).
+pub fn recv_nowait(fd: &impl AsRawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the duration of the call.
+    let n = unsafe {
+        libc::recv(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}

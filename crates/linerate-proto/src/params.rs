@@ -61,8 +61,11 @@ pub struct TestParams {
     pub bitrate_bps: u64,
     /// TCP congestion control algorithm.
     pub congestion: Option<String>,
-    /// Use MSG_ZEROCOPY on the sender.
+    /// Send with sendfile(2) from an in-memory file.
     pub zerocopy: bool,
+    /// Latency tests: poll this many µs for a reply before blocking (None = 50 µs; 0 = block at once).
+    #[serde(default)]
+    pub spin_us: Option<u32>,
 }
 
 /// What the operator allows (`linerate serve` flags).
@@ -187,6 +190,9 @@ impl TestParams {
                 ));
             }
         }
+        if self.spin_us.is_some_and(|u| u > 10_000) {
+            return r("spin must be at most 10000 µs".into());
+        }
         if let Some(c) = &self.congestion {
             if c.is_empty()
                 || c.len() > 16
@@ -218,6 +224,7 @@ mod tests {
             bitrate_bps: 0,
             congestion: None,
             zerocopy: false,
+            spin_us: None,
         }
     }
 

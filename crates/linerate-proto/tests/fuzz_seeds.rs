@@ -194,6 +194,7 @@ fn params() -> TestParams {
         bitrate_bps: 0,
         congestion: None,
         zerocopy: false,
+        spin_us: None,
     }
 }
 
@@ -460,6 +461,7 @@ fn validate_params_seeds_generated() -> Vec<(String, Vec<u8>)> {
                 bitrate_bps: u64::MAX,
                 congestion: Some(String::new()),
                 zerocopy: true,
+                spin_us: Some(u32::MAX),
             }),
         ),
         (

@@ -79,6 +79,7 @@ pub fn params(a: &BenchArgs) -> anyhow::Result<TestParams> {
         }),
         congestion: a.congestion.clone(),
         zerocopy: a.zerocopy,
+        spin_us: Some(a.spin),
     })
 }
 
