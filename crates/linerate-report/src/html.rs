@@ -60,13 +60,16 @@ fn waterfall(r: &DoctorReport) -> String {
             bars.push((name, s.gbps, "#94a3b8"));
         }
     }
-    for f in [
-        &r.path.local,
-        r.path.remote.as_ref().unwrap_or(&r.path.local),
-    ] {
+    let ends = std::iter::once(("local", &r.path.local))
+        .chain(r.path.remote.iter().map(|f| ("remote", f)));
+    for (end, f) in ends {
         for s in &f.shapers {
             bars.push((
-                format!("{} shaper ({})", s.kind, f.netdev.as_deref().unwrap_or("?")),
+                format!(
+                    "{} shaper ({end} {})",
+                    s.kind,
+                    f.netdev.as_deref().unwrap_or("?")
+                ),
                 s.rate_bps as f64 / 1e9,
                 "#f59e0b",
             ));

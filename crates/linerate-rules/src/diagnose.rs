@@ -447,6 +447,12 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
         .any(|c| c >= 85.0);
         if (thread_busy || busy_core) && below {
             cpu_limited = true;
+            // Name the figure that shows it: the busiest core (interrupts included) when the
+            // threads' own accounting, which leaves softirq work out, stays lower.
+            let (cpu, what) = match t.busiest_core_percent.filter(|c| busy_core && *c > cpu) {
+                Some(c) => (c, "busiest core (interrupts included)"),
+                None => (cpu, "core"),
+            };
             let multi = i
                 .tests
                 .iter()
@@ -471,7 +477,7 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
                     .evidence("receiver_cpu_percent", t.receiver_cpu_percent.map_or("?".into(), |c| format!("{c:.0}")))
                     .evidence("busiest_core_percent (this host, incl. interrupts)", t.busiest_core_percent.map_or("?".into(), |c| format!("{c:.0}")))
                     .message(format!(
-                        "one stream ({} direction) kept the {side} core at {cpu:.0}%: a single CPU core, not the network, limits one TCP stream at {} Gb/s{more}",
+                        "one stream ({} direction) kept the {side} {what} at {cpu:.0}%: a single CPU core, not the network, limits one TCP stream at {} Gb/s{more}",
                         t.direction,
                         fmt_num((t.gbps * 100.0).round() / 100.0)
                     ))
@@ -650,7 +656,16 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
     checked.push("both directions of the path".into());
     if let (Some(s), Some(r)) = (single(&i.tests, "send"), single(&i.tests, "receive")) {
         let (hi, lo) = if s.gbps >= r.gbps { (s, r) } else { (r, s) };
-        if hi.gbps > 0.0 && lo.gbps < 0.75 * hi.gbps {
+        // A shaper on the slower direction's egress already explains the difference.
+        let shaper_end = if lo.direction == "send" {
+            Some(&i.local)
+        } else {
+            i.remote.as_ref()
+        };
+        let shaped = shaper_end
+            .and_then(EndFacts::shaper_goodput)
+            .is_some_and(|(g, _)| lo.gbps >= 0.85 * g);
+        if hi.gbps > 0.0 && lo.gbps < 0.75 * hi.gbps && !shaped {
             let slow_receiver = if lo.direction == "send" {
                 "the remote end"
             } else {
@@ -703,6 +718,8 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
                     ))
                     .fix(if per_stream {
                         "Nothing to fix for one stream: this is what one core pushes through the host's TCP stack; use more streams for more."
+                    } else if pc.limited_by == "shaper" {
+                        "The traffic shaper sets this rate: raise or remove it if that is not intended (see net.shaper)."
                     } else {
                         "Nothing to fix in software: this is what the hardware carries."
                     }),

@@ -700,6 +700,7 @@ pub fn run(
         duration: None,
         drop_on_wrap: false,
         registered: engine::registered_buffers_pay(plan.seq_block as usize, kernel_copies),
+        eager_submit: engine::submit_each(kernel_copies),
         seed,
     };
     let out = runner.run(&tf.file, &fill, &mut watch, &mut |done| {
@@ -749,6 +750,7 @@ pub fn run(
             duration: Some(plan.duration),
             drop_on_wrap: !tf.direct && kind == DiskTestKind::SeqRead,
             registered: engine::registered_buffers_pay(plan.block(kind) as usize, kernel_copies),
+            eager_submit: engine::submit_each(kernel_copies),
             seed: seed.wrapping_add(i as u64 + 1),
         };
         let mut out = runner.run(&tf.file, &job, &mut watch, &mut |_| {});

@@ -40,6 +40,9 @@ pub struct Job {
     pub drop_on_wrap: bool,
     /// io_uring: use the registered buffers (see [`registered_buffers_pay`]).
     pub registered: bool,
+    /// io_uring: hand each operation to the kernel as soon as it is queued, rather than all
+    /// those queued since the last wait in one call (see [`submit_each`]).
+    pub eager_submit: bool,
     pub seed: u64,
 }
 
@@ -210,6 +213,18 @@ pub fn registered_buffers_pay(block: usize, kernel_copies: bool) -> bool {
     !(kernel_copies && block >= 64 << 10)
 }
 
+/// Whether to submit each operation on its own. Where operations go to a device (O_DIRECT on
+/// a disk or a network filesystem), a batch submitted in one call reaches the device only when
+/// the last of it is prepared (the block layer plugs batches of more than two), so the device
+/// queue runs below the queue depth: measured on a virtio disk at QD 32, 4 KiB random reads
+/// gave 61K IOPS batched, 72K one by one (fio's default, `iodepth_batch=1`, does the same and
+/// gave 72K). Where the kernel completes the operation itself by copying (a memory filesystem,
+/// buffered I/O) there is no device queue to keep full, and one call per batch saves system
+/// calls: 4 KiB reads on tmpfs gave 444K IOPS batched, 306K one by one.
+pub fn submit_each(kernel_copies: bool) -> bool {
+    !kernel_copies
+}
+
 /// Run `job` on an io_uring. `progress` gets the bytes done, at most every 100 ms.
 pub fn run_uring(
     ring: &mut Uring<'_>,
@@ -233,7 +248,7 @@ pub fn run_uring(
     let deadline = job.duration.map(|d| t0 + d);
     let mut last_end = t0;
     let mut last_progress = t0;
-    ring.use_registered(job.registered && std::env::var_os("LR_NOFIX").is_none());
+    ring.use_registered(job.registered);
     if job.kind == IoKind::Write {
         for slot in 0..qd {
             rng.fill(ring.buf_mut(slot));
@@ -256,7 +271,21 @@ pub fn run_uring(
                 issuing = false;
                 break;
             }
-            queued.push(slot);
+            if job.eager_submit {
+                started[slot] = Instant::now();
+                match ring.submit() {
+                    Ok(_) => {}
+                    // Still queued: it goes with the next enter.
+                    Err(e) if transient(&e) => {}
+                    Err(e) => {
+                        stop.get_or_insert(Stop::Io(e));
+                        issuing = false;
+                        break;
+                    }
+                }
+            } else {
+                queued.push(slot);
+            }
         }
         maybe_drop_cache(job, &seq, file);
         if ring.in_flight() == 0 {
@@ -268,11 +297,7 @@ pub fn run_uring(
         }
         match ring.submit_and_wait(1) {
             Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
-                ) => {}
+            Err(e) if transient(&e) => {}
             Err(e) => {
                 // The ring is unusable; dropping it waits for (or leaks) what is in flight.
                 stop.get_or_insert(Stop::Io(e));
@@ -321,6 +346,14 @@ pub fn run_uring(
         hist,
         stop,
     }
+}
+
+/// An `io_uring_enter` error after which the same call can be made again.
+fn transient(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
+    )
 }
 
 fn io_stop(err: io::Error) -> Stop {
@@ -493,6 +526,7 @@ mod tests {
             duration,
             drop_on_wrap: false,
             registered: true,
+            eager_submit: false,
             seed: 42,
         }
     }
@@ -523,6 +557,11 @@ mod tests {
         outs.push(run_sync(f, j, &mut w, &mut |_| {}));
         if let Ok(mut ring) = Uring::new(f, j.qd, j.block) {
             outs.push(run_uring(&mut ring, f, j, &mut w, &mut |_| {}));
+            let eager = Job {
+                eager_submit: true,
+                ..*j
+            };
+            outs.push(run_uring(&mut ring, f, &eager, &mut w, &mut |_| {}));
         }
         outs
     }

@@ -135,19 +135,12 @@ impl<'f> Uring<'f> {
         let slots = slots.clamp(1, 1024);
         let entries = u32::try_from(slots.next_power_of_two()).unwrap_or(1024);
         // Completions run in this thread when it waits (6.1), else at the next transition (5.19).
-        let exp = std::env::var("LR_EXP").unwrap_or_default();
-        let ring = if exp == "plain" {
-            IoUring::new(entries)?
-        } else if exp == "coop" {
-            IoUring::builder().setup_coop_taskrun().build(entries)?
-        } else {
-            IoUring::builder()
-                .setup_single_issuer()
-                .setup_defer_taskrun()
-                .build(entries)
-                .or_else(|_| IoUring::builder().setup_coop_taskrun().build(entries))
-                .or_else(|_| IoUring::new(entries))?
-        };
+        let ring = IoUring::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .build(entries)
+            .or_else(|_| IoUring::builder().setup_coop_taskrun().build(entries))
+            .or_else(|_| IoUring::new(entries))?;
         let mut probe = Probe::new();
         ring.submitter().register_probe(&mut probe)?;
         if !probe.is_supported(opcode::Read::CODE) || !probe.is_supported(opcode::Write::CODE) {
@@ -156,8 +149,7 @@ impl<'f> Uring<'f> {
                 "the kernel's io_uring lacks IORING_OP_READ/WRITE (Linux < 5.6)",
             ));
         }
-        let fixed_file = std::env::var_os("LR_NOFILE").is_none()
-            && ring.submitter().register_files(&[file.as_raw_fd()]).is_ok();
+        let fixed_file = ring.submitter().register_files(&[file.as_raw_fd()]).is_ok();
         let mut bufs: Vec<AlignedBuf> =
             (0..slots).map(|_| AlignedBuf::new(buf_len, 0x5a)).collect();
         let iovecs: Vec<libc::iovec> = bufs
@@ -257,6 +249,11 @@ impl<'f> Uring<'f> {
         self.busy[slot] = true;
         self.in_flight += 1;
         Ok(())
+    }
+
+    /// Submit what is queued, without waiting.
+    pub fn submit(&mut self) -> io::Result<usize> {
+        self.ring.submit()
     }
 
     /// Submit what is queued and wait for at least `want` completions (EINTR is returned, and
