@@ -294,7 +294,7 @@ fn handle(sh: &Shared, mut sock: TcpStream, peer: Option<SocketAddr>) {
             );
             sh.log(
                 "refused",
-                &serde_json::json!({"client": peer_s, "reason": format!("unexpected first message {}", msg_name(&other))}),
+                &serde_json::json!({"client": peer_s, "reason": format!("unexpected first message {}", other.name())}),
             );
         }
         Err(e) => {
@@ -303,24 +303,6 @@ fn handle(sh: &Shared, mut sock: TcpStream, peer: Option<SocketAddr>) {
                 &serde_json::json!({"client": peer_s, "reason": e.to_string()}),
             );
         }
-    }
-}
-
-fn msg_name(m: &Msg) -> &'static str {
-    match m {
-        Msg::Hello { .. } => "hello",
-        Msg::ServerHello { .. } => "server_hello",
-        Msg::Auth { .. } => "auth",
-        Msg::AuthOk { .. } => "auth_ok",
-        Msg::Request { .. } => "request",
-        Msg::Accepted { .. } => "accepted",
-        Msg::Refused { .. } => "refused",
-        Msg::DataHello { .. } => "data_hello",
-        Msg::Start => "start",
-        Msg::Interval { .. } => "interval",
-        Msg::Done => "done",
-        Msg::Results { .. } => "results",
-        Msg::Error { .. } => "error",
     }
 }
 
@@ -399,7 +381,7 @@ fn control(
             let _ = write_msg(
                 &mut sock,
                 &Msg::Error {
-                    message: format!("expected request, got {}", msg_name(&other)),
+                    message: format!("expected request, got {}", other.name()),
                 },
             );
             return;

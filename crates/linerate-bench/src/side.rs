@@ -2,14 +2,14 @@
 
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use linerate_engine::lat::{self, Rtt};
 use linerate_engine::meter::{sample_intervals, Meter, Schedule, Sink, Stop};
 use linerate_engine::udp::{self, RecvState};
-use linerate_engine::{sys, tcp, with_thread_cpu, StreamOutcome};
+use linerate_engine::{sys, tcp, timed, with_thread_cpu, StreamOutcome, Timed};
 use linerate_proto::{CpuUsage, Direction, SideResults, StreamResult, TestKind, TestParams};
 
 /// After the test's duration, a side waits at most this long for its streams to end.
@@ -31,18 +31,26 @@ pub enum Conn {
     },
 }
 
+/// A UDP receiver's error, if any, and the receive state of every stream.
+type UdpRecvRun = (Option<String>, Vec<RecvState>);
+
 /// A latency client's samples and its error, if any.
 type RttRun = (Rtt, Option<String>);
 
-/// A result with the CPU its thread used: (result, user s, system s).
-type Timed<T> = (T, f64, f64);
-
-/// Run `f` and measure the calling thread's CPU.
-fn timed<T>(f: impl FnOnce() -> T) -> Timed<T> {
-    let (u0, s0) = sys::thread_cpu();
-    let r = f();
-    let (u1, s1) = sys::thread_cpu();
-    (r, u1 - u0, s1 - s0)
+/// Run a latency client on its own thread: its samples, error and CPU; `done` is set at the end.
+fn latency_client(
+    done: Stop,
+    run: impl FnOnce(&mut Rtt) -> Option<String> + Send + 'static,
+) -> thread::JoinHandle<Timed<RttRun>> {
+    thread::spawn(move || {
+        let r = timed(|| {
+            let mut rtt = Rtt::new();
+            let e = run(&mut rtt);
+            (rtt, e)
+        });
+        done.set();
+        r
+    })
 }
 
 /// Does this side send on connection `idx`?
@@ -91,9 +99,9 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
     let mut jobs: Vec<Job> = Vec::new();
     let mut tcp_handles: Vec<TcpStream> = Vec::new();
     let mut rtt_slot: Option<thread::JoinHandle<Timed<RttRun>>> = None;
-    let udp_state = Arc::new(Mutex::new(vec![RecvState::default(); n]));
     // Receivers and echo servers that end by time: (error, user s, system s).
-    let mut udp_recv_threads: Vec<thread::JoinHandle<Timed<Option<String>>>> = Vec::new();
+    // Each returns its error and, for UDP receivers, the state of the streams it received.
+    let mut udp_recv_threads: Vec<thread::JoinHandle<Timed<UdpRecvRun>>> = Vec::new();
     let udp_stop = Stop::new();
     let mut shared_udp_listening = false;
 
@@ -154,16 +162,11 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
                 } else if plan.is_client || !shared_udp_listening {
                     // Server: one thread on the shared socket receives every stream.
                     shared_udp_listening = true;
-                    let (tag, meters, state, us) = (
-                        plan.tag,
-                        meters.clone(),
-                        Arc::clone(&udp_state),
-                        udp_stop.clone(),
-                    );
+                    let (tag, meters, us) = (plan.tag, meters.clone(), udp_stop.clone());
                     udp_recv_threads.push(
                         thread::Builder::new()
                             .name(format!("udp-recv-{idx}"))
-                            .spawn(move || timed(|| udp::recv(&sock, tag, &meters, &state, &us)))
+                            .spawn(move || timed(|| udp::recv(&sock, tag, &meters, &us)))
                             .expect("spawning the UDP receiver"),
                     );
                 }
@@ -177,17 +180,8 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
                 }
                 let length = p.length as usize;
                 if plan.is_client {
-                    let done = done.clone();
-                    rtt_slot = Some(thread::spawn(move || {
-                        let r = timed(|| {
-                            let mut rtt = Rtt::new();
-                            let e = lat::tcp_client(
-                                &s, length, spin, deadline, &mut rtt, &meter, &stop,
-                            );
-                            (rtt, e)
-                        });
-                        done.set();
-                        r
+                    rtt_slot = Some(latency_client(done.clone(), move |rtt| {
+                        lat::tcp_client(&s, length, spin, deadline, rtt, &meter, &stop)
                     }));
                 } else {
                     let f: Box<dyn FnOnce() -> StreamOutcome + Send> =
@@ -202,21 +196,14 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
             (TestKind::UdpLat, Conn::Udp { sock, .. }) => {
                 let length = p.length as usize;
                 if plan.is_client {
-                    let done = done.clone();
-                    rtt_slot = Some(thread::spawn(move || {
-                        let r = timed(|| {
-                            let mut rtt = Rtt::new();
-                            let e =
-                                lat::udp_client(&sock, length, deadline, &mut rtt, &meter, &stop);
-                            (rtt, e)
-                        });
-                        done.set();
-                        r
+                    rtt_slot = Some(latency_client(done.clone(), move |rtt| {
+                        lat::udp_client(&sock, length, deadline, rtt, &meter, &stop)
                     }));
                 } else {
                     let us = udp_stop.clone();
-                    udp_recv_threads
-                        .push(thread::spawn(move || timed(|| lat::udp_echo(&sock, &us))));
+                    udp_recv_threads.push(thread::spawn(move || {
+                        timed(|| (lat::udp_echo(&sock, &us), Vec::new()))
+                    }));
                 }
             }
             (kind, c) => {
@@ -326,12 +313,19 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
     let mut errors: Vec<String> = Vec::new();
     // CPU of threads that serve every stream at once (UDP receive, echo, latency client).
     let (mut shared_user, mut shared_sys) = (0.0, 0.0);
+    let mut udp_state = vec![RecvState::default(); n];
     for t in udp_recv_threads {
-        if let Ok((e, u, s)) = t.join() {
+        if let Ok(((e, states), u, s)) = t.join() {
             shared_user += u;
             shared_sys += s;
             if let Some(e) = e {
                 errors.push(e);
+            }
+            // A stream's datagrams all arrive on one socket: keep the state that saw them.
+            for (merged, st) in udp_state.iter_mut().zip(states) {
+                if st.packets > merged.packets {
+                    *merged = st;
+                }
             }
         }
     }
@@ -350,9 +344,7 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
 
     // UDP receivers: outcomes from the shared state.
     if p.kind == TestKind::UdpBw {
-        let st = udp_state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let st = &udp_state;
         for i in 0..n as u32 {
             if !sends(p, i, plan.is_client) {
                 let s = &st[i as usize];

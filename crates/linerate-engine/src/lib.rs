@@ -29,12 +29,21 @@ pub struct StreamOutcome {
     pub error: Option<String>,
 }
 
+/// A result with the CPU its thread used: (result, user s, system s).
+pub type Timed<T> = (T, f64, f64);
+
+/// Run `f` and measure the calling thread's CPU time.
+pub fn timed<T>(f: impl FnOnce() -> T) -> Timed<T> {
+    let (u0, s0) = sys::thread_cpu();
+    let r = f();
+    let (u1, s1) = sys::thread_cpu();
+    (r, u1 - u0, s1 - s0)
+}
+
 /// Run `f` on the current thread and add the thread's CPU time to the outcome.
 pub fn with_thread_cpu(f: impl FnOnce() -> StreamOutcome) -> StreamOutcome {
-    let (u0, s0) = sys::thread_cpu();
-    let mut o = f();
-    let (u1, s1) = sys::thread_cpu();
-    o.user_s = u1 - u0;
-    o.system_s = s1 - s0;
+    let (mut o, user, system) = timed(f);
+    o.user_s = user;
+    o.system_s = system;
     o
 }

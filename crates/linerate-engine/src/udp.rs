@@ -7,7 +7,7 @@
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linerate_proto::UdpStats;
@@ -183,17 +183,19 @@ impl RecvState {
     }
 }
 
-/// Receive datagrams of every stream on one socket until `stop`. Registration
-/// datagrams are answered (so the sender learns the path works) and recorded.
+/// Receive datagrams of every stream on one socket until `stop`; return the error, if
+/// any, and each stream's state. Registration datagrams are answered (so the sender
+/// learns the path works) and recorded.
 pub fn recv(
     sock: &UdpSocket,
     tag: u32,
     meters: &[Arc<Meter>],
-    state: &Mutex<Vec<RecvState>>,
     stop: &Stop,
-) -> Option<String> {
+) -> (Option<String>, Vec<RecvState>) {
+    // The state lives on this thread: no lock per datagram. Callers read it at the end.
+    let mut state = vec![RecvState::default(); meters.len()];
     if let Err(e) = sock.set_read_timeout(Some(Duration::from_millis(50))) {
-        return Some(format!("setting the UDP receive timeout: {e}"));
+        return (Some(format!("setting the UDP receive timeout: {e}")), state);
     }
     let mut buf = vec![0u8; 65_536];
     let origin = Instant::now();
@@ -207,10 +209,7 @@ pub fn recv(
                 if h.tag != tag || h.stream as usize >= meters.len() {
                     continue;
                 }
-                let mut st = state
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let s = &mut st[h.stream as usize];
+                let s = &mut state[h.stream as usize];
                 if h.seq == REGISTER_SEQ {
                     s.peer = Some(from);
                     let _ = sock.send_to(&buf[..n], from);
@@ -219,7 +218,6 @@ pub fn recv(
                 let now = Instant::now();
                 s.on_packet(&h, n, now.duration_since(origin).as_nanos() as u64, now);
                 let lost = s.lost_so_far();
-                drop(st);
                 let m = &meters[h.stream as usize];
                 m.add(n as u64);
                 let prev = m.lost();
@@ -233,10 +231,10 @@ pub fn recv(
                     ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
                 ) => {}
             Err(e) if e.kind() == ErrorKind::ConnectionRefused => {}
-            Err(e) => return Some(format!("receiving UDP: {e}")),
+            Err(e) => return (Some(format!("receiving UDP: {e}")), state),
         }
     }
-    None
+    (None, state)
 }
 
 /// Register stream `stream` with the receiver at the connected peer: send a

@@ -62,6 +62,27 @@ pub enum Msg {
     Error { message: String },
 }
 
+impl Msg {
+    /// The wire name of the message (its `type` field).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Msg::Hello { .. } => "hello",
+            Msg::ServerHello { .. } => "server_hello",
+            Msg::Auth { .. } => "auth",
+            Msg::AuthOk { .. } => "auth_ok",
+            Msg::Request { .. } => "request",
+            Msg::Accepted { .. } => "accepted",
+            Msg::Refused { .. } => "refused",
+            Msg::DataHello { .. } => "data_hello",
+            Msg::Start => "start",
+            Msg::Interval { .. } => "interval",
+            Msg::Done => "done",
+            Msg::Results { .. } => "results",
+            Msg::Error { .. } => "error",
+        }
+    }
+}
+
 /// One interval on one side.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct IntervalSample {

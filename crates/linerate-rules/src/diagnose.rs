@@ -4,7 +4,7 @@
 //! [`end_facts`] builds from an inventory) and the measured results
 //! ([`Measured`]), and returns the findings, ranked, and a verdict.
 
-use linerate_inventory::{Inventory, IpoibMode, NetdevKind, SocketLimits};
+use linerate_inventory::{Inventory, IpoibMode, SocketLimits};
 use linerate_model::ceiling::fmt_num;
 use linerate_model::{Ceiling, LimitedBy};
 use serde::{Deserialize, Serialize};
@@ -155,17 +155,9 @@ pub fn end_facts(inv: &Inventory, netdev: Option<&str>, shapers: Vec<ShaperFact>
         shapers,
         findings,
     }
-    .with_kind_fix(nd.map(|n| n.kind))
 }
 
 impl EndFacts {
-    fn with_kind_fix(mut self, kind: Option<NetdevKind>) -> Self {
-        if kind == Some(NetdevKind::Loopback) {
-            self.port_kind = Some("loopback".into());
-        }
-        self
-    }
-
     fn is_virtual(&self) -> bool {
         matches!(
             self.port_kind.as_deref(),
