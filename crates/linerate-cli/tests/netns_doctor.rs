@@ -550,12 +550,15 @@ fn one_core_single_stream() {
     // On a machine where other processes compete, doctor cannot tell whose the busy core is:
     // it reports the contention instead (the busiest core is then not evidence of saturation).
     let contended = !with_id(doc, "cpu.contended").is_empty();
+    // The pinned client bounds both single-stream tests (it sends in one, receives in the
+    // other); which of the two shows it past the threshold varies from run to run.
     assert!(
         contended
-            || sat
-                .iter()
-                .any(|f| f["subject"] == "test:tcp_bw send 1 stream"),
-        "no cpu.saturated on the single-stream send test: {:?}",
+            || sat.iter().any(|f| {
+                f["subject"] == "test:tcp_bw send 1 stream"
+                    || f["subject"] == "test:tcp_bw receive 1 stream"
+            }),
+        "no cpu.saturated on a single-stream test: {:?}",
         ids(doc)
     );
     net.close();
