@@ -30,6 +30,8 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// How to describe the local interface the test uses.
     pub inventory: Option<crate::InventoryFn>,
+    /// File transfers: the file to send (its size is in `params.file`).
+    pub file: Option<Arc<std::fs::File>>,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -332,6 +334,7 @@ pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRu
         tag: udp::tag(&cookie),
         start,
         affinity: cfg.affinity.clone(),
+        file: cfg.file.clone(),
     };
     let mut remote_intervals = Vec::new();
     let run = {

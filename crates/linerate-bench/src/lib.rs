@@ -5,10 +5,12 @@ pub mod client;
 pub mod results;
 pub mod server;
 pub mod side;
+pub mod writedir;
 
 pub use client::{run as run_client, ClientConfig, ClientError, ClientRun, Event};
 pub use results::{assemble, TestResult};
 pub use server::{serve, serve_on, ServerConfig};
+pub use writedir::WriteDir;
 
 /// Looks up the interface inventory (probe's port shape) of the local address a test uses.
 pub type InventoryFn =

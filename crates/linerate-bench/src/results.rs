@@ -125,8 +125,117 @@ pub struct TestResult {
     pub local: Option<serde_json::Value>,
     pub remote: Option<serde_json::Value>,
     pub params: TestParams,
+    /// File transfers: each layer of the copy and the one that held it back.
+    pub file: Option<FileTransferOut>,
     /// Set when the test did not complete; the figures are what was measured until then.
     pub error: Option<String>,
+}
+
+/// One layer of a disk → network → disk copy.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Layer {
+    /// `source_read`, `network` or `destination_write`.
+    pub layer: &'static str,
+    /// The rate this layer moved data at while it worked, Gb/s: bytes / its busy seconds.
+    pub gbps: f64,
+    /// Seconds the layer was busy (averaged over streams; the destination includes fsync).
+    pub busy_s: f64,
+    /// Busy seconds as a share of the copy's time, %.
+    pub busy_percent: f64,
+}
+
+/// A file transfer: what was copied and how each layer did.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FileTransferOut {
+    pub name: String,
+    pub size_bytes: u64,
+    /// Bytes written by the server (equal to the size when complete).
+    pub written_bytes: u64,
+    /// Bytes per read(2)/write(2) and network buffer.
+    pub block_bytes: u32,
+    /// Buffer memory each side held, bytes (streams × buffers × block).
+    pub buffer_bytes: u64,
+    pub fsync: bool,
+    /// Seconds until the last byte reached the server.
+    pub transfer_s: f64,
+    /// fsync(2) on the server at the end, seconds.
+    pub fsync_s: Option<f64>,
+    /// Bytes over the time until the file was on the server's disk (durable when fsync), Gb/s.
+    pub end_to_end_gbps: f64,
+    pub layers: Vec<Layer>,
+    /// The layer with the lowest rate: what held the copy back.
+    pub bottleneck: Option<&'static str>,
+}
+
+/// Each side's disk and network times → the layers of a copy.
+pub fn file_transfer(
+    p: &TestParams,
+    local: &SideResults,
+    remote: Option<&SideResults>,
+) -> Option<FileTransferOut> {
+    let spec = p.file.as_ref()?;
+    let n = f64::from(p.streams.max(1));
+    let sum = |s: Option<&SideResults>, f: &dyn Fn(&linerate_proto::StreamResult) -> f64| {
+        s.map_or(0.0, |s| s.streams.iter().map(f).sum::<f64>())
+    };
+    let disk = |s: &linerate_proto::StreamResult| s.file.map_or(0.0, |f| f.disk_s);
+    let wait = |s: &linerate_proto::StreamResult| s.file.map_or(0.0, |f| f.net_wait_s);
+    let read_bytes = ssum(
+        local
+            .streams
+            .iter()
+            .map(|s| s.file.map_or(0, |f| f.disk_bytes)),
+    );
+    let written = remote.map_or(0, |r| {
+        ssum(r.streams.iter().map(|s| s.file.map_or(0, |f| f.disk_bytes)))
+    });
+    let received = remote.map_or(0, |r| ssum(r.streams.iter().map(|s| s.bytes_received)));
+    let sent = ssum(local.streams.iter().map(|s| s.bytes_sent));
+    let longest = |s: &SideResults| s.streams.iter().map(|x| x.seconds).fold(0.0_f64, f64::max);
+    let transfer_s = longest(remote.unwrap_or(local));
+    let fsync_s = remote.and_then(|r| r.fsync_s);
+    let total_s = transfer_s + fsync_s.unwrap_or(0.0);
+    let mean_stream_s = (sum(remote.or(Some(local)), &|s| s.seconds) / n).max(1e-9);
+    let mut layers = Vec::new();
+    let mut layer = |name: &'static str, bytes: u64, busy: f64| {
+        if busy > 0.0 && bytes > 0 {
+            layers.push(Layer {
+                layer: name,
+                gbps: r3(gbps(bytes, busy)),
+                busy_s: r3(busy),
+                busy_percent: r3((busy / total_s.max(1e-9) * 100.0).min(100.0)),
+            });
+        }
+    };
+    layer("source_read", read_bytes, sum(Some(local), &disk) / n);
+    // The network worked whenever neither end waited for its disk.
+    let waits = (sum(Some(local), &wait) + sum(remote, &wait)) / n;
+    let net_busy = (mean_stream_s - waits).max(mean_stream_s * 0.01);
+    layer("network", received.max(sent), net_busy);
+    layer(
+        "destination_write",
+        written,
+        sum(remote, &disk) / n + fsync_s.unwrap_or(0.0),
+    );
+    let bottleneck = layers
+        .iter()
+        .min_by(|a, b| a.gbps.total_cmp(&b.gbps))
+        .map(|l| l.layer);
+    Some(FileTransferOut {
+        name: spec.name.clone(),
+        size_bytes: spec.size,
+        written_bytes: written,
+        block_bytes: p.length,
+        buffer_bytes: u64::from(p.streams)
+            * u64::from(linerate_proto::FILE_BUFFERS)
+            * u64::from(p.length),
+        fsync: spec.fsync,
+        transfer_s: r3(transfer_s),
+        fsync_s: fsync_s.map(r3),
+        end_to_end_gbps: r3(gbps(written, total_s)),
+        layers,
+        bottleneck,
+    })
 }
 
 /// Keep a peer's results within what this test can produce: stream ids below
@@ -147,7 +256,12 @@ pub fn sanitize(mut r: SideResults, connections: usize) -> SideResults {
         if let Some(u) = &mut s.udp {
             u.jitter_us = fix(u.jitter_us);
         }
+        if let Some(f) = &mut s.file {
+            f.disk_s = fix(f.disk_s);
+            f.net_wait_s = fix(f.net_wait_s);
+        }
     }
+    r.fsync_s = r.fsync_s.map(fix);
     r.cpu.percent = fix(r.cpu.percent);
     r.intervals
         .retain(|i| i.bytes.len() == connections && i.start_s.is_finite() && i.end_s.is_finite());
@@ -215,8 +329,17 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
         .collect();
     let snd = side_of(run, sender_is_client);
     let rcv = side_of(run, !sender_is_client);
-    // Stream threads run for the whole test, warm-up included: CPU is over the whole duration.
-    let duration = p.duration_ms as f64 / 1000.0;
+    // Stream threads run for the whole test, warm-up included: CPU is over the whole duration
+    // (a file transfer's duration is a time limit: its streams end when the file is sent).
+    let duration = if p.kind == TestKind::FileTransfer {
+        [snd, rcv]
+            .into_iter()
+            .flatten()
+            .flat_map(|s| s.streams.iter().map(|x| x.seconds))
+            .fold(0.0_f64, f64::max)
+    } else {
+        p.duration_ms as f64 / 1000.0
+    };
     let pick = |s: Option<&SideResults>| -> Vec<linerate_proto::StreamResult> {
         s.map(|s| {
             s.streams
@@ -453,6 +576,7 @@ pub fn assemble(run: &ClientRun) -> TestResult {
         local: run.local_inventory.as_ref().map(port_view),
         remote: run.remote_inventory.as_ref().map(port_view),
         params: p.clone(),
+        file: None,
         error: run.error.clone(),
     };
     if p.kind.is_latency() {
@@ -577,6 +701,13 @@ pub fn assemble(run: &ClientRun) -> TestResult {
             .collect();
         t.per_stream = dirs.iter().flat_map(|d| d.per_stream.clone()).collect();
         t.directions = dirs;
+    }
+    if p.kind == TestKind::FileTransfer {
+        t.file = file_transfer(p, &run.local, run.remote.as_ref());
+        if let Some(f) = &t.file {
+            // The headline of a copy is the rate it reached the disk at, not the wire's.
+            t.gbps = f.end_to_end_gbps;
+        }
     }
     t
 }

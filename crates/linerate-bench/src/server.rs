@@ -36,6 +36,8 @@ pub struct ServerConfig {
     pub inventory: Option<crate::InventoryFn>,
     /// Write one JSON log line per event on stdout.
     pub log: bool,
+    /// The only directory file transfers may write into (`--write-dir`); None refuses them.
+    pub write_dir: Option<Arc<crate::writedir::WriteDir>>,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -47,6 +49,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("handshake_timeout", &self.handshake_timeout)
             .field("max_pending", &self.max_pending)
             .field("max_memory_bytes", &self.max_memory_bytes)
+            .field("write_dir", &self.write_dir.as_ref().map(|w| w.path()))
             .finish_non_exhaustive()
     }
 }
@@ -63,6 +66,7 @@ impl Default for ServerConfig {
             max_served: None,
             inventory: None,
             log: true,
+            write_dir: None,
         }
     }
 }
@@ -149,6 +153,7 @@ pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()
                 "auth": cfg.psk.is_some(),
                 "limits": &cfg.limits,
                 "max_memory_bytes": cfg.max_memory_bytes,
+                "write_dir": cfg.write_dir.as_ref().map(|w| w.path().display().to_string()),
             }),
         );
     }
@@ -376,7 +381,13 @@ fn control(
         }
     }
     let params = match read_by(&sock, deadline) {
-        Ok(Msg::Request { params }) => params,
+        // A copy's time limit is the lower of the client's and this server's.
+        Ok(Msg::Request { mut params }) => {
+            if params.kind == TestKind::FileTransfer {
+                params.duration_ms = params.duration_ms.min(sh.cfg.limits.max_duration_ms);
+            }
+            params
+        }
         Ok(other) => {
             let _ = write_msg(
                 &mut sock,
@@ -410,6 +421,7 @@ fn control(
         refuse(&mut sock, r.0);
         return;
     }
+
     let memory = params.server_memory_bytes();
     // Reserve a test slot and its memory atomically enough: check after increment.
     let running = sh.tests.fetch_add(1, Ordering::SeqCst) + 1;
@@ -428,6 +440,21 @@ fn control(
         refuse(&mut sock, format!("server busy: this test needs {memory} bytes of buffers and only {} of {} are free (serve --max-memory)", sh.cfg.max_memory_bytes.saturating_sub(used - memory), sh.cfg.max_memory_bytes));
         return;
     }
+    // File transfers: the file, created now so a refusal says why before anything is sent.
+    let new_file = match (&params.file, &sh.cfg.write_dir) {
+        (None, _) => None,
+        (Some(_), None) => {
+            refuse(&mut sock, "this server accepts no files: its operator can allow them with `linerate serve --write-dir DIR`".into());
+            return;
+        }
+        (Some(spec), Some(dir)) => match dir.create(spec) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                refuse(&mut sock, e);
+                return;
+            }
+        },
+    };
     let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
     let local_ip = sock
         .local_addr()
@@ -452,7 +479,10 @@ fn control(
         None
     };
     let (tx, rx) = mpsc::sync_channel::<DataConn>(params.connections() as usize);
-    if params.kind == TestKind::TcpBw || params.kind == TestKind::TcpLat {
+    if matches!(
+        params.kind,
+        TestKind::TcpBw | TestKind::TcpLat | TestKind::FileTransfer
+    ) {
         sh.pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -546,6 +576,7 @@ fn control(
         tag,
         start,
         affinity: Vec::new(),
+        file: new_file.as_ref().map(|f| Arc::clone(&f.file)),
     };
     let w = Arc::clone(&writer);
     let mut sink = move |s: &linerate_proto::IntervalSample| {
@@ -557,8 +588,9 @@ fn control(
             let _ = write_msg(c, &Msg::Interval { sample: s.clone() });
         }
     };
-    let run = side::run(&plan, conns, &mut sink, &stop);
+    let mut run = side::run(&plan, conns, &mut sink, &stop);
     let _ = watcher.join();
+    let file_log = new_file.map(|f| finish_file(f, &params, &mut run.results));
     let _ = sock.set_write_timeout(Some(Duration::from_secs(5)));
     let _ = write_msg(
         &mut sock,
@@ -594,10 +626,62 @@ fn control(
             "memory_bytes": memory,
             "result": if run.results.error.is_some() { "error" } else { "ok" },
             "error": run.results.error,
+            "file": file_log,
         }),
     );
     sh.served.fetch_add(1, Ordering::SeqCst);
     drop(test_slot);
+}
+
+/// End a file transfer: make a complete file durable (when asked) and keep it;
+/// remove an incomplete one. What happened, for the log line.
+fn finish_file(
+    f: crate::writedir::NewFile,
+    params: &linerate_proto::TestParams,
+    results: &mut linerate_proto::SideResults,
+) -> serde_json::Value {
+    let Some(spec) = params.file.as_ref() else {
+        return serde_json::Value::Null;
+    };
+    let written: u64 = results
+        .streams
+        .iter()
+        .filter_map(|s| s.file.map(|f| f.disk_bytes))
+        .sum();
+    let mut complete = results.error.is_none() && written == spec.size;
+    if results.error.is_none() && written != spec.size {
+        results.error = Some(format!("wrote {written} of the file's {} bytes", spec.size));
+    }
+    if complete && !f.still_there() {
+        results.error = Some(format!(
+            "`{}` was removed or replaced in the write directory during the transfer",
+            f.name()
+        ));
+        complete = false;
+    }
+    if complete && spec.fsync {
+        let t = Instant::now();
+        match f.file.sync_all() {
+            Ok(()) => results.fsync_s = Some(t.elapsed().as_secs_f64()),
+            Err(e) => {
+                results.error = Some(format!("fsync of the received file: {e}"));
+                complete = false;
+            }
+        }
+    }
+    let path = f.path().display().to_string();
+    let kept = complete && !spec.remove_after;
+    if kept {
+        f.keep();
+    } else {
+        drop(f);
+    }
+    serde_json::json!({
+        "path": path,
+        "size": spec.size,
+        "written": written,
+        "kept": kept,
+    })
 }
 
 /// Wait for the test's data connections (TCP) or UDP registrations.

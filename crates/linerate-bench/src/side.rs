@@ -1,5 +1,6 @@
 //! One side of a test: start a thread per stream, sample intervals, collect results.
 
+use std::fs::File;
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -9,8 +10,10 @@ use std::time::{Duration, Instant};
 use linerate_engine::lat::{self, Rtt};
 use linerate_engine::meter::{sample_intervals, Meter, Schedule, Sink, Stop};
 use linerate_engine::udp::{self, RecvState};
-use linerate_engine::{sys, tcp, timed, with_thread_cpu, StreamOutcome, Timed};
-use linerate_proto::{CpuUsage, Direction, SideResults, StreamResult, TestKind, TestParams};
+use linerate_engine::{file, sys, tcp, timed, with_thread_cpu, StreamOutcome, Timed};
+use linerate_proto::{
+    CpuUsage, Direction, SideResults, StreamResult, TestKind, TestParams, FILE_BUFFERS,
+};
 
 /// After the test's duration, a side waits at most this long for its streams to end.
 pub const GRACE: Duration = Duration::from_secs(10);
@@ -71,12 +74,26 @@ pub struct SidePlan {
     pub start: Instant,
     /// CPU to pin stream threads to (`-A`), round robin.
     pub affinity: Vec<usize>,
+    /// File transfers: the source (client) or the destination (server).
+    pub file: Option<Arc<File>>,
 }
 
 #[derive(Debug)]
 pub struct SideRun {
     pub results: SideResults,
     pub rtt: Option<Rtt>,
+}
+
+impl SideRun {
+    fn failed(error: String) -> Self {
+        Self {
+            results: SideResults {
+                error: Some(error),
+                ..SideResults::default()
+            },
+            rtt: None,
+        }
+    }
 }
 
 struct Job {
@@ -152,6 +169,26 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
                 };
                 spawn_job(idx, f, &mut jobs);
             }
+            (TestKind::FileTransfer, Conn::Tcp(s)) => {
+                let (Some(f), Some(spec)) = (plan.file.clone(), p.file.as_ref()) else {
+                    return SideRun::failed("internal: a file transfer without its file".into());
+                };
+                if let Ok(c) = s.try_clone() {
+                    tcp_handles.push(c);
+                }
+                let (offset, len) = spec.range(idx, p.streams);
+                let range = file::Range { offset, len };
+                let bufs = file::Buffers {
+                    block: p.length as usize,
+                    count: FILE_BUFFERS as usize,
+                };
+                let f: Box<dyn FnOnce() -> StreamOutcome + Send> = if sender {
+                    Box::new(move || file::send_range(&s, &f, range, bufs, deadline, &meter, &stop))
+                } else {
+                    Box::new(move || file::recv_range(&s, &f, range, bufs, IDLE, &meter, &stop))
+                };
+                spawn_job(idx, f, &mut jobs);
+            }
             (TestKind::UdpBw, Conn::Udp { sock, peer }) => {
                 if sender {
                     let (tag, length, rate) = (plan.tag, p.length as usize, p.bitrate_bps);
@@ -207,16 +244,10 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
                 }
             }
             (kind, c) => {
-                return SideRun {
-                    results: SideResults {
-                        error: Some(format!(
-                            "internal: connection {c:?} does not fit a {} test",
-                            kind.as_str()
-                        )),
-                        ..SideResults::default()
-                    },
-                    rtt: None,
-                };
+                return SideRun::failed(format!(
+                    "internal: connection {c:?} does not fit a {} test",
+                    kind.as_str()
+                ));
             }
         }
     }
@@ -253,7 +284,7 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
         .filter_map(|h| h.try_clone().ok())
         .collect();
     let mut rtx = || -> Option<u64> {
-        if p.kind != TestKind::TcpBw || info_handles.is_empty() {
+        if !matches!(p.kind, TestKind::TcpBw | TestKind::FileTransfer) || info_handles.is_empty() {
             return None;
         }
         Some(
@@ -397,6 +428,7 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
             tcp: o.tcp,
             udp: o.udp,
             total_bytes: o.bytes,
+            file: o.file,
             // Threads shared by all receiving streams are split evenly among them.
             cpu_s: o.user_s
                 + o.system_s
@@ -442,6 +474,7 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
             intervals,
             latency: rtt.as_ref().map(Rtt::stats),
             error: (!errors.is_empty()).then(|| errors.join("; ")),
+            fsync_s: None,
         },
         rtt,
     }

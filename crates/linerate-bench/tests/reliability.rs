@@ -45,6 +45,7 @@ fn server_config() -> ServerConfig {
             max_udp_bitrate_bps: 0,
             max_length: 1024 * 1024,
             max_window: 4 * 1024 * 1024,
+            max_file_bytes: 0,
         },
         psk: None,
         handshake_timeout: HANDSHAKE,
@@ -54,6 +55,7 @@ fn server_config() -> ServerConfig {
         inventory: None,
         // Quiet: the test harness cannot capture the server's log lines.
         log: false,
+        write_dir: None,
     }
 }
 
@@ -83,6 +85,7 @@ fn tcp_params(duration_ms: u64) -> TestParams {
         congestion: None,
         zerocopy: false,
         spin_us: None,
+        file: None,
     }
 }
 
@@ -95,6 +98,7 @@ fn client_config(server: SocketAddr, params: TestParams) -> ClientConfig {
         affinity: Vec::new(),
         connect_timeout: Duration::from_secs(3),
         inventory: None,
+        file: None,
     }
 }
 

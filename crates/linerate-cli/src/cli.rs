@@ -104,6 +104,13 @@ pub struct ServeArgs {
     /// Exit after serving one test.
     #[arg(long)]
     pub once: bool,
+    /// Accept file transfers (`bench --file`) into this directory, and nowhere else: names are
+    /// single path components, existing files are never overwritten, incomplete copies removed.
+    #[arg(long, value_name = "DIR")]
+    pub write_dir: Option<PathBuf>,
+    /// Largest file a client may send (with --write-dir); 0 = bounded by free space only.
+    #[arg(long, value_name = "BYTES", default_value = "0", value_parser = file_size, requires = "write_dir")]
+    pub max_file_size: u64,
 }
 
 #[derive(Debug, Args)]
@@ -137,6 +144,13 @@ pub struct DoctorArgs {
     /// Pre-shared key file, when the server requires one.
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<PathBuf>,
+    /// A directory whose disk joins the storage pyramid (repeatable; default: the current
+    /// directory). The first also holds the source of a disk-to-disk copy through the path.
+    #[arg(long, value_name = "PATH", conflicts_with = "no_disk")]
+    pub disk: Vec<PathBuf>,
+    /// Leave disks out: memory and network only.
+    #[arg(long)]
+    pub no_disk: bool,
 }
 
 #[derive(Debug, Args)]
@@ -171,9 +185,9 @@ pub struct BenchArgs {
     /// Server port.
     #[arg(short, long, default_value_t = linerate_proto::DEFAULT_PORT)]
     pub port: u16,
-    /// Seconds to run.
-    #[arg(short = 't', long = "time", value_name = "SECS", default_value = "10", value_parser = secs)]
-    pub time: u64,
+    /// Seconds to run (default 10; with --file, the time limit of the copy, default 300).
+    #[arg(short = 't', long = "time", value_name = "SECS", value_parser = secs)]
+    pub time: Option<u64>,
     /// Parallel streams, one thread each.
     #[arg(short = 'P', long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub parallel: u32,
@@ -239,6 +253,19 @@ pub struct BenchArgs {
     /// Pre-shared key file, when the server requires one.
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<PathBuf>,
+    /// Copy this file to the server's write directory (`serve --write-dir`): disk → network →
+    /// disk, with the time of each layer, to tell which one held the copy back.
+    #[arg(long, value_name = "SRC", conflicts_with_all = ["udp", "latency", "test", "reverse", "bidir", "zerocopy", "bitrate"])]
+    pub file: Option<PathBuf>,
+    /// The name to give the copy on the server (default: SRC's file name).
+    #[arg(long, value_name = "NAME", requires = "file")]
+    pub file_name: Option<String>,
+    /// Do not make the copy durable (fsync) on the server before measuring the end.
+    #[arg(long, requires = "file")]
+    pub no_fsync: bool,
+    /// Ask the server to delete the copy once measured (for repeated benchmarks).
+    #[arg(long, requires = "file")]
+    pub remove_after: bool,
 }
 
 #[derive(Debug, Args)]

@@ -221,9 +221,98 @@ fn bad_arguments_are_refused_before_connecting() {
         &["-b", "fast"][..],
         &["-A", "x"][..],
         &["--latency", "-P", "2"][..],
+        &["--file", "/nonexistent/file"][..],
+        &["--file", "/"][..],
+        &["--file", "/dev/null"][..],
+        &["--file", "Cargo.toml", "--file-name", "../x"][..],
+        &["--file", "Cargo.toml", "-R"][..],
+        &["--file", "Cargo.toml", "-u"][..],
+        &["--file-name", "x"][..],
     ] {
         let out = bench(1, args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(!out.stderr.is_empty());
+    }
+}
+
+#[test]
+fn file_transfer_end_to_end() {
+    let src_dir = tempfile::tempdir().unwrap();
+    let dst_dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..(6u32 << 20) + 777)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+        .collect();
+    let src = src_dir.path().join("payload.bin");
+    std::fs::write(&src, &data).unwrap();
+    let s = server(&["--write-dir", dst_dir.path().to_str().unwrap()]);
+    let src_s = src.to_str().unwrap();
+    let d = json_of(&bench(s.port, &["--file", src_s, "-P", "2", "-J"]));
+    let t = &d["tests"][0];
+    assert_eq!(t["kind"], "file_transfer");
+    assert_eq!(t["file"]["written_bytes"], data.len() as u64);
+    assert!(t["file"]["bottleneck"].is_string());
+    assert_eq!(
+        std::fs::read(dst_dir.path().join("payload.bin")).unwrap(),
+        data
+    );
+    // The same name again: refused, the first copy untouched.
+    let out = bench(s.port, &["--file", src_s]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("refusing to overwrite"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Another name, the terminal view names every layer.
+    let out = bench(
+        s.port,
+        &[
+            "--file",
+            src_s,
+            "--file-name",
+            "second.bin",
+            "--remove-after",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for w in [
+        "reading the source",
+        "the network",
+        "writing on the server",
+        "end to end",
+    ] {
+        assert!(text.contains(w), "{w} missing from:\n{text}");
+    }
+    assert!(!dst_dir.path().join("second.bin").exists());
+    // A server without --write-dir says how to allow files.
+    let open = server(&[]);
+    let out = bench(open.port, &["--file", src_s]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--write-dir"));
+}
+
+#[test]
+fn serve_refuses_a_bad_write_dir() {
+    for (dir, msg) in [
+        ("/nonexistent/dir", "no such directory"),
+        ("/etc/hostname", "not a directory"),
+    ] {
+        let out = Command::cargo_bin("linerate")
+            .unwrap()
+            .args(["serve", "-B", "127.0.0.1", "-p", "0", "--write-dir", dir])
+            .timeout(Duration::from_secs(10))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{dir}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(msg),
+            "{dir}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

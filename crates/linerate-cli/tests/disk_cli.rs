@@ -23,6 +23,39 @@ fn stray(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+fn assert_valid(schema: &str, doc: &Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../schemas")
+        .join(schema);
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v = jsonschema::validator_for(&s).unwrap();
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{schema}: {}", errors.join("\n"));
+}
+
+#[test]
+fn mem_json_matches_its_schema() {
+    let out = linerate()
+        .args(["mem", "--time", "0.2", "--size", "8M", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid("mem.schema.json", &doc);
+    assert!(doc["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["kind"] == "mem_copy" && t["gbps"].as_f64().unwrap() > 0.0));
+}
+
 fn scratch() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
@@ -96,6 +129,7 @@ fn json_document() {
     );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["schema_version"], 1);
+    assert_valid("disk.schema.json", &doc);
     let tests = doc["tests"].as_array().unwrap();
     assert_eq!(tests.len(), 2);
     assert_eq!(tests[0]["kind"], "disk_seq_read");

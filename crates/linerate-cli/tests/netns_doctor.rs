@@ -198,6 +198,10 @@ impl Net {
         let port = PORT.to_string();
         let mut args = vec![ip.as_str(), "-p", &port, "--quick", "--json"];
         args.extend_from_slice(extra);
+        // Disks only where a test asks for them (they add a few seconds).
+        if !extra.contains(&"--disk") {
+            args.push("--no-disk");
+        }
         let mut d = Doctor::run(Some(&self.a), prefix, &args);
         if self.ensure_serving() {
             println!("NOTE {label}: the server died during doctor; running it again");
@@ -587,8 +591,47 @@ fn healthy_path() {
     let Some(mut net) = Net::new(test, 1500) else {
         return;
     };
-    let d = net.doctor(test, &[], &[]);
+    let disk = tempfile::tempdir().unwrap();
+    let disk_s = disk.path().to_str().unwrap().to_string();
+    let d = net.doctor(test, &[], &["--disk", &disk_s]);
     let doc = d.doc();
+    // The pyramid: this host's disk, the network, the server's disk through a real copy.
+    let rows = doc["pyramid"]["rows"].as_array().expect("pyramid rows");
+    let has = |layer: &str, host: &str| {
+        rows.iter()
+            .any(|r| r["layer"] == layer && r["host"] == host && num(r, "/gbps") > 0.0)
+    };
+    for (layer, host) in [
+        ("memory", "local"),
+        ("disk_read", "local"),
+        ("disk_write", "local"),
+        ("network", "local"),
+        ("disk_write", "remote"),
+        ("file_copy", "local"),
+    ] {
+        assert!(has(layer, host), "no {layer} ({host}) row: {rows:?}");
+    }
+    let copy = &doc["pyramid"]["copy"];
+    assert!(num(copy, "/gbps") > 0.0, "{copy}");
+    assert!(!copy["sentence"].as_str().unwrap_or("").is_empty());
+    let ft = doc["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["kind"] == "file_transfer")
+        .expect("a file_transfer test");
+    assert!(ft["error"].is_null(), "{ft}");
+    // The copy was removed on the server, the source on this host.
+    let left: Vec<_> = std::fs::read_dir(net.write_dir.path()).unwrap().collect();
+    assert!(
+        left.is_empty(),
+        "files left in the server's write dir: {left:?}"
+    );
+    let left: Vec<_> = std::fs::read_dir(disk.path()).unwrap().collect();
+    assert!(
+        left.is_empty(),
+        "files left in the disk directory: {left:?}"
+    );
     let errors: Vec<&str> = findings(doc)
         .iter()
         .filter(|f| f["severity"] == "error")
@@ -634,7 +677,7 @@ fn esc(s: &str) -> String {
         .replace('\'', "&#39;")
 }
 
-/// Scenario 6a: `--report` writes the three charts and the verdict; `--fail-on info` exits 1 when
+/// Scenario 6a: `--report` writes the four charts (waterfall, timeline, latency, pyramid) and the verdict; `--fail-on info` exits 1 when
 /// there is any finding.
 #[test]
 fn report_and_fail_on_info() {
@@ -659,7 +702,7 @@ fn report_and_fail_on_info() {
     }
     let page = std::fs::read_to_string(&html).expect("--report wrote the file");
     println!("    report: {} bytes", page.len());
-    assert_eq!(page.matches("<svg").count(), 3, "three charts");
+    assert_eq!(page.matches("<svg").count(), 4, "four charts");
     for id in ["waterfall", "timeline", "latency"] {
         assert!(
             page.contains(&format!("<svg class=\"chart\" id=\"{id}\"")),
@@ -729,11 +772,25 @@ fn nothing_listening_says_it_once() {
 fn self_check_on_loopback() {
     let test = "self_check_on_loopback";
     let _g = serial();
-    let d = Doctor::run(None, &[], &["--quick", "--json"]);
+    let disk = tempfile::tempdir().unwrap();
+    let disk_s = disk.path().to_str().unwrap().to_string();
+    let d = Doctor::run(None, &[], &["--quick", "--json", "--disk", &disk_s]);
     show(test, &d);
     let doc = d.doc();
     d.check_exit("error");
     assert_eq!(doc["mode"], "self_check");
+    let copy = &doc["pyramid"]["copy"];
+    assert!(
+        num(copy, "/gbps") > 0.0,
+        "no copy verdict: {}",
+        doc["pyramid"]
+    );
+    assert_eq!(doc["disks"].as_array().map(Vec::len), Some(1));
+    let left: Vec<_> = std::fs::read_dir(disk.path()).unwrap().collect();
+    assert!(
+        left.is_empty(),
+        "files left in the disk directory: {left:?}"
+    );
     let tests = doc["tests"].as_array().expect("tests");
     assert!(tests.len() >= 3, "{} tests", tests.len());
     assert!(

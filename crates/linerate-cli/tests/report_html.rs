@@ -229,9 +229,9 @@ fn the_html_report_renders_in_chromium() {
         "--json",
         "--fail-on",
         "never",
-        "--report",
+        "--disk",
     ]);
-    doctor.arg(&report);
+    doctor.arg(dir).arg("--report").arg(&report);
     let d = run(doctor, dir, "doctor", DOCTOR_TIMEOUT);
     assert!(d.status.success(), "doctor: {}\n{}", d.status, d.stderr);
     let doc: Value = serde_json::from_str(&d.stdout)
@@ -312,6 +312,13 @@ fn the_html_report_renders_in_chromium() {
         assert!(w > 0.0, "a waterfall bar of width {w}");
     }
     assert!(waterfall.contains("measured (best TCP)"), "{waterfall}");
+
+    let pyramid = element(&dom, "svg", "pyramid-chart").expect("svg#pyramid-chart");
+    assert!(
+        pyramid.matches("<rect").count() >= 4,
+        "the pyramid chart has too few bars: {pyramid}"
+    );
+    assert!(pyramid.contains("disk write"), "{pyramid}");
 
     let timeline = element(&dom, "svg", "timeline").expect("svg#timeline");
     let lines: Vec<Vec<(f64, f64)>> = attr_values(timeline, "points")

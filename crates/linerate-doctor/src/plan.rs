@@ -25,12 +25,14 @@ fn p(kind: TestKind, direction: Direction, streams: u32, secs: f64, omit: f64) -
             TestKind::UdpBw => 1400,
             TestKind::TcpLat => 1,
             TestKind::UdpLat => 8,
+            TestKind::FileTransfer => 1024 * 1024,
         },
         window: None,
         bitrate_bps: 0,
         congestion: None,
         zerocopy: false,
         spin_us: None,
+        file: None,
     }
 }
 

@@ -26,6 +26,8 @@ pub struct DoctorOptions {
     pub root: PathBuf,
     /// Describes an interface of this host (probe, port, facts); also given to the self-check server.
     pub inventory: InventoryFn,
+    /// Directories whose disks join the pyramid (the first also holds the copy's source file).
+    pub disks: Vec<PathBuf>,
 }
 
 impl std::fmt::Debug for DoctorOptions {
@@ -91,6 +93,10 @@ pub struct DoctorReport {
     pub inventory: Inventories,
     pub path: PathFacts,
     pub memory: Vec<MemOut>,
+    /// `linerate disk` of each directory given (a short plan).
+    pub disks: Vec<linerate_storage::DiskReport>,
+    /// Memory, disks and network side by side; what limits a disk-to-disk copy.
+    pub pyramid: linerate_rules::pyramid::Pyramid,
     pub checked: Vec<String>,
     /// Tests that could not run or did not complete.
     pub errors: Vec<String>,
@@ -209,15 +215,52 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
     // One TCP stream copies each byte twice (into and out of the kernel).
     let stack_ceiling = one.gb_per_s() * 8.0 / 2.0;
 
+    let mut errors: Vec<String> = Vec::new();
+    let mut pyramid_notes: Vec<String> = Vec::new();
+    let mut disks = Vec::new();
+    for path in &o.disks {
+        progress(&format!("disk {}", path.display()));
+        match linerate_storage::run(path, &disk_plan(o.depth), |_| {}) {
+            Ok(r) => {
+                progress(&format!("  → {}", disk_summary(&r)));
+                disks.push(r);
+            }
+            Err(e) => {
+                progress(&format!("  → failed: {e}"));
+                errors.push(format!("disk {}: {e}", path.display()));
+                if let Some(p) = e.partial {
+                    disks.push(*p);
+                }
+            }
+        }
+    }
+    // The self-check copies a file from disk to disk through its own server: the server
+    // writes into a directory of its own next to the source.
+    let copy_dir = match (o.server, o.disks.first()) {
+        (_, Some(d)) if disks.iter().any(|r| r.error.is_none()) => tempfile::Builder::new()
+            .prefix("linerate-doctor-")
+            .tempdir_in(d)
+            .map_err(|e| errors.push(format!("creating a directory in {}: {e}", d.display())))
+            .ok(),
+        _ => None,
+    };
     let (server, mode) = match o.server {
         Some(s) => (s, "two_hosts"),
         None => {
             let l = TcpListener::bind("127.0.0.1:0").map_err(DoctorError::LocalServer)?;
             let addr = l.local_addr().map_err(DoctorError::LocalServer)?;
+            let write_dir = copy_dir.as_ref().and_then(|d| {
+                let w = d.path().join("in");
+                std::fs::create_dir(&w).ok()?;
+                linerate_bench::WriteDir::open(&w)
+                    .ok()
+                    .map(std::sync::Arc::new)
+            });
             let cfg = ServerConfig {
                 bind: addr,
                 inventory: Some(o.inventory.clone()),
                 log: false,
+                write_dir,
                 ..ServerConfig::default()
             };
             std::thread::Builder::new()
@@ -231,7 +274,6 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
     let streams = u32::try_from(cpus.clamp(2, 8)).unwrap_or(2);
     let mut tests: Vec<TestResult> = Vec::new();
     let mut busiest_cores: Vec<HostCpu> = Vec::new();
-    let mut errors: Vec<String> = Vec::new();
     let mut local_inv: Option<serde_json::Value> = None;
     let mut remote_inv: Option<serde_json::Value> = None;
     let mut local_if: Option<String> = None;
@@ -257,6 +299,7 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
             affinity: Vec::new(),
             connect_timeout: Duration::from_secs(5),
             inventory: Some(o.inventory.clone()),
+            file: None,
         };
         if counters_before.is_none() {
             if let Some(name) = local_if.as_deref() {
@@ -334,6 +377,32 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
             }
         }
     }
+    // Disk → network → disk: a file copy through the tested path, when a disk was measured.
+    let mut copy: Option<(TestResult, String)> = None;
+    if let Some(dir) = &copy_dir {
+        if !tests.is_empty() {
+            match file_copy(o, server, dir.path(), progress) {
+                Ok(t) => {
+                    if let Some(e) = &t.error {
+                        errors.push(format!("file copy: {e}"));
+                    }
+                    let to = if two {
+                        server.to_string()
+                    } else {
+                        "loopback".into()
+                    };
+                    copy = Some((t, to));
+                }
+                Err(e) if e.contains("accepts no files") => {
+                    pyramid_notes.push(format!("the server's disk was not measured: {e}"));
+                }
+                Err(e) => errors.push(format!("file copy: {e}")),
+            }
+        }
+    } else if two && o.disks.is_empty() {
+        pyramid_notes.push("no disk measured (doctor --disk PATH adds one, and a copy to the server's --write-dir)".into());
+    }
+    drop(copy_dir);
     let after = linerate_inventory::probe(&o.root)?;
     let counter_deltas = match (&local_if, &counters_before) {
         (Some(n), Some(b)) => deltas(b, &error_counters(&after, n)),
@@ -357,7 +426,33 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
         stack_ceiling_gbps: Some(stack_ceiling),
         counter_deltas: counter_deltas.clone(),
     };
-    let d = diagnose(&input);
+    let mut d = diagnose(&input);
+    let best_tcp = tests
+        .iter()
+        .filter(|t| t.kind == "tcp_bw" && t.error.is_none())
+        .max_by(|a, b| a.gbps.total_cmp(&b.gbps));
+    let dimm_peak: f64 = linerate_inventory::dram::dimms(&o.root)
+        .iter()
+        .map(linerate_inventory::dram::Dimm::peak_gb_per_s)
+        .sum();
+    let (pyramid, pyramid_findings) =
+        linerate_rules::pyramid::pyramid(&linerate_rules::pyramid::PyramidInput {
+            memory_gbps: Some(mem_out(&all).gbps),
+            memory_ceiling_gbps: (dimm_peak > 0.0).then_some(dimm_peak * 8.0),
+            disks: disks.iter().map(disk_in).collect(),
+            network_gbps: best_tcp.map(|t| t.gbps),
+            network_ceiling_gbps: linerate_rules::diagnose::send_ceiling_gbps(&input),
+            network_subject: local_if.clone().unwrap_or_else(|| "loopback".into()),
+            copy: copy.as_ref().and_then(|(t, to)| copy_in(t, to)),
+            notes: pyramid_notes,
+        });
+    d.findings.extend(pyramid_findings);
+    if !disks.is_empty() {
+        d.checked.push("the storage pyramid: memory, disk reads and writes, the network, and a disk-to-disk copy through the tested path".into());
+    }
+    if let Some((t, _)) = copy {
+        tests.push(t);
+    }
     let local_probe = serde_json::to_value(ProbeView {
         inv: &before,
         analysis: &before_analysis,
@@ -396,10 +491,168 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
             stack_ceiling_gbps: Some((stack_ceiling * 10.0).round() / 10.0),
         },
         memory,
+        disks,
+        pyramid,
         checked: d.checked,
         errors,
         seconds: (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0,
     })
+}
+
+/// The short disk plan of each depth: sequential reads and writes, random reads beyond quick.
+fn disk_plan(depth: Depth) -> linerate_storage::DiskPlan {
+    use linerate_storage::DiskTestKind as K;
+    let (secs, size, tests) = match depth {
+        Depth::Quick => (1, 256u64 << 20, vec![K::SeqRead, K::SeqWrite]),
+        Depth::Normal => (2, 512 << 20, vec![K::SeqRead, K::RandRead, K::SeqWrite]),
+        Depth::Thorough => (
+            3,
+            1 << 30,
+            vec![K::SeqRead, K::RandRead, K::SeqWrite, K::RandWrite],
+        ),
+    };
+    linerate_storage::DiskPlan {
+        size: Some(size),
+        duration: Duration::from_secs(secs),
+        tests,
+        ..linerate_storage::DiskPlan::default()
+    }
+}
+
+fn disk_summary(r: &linerate_storage::DiskReport) -> String {
+    let parts: Vec<String> = r
+        .tests
+        .iter()
+        .map(|t| {
+            if t.kind.is_seq() {
+                format!("{} {:.2} GB/s", t.kind.short(), t.gb_per_s)
+            } else {
+                format!("{} {:.0} IOPS", t.kind.short(), t.iops)
+            }
+        })
+        .collect();
+    format!("{} ({})", parts.join(", "), r.filesystem)
+}
+
+fn disk_in(r: &linerate_storage::DiskReport) -> linerate_rules::pyramid::DiskIn {
+    use linerate_storage::DiskTestKind as K;
+    let get = |k: K| {
+        r.tests
+            .iter()
+            .find(|t| t.kind == k && t.error.is_none())
+            .map(|t| t.gbps)
+    };
+    linerate_rules::pyramid::DiskIn {
+        host: "local".into(),
+        path: r.path.display().to_string(),
+        filesystem: r.filesystem.clone(),
+        read_gbps: get(K::SeqRead),
+        write_gbps: get(K::SeqWrite),
+        rand_read_iops: r
+            .tests
+            .iter()
+            .find(|t| t.kind == K::RandRead && t.error.is_none())
+            .map(|t| t.iops),
+    }
+}
+
+fn copy_in(t: &TestResult, to: &str) -> Option<linerate_rules::pyramid::CopyIn> {
+    let f = t.file.as_ref()?;
+    let layer = |n: &str| f.layers.iter().find(|l| l.layer == n).map(|l| l.gbps);
+    (f.written_bytes == f.size_bytes).then(|| linerate_rules::pyramid::CopyIn {
+        to: to.to_string(),
+        end_to_end_gbps: f.end_to_end_gbps,
+        source_read_gbps: layer("source_read"),
+        network_gbps: layer("network"),
+        destination_write_gbps: layer("destination_write"),
+        bottleneck: f.bottleneck.map(str::to_string),
+    })
+}
+
+/// Size of the file doctor copies: a few seconds at disk speed.
+fn copy_size(depth: Depth) -> u64 {
+    match depth {
+        Depth::Quick => 128 << 20,
+        Depth::Normal => 256 << 20,
+        Depth::Thorough => 1 << 30,
+    }
+}
+
+/// Write a source file in `dir`, drop it from the page cache, and copy it to the server
+/// (which removes its copy once measured). `Err` carries the server's refusal.
+fn file_copy(
+    o: &DoctorOptions,
+    server: SocketAddr,
+    dir: &std::path::Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<TestResult, String> {
+    use std::io::Write;
+    let size = copy_size(o.depth);
+    let src_path = dir.join("source.bin");
+    let mut f = std::fs::File::create(&src_path)
+        .map_err(|e| format!("creating {}: {e}", src_path.display()))?;
+    let block: Vec<u8> = (0..1u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(block.len() as u64) as usize;
+        f.write_all(&block[..n])
+            .map_err(|e| format!("writing {}: {e}", src_path.display()))?;
+        left -= n as u64;
+    }
+    f.sync_all()
+        .map_err(|e| format!("writing {}: {e}", src_path.display()))?;
+    // Read it back from the disk, not from memory.
+    let _ = rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed);
+    drop(f);
+    let src = std::fs::File::open(&src_path)
+        .map_err(|e| format!("opening {}: {e}", src_path.display()))?;
+    let name = format!("linerate-doctor-{}.bin", linerate_proto::random_hex(6));
+    let params = TestParams {
+        kind: TestKind::FileTransfer,
+        direction: linerate_proto::Direction::Send,
+        streams: 1,
+        duration_ms: 120_000,
+        omit_ms: 0,
+        interval_ms: 0,
+        length: 1 << 20,
+        window: None,
+        bitrate_bps: 0,
+        congestion: None,
+        zerocopy: false,
+        spin_us: None,
+        file: Some(linerate_proto::FileSpec {
+            name,
+            size,
+            fsync: true,
+            remove_after: true,
+        }),
+    };
+    progress(&describe(&params));
+    let cfg = ClientConfig {
+        server,
+        bind: o.bind,
+        params,
+        psk: o.psk.clone(),
+        affinity: Vec::new(),
+        connect_timeout: Duration::from_secs(5),
+        inventory: Some(o.inventory.clone()),
+        file: Some(std::sync::Arc::new(src)),
+    };
+    let r = linerate_bench::run_client(&cfg, &mut |_| {});
+    let _ = std::fs::remove_file(&src_path);
+    match r {
+        Ok(run) => {
+            let t = linerate_bench::assemble(&run);
+            progress(&format!("  → {}", short_result(&t)));
+            Ok(t)
+        }
+        Err(e) => {
+            progress(&format!("  → not run: {e}"));
+            Err(e.to_string())
+        }
+    }
 }
 
 /// The local probe in probe's JSON shape (ports with ceilings, findings).
@@ -464,10 +717,21 @@ pub fn describe(p: &TestParams) -> String {
         ),
         TestKind::TcpLat => format!("TCP latency, {secs} s"),
         TestKind::UdpLat => format!("UDP latency, {secs} s"),
+        TestKind::FileTransfer => format!(
+            "file copy to the server, {} MB",
+            p.file.as_ref().map_or(0, |f| f.size) / 1_000_000
+        ),
     }
 }
 
 fn short_result(t: &TestResult) -> String {
+    if let Some(f) = &t.file {
+        return format!(
+            "{:.2} GB/s end to end; slowest layer: {}",
+            f.end_to_end_gbps / 8.0,
+            f.bottleneck.unwrap_or("?")
+        );
+    }
     if let Some(l) = &t.latency_us {
         return format!(
             "p50 {:.1} µs, p99 {:.1} µs, {:.0} transactions/s",

@@ -6,6 +6,7 @@
 //! samples and pushes them into a [`Sink`]. Engines know nothing of the
 //! control protocol or of terminals.
 
+pub mod file;
 pub mod lat;
 pub mod mem;
 pub mod meter;
@@ -24,6 +25,8 @@ pub struct StreamOutcome {
     pub system_s: f64,
     pub tcp: Option<linerate_proto::TcpStats>,
     pub udp: Option<linerate_proto::UdpStats>,
+    /// File transfers: the disk side of the stream.
+    pub file: Option<linerate_proto::FileStats>,
     /// When the last byte moved (receivers: end of stream).
     pub ended: Option<std::time::Instant>,
     pub error: Option<String>,

@@ -131,7 +131,7 @@ pub fn recv(
     out
 }
 
-fn describe(e: &std::io::Error, what: &str) -> String {
+pub(crate) fn describe(e: &std::io::Error, what: &str) -> String {
     match e.kind() {
         ErrorKind::ConnectionReset | ErrorKind::BrokenPipe | ErrorKind::ConnectionAborted => {
             format!("{what}: the peer closed the connection ({e})")

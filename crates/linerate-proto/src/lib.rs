@@ -16,10 +16,10 @@ pub use frame::{
     read_frame, read_msg, write_msg, FrameError, MAX_CONTROL_FRAME, MAX_RESULTS_FRAME,
 };
 pub use msg::{
-    CpuUsage, IntervalSample, LatencyStats, Msg, SideResults, StreamResult, TcpStats, UdpStats,
-    MAGIC, PROTOCOL_VERSION,
+    CpuUsage, FileStats, IntervalSample, LatencyStats, Msg, SideResults, StreamResult, TcpStats,
+    UdpStats, MAGIC, PROTOCOL_VERSION,
 };
-pub use params::{Direction, Limits, Refusal, TestKind, TestParams};
+pub use params::{Direction, FileSpec, Limits, Refusal, TestKind, TestParams, FILE_BUFFERS};
 
 /// The default TCP port of `linerate serve` (control and TCP data connections).
 pub const DEFAULT_PORT: u16 = 5301;

@@ -135,6 +135,21 @@ pub struct StreamResult {
     /// Bytes moved over the whole test, warm-up included (to relate TCP_INFO's whole-test counters).
     #[serde(default)]
     pub total_bytes: u64,
+    /// File transfers: this stream's disk side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<FileStats>,
+}
+
+/// The disk side of one file-transfer stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileStats {
+    /// Bytes read from (sender) or written to (receiver) the file.
+    pub disk_bytes: u64,
+    /// Seconds the disk thread spent in read(2) / write(2).
+    pub disk_s: f64,
+    /// Seconds the network thread waited for the disk thread (sender: for a
+    /// filled buffer; receiver: for a free one).
+    pub net_wait_s: f64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -170,4 +185,7 @@ pub struct SideResults {
     pub latency: Option<LatencyStats>,
     /// Set when this side stopped early; what it measured until then is still here.
     pub error: Option<String>,
+    /// File transfers, the server: seconds fsync(2) took at the end (None: not asked or not reached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsync_s: Option<f64>,
 }

@@ -9,6 +9,9 @@ pub enum TestKind {
     UdpBw,
     TcpLat,
     UdpLat,
+    /// Disk → network → disk: the client sends a file, the server writes it
+    /// into the directory its operator allowed (`serve --write-dir`).
+    FileTransfer,
 }
 
 impl TestKind {
@@ -18,6 +21,7 @@ impl TestKind {
             Self::UdpBw => "udp_bw",
             Self::TcpLat => "tcp_lat",
             Self::UdpLat => "udp_lat",
+            Self::FileTransfer => "file_transfer",
         }
     }
 
@@ -66,6 +70,73 @@ pub struct TestParams {
     /// Latency tests: poll this many µs for a reply before blocking (None = 50 µs; 0 = block at once).
     #[serde(default)]
     pub spin_us: Option<u32>,
+    /// File transfers: the file the client sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<FileSpec>,
+}
+
+/// Buffers per stream and side in a file transfer: the disk and the network
+/// each work on their own while the other does (double buffering, twice).
+pub const FILE_BUFFERS: u32 = 4;
+
+/// The file of a [`TestKind::FileTransfer`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSpec {
+    /// Name to create in the server's write directory: one path component.
+    pub name: String,
+    /// Bytes the client will send.
+    pub size: u64,
+    /// The server makes the file durable (fsync) before it reports, and the time counts.
+    pub fsync: bool,
+    /// The server deletes the file once measured (repeated benchmarks).
+    #[serde(default)]
+    pub remove_after: bool,
+}
+
+impl FileSpec {
+    /// Why `name` may not be created in a write directory, if it may not.
+    /// One plain path component only: no `/`, no `..`, no hidden names, no control characters.
+    pub fn check_name(name: &str) -> Result<(), String> {
+        if name.is_empty() {
+            return Err("the file name is empty".into());
+        }
+        if name.len() > 255 {
+            return Err(format!(
+                "the file name is {} bytes long; at most 255",
+                name.len()
+            ));
+        }
+        if name.contains('/') || name.contains('\\') {
+            return Err(format!(
+                "file name `{}`: a name, not a path, is expected (no `/`); the server writes only into its own directory",
+                name.escape_debug()
+            ));
+        }
+        if name.starts_with('.') {
+            return Err(format!(
+                "file name `{}`: names starting with `.` (hidden files, `..`) are refused",
+                name.escape_debug()
+            ));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(format!(
+                "file name `{}` contains control characters",
+                name.escape_debug()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The byte range stream `idx` of `streams` carries: contiguous, in order, covering the file.
+    pub fn range(&self, idx: u32, streams: u32) -> (u64, u64) {
+        let n = u128::from(streams.max(1));
+        let i = u128::from(idx.min(streams.saturating_sub(1)));
+        let size = u128::from(self.size);
+        let start = size * i / n;
+        let end = size * (i + 1) / n;
+        (start as u64, (end - start) as u64)
+    }
 }
 
 /// What the operator allows (`linerate serve` flags).
@@ -78,6 +149,9 @@ pub struct Limits {
     pub max_udp_bitrate_bps: u64,
     pub max_length: u32,
     pub max_window: u32,
+    /// File transfers: the largest file accepted, bytes; 0 = bounded by free space only.
+    #[serde(default)]
+    pub max_file_bytes: u64,
 }
 
 impl Default for Limits {
@@ -89,6 +163,7 @@ impl Default for Limits {
             max_udp_bitrate_bps: 0,
             max_length: 1024 * 1024,
             max_window: 256 * 1024 * 1024,
+            max_file_bytes: 0,
         }
     }
 }
@@ -111,7 +186,13 @@ impl TestParams {
 
     /// Buffer memory the server holds for this test, bytes.
     pub fn server_memory_bytes(&self) -> u64 {
-        u64::from(self.connections()) * u64::from(self.length.max(64 * 1024))
+        let per = u64::from(self.length.max(64 * 1024));
+        let per = if self.kind == TestKind::FileTransfer {
+            per * u64::from(FILE_BUFFERS)
+        } else {
+            per
+        };
+        u64::from(self.connections()) * per
     }
 
     /// Check against the server's limits.
@@ -129,7 +210,8 @@ impl TestParams {
         if self.duration_ms == 0 {
             return r("duration must be positive".into());
         }
-        if self.duration_ms > l.max_duration_ms {
+        // A file transfer's duration is a time limit: the server applies its own if lower.
+        if self.duration_ms > l.max_duration_ms && self.kind != TestKind::FileTransfer {
             return r(format!(
                 "{} s requested; this server allows at most {} s (serve --max-duration)",
                 self.duration_ms / 1000,
@@ -190,6 +272,39 @@ impl TestParams {
                 ));
             }
         }
+        match (&self.file, self.kind) {
+            (None, TestKind::FileTransfer) => {
+                return r("a file transfer needs the file's name and size".into())
+            }
+            (Some(_), k) if k != TestKind::FileTransfer => {
+                return r(format!("a {} test carries no file", k.as_str()))
+            }
+            (Some(f), _) => {
+                FileSpec::check_name(&f.name).map_err(Refusal)?;
+                if f.size == 0 {
+                    return r("the file is empty: nothing to transfer".into());
+                }
+                if self.direction != Direction::Send {
+                    return r(
+                        "a file transfer goes from the client to the server (no -R or --bidir)"
+                            .into(),
+                    );
+                }
+                if l.max_file_bytes > 0 && f.size > l.max_file_bytes {
+                    return r(format!(
+                        "the file is {} bytes; this server accepts at most {} (serve --max-file-size)",
+                        f.size, l.max_file_bytes
+                    ));
+                }
+                if u64::from(self.streams) > f.size {
+                    return r(format!(
+                        "{} streams for a {}-byte file: use at most one stream per byte",
+                        self.streams, f.size
+                    ));
+                }
+            }
+            (None, _) => {}
+        }
         if self.spin_us.is_some_and(|u| u > 10_000) {
             return r("spin must be at most 10000 µs".into());
         }
@@ -225,7 +340,85 @@ mod tests {
             congestion: None,
             zerocopy: false,
             spin_us: None,
+            file: None,
         }
+    }
+
+    #[test]
+    fn file_names_are_one_plain_component() {
+        for bad in [
+            "",
+            "..",
+            ".",
+            "../etc/passwd",
+            "a/b",
+            "/abs",
+            ".hidden",
+            "a\nb",
+            "a\\b",
+        ] {
+            assert!(FileSpec::check_name(bad).is_err(), "{bad:?} accepted");
+        }
+        for good in ["data.bin", "x", "file with spaces", "ü.dat", "a..b"] {
+            assert!(FileSpec::check_name(good).is_ok(), "{good:?} refused");
+        }
+        assert!(FileSpec::check_name(&"a".repeat(256)).is_err());
+    }
+
+    #[test]
+    fn file_ranges_cover_the_file() {
+        for (size, n) in [(1u64, 1u32), (10, 3), (1 << 40, 7), (u64::MAX, 64), (5, 5)] {
+            let f = FileSpec {
+                name: "f".into(),
+                size,
+                fsync: false,
+                remove_after: false,
+            };
+            let mut next = 0u64;
+            for i in 0..n {
+                let (start, len) = f.range(i, n);
+                assert_eq!(start, next);
+                next = start + len;
+            }
+            assert_eq!(next, size);
+        }
+    }
+
+    #[test]
+    fn file_transfer_validation() {
+        let l = Limits {
+            max_file_bytes: 1000,
+            ..Limits::default()
+        };
+        let mut p = tcp();
+        p.kind = TestKind::FileTransfer;
+        assert!(p.validate(&l).is_err(), "no file");
+        p.file = Some(FileSpec {
+            name: "ok.bin".into(),
+            size: 1000,
+            fsync: true,
+            remove_after: false,
+        });
+        assert!(p.validate(&l).is_ok());
+        p.direction = Direction::Receive;
+        assert!(p.validate(&l).is_err());
+        p.direction = Direction::Send;
+        p.file.as_mut().unwrap().size = 1001;
+        assert!(p.validate(&l).unwrap_err().0.contains("--max-file-size"));
+        p.file.as_mut().unwrap().size = 0;
+        assert!(p.validate(&l).is_err());
+        p.file.as_mut().unwrap().size = 10;
+        p.file.as_mut().unwrap().name = "../x".into();
+        assert!(p.validate(&l).is_err());
+        let mut q = tcp();
+        q.file = p.file.clone();
+        q.file.as_mut().unwrap().name = "x".into();
+        assert!(q.validate(&l).is_err(), "tcp_bw with a file");
+        p.file.as_mut().unwrap().name = "x".into();
+        assert_eq!(
+            p.server_memory_bytes(),
+            u64::from(FILE_BUFFERS) * 128 * 1024
+        );
     }
 
     #[test]

@@ -11,8 +11,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use linerate_proto::{
-    write_msg, CpuUsage, Direction, IntervalSample, LatencyStats, Msg, SideResults, StreamResult,
-    TcpStats, TestKind, TestParams, UdpStats, MAGIC, MAX_CONTROL_FRAME, PROTOCOL_VERSION,
+    write_msg, CpuUsage, Direction, FileSpec, FileStats, IntervalSample, LatencyStats, Msg,
+    SideResults, StreamResult, TcpStats, TestKind, TestParams, UdpStats, MAGIC, MAX_CONTROL_FRAME,
+    PROTOCOL_VERSION,
 };
 
 #[path = "../../../fuzz/src/lib.rs"]
@@ -195,6 +196,7 @@ fn params() -> TestParams {
         congestion: None,
         zerocopy: false,
         spin_us: None,
+        file: None,
     }
 }
 
@@ -245,6 +247,17 @@ fn results() -> SideResults {
                 cpu_s: 0.0,
                 ..StreamResult::default()
             },
+            StreamResult {
+                id: 2,
+                bytes_received: 1 << 30,
+                seconds: 0.5,
+                file: Some(FileStats {
+                    disk_bytes: 1 << 30,
+                    disk_s: 0.25,
+                    net_wait_s: f64::MIN_POSITIVE,
+                }),
+                ..StreamResult::default()
+            },
         ],
         cpu: CpuUsage {
             user_s: 0.012,
@@ -266,6 +279,7 @@ fn results() -> SideResults {
             lost: 0,
         }),
         error: Some("peer reset after 3.2 s: \"connection reset\" \u{1f}\u{e9}".into()),
+        fsync_s: Some(0.125),
     }
 }
 
@@ -462,6 +476,12 @@ fn validate_params_seeds_generated() -> Vec<(String, Vec<u8>)> {
                 congestion: Some(String::new()),
                 zerocopy: true,
                 spin_us: Some(u32::MAX),
+                file: Some(FileSpec {
+                    name: "../../etc/passwd".into(),
+                    size: u64::MAX,
+                    fsync: true,
+                    remove_after: true,
+                }),
             }),
         ),
         (
@@ -476,6 +496,33 @@ fn validate_params_seeds_generated() -> Vec<(String, Vec<u8>)> {
             br#"{"kind":"tcp_bw","direction":"send","streams":1,"duration_ms":1000,"omit_ms":0,"interval_ms":0,"length":1,"window":null,"bitrate_bps":0,"congestion":null,"zerocopy":false,"extra":1}"#.to_vec(),
         ),
         ("10-garbage.json", b"{\"kind\":\"tcp_bw\",\"streams\":-1,[".to_vec()),
+        (
+            "11-file_transfer.json",
+            json(&TestParams {
+                kind: TestKind::FileTransfer,
+                streams: 4,
+                file: Some(FileSpec {
+                    name: "backup.tar".into(),
+                    size: 10 << 30,
+                    fsync: true,
+                    remove_after: false,
+                }),
+                ..params()
+            }),
+        ),
+        (
+            "12-file_transfer-traversal.json",
+            json(&TestParams {
+                kind: TestKind::FileTransfer,
+                file: Some(FileSpec {
+                    name: "../.ssh/authorized_keys".into(),
+                    size: 400,
+                    fsync: false,
+                    remove_after: false,
+                }),
+                ..params()
+            }),
+        ),
     ]
     .into_iter()
     .map(|(name, bytes)| (name.to_string(), bytes))

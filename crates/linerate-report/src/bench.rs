@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use linerate_bench::results::{DirStats, IntervalOut};
+use linerate_bench::results::{DirStats, FileTransferOut, IntervalOut};
 use linerate_bench::TestResult;
 use linerate_proto::{Direction, TestKind, TestParams};
 use serde::Serialize;
@@ -49,7 +49,70 @@ fn kind_words(p: &TestParams) -> String {
         ),
         TestKind::TcpLat => format!("TCP request/response, {}-byte messages", p.length),
         TestKind::UdpLat => format!("UDP request/response, {}-byte messages", p.length),
+        TestKind::FileTransfer => {
+            let (name, size) = p
+                .file
+                .as_ref()
+                .map_or(("?", 0), |f| (f.name.as_str(), f.size));
+            format!(
+                "file `{name}` ({}), {} stream{}{}",
+                bytes(size),
+                p.streams,
+                if p.streams == 1 { "" } else { "s" },
+                if p.file.as_ref().is_some_and(|f| f.fsync) {
+                    ", made durable (fsync)"
+                } else {
+                    ""
+                }
+            )
+        }
     }
+}
+
+fn layer_words(layer: &str) -> &'static str {
+    match layer {
+        "source_read" => "reading the source (this host)",
+        "network" => "the network",
+        "destination_write" => "writing on the server",
+        _ => "?",
+    }
+}
+
+/// A file transfer: the copy end to end, then each layer with the slowest marked.
+fn file_block(out: &mut String, f: &FileTransferOut, style: Style) {
+    let _ = writeln!(
+        out,
+        "  copied {} in {} s{}: {} Gb/s ({} GB/s) end to end",
+        bytes(f.written_bytes),
+        num(f.transfer_s),
+        f.fsync_s
+            .map_or(String::new(), |s| format!(" + fsync {} s", num(s))),
+        style.bold(&num(f.end_to_end_gbps)),
+        num(f.end_to_end_gbps / 8.0)
+    );
+    for l in &f.layers {
+        let slowest = f.bottleneck == Some(l.layer);
+        let line = format!(
+            "  {:<32} {:>8} Gb/s ({:>6} GB/s)  busy {:>5.1} %",
+            layer_words(l.layer),
+            num(l.gbps),
+            num(l.gbps / 8.0),
+            l.busy_percent
+        );
+        if slowest && f.layers.len() > 1 {
+            let _ = writeln!(out, "{}  ← the slowest layer", style.bold(&line));
+        } else {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  buffers {} per side ({} × {} blocks of {})",
+        bytes(f.buffer_bytes),
+        f.buffer_bytes / u64::from(linerate_proto::FILE_BUFFERS) / u64::from(f.block_bytes.max(1)),
+        linerate_proto::FILE_BUFFERS,
+        bytes(u64::from(f.block_bytes))
+    );
 }
 
 /// Numbers with three significant digits where that reads well.
@@ -81,8 +144,13 @@ fn bytes(b: u64) -> String {
 /// The first line: what runs, where.
 pub fn header(p: &TestParams, server: &str) -> String {
     format!(
-        "linerate bench → {server}: {}, {} s{}",
+        "linerate bench → {server}: {}, {}{} s{}",
         kind_words(p),
+        if p.kind == TestKind::FileTransfer {
+            "time limit "
+        } else {
+            ""
+        },
         num(p.duration_ms as f64 / 1000.0),
         if p.omit_ms > 0 {
             format!(" (first {} s omitted)", num(p.omit_ms as f64 / 1000.0))
@@ -187,7 +255,18 @@ pub fn render_bench(t: &TestResult, style: Style) -> String {
         "{}{via}",
         style.bold(&format!("{} → {}", kind_words(p), t.server))
     );
-    if let Some(l) = &t.latency_us {
+    if let Some(f) = &t.file {
+        file_block(&mut out, f, style);
+        if let (Some(s), Some(r)) = (&t.sender, &t.receiver) {
+            let _ = writeln!(
+                out,
+                "  network {} Gb/s received; CPU {}% (this host), {}% (server)",
+                num(r.gbps),
+                num(s.cpu_percent),
+                num(r.cpu_percent)
+            );
+        }
+    } else if let Some(l) = &t.latency_us {
         let _ = writeln!(
             out,
             "  round trip  p50 {} µs   p90 {}   p99 {}   p99.9 {}   max {}   mean {} µs (σ {})",

@@ -137,11 +137,54 @@ pub fn render_doctor(r: &DoctorReport, style: Style) -> String {
             c.limited_by.as_str()
         );
     }
+    let best_net = r
+        .pyramid
+        .rows
+        .iter()
+        .find(|x| x.layer == "network")
+        .map_or(r.verdict.gbps, |x| x.gbps);
     let _ = writeln!(
         out,
         "    network, best TCP result   {:>9} Gb/s",
-        num(r.verdict.gbps)
+        num(best_net)
     );
+    for row in r
+        .pyramid
+        .rows
+        .iter()
+        .filter(|x| x.layer != "memory" && x.layer != "network")
+    {
+        let what = match (row.layer.as_str(), row.host.as_str()) {
+            ("disk_read", "remote") => "server disk, read",
+            ("disk_write", "remote") => "server disk, write",
+            ("disk_read", _) => "disk, sequential read",
+            ("disk_write", _) => "disk, sequential write",
+            ("file_copy", _) => "file copy, measured",
+            _ => "?",
+        };
+        let mark = r.pyramid.copy.as_ref().is_some_and(|c| {
+            c.limited_by.layer == row.layer
+                && c.limited_by.host == row.host
+                && c.limited_by.subject == row.subject
+        });
+        let line = format!(
+            "    {what:<26} {:>9} Gb/s   ({} GB/s; {})",
+            num(row.gbps),
+            num(row.gbps / 8.0),
+            row.subject
+        );
+        if mark {
+            let _ = writeln!(out, "{}  ← slowest for a copy", style.bold(&line));
+        } else {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    if let Some(c) = &r.pyramid.copy {
+        let _ = writeln!(out, "    {}", c.sentence);
+    }
+    for n in &r.pyramid.notes {
+        let _ = writeln!(out, "    {}", style.dim(n));
+    }
     out.push('\n');
 
     let _ = writeln!(out, "{}", style.bold("findings (most severe first)"));

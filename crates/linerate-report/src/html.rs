@@ -108,6 +108,68 @@ fn waterfall(r: &DoctorReport) -> String {
     s
 }
 
+/// The pyramid as bars on a log scale (memory and a disk differ a hundredfold),
+/// the layer that limits a copy in red.
+fn pyramid_chart(r: &DoctorReport) -> String {
+    let rows = &r.pyramid.rows;
+    if rows.is_empty() {
+        return String::new();
+    }
+    let max = rows
+        .iter()
+        .map(|x| x.gbps)
+        .fold(0.0_f64, f64::max)
+        .max(1e-3);
+    let min = rows
+        .iter()
+        .map(|x| x.gbps)
+        .filter(|g| *g > 0.0)
+        .fold(max, f64::min);
+    let lo = (min.log10().floor() - 0.3).min(max.log10() - 1.0);
+    let hi = max.log10() + 0.05;
+    let (w, row, left) = (760.0, 30.0, 300.0);
+    let h = row * rows.len() as f64 + 20.0;
+    let mut s = format!(
+        r#"<svg class="chart" id="pyramid-chart" role="img" aria-label="storage pyramid, log scale" viewBox="0 0 {w} {h}" width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg">"#
+    );
+    for (i, x) in rows.iter().enumerate() {
+        let slow = r.pyramid.copy.as_ref().is_some_and(|c| {
+            c.limited_by.layer == x.layer
+                && c.limited_by.host == x.host
+                && c.limited_by.subject == x.subject
+        });
+        let color = match x.layer.as_str() {
+            _ if slow => "#dc2626",
+            "memory" => "#64748b",
+            "network" => "#2563eb",
+            "file_copy" => "#7c3aed",
+            _ => "#0d9488",
+        };
+        let frac = ((x.gbps.max(1e-9).log10() - lo) / (hi - lo)).clamp(0.0, 1.0);
+        let bw = ((w - left - 110.0) * frac).max(1.0);
+        let y = 10.0 + row * i as f64;
+        let label = format!(
+            "{}{} {}",
+            x.layer.replace('_', " "),
+            if x.host == "remote" { " (server)" } else { "" },
+            x.subject
+        );
+        let _ = write!(
+            s,
+            r#"<text x="{lx}" y="{ty}" text-anchor="end" class="lbl">{l}</text><rect x="{left}" y="{y}" width="{bw:.1}" height="{bh}" fill="{color}" rx="3"><title>{l}: {v} Gb/s</title></rect><text x="{vx:.1}" y="{ty}" class="val">{v} Gb/s ({gb} GB/s)</text>"#,
+            lx = left - 8.0,
+            ty = y + 15.0,
+            l = esc(&label),
+            bh = row - 8.0,
+            v = num(x.gbps),
+            gb = num(x.gbps / 8.0),
+            vx = left + bw + 6.0,
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
 /// A "nice" step for about `n` ticks up to `max` (1, 2 or 5 × a power of ten).
 fn nice_step(max: f64, n: f64) -> f64 {
     let raw = (max / n).max(1e-9);
@@ -449,9 +511,33 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
     }
     let _ = write!(
         o,
-        "<tr><td>network, best TCP</td><td>{} Gb/s</td></tr></table>",
+        "<tr><td>network, best TCP</td><td>{} Gb/s</td></tr>",
         num(r.verdict.gbps)
     );
+    for row in r
+        .pyramid
+        .rows
+        .iter()
+        .filter(|x| x.layer != "memory" && x.layer != "network")
+    {
+        let _ = write!(
+            o,
+            "<tr><td>{} ({}) {}</td><td>{} GB/s = {} Gb/s</td></tr>",
+            esc(&row.layer.replace('_', " ")),
+            esc(&row.host),
+            esc(&row.subject),
+            num(row.gbps / 8.0),
+            num(row.gbps)
+        );
+    }
+    o.push_str("</table>");
+    o.push_str(&pyramid_chart(r));
+    if let Some(c) = &r.pyramid.copy {
+        let _ = write!(o, "<p><b>{}</b></p>", esc(&c.sentence));
+    }
+    for n in &r.pyramid.notes {
+        let _ = write!(o, "<p class=\"muted\">{}</p>", esc(n));
+    }
     let _ = writeln!(
         o,
         "<p class=\"muted\">Checked: {}</p></main></body></html>",

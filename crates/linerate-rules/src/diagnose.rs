@@ -189,6 +189,11 @@ struct PathCeiling {
     why: String,
 }
 
+/// The TCP ceiling of the path from this host to the other end, Gb/s, when known.
+pub fn send_ceiling_gbps(i: &DiagnoseInput) -> Option<f64> {
+    path_ceiling(i, "send").gbps
+}
+
 /// The TCP ceiling of the path in one direction (`send`: local → remote, `receive`: back).
 /// Hardware ceilings bind both directions; a shaper only limits what leaves its end.
 fn path_ceiling(i: &DiagnoseInput, dir: &str) -> PathCeiling {

@@ -7,6 +7,7 @@ mod finding;
 mod host;
 mod link;
 mod pcie;
+pub mod pyramid;
 
 use linerate_inventory::Inventory;
 use linerate_model::Ceiling;

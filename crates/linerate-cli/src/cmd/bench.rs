@@ -5,7 +5,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use linerate_bench::results::IntervalOut;
 use linerate_bench::{ClientConfig, Event};
-use linerate_proto::{Direction, IntervalSample, TestKind, TestParams};
+use linerate_proto::{Direction, FileSpec, IntervalSample, TestKind, TestParams};
 use linerate_report::bench::{header, interval_line};
 use linerate_report::Style;
 
@@ -13,6 +13,9 @@ use crate::cli::{BenchArgs, TestArg};
 use crate::out::print;
 
 fn kind(a: &BenchArgs) -> TestKind {
+    if a.file.is_some() {
+        return TestKind::FileTransfer;
+    }
     match a.test {
         Some(TestArg::TcpBw) => TestKind::TcpBw,
         Some(TestArg::UdpBw) => TestKind::UdpBw,
@@ -27,17 +30,67 @@ fn kind(a: &BenchArgs) -> TestKind {
     }
 }
 
-pub fn params(a: &BenchArgs) -> anyhow::Result<TestParams> {
+/// The source of `--file`: opened, a regular file, not empty. Its size and the name to give it.
+pub fn source(a: &BenchArgs) -> anyhow::Result<Option<(std::fs::File, FileSpec)>> {
+    let Some(path) = &a.file else {
+        return Ok(None);
+    };
+    let f = std::fs::File::open(path)
+        .with_context(|| format!("--file {}: cannot open it", path.display()))?;
+    let m = f
+        .metadata()
+        .with_context(|| format!("--file {}", path.display()))?;
+    if !m.is_file() {
+        bail!("--file {}: not a regular file", path.display());
+    }
+    if m.len() == 0 {
+        bail!(
+            "--file {}: the file is empty: nothing to measure",
+            path.display()
+        );
+    }
+    let name = match &a.file_name {
+        Some(n) => n.clone(),
+        None => path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(str::to_string)
+            .with_context(|| {
+                format!(
+                    "--file {}: its name is not UTF-8; give one with --file-name",
+                    path.display()
+                )
+            })?,
+    };
+    FileSpec::check_name(&name).map_err(|e| anyhow::anyhow!("--file-name: {e}"))?;
+    let spec = FileSpec {
+        name,
+        size: m.len(),
+        fsync: !a.no_fsync,
+        remove_after: a.remove_after,
+    };
+    Ok(Some((f, spec)))
+}
+
+pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<TestParams> {
     let kind = kind(a);
-    if a.time == 0 {
+    let time = a.time.unwrap_or(if kind == TestKind::FileTransfer {
+        300_000
+    } else {
+        10_000
+    });
+    if time == 0 {
         bail!("--time must be positive");
     }
-    if a.omit >= a.time {
+    if a.omit >= time {
         bail!(
             "--omit ({} s) must be shorter than --time ({} s)",
             a.omit as f64 / 1000.0,
-            a.time as f64 / 1000.0
+            time as f64 / 1000.0
         );
+    }
+    if kind == TestKind::FileTransfer && a.omit > 0 {
+        bail!("--omit does not apply to --file: every byte of the file counts");
     }
     if kind.is_latency() && (a.parallel > 1 || a.reverse || a.bidir) {
         bail!("latency tests run one request/response stream: drop -P, -R and --bidir");
@@ -46,6 +99,7 @@ pub fn params(a: &BenchArgs) -> anyhow::Result<TestParams> {
         TestKind::TcpBw => 256 * 1024,
         TestKind::UdpBw => 1400,
         TestKind::TcpLat | TestKind::UdpLat => 1,
+        TestKind::FileTransfer => 1024 * 1024,
     });
     if kind.is_udp() && length > 65_507 {
         bail!("-l {length}: a UDP datagram carries at most 65507 bytes");
@@ -63,7 +117,7 @@ pub fn params(a: &BenchArgs) -> anyhow::Result<TestParams> {
             Direction::Send
         },
         streams: a.parallel,
-        duration_ms: a.time,
+        duration_ms: time,
         omit_ms: a.omit,
         interval_ms: a.interval.unwrap_or(1000),
         length: if kind == TestKind::UdpLat {
@@ -80,6 +134,7 @@ pub fn params(a: &BenchArgs) -> anyhow::Result<TestParams> {
         congestion: a.congestion.clone(),
         zerocopy: a.zerocopy,
         spin_us: Some(a.spin),
+        file,
     })
 }
 
@@ -151,7 +206,11 @@ impl Live {
 }
 
 pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
-    let p = params(a)?;
+    let src = source(a)?;
+    let (file, spec) = src.map_or((None, None), |(f, s)| {
+        (Some(std::sync::Arc::new(f)), Some(s))
+    });
+    let p = params_with(a, spec)?;
     let server = resolve(a)?;
     let psk = a
         .psk_file
@@ -172,6 +231,7 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
             .unwrap_or_default(),
         connect_timeout: Duration::from_secs(5),
         inventory: Some(crate::iface::provider()),
+        file,
     };
     let tty = std::io::stdout().is_terminal();
     let human = !a.json && !a.json_stream;

@@ -49,6 +49,14 @@ pub fn run(a: &DoctorArgs, style: Style) -> anyhow::Result<u8> {
         },
         root: PathBuf::from("/"),
         inventory: crate::iface::provider(),
+        disks: if a.no_disk {
+            Vec::new()
+        } else if a.disk.is_empty() {
+            vec![std::env::current_dir()
+                .context("the current directory (for the disk test; --no-disk skips it)")?]
+        } else {
+            a.disk.clone()
+        },
     };
     let live = !a.json && std::io::stderr().is_terminal();
     let mut progress = |s: &str| {

@@ -1,7 +1,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use linerate_bench::ServerConfig;
+use std::sync::Arc;
+
+use linerate_bench::{ServerConfig, WriteDir};
 use linerate_proto::Limits;
 
 use crate::cli::ServeArgs;
@@ -20,6 +22,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
             max_duration_ms: a.max_duration.max(1000),
             max_udp_bitrate_bps: a.max_udp_bitrate,
             max_length: a.max_length,
+            max_file_bytes: a.max_file_size,
             ..Limits::default()
         },
         psk,
@@ -29,6 +32,12 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         max_served: a.once.then_some(1),
         inventory: Some(crate::iface::provider()),
         log: true,
+        write_dir: a
+            .write_dir
+            .as_deref()
+            .map(|d| WriteDir::open(d).map(Arc::new))
+            .transpose()
+            .map_err(|e| anyhow::anyhow!(e))?,
     })
 }
 

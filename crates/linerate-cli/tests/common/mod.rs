@@ -103,6 +103,8 @@ pub struct Net {
     pub vb: String,
     pub n: u32,
     server: Option<Child>,
+    /// The server's `--write-dir` (doctor's disk-to-disk copy lands here, and is removed).
+    pub write_dir: tempfile::TempDir,
 }
 
 impl Net {
@@ -128,6 +130,7 @@ impl Net {
             vb: format!("lr{pid}x{n}b"),
             n,
             server: None,
+            write_dir: tempfile::tempdir().expect("a temporary directory"),
         };
         if let Err(e) = run("ip", &["netns", "add", &net.a]) {
             println!("SKIP {test}: cannot create a network namespace: {e}");
@@ -175,7 +178,8 @@ impl Net {
         let port = PORT.to_string();
         let mut child = Command::new("ip")
             .args(["netns", "exec", &self.b, BIN, "serve", "-p", &port])
-            .args(["--max-duration", "15"])
+            .args(["--max-duration", "15", "--write-dir"])
+            .arg(self.write_dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
