@@ -6,7 +6,7 @@ set -euo pipefail
 # Debian packages the build and the tests need (none are needed by the binary itself):
 # iproute2 for the network-namespace tests, chromium to check doctor's HTML report,
 # and, for the tests only, nothing else: the peer tools are installed by bench/compare.sh --install.
-PACKAGES=(python3 iproute2 util-linux)
+PACKAGES=(python3 iproute2 util-linux libfabric1)
 if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then
     PACKAGES+=(chromium)
 fi

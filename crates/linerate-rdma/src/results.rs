@@ -1,0 +1,172 @@
+//! Results: plain data with their units in their names.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// One row of [`crate::Fabric::providers`]: a provider offering message endpoints with RMA/MSG.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderInfo {
+    /// libfabric provider: `verbs`, `tcp`, `sockets`, ...
+    pub provider: String,
+    /// Fabric name (verbs: `IB-0xfe80...`; tcp: the subnet).
+    pub fabric: String,
+    /// Domain: the device (verbs: `mlx5_0`; tcp: the netdev).
+    pub domain: String,
+    /// Source address the provider would use, if it named one.
+    pub src_addr: Option<String>,
+}
+
+/// One interval of a bandwidth run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IntervalSample {
+    /// Seconds since the run started.
+    pub start_s: f64,
+    pub end_s: f64,
+    pub bytes: u64,
+    pub messages: u64,
+    pub gbps: f64,
+}
+
+/// A bandwidth run: completed operations only.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BwResult {
+    pub size: usize,
+    pub bytes: u64,
+    pub messages: u64,
+    /// From the first post to the last completion.
+    pub seconds: f64,
+    /// Payload gigabits per second (10^9).
+    pub gbps: f64,
+    pub messages_per_s: f64,
+    /// Bytes that did not match the pattern (verify on; 0 otherwise).
+    pub verify_errors: u64,
+    pub intervals: Vec<IntervalSample>,
+}
+
+impl BwResult {
+    pub(crate) fn finish(&mut self) {
+        if self.seconds > 0.0 {
+            self.gbps = self.bytes as f64 * 8.0 / self.seconds / 1e9;
+            self.messages_per_s = self.messages as f64 / self.seconds;
+        }
+    }
+}
+
+/// A latency run. `*_us` figures are **round trips** (ping-pong: there and back; read: one
+/// read's completion); `one_way_*_us` are half of them, as perftest's `*_lat` reports.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatResult {
+    pub size: usize,
+    pub samples: u64,
+    pub min_us: f64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+    pub one_way_p50_us: f64,
+    pub one_way_mean_us: f64,
+    /// Completed round trips per second of the run.
+    pub transactions_per_s: f64,
+}
+
+/// A histogram of round-trip times in nanoseconds (3 significant digits: ≤ 0.1% error).
+pub(crate) fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("histogram bounds")
+}
+
+/// Summarises `h` (nanoseconds) over a run of `seconds`.
+pub(crate) fn summarize(size: usize, h: &Histogram<u64>, seconds: f64) -> LatResult {
+    let n = h.len();
+    if n == 0 {
+        return LatResult {
+            size,
+            ..LatResult::default()
+        };
+    }
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let p50 = us(h.value_at_quantile(0.5));
+    let mean = h.mean() / 1000.0;
+    LatResult {
+        size,
+        samples: n,
+        min_us: us(h.min()),
+        mean_us: mean,
+        p50_us: p50,
+        p90_us: us(h.value_at_quantile(0.9)),
+        p99_us: us(h.value_at_quantile(0.99)),
+        p999_us: us(h.value_at_quantile(0.999)),
+        max_us: us(h.max()),
+        one_way_p50_us: p50 / 2.0,
+        one_way_mean_us: mean / 2.0,
+        transactions_per_s: if seconds > 0.0 {
+            n as f64 / seconds
+        } else {
+            0.0
+        },
+    }
+}
+
+/// What the target saw over its whole connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetStats {
+    pub runs: u64,
+    /// Messages the target received or checked (sends; writes with verify).
+    pub messages: u64,
+    pub bytes: u64,
+    pub verify_errors: u64,
+}
+
+/// `FI_VERSION(major, minor)` as "major.minor.0" (libfabric reports no revision at run time).
+pub(crate) fn version_string(v: u32) -> String {
+    format!("{}.{}.0", v >> 16, v & 0xffff)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_unpacks() {
+        assert_eq!(version_string((1 << 16) | 0x11), "1.17.0");
+        assert_eq!(version_string((2 << 16) | 3), "2.3.0");
+    }
+
+    #[test]
+    fn percentiles_of_a_known_distribution() {
+        let mut h = new_histogram();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap(); // 1..1000 µs
+        }
+        let r = summarize(8, &h, 2.0);
+        assert_eq!(r.samples, 1000);
+        assert!((r.min_us - 1.0).abs() < 0.01);
+        assert!((r.p50_us - 500.0).abs() < 1.0, "{}", r.p50_us);
+        assert!((r.p99_us - 990.0).abs() < 1.5, "{}", r.p99_us);
+        assert!((r.max_us - 1000.0).abs() < 1.0);
+        assert!((r.mean_us - 500.5).abs() < 0.6);
+        assert_eq!(r.one_way_p50_us, r.p50_us / 2.0);
+        assert_eq!(r.transactions_per_s, 500.0);
+    }
+
+    #[test]
+    fn empty_histogram_gives_zeroes() {
+        let r = summarize(8, &new_histogram(), 1.0);
+        assert_eq!(r.samples, 0);
+        assert_eq!(r.p50_us, 0.0);
+    }
+
+    #[test]
+    fn bandwidth_rates() {
+        let mut r = BwResult {
+            bytes: 1_000_000_000,
+            messages: 1000,
+            seconds: 2.0,
+            ..BwResult::default()
+        };
+        r.finish();
+        assert_eq!(r.gbps, 4.0);
+        assert_eq!(r.messages_per_s, 500.0);
+    }
+}
