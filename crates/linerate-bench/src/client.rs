@@ -99,8 +99,85 @@ pub struct ClientRun {
     pub rtt: Option<Rtt>,
     pub local_inventory: Option<serde_json::Value>,
     pub remote_inventory: Option<serde_json::Value>,
+    /// RDMA tests: what the client's queue pairs measured.
+    pub rdma: Option<crate::rdma::RdmaRun>,
     /// Set when the test did not complete; the results above are what was measured.
     pub error: Option<String>,
+}
+
+/// The client side of an RDMA test, after `accepted`.
+fn run_rdma(
+    cfg: &ClientConfig,
+    mut ctl: TcpStream,
+    listen: &linerate_proto::RdmaListen,
+    r: &linerate_proto::RdmaSpec,
+    memory: u64,
+    (local_addr, local_inventory, remote_inventory): (
+        Option<SocketAddr>,
+        Option<serde_json::Value>,
+        Option<serde_json::Value>,
+    ),
+    events: &mut dyn FnMut(Event),
+) -> Result<ClientRun, ClientError> {
+    write_msg(&mut ctl, &Msg::Start)?;
+    events(Event::Started {
+        server_memory_bytes: memory,
+    });
+    let local_ip = local_addr.map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let rr = crate::rdma::run_client(
+        cfg.server.ip(),
+        local_ip,
+        listen,
+        &cfg.params,
+        r,
+        &stop,
+        &mut |s| events(Event::Local(s)),
+    );
+    let _ = write_msg(&mut ctl, &Msg::Done);
+    // The server answers once its targets have ended (bounded by its own deadline).
+    let _ = ctl.set_read_timeout(Some(side::GRACE + Duration::from_secs(10)));
+    let (remote, reader_err) = match read_msg(&mut ctl, MAX_RESULTS_FRAME) {
+        Ok(Msg::Results { results }) => (Some(crate::results::sanitize(results, 0)), None),
+        Ok(Msg::Error { message }) => (None, Some(format!("the server reported: {message}"))),
+        Ok(other) => (
+            None,
+            Some(format!("protocol: expected results, got {}", other.name())),
+        ),
+        Err(e) => (
+            None,
+            Some(format!("lost the control connection to the server: {e}")),
+        ),
+    };
+    let _ = ctl.shutdown(Shutdown::Both);
+    let mut errors: Vec<String> = rr
+        .errors
+        .iter()
+        .map(|e| format!("this host: {e}"))
+        .collect();
+    errors.extend(reader_err);
+    if let Some(e) = remote.as_ref().and_then(|r| r.error.as_ref()) {
+        errors.push(format!("server: {e}"));
+    }
+    let local = SideResults {
+        cpu: rr.cpu,
+        intervals: rr.intervals.clone(),
+        error: (!rr.errors.is_empty()).then(|| rr.errors.join("; ")),
+        ..SideResults::default()
+    };
+    Ok(ClientRun {
+        params: cfg.params.clone(),
+        server: cfg.server,
+        local_addr,
+        local,
+        remote,
+        remote_intervals: Vec::new(),
+        rtt: None,
+        local_inventory,
+        remote_inventory,
+        rdma: Some(rr),
+        error: (!errors.is_empty()).then(|| errors.join("; ")),
+    })
 }
 
 fn connect(cfg: &ClientConfig) -> Result<TcpStream, ClientError> {
@@ -154,10 +231,16 @@ fn data_socket(cfg: &ClientConfig) -> Result<TcpStream, ClientError> {
     Ok(s.into())
 }
 
-fn handshake(
-    cfg: &ClientConfig,
-    ctl: &mut TcpStream,
-) -> Result<(u64, String, Option<u16>, Option<serde_json::Value>), ClientError> {
+/// What the server's `accepted` says.
+struct Accepted {
+    memory: u64,
+    cookie: String,
+    udp_port: Option<u16>,
+    inventory: Option<serde_json::Value>,
+    rdma: Option<linerate_proto::RdmaListen>,
+}
+
+fn handshake(cfg: &ClientConfig, ctl: &mut TcpStream) -> Result<Accepted, ClientError> {
     let nonce = random_hex(16);
     write_msg(
         ctl,
@@ -208,8 +291,15 @@ fn handshake(
             cookie,
             udp_port,
             inventory,
+            rdma,
             ..
-        } => Ok((memory_bytes, cookie, udp_port, inventory)),
+        } => Ok(Accepted {
+            memory: memory_bytes,
+            cookie,
+            udp_port,
+            inventory,
+            rdma,
+        }),
         Msg::Refused { reason } => Err(ClientError::Refused(reason)),
         Msg::Error { message } => Err(ClientError::Server(message)),
         other => Err(ClientError::Protocol(format!("unexpected {other:?}"))),
@@ -268,10 +358,26 @@ pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRu
     let _ = ctl.set_nodelay(true);
     let _ = ctl.set_read_timeout(Some(Duration::from_secs(10)));
     let _ = ctl.set_write_timeout(Some(Duration::from_secs(10)));
-    let (memory, cookie, udp_port, remote_inventory) = handshake(cfg, &mut ctl)?;
+    let acc = handshake(cfg, &mut ctl)?;
+    let (memory, cookie, udp_port, remote_inventory) =
+        (acc.memory, acc.cookie, acc.udp_port, acc.inventory);
     let local_addr = ctl.local_addr().ok();
     let local_ip = local_addr.map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
     let local_inventory = cfg.inventory.as_ref().and_then(|f| f(local_ip));
+    if let Some(r) = cfg.params.rdma.as_ref() {
+        let listen = acc.rdma.ok_or_else(|| {
+            ClientError::Protocol("the server's answer has no RDMA listeners".into())
+        })?;
+        return run_rdma(
+            cfg,
+            ctl,
+            &listen,
+            r,
+            memory,
+            (local_addr, local_inventory, remote_inventory),
+            events,
+        );
+    }
     let conns = open_data(cfg, &cookie, udp_port, local_ip)?;
     write_msg(&mut ctl, &Msg::Start)?;
     let start = Instant::now();
@@ -376,6 +482,7 @@ pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRu
         rtt: run.rtt,
         local_inventory,
         remote_inventory,
+        rdma: None,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
     })
 }

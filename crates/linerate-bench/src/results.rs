@@ -127,8 +127,30 @@ pub struct TestResult {
     pub params: TestParams,
     /// File transfers: each layer of the copy and the one that held it back.
     pub file: Option<FileTransferOut>,
+    /// RDMA tests: the operation, provider and device, message rate, the sweep.
+    pub rdma: Option<RdmaOut>,
     /// Set when the test did not complete; the figures are what was measured until then.
     pub error: Option<String>,
+}
+
+/// The RDMA part of a result.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RdmaOut {
+    pub op: &'static str,
+    /// libfabric provider and domain (device) both ends used.
+    pub provider: String,
+    pub device: String,
+    pub window: u32,
+    pub qps: u32,
+    pub verify: bool,
+    /// Bytes that did not match the pattern, both ends (`verify`).
+    pub verify_errors: u64,
+    pub messages_per_s: Option<f64>,
+    /// Latency tests: half the round trip, as perftest's `*_lat` reports.
+    pub one_way_p50_us: Option<f64>,
+    pub one_way_mean_us: Option<f64>,
+    /// Bandwidth per message size (one row without `--sweep`).
+    pub sizes: Vec<crate::rdma::SizeRow>,
 }
 
 /// One layer of a disk → network → disk copy.
@@ -541,6 +563,91 @@ fn port_view(v: &serde_json::Value) -> serde_json::Value {
     }
 }
 
+fn rdma_result(
+    t: &mut TestResult,
+    spec: &linerate_proto::RdmaSpec,
+    rr: &crate::rdma::RdmaRun,
+    run: &ClientRun,
+) {
+    t.kind = spec.kind();
+    let head = rr.rows.last();
+    t.bytes = head.map_or(0, |r| r.bytes);
+    t.gbps = head.map_or(0.0, |r| r3(r.gbps));
+    let cpu = |s: Option<&SideResults>| s.map(|s| (s.cpu.percent * 10.0).round() / 10.0);
+    t.sender = Some(Endpoint {
+        host: "local",
+        bytes: t.bytes,
+        gbps: t.gbps,
+        cpu_percent: cpu(Some(&run.local)).unwrap_or(0.0),
+    });
+    t.receiver = cpu(run.remote.as_ref()).map(|c| Endpoint {
+        host: "remote",
+        bytes: run
+            .remote
+            .as_ref()
+            .and_then(|r| r.rdma.as_ref())
+            .map_or(0, |x| x.bytes),
+        gbps: 0.0,
+        cpu_percent: c,
+    });
+    if let Some(l) = &rr.latency {
+        t.latency_us = Some(LatencyUs {
+            p50: r3(l.p50_us),
+            p90: r3(l.p90_us),
+            p99: r3(l.p99_us),
+            p999: r3(l.p999_us),
+            max: r3(l.max_us),
+            min: r3(l.min_us),
+            mean: r3(l.mean_us),
+            stddev: 0.0,
+        });
+        t.transactions_per_s = Some(l.transactions_per_s.round());
+    }
+    t.intervals = rr
+        .intervals
+        .iter()
+        .map(|s| {
+            let b = ssum(s.bytes.iter().copied());
+            IntervalOut {
+                start_s: r3(s.start_s),
+                end_s: r3(s.end_s),
+                bytes: b,
+                gbps: r3(gbps(b, (s.end_s - s.start_s).max(1e-9))),
+                streams: Vec::new(),
+                retransmits: None,
+                lost: None,
+                omitted: false,
+            }
+        })
+        .collect();
+    let remote_errors = run
+        .remote
+        .as_ref()
+        .and_then(|r| r.rdma.as_ref())
+        .map_or(0, |x| x.verify_errors);
+    t.rdma = Some(RdmaOut {
+        op: spec.op.as_str(),
+        provider: rr.provider.clone(),
+        device: rr.domain.clone(),
+        window: spec.window,
+        qps: spec.qps,
+        verify: spec.verify,
+        verify_errors: rr.verify_errors.saturating_add(remote_errors),
+        messages_per_s: head.map(|r| r.messages_per_s.round()),
+        one_way_p50_us: rr.latency.as_ref().map(|l| r3(l.one_way_p50_us)),
+        one_way_mean_us: rr.latency.as_ref().map(|l| r3(l.one_way_mean_us)),
+        sizes: rr.rows.clone(),
+    });
+    if spec.verify && t.error.is_none() {
+        if let Some(x) = t.rdma.as_ref().filter(|x| x.verify_errors > 0) {
+            t.error = Some(format!(
+                "data verification failed: {} bytes did not match",
+                x.verify_errors
+            ));
+        }
+    }
+}
+
 /// Assemble the result of a finished (or interrupted) run.
 pub fn assemble(run: &ClientRun) -> TestResult {
     let p = &run.params;
@@ -577,8 +684,13 @@ pub fn assemble(run: &ClientRun) -> TestResult {
         remote: run.remote_inventory.as_ref().map(port_view),
         params: p.clone(),
         file: None,
+        rdma: None,
         error: run.error.clone(),
     };
+    if let (Some(spec), Some(rr)) = (p.rdma.as_ref(), run.rdma.as_ref()) {
+        rdma_result(&mut t, spec, rr, run);
+        return t;
+    }
     if p.kind.is_latency() {
         if let Some(l) = &run.local.latency {
             t.latency_us = Some(latency_us(l));

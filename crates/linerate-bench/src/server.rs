@@ -440,6 +440,11 @@ fn control(
         refuse(&mut sock, format!("server busy: this test needs {memory} bytes of buffers and only {} of {} are free (serve --max-memory)", sh.cfg.max_memory_bytes.saturating_sub(used - memory), sh.cfg.max_memory_bytes));
         return;
     }
+    if let (TestKind::Rdma, Some(r)) = (params.kind, params.rdma.clone()) {
+        rdma_test(sh, sock, &params, &r, peer, slot, deadline, memory);
+        drop(test_slot);
+        return;
+    }
     // File transfers: the file, created now so a refusal says why before anything is sent.
     let new_file = match (&params.file, &sh.cfg.write_dir) {
         (None, _) => None,
@@ -497,6 +502,7 @@ fn control(
             .map(|a| a.port()),
         memory_bytes: memory,
         inventory: inventory(sh, local_ip),
+        rdma: None,
     };
     if write_msg(&mut sock, &accepted).is_err() {
         return;
@@ -631,6 +637,121 @@ fn control(
     );
     sh.served.fetch_add(1, Ordering::SeqCst);
     drop(test_slot);
+}
+
+/// An RDMA test: libfabric listeners instead of data connections, the engine's target
+/// threads instead of stream threads; the same handshake, watcher and results.
+#[allow(clippy::too_many_arguments)]
+fn rdma_test(
+    sh: &Shared,
+    mut sock: TcpStream,
+    params: &linerate_proto::TestParams,
+    r: &linerate_proto::RdmaSpec,
+    peer: &str,
+    slot: &mut HandshakeSlot<'_>,
+    deadline: Instant,
+    memory: u64,
+) {
+    let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
+    let local_ip = sock
+        .local_addr()
+        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+    let listeners = match crate::rdma::listen(local_ip, r) {
+        Ok(l) => l,
+        Err(reason) => {
+            let _ = write_msg(
+                &mut sock,
+                &Msg::Refused {
+                    reason: reason.clone(),
+                },
+            );
+            sh.log(
+                "refused",
+                &serde_json::json!({"client": peer, "reason": reason, "params": params}),
+            );
+            return;
+        }
+    };
+    let accepted = Msg::Accepted {
+        test_id: id,
+        cookie: random_hex(16),
+        udp_port: None,
+        memory_bytes: memory,
+        inventory: inventory(sh, local_ip),
+        rdma: Some(listeners.listen.clone()),
+    };
+    if write_msg(&mut sock, &accepted).is_err() {
+        return;
+    }
+    slot.release();
+    match read_by(&sock, deadline) {
+        Ok(Msg::Start) => {}
+        other => {
+            sh.log(
+                "test",
+                &serde_json::json!({"test_id": id, "client": peer, "kind": "rdma", "result": "error", "error": format!("expected start, got {other:?}")}),
+            );
+            return;
+        }
+    }
+    let start = Instant::now();
+    let limit = Duration::from_millis(params.duration_ms) + side::GRACE;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // The control connection: Done, or a close that stops the test.
+    let watcher = {
+        let stop = Arc::clone(&stop);
+        let mut r = sock.try_clone().ok();
+        thread::spawn(move || {
+            let Some(r) = r.as_mut() else { return };
+            let _ = r.set_read_timeout(Some(Duration::from_millis(200)));
+            loop {
+                match read_msg(r, MAX_CONTROL_FRAME) {
+                    Ok(Msg::Done) => return,
+                    Err(FrameError::Timeout) => {
+                        if start.elapsed() > limit || stop.load(Ordering::Relaxed) {
+                            return;
+                        }
+                    }
+                    _ => {
+                        stop.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                }
+            }
+        })
+    };
+    let results = crate::rdma::serve(listeners, params, r, &stop, start + limit);
+    stop.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
+    let _ = sock.set_write_timeout(Some(Duration::from_secs(5)));
+    let _ = write_msg(
+        &mut sock,
+        &Msg::Results {
+            results: results.clone(),
+        },
+    );
+    let _ = sock.shutdown(Shutdown::Write);
+    let t = results.rdma.clone().unwrap_or_default();
+    sh.log(
+        "test",
+        &serde_json::json!({
+            "test_id": id,
+            "client": peer,
+            "kind": r.kind(),
+            "provider": t.provider,
+            "domain": t.domain,
+            "qps": r.qps,
+            "length": params.length,
+            "messages": t.messages,
+            "bytes": t.bytes,
+            "verify_errors": t.verify_errors,
+            "cpu_percent": results.cpu.percent,
+            "memory_bytes": memory,
+            "result": if results.error.is_some() { "error" } else { "ok" },
+            "error": results.error,
+        }),
+    );
+    sh.served.fetch_add(1, Ordering::SeqCst);
 }
 
 /// End a file transfer: make a complete file durable (when asked) and keep it;

@@ -475,6 +475,7 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
             latency: rtt.as_ref().map(Rtt::stats),
             error: (!errors.is_empty()).then(|| errors.join("; ")),
             fsync_s: None,
+            rdma: None,
         },
         rtt,
     }

@@ -70,6 +70,7 @@ fn params(name: &str, size: u64, streams: u32) -> TestParams {
             fsync: true,
             remove_after: false,
         }),
+        rdma: None,
     }
 }
 

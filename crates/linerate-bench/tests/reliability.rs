@@ -86,6 +86,7 @@ fn tcp_params(duration_ms: u64) -> TestParams {
         zerocopy: false,
         spin_us: None,
         file: None,
+        rdma: None,
     }
 }
 
@@ -947,6 +948,7 @@ where
                 udp_port: None,
                 memory_bytes: 0,
                 inventory: None,
+                rdma: None,
             },
         )
         .unwrap();

@@ -206,8 +206,9 @@ pub struct BenchArgs {
     /// Bytes per write (TCP, default 256K), per datagram (UDP, default 1400) or per request (latency, default 1).
     #[arg(short, long, value_name = "BYTES", value_parser = size)]
     pub length: Option<u32>,
-    /// Socket buffer size to request (SO_SNDBUF/SO_RCVBUF).
-    #[arg(short, long, value_name = "BYTES", value_parser = size)]
+    /// Socket buffer size to request (SO_SNDBUF/SO_RCVBUF); with --rdma, the number of
+    /// operations outstanding per queue pair (default 16).
+    #[arg(short, long, value_name = "BYTES|N", value_parser = size)]
     pub window: Option<u32>,
     /// UDP instead of TCP.
     #[arg(short, long)]
@@ -266,6 +267,32 @@ pub struct BenchArgs {
     /// Ask the server to delete the copy once measured (for repeated benchmarks).
     #[arg(long, requires = "file")]
     pub remove_after: bool,
+    /// RDMA through libfabric (bandwidth; with --latency, latency), negotiated with the server
+    /// over the control connection.
+    #[arg(long, conflicts_with_all = ["udp", "test", "reverse", "bidir", "zerocopy", "bitrate", "file", "congestion"])]
+    pub rdma: bool,
+    /// libfabric provider: verbs (InfiniBand/RoCE), tcp, ... (default: the first offering RMA).
+    #[arg(long, value_name = "NAME", requires = "rdma")]
+    pub provider: Option<String>,
+    /// RDMA operation.
+    #[arg(long, value_enum, default_value_t = RdmaOpArg::Write, requires = "rdma")]
+    pub op: RdmaOpArg,
+    /// Every message size from 2 bytes to -l (default 8M) in powers of two, like perftest's -a.
+    #[arg(long, requires = "rdma", conflicts_with = "latency")]
+    pub sweep: bool,
+    /// Queue pairs (connections), each on its own thread.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "rdma", value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub qps: u32,
+    /// Check every byte of every RDMA message against a pattern (counts mismatches).
+    #[arg(long, requires = "rdma")]
+    pub verify: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RdmaOpArg {
+    Write,
+    Read,
+    Send,
 }
 
 #[derive(Debug, Args)]

@@ -316,3 +316,87 @@ fn serve_refuses_a_bad_write_dir() {
         );
     }
 }
+
+#[test]
+fn rdma_over_the_tcp_provider() {
+    if let Err(e) = linerate_rdma::Fabric::load() {
+        panic!("{e}: run scripts/setup.sh (it installs libfabric1)");
+    }
+    let s = server(&[]);
+    let d = json_of(&bench(
+        s.port,
+        &["--rdma", "--provider", "tcp", "-t", "1", "--verify", "-J"],
+    ));
+    let t = &d["tests"][0];
+    assert_eq!(t["kind"], "rdma_write_bw");
+    assert_eq!(t["rdma"]["verify_errors"], 0);
+    assert!(t["gbps"].as_f64().unwrap() > 0.0);
+    let d = json_of(&bench(
+        s.port,
+        &[
+            "--rdma",
+            "--provider",
+            "tcp",
+            "-t",
+            "1",
+            "--latency",
+            "--op",
+            "send",
+            "-J",
+        ],
+    ));
+    assert_eq!(d["tests"][0]["kind"], "rdma_send_lat");
+    assert!(d["tests"][0]["latency_us"]["p50"].as_f64().unwrap() > 0.0);
+    for args in [
+        &["--rdma", "-P", "2"][..],
+        &["--rdma", "--latency", "--qps", "2"][..],
+        &["--rdma", "-l", "9M"][..],
+        &["--rdma", "-w", "0"][..],
+        &["--verify"][..],
+        &["--rdma", "-u"][..],
+    ] {
+        let out = bench(s.port, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
+
+#[test]
+fn rdma_server_killed_mid_test_keeps_what_was_measured() {
+    if let Err(e) = linerate_rdma::Fabric::load() {
+        panic!("{e}: run scripts/setup.sh (it installs libfabric1)");
+    }
+    let mut s = server(&[]);
+    let port = s.port.to_string();
+    let child = StdCommand::new(env!("CARGO_BIN_EXE_linerate"))
+        .args([
+            "bench",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--rdma",
+            "--provider",
+            "tcp",
+            "-t",
+            "8",
+            "-J",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = s.child.kill();
+    let _ = s.child.wait();
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the client took {:?} to notice",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("the partial result as JSON");
+    let t = &doc["tests"][0];
+    assert!(t["error"].is_string(), "{t}");
+    assert!(t["bytes"].as_u64().unwrap() > 0, "nothing kept: {t}");
+}

@@ -110,11 +110,31 @@ fn probe_on_this_machine_works() {
         .find(|p| p["name"] == "lo")
         .expect("lo listed");
     assert_eq!(lo["ceiling"]["limited_by"], "unknown");
+    // libfabric is installed by scripts/setup.sh: its tcp provider serves loopback.
+    let rdma = &doc["rdma"];
+    assert!(rdma["libfabric"].is_string(), "libfabric not seen: {rdma}");
+    assert!(
+        rdma["providers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["provider"] == "tcp" && p["domain"] == "lo"),
+        "{rdma}"
+    );
     linerate()
         .arg("probe")
         .assert()
         .success()
-        .stdout(predicate::str::contains("loopback"));
+        .stdout(predicate::str::contains("loopback"))
+        .stdout(predicate::str::contains("RDMA (libfabric)"));
+    // A fixture tree is not this machine: no libfabric section.
+    let out = linerate()
+        .args(["probe", "--json", "--root"])
+        .arg(fixture("cx3-fdr-at-qdr-datagram"))
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc.get("rdma").is_none());
 }
 
 #[test]

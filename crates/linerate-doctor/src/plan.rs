@@ -26,6 +26,7 @@ fn p(kind: TestKind, direction: Direction, streams: u32, secs: f64, omit: f64) -
             TestKind::TcpLat => 1,
             TestKind::UdpLat => 8,
             TestKind::FileTransfer => 1024 * 1024,
+            TestKind::Rdma => 64 * 1024,
         },
         window: None,
         bitrate_bps: 0,
@@ -33,6 +34,7 @@ fn p(kind: TestKind, direction: Direction, streams: u32, secs: f64, omit: f64) -
         zerocopy: false,
         spin_us: None,
         file: None,
+        rdma: None,
     }
 }
 

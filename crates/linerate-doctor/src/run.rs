@@ -628,6 +628,7 @@ fn file_copy(
             fsync: true,
             remove_after: true,
         }),
+        rdma: None,
     };
     progress(&describe(&params));
     let cfg = ClientConfig {
@@ -721,6 +722,19 @@ pub fn describe(p: &TestParams) -> String {
             "file copy to the server, {} MB",
             p.file.as_ref().map_or(0, |f| f.size) / 1_000_000
         ),
+        TestKind::Rdma => {
+            let r = p.rdma.as_ref();
+            format!(
+                "RDMA {} {}, {} KiB messages, {secs} s",
+                r.map_or("?", |r| r.op.as_str()),
+                if r.is_some_and(|r| r.latency) {
+                    "latency"
+                } else {
+                    "bandwidth"
+                },
+                p.length / 1024
+            )
+        }
     }
 }
 

@@ -16,10 +16,13 @@ pub use frame::{
     read_frame, read_msg, write_msg, FrameError, MAX_CONTROL_FRAME, MAX_RESULTS_FRAME,
 };
 pub use msg::{
-    CpuUsage, FileStats, IntervalSample, LatencyStats, Msg, SideResults, StreamResult, TcpStats,
-    UdpStats, MAGIC, PROTOCOL_VERSION,
+    CpuUsage, FileStats, IntervalSample, LatencyStats, Msg, RdmaListen, RdmaTargetStats,
+    SideResults, StreamResult, TcpStats, UdpStats, MAGIC, PROTOCOL_VERSION,
 };
-pub use params::{Direction, FileSpec, Limits, Refusal, TestKind, TestParams, FILE_BUFFERS};
+pub use params::{
+    Direction, FileSpec, Limits, RdmaOp, RdmaSpec, Refusal, TestKind, TestParams, FILE_BUFFERS,
+    RDMA_MAX_MESSAGE, RDMA_MAX_QPS, RDMA_MAX_WINDOW,
+};
 
 /// The default TCP port of `linerate serve` (control and TCP data connections).
 pub const DEFAULT_PORT: u16 = 5301;

@@ -45,6 +45,9 @@ pub enum Msg {
         memory_bytes: u64,
         /// The server's interface inventory for the path (probe's port shape), if known.
         inventory: Option<serde_json::Value>,
+        /// RDMA tests: where the server's libfabric listens, one port per queue pair.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rdma: Option<RdmaListen>,
     },
     /// Server → client: the request was not accepted; the reason says which limit.
     Refused { reason: String },
@@ -81,6 +84,29 @@ impl Msg {
             Msg::Error { .. } => "error",
         }
     }
+}
+
+/// The server's RDMA listeners for a test.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RdmaListen {
+    /// One per queue pair, on the control connection's address (tcp provider: TCP ports;
+    /// verbs: rdma_cm ports on the IPoIB/RoCE address).
+    pub ports: Vec<u16>,
+    pub provider: String,
+    /// The device (verbs: `mlx5_0`).
+    pub domain: String,
+}
+
+/// What the RDMA target saw (the server's side of an RDMA test).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RdmaTargetStats {
+    pub provider: String,
+    pub domain: String,
+    /// Messages the target received or checked, and their bytes.
+    pub messages: u64,
+    pub bytes: u64,
+    /// Bytes that did not match the pattern (`--verify`).
+    pub verify_errors: u64,
 }
 
 /// One interval on one side.
@@ -188,4 +214,7 @@ pub struct SideResults {
     /// File transfers, the server: seconds fsync(2) took at the end (None: not asked or not reached).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fsync_s: Option<f64>,
+    /// RDMA tests, the server: what its targets saw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma: Option<RdmaTargetStats>,
 }

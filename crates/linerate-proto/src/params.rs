@@ -12,6 +12,8 @@ pub enum TestKind {
     /// Disk → network → disk: the client sends a file, the server writes it
     /// into the directory its operator allowed (`serve --write-dir`).
     FileTransfer,
+    /// RDMA through libfabric: write, read or send; bandwidth or latency (`params.rdma`).
+    Rdma,
 }
 
 impl TestKind {
@@ -22,6 +24,7 @@ impl TestKind {
             Self::TcpLat => "tcp_lat",
             Self::UdpLat => "udp_lat",
             Self::FileTransfer => "file_transfer",
+            Self::Rdma => "rdma",
         }
     }
 
@@ -73,6 +76,67 @@ pub struct TestParams {
     /// File transfers: the file the client sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<FileSpec>,
+    /// RDMA tests: the operation and how (`length` is the message size, the largest for a sweep).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma: Option<RdmaSpec>,
+}
+
+/// The RDMA operation measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RdmaOp {
+    Write,
+    Read,
+    Send,
+}
+
+impl RdmaOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Write => "write",
+            Self::Read => "read",
+            Self::Send => "send",
+        }
+    }
+}
+
+/// Largest RDMA message a server accepts (perftest's sweep goes to 8 MiB).
+pub const RDMA_MAX_MESSAGE: u32 = 8 << 20;
+/// Largest window of outstanding RDMA operations, and most queue pairs.
+pub const RDMA_MAX_WINDOW: u32 = 1024;
+pub const RDMA_MAX_QPS: u32 = 16;
+
+/// The RDMA side of a [`TestKind::Rdma`] test.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RdmaSpec {
+    pub op: RdmaOp,
+    /// Latency (ping-pong, or one read at a time) instead of bandwidth.
+    pub latency: bool,
+    /// libfabric provider (`verbs`, `tcp`, ...); None: the first that offers RMA.
+    pub provider: Option<String>,
+    /// Outstanding operations per queue pair (bandwidth).
+    pub window: u32,
+    /// Queue pairs (connections), each on its own thread.
+    pub qps: u32,
+    /// Check every byte of every message against a pattern.
+    pub verify: bool,
+    /// Every power of two from 2 bytes to `length` (perftest's `-a`).
+    pub sweep: bool,
+}
+
+impl RdmaSpec {
+    /// `rdma_write_bw`, `rdma_send_lat`, ...: the result's kind.
+    pub fn kind(&self) -> &'static str {
+        match (self.op, self.latency) {
+            (RdmaOp::Write, false) => "rdma_write_bw",
+            (RdmaOp::Read, false) => "rdma_read_bw",
+            (RdmaOp::Send, false) => "rdma_send_bw",
+            (RdmaOp::Write, true) => "rdma_write_lat",
+            (RdmaOp::Read, true) => "rdma_read_lat",
+            (RdmaOp::Send, true) => "rdma_send_lat",
+        }
+    }
 }
 
 /// Buffers per stream and side in a file transfer: the disk and the network
@@ -154,6 +218,14 @@ pub struct Limits {
     pub max_file_bytes: u64,
 }
 
+impl Limits {
+    /// The most buffer memory one test may hold: every stream at the longest length, both
+    /// directions (128 MiB with the defaults). RDMA tests' registered regions count the same.
+    pub fn memory_bound(&self) -> u64 {
+        u64::from(self.max_streams) * 2 * u64::from(self.max_length.max(64 * 1024))
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Self {
@@ -175,7 +247,9 @@ pub struct Refusal(pub String);
 impl TestParams {
     /// Directions × streams: the number of data connections.
     pub fn connections(&self) -> u32 {
-        if self.kind.is_latency() {
+        if let (TestKind::Rdma, Some(r)) = (self.kind, &self.rdma) {
+            r.qps
+        } else if self.kind.is_latency() {
             1
         } else if self.direction == Direction::Bidir {
             self.streams.saturating_mul(2)
@@ -187,6 +261,16 @@ impl TestParams {
     /// Buffer memory the server holds for this test, bytes.
     pub fn server_memory_bytes(&self) -> u64 {
         let per = u64::from(self.length.max(64 * 1024));
+        if let Some(r) = self.rdma.as_ref().filter(|_| self.kind == TestKind::Rdma) {
+            // The registered region per queue pair: one slot per outstanding message when
+            // verifying, else one; sends also keep a receive per outstanding message (+8).
+            let slots = if r.verify || r.op == RdmaOp::Send {
+                u64::from(r.window) + 8
+            } else {
+                1
+            };
+            return u64::from(r.qps) * (u64::from(self.length) * (slots + 1) + (64 << 10));
+        }
         let per = if self.kind == TestKind::FileTransfer {
             per * u64::from(FILE_BUFFERS)
         } else {
@@ -227,7 +311,7 @@ impl TestParams {
         if self.length == 0 {
             return r("length must be at least 1 byte".into());
         }
-        if self.length > l.max_length {
+        if self.length > l.max_length && self.kind != TestKind::Rdma {
             return r(format!(
                 "length {} bytes requested; this server allows at most {} (serve --max-length)",
                 self.length, l.max_length
@@ -271,6 +355,59 @@ impl TestParams {
                     l.max_udp_bitrate_bps
                 ));
             }
+        }
+        match (&self.rdma, self.kind) {
+            (None, TestKind::Rdma) => return r("an RDMA test needs its operation".into()),
+            (Some(_), k) if k != TestKind::Rdma => {
+                return r(format!("a {} test carries no RDMA parameters", k.as_str()))
+            }
+            (Some(x), _) => {
+                if self.length > RDMA_MAX_MESSAGE {
+                    return r(format!(
+                        "RDMA message of {} bytes: at most {RDMA_MAX_MESSAGE} (8 MiB)",
+                        self.length
+                    ));
+                }
+                if x.window == 0 || x.window > RDMA_MAX_WINDOW {
+                    return r(format!(
+                        "RDMA window {}: between 1 and {RDMA_MAX_WINDOW}",
+                        x.window
+                    ));
+                }
+                if x.qps == 0 || x.qps > RDMA_MAX_QPS.min(l.max_streams) {
+                    return r(format!(
+                        "{} queue pairs: between 1 and {}",
+                        x.qps,
+                        RDMA_MAX_QPS.min(l.max_streams)
+                    ));
+                }
+                if x.latency && x.qps > 1 {
+                    return r("an RDMA latency test runs on one queue pair".into());
+                }
+                if x.sweep && x.qps > 1 {
+                    return r("an RDMA sweep runs on one queue pair".into());
+                }
+                if x.provider.as_ref().is_some_and(|p| {
+                    p.is_empty()
+                        || p.len() > 32
+                        || !p.bytes().all(|b| {
+                            b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b';'
+                        })
+                }) {
+                    return r("the RDMA provider name is not valid".into());
+                }
+                if self.direction != Direction::Send {
+                    return r("an RDMA test runs from the client (no -R or --bidir; use --op read to pull)".into());
+                }
+                if self.server_memory_bytes() > l.memory_bound() {
+                    return r(format!(
+                        "this RDMA test would register {} MiB on the server; it allows at most {} MiB per test (lower -l, --window or --qps)",
+                        self.server_memory_bytes() >> 20,
+                        l.memory_bound() >> 20
+                    ));
+                }
+            }
+            (None, _) => {}
         }
         match (&self.file, self.kind) {
             (None, TestKind::FileTransfer) => {
@@ -341,7 +478,51 @@ mod tests {
             zerocopy: false,
             spin_us: None,
             file: None,
+            rdma: None,
         }
+    }
+
+    #[test]
+    fn rdma_validation() {
+        let l = Limits::default();
+        let mut p = tcp();
+        p.kind = TestKind::Rdma;
+        assert!(p.validate(&l).is_err(), "no rdma spec");
+        p.rdma = Some(RdmaSpec {
+            op: RdmaOp::Write,
+            latency: false,
+            provider: Some("tcp".into()),
+            window: 16,
+            qps: 1,
+            verify: false,
+            sweep: false,
+        });
+        p.length = 8 << 20;
+        assert!(p.validate(&l).is_ok());
+        p.length = (8 << 20) + 1;
+        assert!(p.validate(&l).is_err());
+        p.length = 1 << 20;
+        p.rdma.as_mut().unwrap().window = 0;
+        assert!(p.validate(&l).is_err());
+        p.rdma.as_mut().unwrap().window = 16;
+        p.rdma.as_mut().unwrap().qps = 100;
+        assert!(p.validate(&l).is_err());
+        p.rdma.as_mut().unwrap().qps = 2;
+        p.rdma.as_mut().unwrap().latency = true;
+        assert!(p.validate(&l).is_err());
+        p.rdma.as_mut().unwrap().latency = false;
+        p.rdma.as_mut().unwrap().provider = Some("verbs; rm".into());
+        assert!(p.validate(&l).is_err());
+        p.rdma.as_mut().unwrap().provider = Some("verbs;ofi_rxm".into());
+        assert!(p.validate(&l).is_ok());
+        assert_eq!(p.connections(), 2);
+        p.rdma.as_mut().unwrap().verify = true;
+        assert!(p.validate(&l).is_ok());
+        // 2 QPs × (16 + 8 slots + 1) × 1 MiB + control.
+        assert_eq!(p.server_memory_bytes(), 2 * (25 * (1 << 20) + (64 << 10)));
+        p.length = 8 << 20;
+        assert!(p.validate(&l).unwrap_err().0.contains("MiB on the server"));
+        assert_eq!(p.rdma.as_ref().unwrap().kind(), "rdma_write_bw");
     }
 
     #[test]

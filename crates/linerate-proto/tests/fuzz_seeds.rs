@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use linerate_proto::{
     write_msg, CpuUsage, Direction, FileSpec, FileStats, IntervalSample, LatencyStats, Msg,
-    SideResults, StreamResult, TcpStats, TestKind, TestParams, UdpStats, MAGIC, MAX_CONTROL_FRAME,
-    PROTOCOL_VERSION,
+    RdmaListen, RdmaOp, RdmaSpec, RdmaTargetStats, SideResults, StreamResult, TcpStats, TestKind,
+    TestParams, UdpStats, MAGIC, MAX_CONTROL_FRAME, PROTOCOL_VERSION,
 };
 
 #[path = "../../../fuzz/src/lib.rs"]
@@ -197,6 +197,7 @@ fn params() -> TestParams {
         zerocopy: false,
         spin_us: None,
         file: None,
+        rdma: None,
     }
 }
 
@@ -280,6 +281,13 @@ fn results() -> SideResults {
         }),
         error: Some("peer reset after 3.2 s: \"connection reset\" \u{1f}\u{e9}".into()),
         fsync_s: Some(0.125),
+        rdma: Some(RdmaTargetStats {
+            provider: "verbs".into(),
+            domain: "mlx5_0".into(),
+            messages: 1 << 20,
+            bytes: u64::MAX,
+            verify_errors: 3,
+        }),
     }
 }
 
@@ -348,6 +356,11 @@ fn decode_frame_seeds_generated() -> Vec<(String, Vec<u8>)> {
                 udp_port: Some(65_535),
                 memory_bytes: 16 * 1024 * 1024,
                 inventory: Some(inventory),
+                rdma: Some(RdmaListen {
+                    ports: vec![0, 1, 65_535],
+                    provider: "tcp".into(),
+                    domain: "lo".into(),
+                }),
             },
         ),
         (
@@ -482,6 +495,15 @@ fn validate_params_seeds_generated() -> Vec<(String, Vec<u8>)> {
                     fsync: true,
                     remove_after: true,
                 }),
+                rdma: Some(RdmaSpec {
+                    op: RdmaOp::Read,
+                    latency: true,
+                    provider: Some("verbs;ofi_rxm".repeat(10)),
+                    window: u32::MAX,
+                    qps: u32::MAX,
+                    verify: true,
+                    sweep: true,
+                }),
             }),
         ),
         (
@@ -506,6 +528,23 @@ fn validate_params_seeds_generated() -> Vec<(String, Vec<u8>)> {
                     size: 10 << 30,
                     fsync: true,
                     remove_after: false,
+                }),
+                ..params()
+            }),
+        ),
+        (
+            "13-rdma-write-sweep.json",
+            json(&TestParams {
+                kind: TestKind::Rdma,
+                length: 8 << 20,
+                rdma: Some(RdmaSpec {
+                    op: RdmaOp::Write,
+                    latency: false,
+                    provider: Some("verbs".into()),
+                    window: 64,
+                    qps: 1,
+                    verify: true,
+                    sweep: true,
                 }),
                 ..params()
             }),

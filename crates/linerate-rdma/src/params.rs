@@ -87,6 +87,11 @@ impl Params {
         }
     }
 
+    /// Bytes of memory each side registers for these parameters.
+    pub fn region_bytes(&self) -> usize {
+        Layout::of(self).total()
+    }
+
     /// Checks the parameters, and that the regions they imply fit [`MAX_REGION`].
     pub fn validate(&self) -> Result<(), RdmaError> {
         let bad = |s: String| Err(RdmaError::InvalidParams(s));

@@ -49,6 +49,30 @@ fn kind_words(p: &TestParams) -> String {
         ),
         TestKind::TcpLat => format!("TCP request/response, {}-byte messages", p.length),
         TestKind::UdpLat => format!("UDP request/response, {}-byte messages", p.length),
+        TestKind::Rdma => {
+            let r = p.rdma.as_ref();
+            let what = r.map_or("?", |r| r.op.as_str());
+            let lat = r.is_some_and(|r| r.latency);
+            let sweep = r.is_some_and(|r| r.sweep);
+            format!(
+                "RDMA {what} {}, {}{}{}{}",
+                if lat { "latency" } else { "bandwidth" },
+                if sweep {
+                    format!("2 B to {}", bytes_iec(u64::from(p.length)))
+                } else {
+                    format!("{} messages", bytes_iec(u64::from(p.length)))
+                },
+                r.filter(|_| !lat)
+                    .map_or(String::new(), |r| format!(", window {}", r.window)),
+                r.filter(|r| r.qps > 1)
+                    .map_or(String::new(), |r| format!(", {} queue pairs", r.qps)),
+                if r.is_some_and(|r| r.verify) {
+                    ", verified"
+                } else {
+                    ""
+                }
+            )
+        }
         TestKind::FileTransfer => {
             let (name, size) = p
                 .file
@@ -66,6 +90,96 @@ fn kind_words(p: &TestParams) -> String {
                 }
             )
         }
+    }
+}
+
+/// `8 B`, `64 KiB`, `8 MiB`: message sizes as perftest users know them.
+fn bytes_iec(b: u64) -> String {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
+        format!("{} MiB", b >> 20)
+    } else if b >= 1 << 10 && b.is_multiple_of(1 << 10) {
+        format!("{} KiB", b >> 10)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// An RDMA result: provider and device, the rate or the latency, the sweep table.
+fn rdma_block(
+    out: &mut String,
+    t: &TestResult,
+    r: &linerate_bench::results::RdmaOut,
+    style: Style,
+) {
+    let _ = writeln!(out, "  provider {}, device {}", r.provider, r.device);
+    if let Some(l) = &t.latency_us {
+        let _ = writeln!(
+            out,
+            "  round trip  p50 {} µs   p90 {}   p99 {}   p99.9 {}   max {}   mean {} µs",
+            style.bold(&num(l.p50)),
+            num(l.p90),
+            num(l.p99),
+            num(l.p999),
+            num(l.max),
+            style.bold(&num(l.mean)),
+        );
+        if let (Some(p50), Some(mean)) = (r.one_way_p50_us, r.one_way_mean_us) {
+            let _ = writeln!(
+                out,
+                "  one way (half the round trip, as perftest reports)  p50 {} µs   mean {} µs",
+                num(p50),
+                num(mean)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  {} transactions/s",
+            num(t.transactions_per_s.unwrap_or(0.0))
+        );
+    } else if r.sizes.len() > 1 {
+        let _ = writeln!(
+            out,
+            "  {:>10}  {:>10}  {:>10}  {:>14}",
+            "size", "Gb/s", "GB/s", "messages/s"
+        );
+        for row in &r.sizes {
+            let _ = writeln!(
+                out,
+                "  {:>10}  {:>10}  {:>10}  {:>14}",
+                bytes_iec(row.size_bytes as u64),
+                num(row.gbps),
+                num(row.gbps / 8.0),
+                num(row.messages_per_s)
+            );
+        }
+    } else {
+        let _ = writeln!(
+            out,
+            "  {} Gb/s ({} GB/s)   {} messages/s   {}",
+            style.bold(&num(t.gbps)),
+            num(t.gbps / 8.0),
+            num(r.messages_per_s.unwrap_or(0.0)),
+            bytes(t.bytes)
+        );
+    }
+    if r.verify {
+        let _ = writeln!(
+            out,
+            "  verified: {}",
+            if r.verify_errors == 0 {
+                "every byte matched".to_string()
+            } else {
+                format!("{} bytes did NOT match", r.verify_errors)
+            }
+        );
+    }
+    if let (Some(s), Some(rc)) = (&t.sender, &t.receiver) {
+        let _ = writeln!(
+            out,
+            "  CPU {}% (this host), {}% (server)",
+            num(s.cpu_percent),
+            num(rc.cpu_percent)
+        );
     }
 }
 
@@ -255,7 +369,9 @@ pub fn render_bench(t: &TestResult, style: Style) -> String {
         "{}{via}",
         style.bold(&format!("{} → {}", kind_words(p), t.server))
     );
-    if let Some(f) = &t.file {
+    if let Some(r) = &t.rdma {
+        rdma_block(&mut out, t, r, style);
+    } else if let Some(f) = &t.file {
         file_block(&mut out, f, style);
         if let (Some(s), Some(r)) = (&t.sender, &t.receiver) {
             let _ = writeln!(

@@ -9,12 +9,15 @@ use linerate_proto::{Direction, FileSpec, IntervalSample, TestKind, TestParams};
 use linerate_report::bench::{header, interval_line};
 use linerate_report::Style;
 
-use crate::cli::{BenchArgs, TestArg};
+use crate::cli::{BenchArgs, RdmaOpArg, TestArg};
 use crate::out::print;
 
 fn kind(a: &BenchArgs) -> TestKind {
     if a.file.is_some() {
         return TestKind::FileTransfer;
+    }
+    if a.rdma {
+        return TestKind::Rdma;
     }
     match a.test {
         Some(TestArg::TcpBw) => TestKind::TcpBw,
@@ -92,6 +95,12 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
     if kind == TestKind::FileTransfer && a.omit > 0 {
         bail!("--omit does not apply to --file: every byte of the file counts");
     }
+    if kind == TestKind::Rdma && a.parallel > 1 {
+        bail!("-P does not apply to --rdma: use --qps N for parallel queue pairs");
+    }
+    if kind == TestKind::Rdma && a.latency && a.qps > 1 {
+        bail!("an RDMA latency test runs on one queue pair: drop --qps");
+    }
     if kind.is_latency() && (a.parallel > 1 || a.reverse || a.bidir) {
         bail!("latency tests run one request/response stream: drop -P, -R and --bidir");
     }
@@ -100,7 +109,47 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         TestKind::UdpBw => 1400,
         TestKind::TcpLat | TestKind::UdpLat => 1,
         TestKind::FileTransfer => 1024 * 1024,
+        TestKind::Rdma if a.sweep => 8 << 20,
+        TestKind::Rdma if a.latency => 8,
+        TestKind::Rdma => 64 * 1024,
     });
+    if kind == TestKind::Rdma && length > linerate_proto::RDMA_MAX_MESSAGE {
+        bail!("-l {length}: an RDMA message is at most 8 MiB");
+    }
+    let rdma = (kind == TestKind::Rdma).then(|| linerate_proto::RdmaSpec {
+        op: match a.op {
+            RdmaOpArg::Write => linerate_proto::RdmaOp::Write,
+            RdmaOpArg::Read => linerate_proto::RdmaOp::Read,
+            RdmaOpArg::Send => linerate_proto::RdmaOp::Send,
+        },
+        latency: a.latency,
+        provider: a.provider.clone(),
+        window: a.window.unwrap_or(16),
+        qps: a.qps,
+        verify: a.verify,
+        sweep: a.sweep,
+    });
+    let mut rdma = rdma;
+    if let (Some(r), None) = (rdma.as_mut(), a.window) {
+        // The default window: 16, or fewer so the server's registered region fits its
+        // default per-test bound (sends and --verify keep a buffer per outstanding message).
+        let bound = linerate_proto::Limits::default().memory_bound();
+        let per = u64::from(length) * u64::from(r.qps);
+        while r.window > 1
+            && (r.verify || r.op == linerate_proto::RdmaOp::Send)
+            && per * (u64::from(r.window) + 9) > bound
+        {
+            r.window -= 1;
+        }
+    }
+    if let Some(w) = rdma.as_ref().map(|r| r.window) {
+        if w == 0 || w > linerate_proto::RDMA_MAX_WINDOW {
+            bail!(
+                "--window {w}: with --rdma, between 1 and {} operations outstanding",
+                linerate_proto::RDMA_MAX_WINDOW
+            );
+        }
+    }
     if kind.is_udp() && length > 65_507 {
         bail!("-l {length}: a UDP datagram carries at most 65507 bytes");
     }
@@ -125,7 +174,11 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         } else {
             length
         },
-        window: a.window,
+        window: if kind == TestKind::Rdma {
+            None
+        } else {
+            a.window
+        },
         bitrate_bps: a.bitrate.unwrap_or(if kind == TestKind::UdpBw {
             1_000_000_000
         } else {
@@ -135,6 +188,7 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         zerocopy: a.zerocopy,
         spin_us: Some(a.spin),
         file,
+        rdma,
     })
 }
 

@@ -1,20 +1,111 @@
+use std::fmt::Write as _;
+
 use anyhow::Context;
 use linerate_report::Style;
+use serde::Serialize;
 
 use crate::cli::ProbeArgs;
 use crate::out::print;
+
+/// What libfabric sees on this host: its version and the providers offering RMA/MSG
+/// endpoints, or why there are none.
+#[derive(Debug, Serialize)]
+pub struct RdmaView {
+    /// The libfabric version loaded; None when it is not installed.
+    pub libfabric: Option<String>,
+    pub providers: Vec<linerate_rdma::ProviderInfo>,
+    pub error: Option<String>,
+}
+
+pub fn rdma_view() -> RdmaView {
+    match linerate_rdma::Fabric::load() {
+        Ok(f) => match f.providers() {
+            Ok(p) => RdmaView {
+                libfabric: Some(f.version()),
+                providers: p,
+                error: None,
+            },
+            Err(e) => RdmaView {
+                libfabric: Some(f.version()),
+                providers: Vec::new(),
+                error: Some(e.to_string()),
+            },
+        },
+        Err(e) => RdmaView {
+            libfabric: None,
+            providers: Vec::new(),
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+fn render_rdma(v: &RdmaView, has_ib: bool, style: Style) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", style.bold("RDMA (libfabric)"));
+    match &v.libfabric {
+        None => {
+            let _ = writeln!(
+                out,
+                "    {}",
+                v.error.as_deref().unwrap_or("RDMA unavailable")
+            );
+        }
+        Some(ver) => {
+            let _ = writeln!(out, "    libfabric {ver}");
+            let mut seen = std::collections::BTreeSet::new();
+            for p in &v.providers {
+                if seen.insert((p.provider.clone(), p.domain.clone())) {
+                    let _ = writeln!(
+                        out,
+                        "    {:<10} device {:<12} fabric {}",
+                        p.provider, p.domain, p.fabric
+                    );
+                }
+            }
+            if let Some(e) = &v.error {
+                let _ = writeln!(out, "    {e}");
+            }
+            let verbs = v.providers.iter().any(|p| p.provider.starts_with("verbs"));
+            if verbs {
+                let _ = writeln!(out, "    {}", style.dim("verbs connects through rdma_cm: the IPoIB or RoCE interface needs an IP address for `bench --rdma`"));
+            } else if has_ib {
+                let _ = writeln!(out, "    {}", style.dim("no verbs provider although this host has InfiniBand/RoCE ports: install ibverbs-providers (rdma-core) and check `fi_info -p verbs`"));
+            }
+        }
+    }
+    out
+}
 
 pub fn run(a: &ProbeArgs, style: Style) -> anyhow::Result<u8> {
     let inv = linerate_inventory::probe(&a.root)?;
     let analysis = linerate_rules::analyze(&inv);
     let root = a.root.display().to_string();
+    // libfabric describes the live machine, not a --root tree.
+    let live = a.root == std::path::Path::new("/");
+    let rdma = live.then(rdma_view);
     if a.json {
         let doc = linerate_report::probe_doc(&inv, &analysis, &root);
-        let mut s = serde_json::to_string_pretty(&doc).context("encoding JSON")?;
+        let mut v = serde_json::to_value(&doc).context("encoding JSON")?;
+        if let (Some(o), Some(r)) = (v.as_object_mut(), &rdma) {
+            o.insert(
+                "rdma".into(),
+                serde_json::to_value(r).context("encoding JSON")?,
+            );
+        }
+        let mut s = serde_json::to_string_pretty(&v).context("encoding JSON")?;
         s.push('\n');
         print(&s)?;
     } else {
-        print(&linerate_report::render_probe(&inv, &analysis, style))?;
+        let mut text = linerate_report::render_probe(&inv, &analysis, style);
+        if let Some(r) = &rdma {
+            let has_ib = inv
+                .ports
+                .iter()
+                .any(|p| p.device.is_some() && p.port.is_some());
+            text.push('\n');
+            text.push_str(&render_rdma(r, has_ib, style));
+        }
+        print(&text)?;
     }
     if inv.ports.is_empty() && !a.json {
         eprintln!(
