@@ -151,6 +151,13 @@ pub struct DoctorArgs {
     /// Leave disks out: memory and network only.
     #[arg(long)]
     pub no_disk: bool,
+    /// Measure RDMA beside TCP with this libfabric provider (by default doctor does so with
+    /// `verbs` when this end of the path is an InfiniBand or RoCE port).
+    #[arg(long, value_name = "NAME", conflicts_with = "no_rdma")]
+    pub rdma_provider: Option<String>,
+    /// Do not measure RDMA.
+    #[arg(long)]
+    pub no_rdma: bool,
 }
 
 #[derive(Debug, Args)]

@@ -593,8 +593,18 @@ fn healthy_path() {
     };
     let disk = tempfile::tempdir().unwrap();
     let disk_s = disk.path().to_str().unwrap().to_string();
-    let d = net.doctor(test, &[], &["--disk", &disk_s]);
+    let d = net.doctor(test, &[], &["--disk", &disk_s, "--rdma-provider", "tcp"]);
     let doc = d.doc();
+    // RDMA beside TCP over the veth (libfabric's tcp provider), compared by rdma.vs_tcp.
+    let rdma = doc["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["kind"] == "rdma_write_bw")
+        .expect("an RDMA test");
+    assert!(rdma["error"].is_null(), "{rdma}");
+    assert!(num(rdma, "/gbps") > 0.0);
+    assert_eq!(with_id(doc, "rdma.vs_tcp").len(), 1, "{:?}", ids(doc));
     // The pyramid: this host's disk, the network, the server's disk through a real copy.
     let rows = doc["pyramid"]["rows"].as_array().expect("pyramid rows");
     let has = |layer: &str, host: &str| {

@@ -28,6 +28,18 @@ pub struct DoctorOptions {
     pub inventory: InventoryFn,
     /// Directories whose disks join the pyramid (the first also holds the copy's source file).
     pub disks: Vec<PathBuf>,
+    /// Whether to measure RDMA beside TCP.
+    pub rdma: RdmaMode,
+}
+
+/// When doctor measures RDMA.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RdmaMode {
+    /// When this end of the path is an InfiniBand or RoCE port (provider verbs).
+    Auto,
+    Off,
+    /// Always, with this libfabric provider (`tcp` exercises it on any path).
+    Provider(String),
 }
 
 impl std::fmt::Debug for DoctorOptions {
@@ -403,6 +415,75 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
         pyramid_notes.push("no disk measured (doctor --disk PATH adds one, and a copy to the server's --write-dir)".into());
     }
     drop(copy_dir);
+    // RDMA beside TCP on the same path, where this end has RDMA hardware (or when asked).
+    let rdma_port = local_if.as_deref().is_some_and(|n| {
+        before
+            .ports
+            .iter()
+            .any(|p| p.netdev.as_deref() == Some(n) && p.device.is_some() && p.port.is_some())
+    });
+    let provider = match &o.rdma {
+        RdmaMode::Off => None,
+        RdmaMode::Auto => rdma_port.then(|| "verbs".to_string()),
+        RdmaMode::Provider(p) => Some(p.clone()),
+    };
+    if let Some(provider) = provider.filter(|_| tests.iter().any(|t| t.kind == "tcp_bw")) {
+        let secs = match o.depth {
+            Depth::Quick => 2.0,
+            Depth::Normal => 4.0,
+            Depth::Thorough => 8.0,
+        };
+        let params = TestParams {
+            kind: TestKind::Rdma,
+            direction: linerate_proto::Direction::Send,
+            streams: 1,
+            duration_ms: (secs * 1000.0) as u64,
+            omit_ms: 0,
+            interval_ms: 0,
+            length: 1 << 20,
+            window: None,
+            bitrate_bps: 0,
+            congestion: None,
+            zerocopy: false,
+            spin_us: None,
+            file: None,
+            rdma: Some(linerate_proto::RdmaSpec {
+                op: linerate_proto::RdmaOp::Write,
+                latency: false,
+                provider: Some(provider.clone()),
+                window: 16,
+                qps: 1,
+                verify: false,
+                sweep: false,
+            }),
+        };
+        progress(&describe(&params));
+        let cfg = ClientConfig {
+            server,
+            bind: o.bind,
+            params,
+            psk: o.psk.clone(),
+            affinity: Vec::new(),
+            connect_timeout: Duration::from_secs(5),
+            inventory: Some(o.inventory.clone()),
+            file: None,
+        };
+        match linerate_bench::run_client(&cfg, &mut |_| {}) {
+            Ok(run) => {
+                let t = linerate_bench::assemble(&run);
+                if let Some(e) = &t.error {
+                    errors.push(format!("RDMA ({provider}): {e}"));
+                }
+                progress(&format!("  → {}", short_result(&t)));
+                busiest_cores.push(HostCpu::default());
+                tests.push(t);
+            }
+            Err(e) => {
+                progress(&format!("  → not run: {e}"));
+                errors.push(format!("RDMA ({provider}): {e}"));
+            }
+        }
+    }
     let after = linerate_inventory::probe(&o.root)?;
     let counter_deltas = match (&local_if, &counters_before) {
         (Some(n), Some(b)) => deltas(b, &error_counters(&after, n)),

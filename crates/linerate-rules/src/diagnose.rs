@@ -4,6 +4,8 @@
 //! [`end_facts`] builds from an inventory) and the measured results
 //! ([`Measured`]), and returns the findings, ranked, and a verdict.
 
+use std::fmt::Write as _;
+
 use linerate_inventory::{Inventory, IpoibMode, SocketLimits};
 use linerate_model::ceiling::fmt_num;
 use linerate_model::{Ceiling, LimitedBy};
@@ -187,6 +189,81 @@ struct PathCeiling {
     gbps: Option<f64>,
     limited_by: String,
     why: String,
+}
+
+/// RDMA and TCP on the same path, side by side with the ceiling: what the IP stack costs,
+/// and whether the hardware holds both back. None without an RDMA bandwidth result.
+pub fn rdma_vs_tcp(i: &DiagnoseInput) -> Option<Finding> {
+    let rdma = i
+        .tests
+        .iter()
+        .filter(|t| t.kind.starts_with("rdma_") && t.kind.ends_with("_bw") && t.error.is_none())
+        .max_by(|a, b| a.gbps.total_cmp(&b.gbps))?;
+    let tcp = i
+        .tests
+        .iter()
+        .filter(|t| t.kind == "tcp_bw" && t.direction == "send")
+        .max_by(|a, b| a.gbps.total_cmp(&b.gbps))?;
+    let pc = path_ceiling(i, "send");
+    let (r, t) = (rdma.gbps, tcp.gbps);
+    if r <= 0.0 {
+        return None;
+    }
+    let cost = (1.0 - t / r) * 100.0;
+    let mut msg = format!(
+        "RDMA {} Gb/s, TCP {} Gb/s ({} stream{})",
+        fmt_num((r * 100.0).round() / 100.0),
+        fmt_num((t * 100.0).round() / 100.0),
+        tcp.streams,
+        if tcp.streams == 1 { "" } else { "s" }
+    );
+    if cost >= 1.0 {
+        let _ = write!(msg, ": the IP stack and CPU cost {cost:.0}%");
+    } else {
+        msg.push_str(": TCP keeps up with RDMA on this path");
+    }
+    let near = pc.gbps.filter(|c| *c > 0.0 && r >= 0.8 * c);
+    match (pc.gbps, near) {
+        (Some(c), Some(_)) => {
+            let _ = write!(
+                msg,
+                "; {} caps both near {}",
+                pc.why,
+                fmt_num((c * 10.0).round() / 10.0)
+            );
+        }
+        (Some(c), None) if c > 0.0 => {
+            let _ = write!(
+                msg,
+                "; RDMA itself reaches {:.0}% of the {} Gb/s ceiling, so the hardware path (link, PCIe, cable, switch) falls short too",
+                r / c * 100.0,
+                fmt_num((c * 10.0).round() / 10.0)
+            );
+        }
+        _ => {}
+    }
+    let severity = if cost > 25.0 {
+        Severity::Warning
+    } else {
+        Severity::Info
+    };
+    let fix = if cost > 25.0 {
+        "TCP leaves much of what the hardware does unused: more streams (-P), IPoIB connected mode with MTU 65520 or jumbo frames, IRQs and threads on the NIC's NUMA node; or use RDMA directly (NFS over RDMA, MPI, ...)"
+    } else {
+        "nothing to fix in the IP stack; the gap to the ceiling, if any, is in the hardware path"
+    };
+    Some(
+        Finding::new("rdma.vs_tcp", severity, "path")
+            .evidence("rdma (Gb/s)", format!("{r:.2}"))
+            .evidence("rdma test", &rdma.kind)
+            .evidence("tcp (Gb/s)", format!("{t:.2}"))
+            .evidence(
+                "ceiling (Gb/s)",
+                pc.gbps.map_or("unknown".into(), |c| format!("{c:.2}")),
+            )
+            .message(msg)
+            .fix(fix),
+    )
 }
 
 /// The TCP ceiling of the path from this host to the other end, Gb/s, when known.
@@ -876,6 +953,10 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
             fmt_num((t.gbps * 100.0).round() / 100.0)
         ),
     };
+    if let Some(f) = rdma_vs_tcp(i) {
+        checked.push("RDMA against TCP on the same path".into());
+        out.push(f);
+    }
     rank(&mut out);
     Diagnosis {
         verdict: Verdict {

@@ -721,3 +721,55 @@ fn tbf_shaper_on_25gbe_at_the_fixture_mtu() {
     assert_eq!(local.mtu, Some(9000));
     check_shaper("shaper, MTU 9000", local, 9000.0);
 }
+
+fn rdma(gbps: f64) -> Measured {
+    Measured {
+        kind: "rdma_write_bw".into(),
+        ..tcp("send", 1, gbps)
+    }
+}
+
+/// The example: a ConnectX-3 behind a gen3 x4 M.2 slot, RDMA 25.3 against TCP 20.9.
+#[test]
+fn rdma_against_tcp_names_the_ip_stack_cost_and_the_slot() {
+    let case = "cx6-hdr-gen3-slot";
+    let local = facts(case, "ib0");
+    let c = local.ceiling.clone().expect("ceiling");
+    println!("ceiling {} limited by {:?}", c.gbps, c.limited_by);
+    // Near the ceiling: the slot caps both.
+    let r_gbps = c.tcp_gbps.unwrap_or(c.gbps) * 0.97;
+    let t_gbps = r_gbps * 0.83;
+    let d = run(
+        "rdma-near",
+        &input(
+            local.clone(),
+            Some(local.clone()),
+            vec![
+                tcp("send", 1, t_gbps),
+                tcp("receive", 1, t_gbps),
+                rdma(r_gbps),
+            ],
+        ),
+    );
+    let f = one(&d, "rdma.vs_tcp", "path");
+    assert_eq!(f.severity, Severity::Info);
+    assert!(
+        f.message.contains("the IP stack and CPU cost 17%"),
+        "{}",
+        f.message
+    );
+    assert!(f.message.contains("caps both near"), "{}", f.message);
+    // Far below the ceiling and TCP far behind RDMA: a warning, and the hardware falls short too.
+    let d = run(
+        "rdma-far",
+        &input(
+            local.clone(),
+            Some(local),
+            vec![tcp("send", 1, 10.0), tcp("receive", 1, 10.0), rdma(20.0)],
+        ),
+    );
+    let f = one(&d, "rdma.vs_tcp", "path");
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.message.contains("cost 50%"), "{}", f.message);
+    assert!(f.message.contains("falls short too"), "{}", f.message);
+}

@@ -3,7 +3,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
 use anyhow::Context;
-use linerate_doctor::{Depth, DoctorOptions};
+use linerate_doctor::{Depth, DoctorOptions, RdmaMode};
 use linerate_report::Style;
 
 use crate::cli::DoctorArgs;
@@ -56,6 +56,11 @@ pub fn run(a: &DoctorArgs, style: Style) -> anyhow::Result<u8> {
                 .context("the current directory (for the disk test; --no-disk skips it)")?]
         } else {
             a.disk.clone()
+        },
+        rdma: match (&a.rdma_provider, a.no_rdma) {
+            (_, true) => RdmaMode::Off,
+            (Some(p), false) => RdmaMode::Provider(p.clone()),
+            (None, false) => RdmaMode::Auto,
         },
     };
     let live = !a.json && std::io::stderr().is_terminal();
