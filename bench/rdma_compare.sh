@@ -5,9 +5,10 @@
 #   bench/rdma_compare.sh                 # 3 alternating rounds (A B A B A B)
 #   ROUNDS=5 WINDOW=8 bench/rdma_compare.sh
 #
-# Each round runs linerate's engine (the rdma_pingpong example of crates/linerate-rdma: write
-# bandwidth at 1 MiB for DURATION s, then write and send ping-pong latency at 8 B), then
-# fi_pingpong (send/receive ping-pong, -e msg) at 1 MiB and at 8 B. Runs alternate because these
+# Each round runs linerate itself (`linerate bench --rdma --provider tcp` against a
+# `linerate serve` on 127.0.0.1: write bandwidth at 1 MiB for DURATION s, then write and send
+# ping-pong latency at 8 B for DURATION s each), then fi_pingpong (send/receive ping-pong,
+# -e msg) at 1 MiB and at 8 B. Runs alternate because these
 # machines are shared and noisy: quote the median ratios, not the absolute figures.
 #
 # What is compared:
@@ -27,7 +28,7 @@ DURATION=${DURATION:-2}          # seconds of linerate write bandwidth per round
 WINDOW=${WINDOW:-16}             # linerate's outstanding writes
 BW_SIZE=1048576
 LAT_SIZE=8
-LAT_ITERS=${LAT_ITERS:-20000}    # both tools, 8 B
+LAT_ITERS=${LAT_ITERS:-20000}    # fi_pingpong round trips at 8 B (linerate runs DURATION s)
 PP_BW_ITERS=${PP_BW_ITERS:-2000} # fi_pingpong 1 MiB round trips (about 1 s here)
 PORT=${PORT:-47600}              # fi_pingpong control port (+1, +2, ... per run)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO_DIR/target}
@@ -41,12 +42,20 @@ if ! command -v fi_pingpong >/dev/null; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libfabric1 libfabric-bin >/dev/null || exit 2
 fi
 
-echo "rdma_compare: building the engine's example (release)" >&2
-(cd "$REPO_DIR" && cargo build --release -q -p linerate-rdma --example rdma_pingpong) || exit 2
-ENGINE="$CARGO_TARGET_DIR/release/examples/rdma_pingpong"
+echo "rdma_compare: building linerate (release)" >&2
+(cd "$REPO_DIR" && cargo build --release --locked -q -p linerate) || exit 2
+LINERATE="$CARGO_TARGET_DIR/release/linerate"
+LR_PORT=$((PORT - 1))
 
 OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
+SERVER=""
+trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$OUT"' EXIT
+"$LINERATE" serve -B 127.0.0.1 -p "$LR_PORT" >/dev/null 2>&1 &
+SERVER=$!
+sleep 0.5
+lr() { # extra args...
+    timeout 120 "$LINERATE" bench 127.0.0.1 -p "$LR_PORT" --rdma --provider tcp -J "$@"
+}
 
 # fi_pingpong server + client on 127.0.0.1; prints the client's result row.
 pingpong() { # size iterations
@@ -61,12 +70,12 @@ pingpong() { # size iterations
 
 for r in $(seq 1 "$ROUNDS"); do
     echo "rdma_compare: round $r/$ROUNDS: linerate" >&2
-    timeout 120 "$ENGINE" --provider tcp --addr 127.0.0.1 --op write --bw "$BW_SIZE" --lat "$LAT_SIZE" \
-        --duration "$DURATION" --window "$WINDOW" --iters "$LAT_ITERS" >"$OUT/lr_write_$r.json" ||
-        echo "rdma_compare: linerate write run $r failed" >&2
-    timeout 120 "$ENGINE" --provider tcp --addr 127.0.0.1 --op send --lat "$LAT_SIZE" \
-        --iters "$LAT_ITERS" >"$OUT/lr_send_$r.json" ||
-        echo "rdma_compare: linerate send run $r failed" >&2
+    lr -l "$BW_SIZE" -t "$DURATION" -w "$WINDOW" >"$OUT/lr_bw_$r.json" ||
+        echo "rdma_compare: linerate bandwidth run $r failed" >&2
+    lr --latency -l "$LAT_SIZE" -t "$DURATION" --op write >"$OUT/lr_write_$r.json" ||
+        echo "rdma_compare: linerate write latency run $r failed" >&2
+    lr --latency -l "$LAT_SIZE" -t "$DURATION" --op send >"$OUT/lr_send_$r.json" ||
+        echo "rdma_compare: linerate send latency run $r failed" >&2
     echo "rdma_compare: round $r/$ROUNDS: fi_pingpong" >&2
     pingpong "$BW_SIZE" "$PP_BW_ITERS" >"$OUT/pp_bw_$r.txt"
     pingpong "$LAT_SIZE" "$LAT_ITERS" >"$OUT/pp_lat_$r.txt"
@@ -76,11 +85,11 @@ python3 - "$OUT" "$ROUNDS" "$WINDOW" <<'PY'
 import json, statistics, sys, pathlib
 out, rounds, window = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 
-def lines(p):
+def test(p):
     try:
-        return [json.loads(l) for l in p.read_text().splitlines() if l.startswith("{")]
-    except FileNotFoundError:
-        return []
+        return json.loads(p.read_text())["tests"][0]
+    except (FileNotFoundError, ValueError, KeyError, IndexError):
+        return None
 
 def pp(p):
     # bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
@@ -92,11 +101,10 @@ def pp(p):
 
 rows = []
 for r in range(1, rounds + 1):
-    w = lines(out / f"lr_write_{r}.json")
-    s = lines(out / f"lr_send_{r}.json")
-    bw = next((x["mb_per_s"] for x in w if x["kind"] == "bw"), None)
-    wl = next((x["one_way_mean_us"] for x in w if x["kind"] == "lat"), None)
-    sl = next((x["one_way_mean_us"] for x in s if x["kind"] == "lat"), None)
+    b, w, s = (test(out / f"lr_{k}_{r}.json") for k in ("bw", "write", "send"))
+    bw = b and b["gbps"] * 1000 / 8  # Gb/s -> MB/s (10^6 byte/s)
+    wl = w and w["rdma"]["one_way_mean_us"]
+    sl = s and s["rdma"]["one_way_mean_us"]
     pb, pl = pp(out / f"pp_bw_{r}.txt"), pp(out / f"pp_lat_{r}.txt")
     rows.append(dict(round=r, lr_bw=bw, pp_bw=pb and pb[0], lr_wlat=wl, lr_slat=sl, pp_lat=pl and pl[1]))
 
@@ -104,7 +112,7 @@ def ratio(a, b):
     return a / b if a and b else None
 
 fmt = lambda v, d=2: "-" if v is None else f"{v:.{d}f}"
-print(f"\nlinerate RDMA engine vs fi_pingpong, provider tcp, 127.0.0.1 (write window {window})")
+print(f"\nlinerate bench --rdma vs fi_pingpong, provider tcp, 127.0.0.1 (write window {window})")
 print(f"{'round':>5} {'lr write MB/s':>14} {'pp MB/s':>9} {'bw ratio':>9} {'lr write lat':>13} {'lr send lat':>12} {'pp lat':>8} {'w/pp':>6} {'s/pp':>6}")
 for x in rows:
     x["bw_ratio"] = ratio(x["lr_bw"], x["pp_bw"])

@@ -33,8 +33,13 @@ fn free_port() -> u16 {
 }
 
 fn server(extra: &[&str]) -> Server {
+    server_env(extra, &[])
+}
+
+fn server_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
     let port = free_port();
     let child = StdCommand::new(env!("CARGO_BIN_EXE_linerate"))
+        .envs(env.iter().copied())
         .args([
             "serve",
             "-B",
@@ -399,4 +404,32 @@ fn rdma_server_killed_mid_test_keeps_what_was_measured() {
     let t = &doc["tests"][0];
     assert!(t["error"].is_string(), "{t}");
     assert!(t["bytes"].as_u64().unwrap() > 0, "nothing kept: {t}");
+}
+
+#[test]
+fn a_server_without_libfabric_refuses_rdma_clearly() {
+    let missing = [("LINERATE_LIBFABRIC", "/nonexistent/libfabric.so.1")];
+    let s = server_env(&[], &missing);
+    let out = bench(s.port, &["--rdma", "--provider", "tcp", "-t", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("on the server: RDMA unavailable: libfabric not found"),
+        "{err}"
+    );
+    // probe says so too, and still works.
+    let out = Command::cargo_bin("linerate")
+        .unwrap()
+        .args(["probe", "--json"])
+        .envs(missing)
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["rdma"]["libfabric"].is_null(), "{}", doc["rdma"]);
+    assert!(doc["rdma"]["error"]
+        .as_str()
+        .unwrap_or("")
+        .contains("libfabric not found"));
 }

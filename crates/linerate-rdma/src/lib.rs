@@ -92,7 +92,7 @@ pub struct Fabric {
 }
 
 impl Fabric {
-    /// Loads `libfabric.so.1`.
+    /// Loads `libfabric.so.1` (or the library the environment variable `LINERATE_LIBFABRIC` names).
     pub fn load() -> Result<Fabric, RdmaError> {
         match Lib::load() {
             Ok(lib) => Ok(Fabric { lib }),

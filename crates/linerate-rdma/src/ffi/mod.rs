@@ -104,7 +104,10 @@ fn dlerror_text() -> String {
 
 impl Lib {
     pub(crate) fn load() -> Result<Arc<Lib>, LoadError> {
-        let name = CString::new(LIBRARY).expect("no NUL");
+        // A libfabric installed elsewhere (built from source under /opt, say) can be named.
+        let path = std::env::var("LINERATE_LIBFABRIC").unwrap_or_else(|_| LIBRARY.to_string());
+        let name = CString::new(path)
+            .map_err(|_| LoadError::NotFound("LINERATE_LIBFABRIC contains a NUL byte".into()))?;
         // SAFETY: dlopen with a valid C string; loading libfabric runs its constructors, which
         // only initialise libfabric's own state.
         let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
