@@ -552,24 +552,29 @@ fn l2_gbps_with_omit_counts_the_measured_segments_only() {
         "qdisc", "add", "dev", &net.va, "root", "tbf", "rate", "1gbit", "burst", "512k", "latency",
         "50ms",
     ]);
-    let b = net.bench(&["-t", "5", "-O", "1", "-J"]);
-    let t = b.test(&net, "tcp_bw", "send");
-    let (gbps, l2) = (num(t, "/gbps"), num(t, "/l2_gbps"));
-    println!(
-        "-t 5 -O 1 at tbf 1gbit: gbps {gbps}, l2_gbps {l2}, ratio {:.4} (want {:.4})",
-        l2 / gbps,
-        l2_factor()
-    );
-    assert!(
-        (l2 / gbps - l2_factor()).abs() < 0.005,
-        "l2_gbps / gbps = {:.4}, want {:.4}",
-        l2 / gbps,
-        l2_factor()
-    );
-    assert!(
-        rel(l2, 1.0).abs() < 0.005,
-        "l2_gbps {l2} at a 1 Gb/s shaper"
-    );
+    // Two attempts at most: a stall of this shared VM (an RTO) leaves the shaper idle for a
+    // moment, which lowers the rate but is not an accounting error; the ratio is checked on each.
+    for attempt in 1..=2 {
+        let b = net.bench(&["-t", "5", "-O", "1", "-J"]);
+        let t = b.test(&net, "tcp_bw", "send");
+        let (gbps, l2) = (num(t, "/gbps"), num(t, "/l2_gbps"));
+        println!(
+            "-t 5 -O 1 at tbf 1gbit: gbps {gbps}, l2_gbps {l2}, ratio {:.4} (want {:.4})",
+            l2 / gbps,
+            l2_factor()
+        );
+        assert!(
+            (l2 / gbps - l2_factor()).abs() < 0.005,
+            "l2_gbps / gbps = {:.4}, want {:.4}",
+            l2 / gbps,
+            l2_factor()
+        );
+        if rel(l2, 1.0).abs() < 0.005 {
+            return;
+        }
+        assert!(attempt < 2, "l2_gbps {l2} at a 1 Gb/s shaper (twice)");
+        println!("NOTE: l2_gbps {l2} at a 1 Gb/s shaper: the machine stalled? measuring again");
+    }
 }
 
 /// In a bidir test the summed `sender`/`receiver` endpoints add the two directions'
