@@ -191,6 +191,18 @@ struct PathCeiling {
     why: String,
 }
 
+/// Evidence key of `rdma.vs_tcp`: how much slower TCP is than RDMA, %.
+const IP_STACK_COST: &str = "ip_stack_cost_percent";
+
+/// Does this finding put TCP's gap down to the IP stack (TCP ≥ 10% below RDMA on the path)?
+fn ip_stack_explains(f: &Finding) -> bool {
+    f.id == "rdma.vs_tcp"
+        && f.evidence
+            .get(IP_STACK_COST)
+            .and_then(|c| c.parse::<f64>().ok())
+            .is_some_and(|c| c >= 10.0)
+}
+
 /// RDMA and TCP on the same path, side by side with the ceiling: what the IP stack costs,
 /// and whether the hardware holds both back. None without an RDMA bandwidth result.
 pub fn rdma_vs_tcp(i: &DiagnoseInput) -> Option<Finding> {
@@ -210,18 +222,20 @@ pub fn rdma_vs_tcp(i: &DiagnoseInput) -> Option<Finding> {
         return None;
     }
     let cost = (1.0 - t / r) * 100.0;
-    let mut msg = format!(
-        "RDMA {} Gb/s, TCP {} Gb/s ({} stream{})",
+    // The conclusion first (the verdict quotes what precedes the first colon).
+    let mut msg = if cost >= 1.0 {
+        format!("the IP stack and CPU, which cost {cost:.0}%")
+    } else {
+        "TCP keeps up with RDMA on this path".to_string()
+    };
+    let _ = write!(
+        msg,
+        ": RDMA {} Gb/s, TCP {} Gb/s ({} stream{})",
         fmt_num((r * 100.0).round() / 100.0),
         fmt_num((t * 100.0).round() / 100.0),
         tcp.streams,
         if tcp.streams == 1 { "" } else { "s" }
     );
-    if cost >= 1.0 {
-        let _ = write!(msg, ": the IP stack and CPU cost {cost:.0}%");
-    } else {
-        msg.push_str(": TCP keeps up with RDMA on this path");
-    }
     let near = pc.gbps.filter(|c| *c > 0.0 && r >= 0.8 * c);
     match (pc.gbps, near) {
         (Some(c), Some(_)) => {
@@ -257,6 +271,7 @@ pub fn rdma_vs_tcp(i: &DiagnoseInput) -> Option<Finding> {
             .evidence("rdma (Gb/s)", format!("{r:.2}"))
             .evidence("rdma test", &rdma.kind)
             .evidence("tcp (Gb/s)", format!("{t:.2}"))
+            .evidence(IP_STACK_COST, format!("{cost:.1}"))
             .evidence(
                 "ceiling (Gb/s)",
                 pc.gbps.map_or("unknown".into(), |c| format!("{c:.2}")),
@@ -357,7 +372,8 @@ fn single<'a>(tests: &'a [Measured], dir: &str) -> Option<&'a Measured> {
 type WindowCandidate<'a> = (f64, &'a Measured, f64, u64, Option<u64>, Option<u64>);
 
 /// Findings that explain why a result stays below its ceiling (others describe the ceiling itself).
-const EXPLAINS_A_GAP: [&str; 14] = [
+const EXPLAINS_A_GAP: [&str; 15] = [
+    "rdma.vs_tcp",
     "cpu.saturated",
     "cpu.contended",
     "cpu.powersave",
@@ -767,10 +783,17 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
         }
     }
 
+    // RDMA on the same path tells the IP stack's share of a gap.
+    if let Some(f) = rdma_vs_tcp(i) {
+        checked.push("RDMA against TCP on the same path".into());
+        out.push(f);
+    }
+
     // ceiling.reached or unexplained
-    let attributed = out
-        .iter()
-        .any(|f| f.severity >= Severity::Warning && EXPLAINS_A_GAP.contains(&f.id.as_str()));
+    let attributed = out.iter().any(|f| {
+        f.severity >= Severity::Warning && EXPLAINS_A_GAP.contains(&f.id.as_str())
+            || ip_stack_explains(f)
+    });
     let any_port_down = ends.iter().any(|(_, f)| {
         f.ceiling.as_ref().is_some_and(|c| {
             matches!(
@@ -911,6 +934,14 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
                 f.id
             ),
         )
+    } else if let Some(f) = out.iter().find(|f| ip_stack_explains(f)) {
+        (
+            "cpu".into(),
+            format!(
+                "{} (see the `rdma.vs_tcp` finding)",
+                f.message.split(':').next().unwrap_or(&f.id)
+            ),
+        )
     } else if pc.gbps.is_some() && out.iter().any(|f| f.id == "unexplained") {
         (
             "unknown".into(),
@@ -953,10 +984,6 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
             fmt_num((t.gbps * 100.0).round() / 100.0)
         ),
     };
-    if let Some(f) = rdma_vs_tcp(i) {
-        checked.push("RDMA against TCP on the same path".into());
-        out.push(f);
-    }
     rank(&mut out);
     Diagnosis {
         verdict: Verdict {

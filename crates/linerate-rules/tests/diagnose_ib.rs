@@ -754,11 +754,24 @@ fn rdma_against_tcp_names_the_ip_stack_cost_and_the_slot() {
     let f = one(&d, "rdma.vs_tcp", "path");
     assert_eq!(f.severity, Severity::Info);
     assert!(
-        f.message.contains("the IP stack and CPU cost 17%"),
+        f.message.contains("the IP stack and CPU, which cost 17%"),
         "{}",
         f.message
     );
     assert!(f.message.contains("caps both near"), "{}", f.message);
+    // RDMA near the ceiling explains TCP's 17% gap: the verdict says so, nothing is unexplained.
+    assert!(
+        d.findings.iter().all(|f| f.id != "unexplained"),
+        "{:?}",
+        d.findings
+    );
+    assert!(
+        d.verdict
+            .summary
+            .contains("the IP stack and CPU, which cost 17%"),
+        "{}",
+        d.verdict.summary
+    );
     // Far below the ceiling and TCP far behind RDMA: a warning, and the hardware falls short too.
     let d = run(
         "rdma-far",
@@ -770,6 +783,20 @@ fn rdma_against_tcp_names_the_ip_stack_cost_and_the_slot() {
     );
     let f = one(&d, "rdma.vs_tcp", "path");
     assert_eq!(f.severity, Severity::Warning);
-    assert!(f.message.contains("cost 50%"), "{}", f.message);
+    assert!(f.message.contains("which cost 50%"), "{}", f.message);
     assert!(f.message.contains("falls short too"), "{}", f.message);
+    // RDMA explains TCP's gap: no `unexplained`, and the verdict names the IP stack.
+    assert!(
+        d.findings.iter().all(|f| f.id != "unexplained"),
+        "{:?}",
+        d.findings
+    );
+    assert_eq!(d.verdict.limited_by, "cpu");
+    assert!(
+        d.verdict
+            .summary
+            .contains("the IP stack and CPU, which cost 50%"),
+        "{}",
+        d.verdict.summary
+    );
 }
