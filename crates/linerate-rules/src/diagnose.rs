@@ -613,7 +613,7 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
     checked.push("socket buffer limits against the measured bandwidth-delay product".into());
     let mut window_limited = false;
     // The test whose bytes in flight sit closest to what the buffer limits allow (between 0.25
-    // and 3 times the limit: socket buffers also pay for skb overhead, so the window can be well
+    // (small buffers) or 0.5 (large) and 3 times the limit: socket buffers also pay for skb overhead, so the window can be well
     // below the limit; newer kernels let it use most of the receive buffer; and smoothed
     // RTT samples are inflated by queueing and by hypervisor stalls; far above it the
     // window cannot be what holds the rate).
@@ -641,7 +641,12 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
         let per_stream = t.gbps / f64::from(t.streams.max(1));
         let inflight = per_stream * 1e9 / 8.0 * rtt * 1e-6;
         let ratio = inflight / limit as f64;
-        if (0.25..=3.0).contains(&ratio) && pc.gbps.is_none_or(|c| t.gbps < 0.9 * c) {
+        // Per-packet overhead (skb truesize) eats much of a small buffer, so a window of a
+        // quarter of it can be the limit; a large buffer holds 64 KiB segments with little
+        // overhead, and a quarter of it in flight is not a window at its limit (RTT samples
+        // inflated by a busy host made healthy paths look window-limited).
+        let low = if limit < 256 * 1024 { 0.25 } else { 0.5 };
+        if (low..=3.0).contains(&ratio) && pc.gbps.is_none_or(|c| t.gbps < 0.9 * c) {
             let closer = candidate
                 .as_ref()
                 .is_none_or(|c| (ratio.ln()).abs() < (c.0.ln()).abs());
