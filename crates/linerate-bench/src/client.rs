@@ -124,7 +124,7 @@ fn run_rdma(
         server_memory_bytes: memory,
     });
     let local_ip = local_addr.map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = Stop::new();
     let rr = crate::rdma::run_client(
         cfg.server.ip(),
         local_ip,

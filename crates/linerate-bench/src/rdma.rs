@@ -3,11 +3,11 @@
 //! engine of `linerate-rdma` on its own thread, and both sides exchange `results` as for TCP.
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use linerate_engine::meter::Stop;
 use linerate_proto::{
     CpuUsage, IntervalSample, RdmaListen, RdmaOp, RdmaSpec, RdmaTargetStats, SideResults,
     TestParams,
@@ -86,7 +86,7 @@ pub fn serve(
     l: Listeners,
     p: &TestParams,
     r: &RdmaSpec,
-    stop: &Arc<AtomicBool>,
+    stop: &Stop,
     deadline: Instant,
 ) -> SideResults {
     let params = engine_params(p, r);
@@ -95,14 +95,13 @@ pub fn serve(
         .list
         .into_iter()
         .map(|listener| {
-            let (params, stop) = (params.clone(), Arc::clone(stop));
+            let (params, stop) = (params.clone(), stop.clone());
             thread::spawn(move || {
                 linerate_engine::timed(|| {
                     let mut t = listener
                         .accept(&params, CONNECT_TIMEOUT)
                         .map_err(|e| e.to_string())?;
-                    t.serve(&stop, deadline)
-                        .map_err(|(s, e)| (s, e.to_string()))
+                    t.serve(stop.flag(), deadline)
                         .map_err(|(s, e)| format!("{e} (after {} messages)", s.messages))
                 })
             })
@@ -213,7 +212,7 @@ fn run_qp(
         // A sweep shares the time among the sizes, at least 0.2 s each.
         let each = (total / list.len() as u32).max(Duration::from_millis(200));
         for size in list {
-            if stop.load(Ordering::Relaxed) {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
                 break;
             }
             let mut on = |s: linerate_rdma::IntervalSample| {
@@ -252,7 +251,7 @@ pub fn run_client(
     listen: &RdmaListen,
     p: &TestParams,
     r: &RdmaSpec,
-    stop: &Arc<AtomicBool>,
+    stop: &Stop,
     live: &mut dyn FnMut(IntervalSample),
 ) -> RdmaRun {
     let mut run = RdmaRun {
@@ -279,7 +278,7 @@ pub fn run_client(
         .map(|(i, port)| {
             let server = SocketAddr::new(server_ip, *port);
             let (fabric, params, provider) = (fabric.clone(), params.clone(), provider.clone());
-            let (p, r, stop) = (p.clone(), r.clone(), Arc::clone(stop));
+            let (p, r, stop) = (p.clone(), r.clone(), stop.clone());
             let tx = (i == 0).then(|| tx.clone());
             thread::spawn(move || {
                 linerate_engine::timed(|| {
@@ -290,7 +289,7 @@ pub fn run_client(
                         &params,
                         CONNECT_TIMEOUT,
                     ) {
-                        Ok(ini) => run_qp(ini, &p, &r, &stop, tx.as_ref()),
+                        Ok(ini) => run_qp(ini, &p, &r, stop.flag(), tx.as_ref()),
                         Err(e) => QpOut {
                             bw: Vec::new(),
                             lat: None,
@@ -348,11 +347,7 @@ pub fn run_client(
             bytes,
             messages,
             seconds,
-            gbps: if seconds > 0.0 {
-                bytes as f64 * 8.0 / seconds / 1e9
-            } else {
-                0.0
-            },
+            gbps: crate::results::gbps(bytes, seconds),
             messages_per_s: if seconds > 0.0 {
                 messages as f64 / seconds
             } else {

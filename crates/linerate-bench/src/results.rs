@@ -295,7 +295,8 @@ fn ssum(it: impl Iterator<Item = u64>) -> u64 {
     it.fold(0u64, u64::saturating_add)
 }
 
-fn gbps(bytes: u64, secs: f64) -> f64 {
+/// Bytes over seconds in Gb/s (0 for no time).
+pub(crate) fn gbps(bytes: u64, secs: f64) -> f64 {
     if secs <= 0.0 {
         0.0
     } else {

@@ -381,11 +381,8 @@ fn control(
         }
     }
     let params = match read_by(&sock, deadline) {
-        // A copy's time limit is the lower of the client's and this server's.
         Ok(Msg::Request { mut params }) => {
-            if params.kind == TestKind::FileTransfer {
-                params.duration_ms = params.duration_ms.min(sh.cfg.limits.max_duration_ms);
-            }
+            params.fit(&sh.cfg.limits);
             params
         }
         Ok(other) => {
@@ -549,33 +546,17 @@ fn control(
         })
         .collect();
     let writer = Arc::new(Mutex::new(sock.try_clone().ok()));
-    let watcher = {
-        let stop = stop.clone();
-        let mut r = sock.try_clone().ok();
-        let limit = Duration::from_millis(params.duration_ms) + side::GRACE;
-        thread::spawn(move || {
-            let Some(r) = r.as_mut() else { return };
-            let _ = r.set_read_timeout(Some(Duration::from_millis(200)));
-            loop {
-                match read_msg(r, MAX_CONTROL_FRAME) {
-                    Ok(Msg::Done) => return,
-                    Err(FrameError::Timeout) => {
-                        if start.elapsed() > limit || stop.is_set() {
-                            return;
-                        }
-                    }
-                    // The client went away or misbehaved: stop the test.
-                    _ => {
-                        stop.set();
-                        for h in &data_handles {
-                            let _ = h.shutdown(Shutdown::Both);
-                        }
-                        return;
-                    }
-                }
+    let watcher = watch_control(
+        &sock,
+        start,
+        Duration::from_millis(params.duration_ms) + side::GRACE,
+        &stop,
+        move || {
+            for h in &data_handles {
+                let _ = h.shutdown(Shutdown::Both);
             }
-        })
-    };
+        },
+    );
     let plan = SidePlan {
         params: params.clone(),
         is_client: false,
@@ -639,6 +620,39 @@ fn control(
     drop(test_slot);
 }
 
+/// Watch a running test's control connection until the client's `Done`, the test's time
+/// limit, or `stop`. When the client goes away or misbehaves, set `stop` and run `abort`.
+fn watch_control(
+    sock: &TcpStream,
+    start: Instant,
+    limit: Duration,
+    stop: &Stop,
+    abort: impl FnOnce() + Send + 'static,
+) -> thread::JoinHandle<()> {
+    let stop = stop.clone();
+    let mut r = sock.try_clone().ok();
+    thread::spawn(move || {
+        let Some(r) = r.as_mut() else { return };
+        let _ = r.set_read_timeout(Some(Duration::from_millis(200)));
+        loop {
+            match read_msg(r, MAX_CONTROL_FRAME) {
+                Ok(Msg::Done) => return,
+                Err(FrameError::Timeout) => {
+                    if start.elapsed() > limit || stop.is_set() {
+                        return;
+                    }
+                }
+                // The client went away or misbehaved: stop the test.
+                _ => {
+                    stop.set();
+                    abort();
+                    return;
+                }
+            }
+        }
+    })
+}
+
 /// An RDMA test: libfabric listeners instead of data connections, the engine's target
 /// threads instead of stream threads; the same handshake, watcher and results.
 #[allow(clippy::too_many_arguments)]
@@ -696,32 +710,11 @@ fn rdma_test(
     }
     let start = Instant::now();
     let limit = Duration::from_millis(params.duration_ms) + side::GRACE;
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    // The control connection: Done, or a close that stops the test.
-    let watcher = {
-        let stop = Arc::clone(&stop);
-        let mut r = sock.try_clone().ok();
-        thread::spawn(move || {
-            let Some(r) = r.as_mut() else { return };
-            let _ = r.set_read_timeout(Some(Duration::from_millis(200)));
-            loop {
-                match read_msg(r, MAX_CONTROL_FRAME) {
-                    Ok(Msg::Done) => return,
-                    Err(FrameError::Timeout) => {
-                        if start.elapsed() > limit || stop.load(Ordering::Relaxed) {
-                            return;
-                        }
-                    }
-                    _ => {
-                        stop.store(true, Ordering::Relaxed);
-                        return;
-                    }
-                }
-            }
-        })
-    };
+    let stop = Stop::new();
+    // The engine's targets end when the initiators are done; a client gone stops them.
+    let watcher = watch_control(&sock, start, limit, &stop, || {});
     let results = crate::rdma::serve(listeners, params, r, &stop, start + limit);
-    stop.store(true, Ordering::Relaxed);
+    stop.set();
     let _ = watcher.join();
     let _ = sock.set_write_timeout(Some(Duration::from_secs(5)));
     let _ = write_msg(

@@ -12,7 +12,14 @@ pub enum Depth {
     Thorough,
 }
 
-fn p(kind: TestKind, direction: Direction, streams: u32, secs: f64, omit: f64) -> TestParams {
+/// A test of the plan: `kind` with doctor's defaults (lengths, 0.5 s intervals).
+pub(crate) fn p(
+    kind: TestKind,
+    direction: Direction,
+    streams: u32,
+    secs: f64,
+    omit: f64,
+) -> TestParams {
     TestParams {
         kind,
         direction,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use linerate_bench::{ClientConfig, InventoryFn, ServerConfig, TestResult};
 use linerate_engine::mem::{self, MemOp};
 use linerate_inventory::Inventory;
-use linerate_proto::{Psk, TestKind, TestParams};
+use linerate_proto::{Direction, Psk, TestKind, TestParams};
 use linerate_rules::{diagnose, CounterDelta, DiagnoseInput, EndFacts, Finding, Measured, Verdict};
 use serde::Serialize;
 use thiserror::Error;
@@ -303,16 +303,7 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
             params.bitrate_bps = rate as u64;
         }
         progress(&describe(&params));
-        let cfg = ClientConfig {
-            server,
-            bind: o.bind,
-            params: params.clone(),
-            psk: o.psk.clone(),
-            affinity: Vec::new(),
-            connect_timeout: Duration::from_secs(5),
-            inventory: Some(o.inventory.clone()),
-            file: None,
-        };
+        let cfg = client(o, server, params.clone(), None);
         if counters_before.is_none() {
             if let Some(name) = local_if.as_deref() {
                 counters_before = Some(error_counters(&before, name));
@@ -434,19 +425,8 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
             Depth::Thorough => 8.0,
         };
         let params = TestParams {
-            kind: TestKind::Rdma,
-            direction: linerate_proto::Direction::Send,
-            streams: 1,
-            duration_ms: (secs * 1000.0) as u64,
-            omit_ms: 0,
             interval_ms: 0,
             length: 1 << 20,
-            window: None,
-            bitrate_bps: 0,
-            congestion: None,
-            zerocopy: false,
-            spin_us: None,
-            file: None,
             rdma: Some(linerate_proto::RdmaSpec {
                 op: linerate_proto::RdmaOp::Write,
                 latency: false,
@@ -456,19 +436,10 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
                 verify: false,
                 sweep: false,
             }),
+            ..crate::plan::p(TestKind::Rdma, Direction::Send, 1, secs, 0.0)
         };
         progress(&describe(&params));
-        let cfg = ClientConfig {
-            server,
-            bind: o.bind,
-            params,
-            psk: o.psk.clone(),
-            affinity: Vec::new(),
-            connect_timeout: Duration::from_secs(5),
-            inventory: Some(o.inventory.clone()),
-            file: None,
-        };
-        match linerate_bench::run_client(&cfg, &mut |_| {}) {
+        match linerate_bench::run_client(&client(o, server, params, None), &mut |_| {}) {
             Ok(run) => {
                 let t = linerate_bench::assemble(&run);
                 if let Some(e) = &t.error {
@@ -578,6 +549,25 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
         errors,
         seconds: (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0,
     })
+}
+
+/// A client for one test of doctor's against `server`.
+fn client(
+    o: &DoctorOptions,
+    server: SocketAddr,
+    params: TestParams,
+    file: Option<std::sync::Arc<std::fs::File>>,
+) -> ClientConfig {
+    ClientConfig {
+        server,
+        bind: o.bind,
+        params,
+        psk: o.psk.clone(),
+        affinity: Vec::new(),
+        connect_timeout: Duration::from_secs(5),
+        inventory: Some(o.inventory.clone()),
+        file,
+    }
 }
 
 /// The short disk plan of each depth: sequential reads and writes, random reads beyond quick.
@@ -691,37 +681,17 @@ fn file_copy(
         .map_err(|e| format!("opening {}: {e}", src_path.display()))?;
     let name = format!("linerate-doctor-{}.bin", linerate_proto::random_hex(6));
     let params = TestParams {
-        kind: TestKind::FileTransfer,
-        direction: linerate_proto::Direction::Send,
-        streams: 1,
-        duration_ms: 120_000,
-        omit_ms: 0,
         interval_ms: 0,
-        length: 1 << 20,
-        window: None,
-        bitrate_bps: 0,
-        congestion: None,
-        zerocopy: false,
-        spin_us: None,
         file: Some(linerate_proto::FileSpec {
             name,
             size,
             fsync: true,
             remove_after: true,
         }),
-        rdma: None,
+        ..crate::plan::p(TestKind::FileTransfer, Direction::Send, 1, 120.0, 0.0)
     };
     progress(&describe(&params));
-    let cfg = ClientConfig {
-        server,
-        bind: o.bind,
-        params,
-        psk: o.psk.clone(),
-        affinity: Vec::new(),
-        connect_timeout: Duration::from_secs(5),
-        inventory: Some(o.inventory.clone()),
-        file: Some(std::sync::Arc::new(src)),
-    };
+    let cfg = client(o, server, params, Some(std::sync::Arc::new(src)));
     let r = linerate_bench::run_client(&cfg, &mut |_| {});
     let _ = std::fs::remove_file(&src_path);
     match r {
@@ -782,9 +752,9 @@ fn route_interface(server: SocketAddr) -> Option<String> {
 /// `TCP send, 1 stream, 4 s`
 pub fn describe(p: &TestParams) -> String {
     let dir = match p.direction {
-        linerate_proto::Direction::Send => "send",
-        linerate_proto::Direction::Receive => "receive",
-        linerate_proto::Direction::Bidir => "bidir",
+        Direction::Send => "send",
+        Direction::Receive => "receive",
+        Direction::Bidir => "bidir",
     };
     let secs = p.duration_ms as f64 / 1000.0;
     match p.kind {

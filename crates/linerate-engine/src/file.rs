@@ -195,13 +195,7 @@ fn write_counted(
                 buf = &buf[n..];
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return Err(format!(
-                    "the receiver took nothing for {} s",
-                    STALL.as_secs()
-                ))
-            }
-            Err(e) => return Err(crate::tcp::describe(&e, "sending")),
+            Err(e) => return Err(crate::tcp::send_error(&e, STALL)),
         }
     }
     Ok(())
@@ -289,12 +283,8 @@ pub fn recv_range(
                         meter.add(k as u64);
                     }
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                        out.error = Some(format!("no data for {} s", idle.as_secs()));
-                        break 'stream;
-                    }
                     Err(e) => {
-                        out.error = Some(crate::tcp::describe(&e, "receiving"));
+                        out.error = Some(crate::tcp::recv_error(&e, idle));
                         break 'stream;
                     }
                 }

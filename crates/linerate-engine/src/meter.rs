@@ -52,6 +52,11 @@ impl Stop {
     pub fn is_set(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
+
+    /// The flag itself, for engines that take a plain `&AtomicBool` (RDMA).
+    pub fn flag(&self) -> &AtomicBool {
+        &self.0
+    }
 }
 
 /// Where interval samples go (terminal, JSON stream, the control connection).

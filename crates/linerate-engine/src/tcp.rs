@@ -68,15 +68,8 @@ pub fn send(mut sock: &TcpStream, plan: &SendPlan, meter: &Meter, stop: &Stop) -
                 meter.add(n as u64);
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                out.error = Some(format!(
-                    "the receiver took nothing for {} s",
-                    STALL.as_secs()
-                ));
-                break;
-            }
             Err(e) => {
-                out.error = Some(describe(&e, "sending"));
+                out.error = Some(send_error(&e, STALL));
                 break;
             }
         }
@@ -115,12 +108,8 @@ pub fn recv(
                 meter.add(n as u64);
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                out.error = Some(format!("no data for {} s", idle.as_secs()));
-                break;
-            }
             Err(e) => {
-                out.error = Some(describe(&e, "receiving"));
+                out.error = Some(recv_error(&e, idle));
                 break;
             }
         }
@@ -131,7 +120,25 @@ pub fn recv(
     out
 }
 
-pub(crate) fn describe(e: &std::io::Error, what: &str) -> String {
+/// Why a send failed: a send timeout (`stall`) means the receiver took nothing.
+pub(crate) fn send_error(e: &std::io::Error, stall: Duration) -> String {
+    if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
+        format!("the receiver took nothing for {} s", stall.as_secs())
+    } else {
+        describe(e, "sending")
+    }
+}
+
+/// Why a receive failed: a receive timeout (`idle`) means no data came.
+pub(crate) fn recv_error(e: &std::io::Error, idle: Duration) -> String {
+    if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
+        format!("no data for {} s", idle.as_secs())
+    } else {
+        describe(e, "receiving")
+    }
+}
+
+fn describe(e: &std::io::Error, what: &str) -> String {
     match e.kind() {
         ErrorKind::ConnectionReset | ErrorKind::BrokenPipe | ErrorKind::ConnectionAborted => {
             format!("{what}: the peer closed the connection ({e})")

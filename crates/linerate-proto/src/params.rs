@@ -279,6 +279,14 @@ impl TestParams {
         u64::from(self.connections()) * per
     }
 
+    /// What the server adjusts instead of refusing: a file transfer's duration is a time
+    /// limit, so it becomes the lower of the client's and the server's. Call before [`Self::validate`].
+    pub fn fit(&mut self, l: &Limits) {
+        if self.kind == TestKind::FileTransfer {
+            self.duration_ms = self.duration_ms.min(l.max_duration_ms);
+        }
+    }
+
     /// Check against the server's limits.
     pub fn validate(&self, l: &Limits) -> Result<(), Refusal> {
         let r = |s: String| Err(Refusal(s));
@@ -294,8 +302,7 @@ impl TestParams {
         if self.duration_ms == 0 {
             return r("duration must be positive".into());
         }
-        // A file transfer's duration is a time limit: the server applies its own if lower.
-        if self.duration_ms > l.max_duration_ms && self.kind != TestKind::FileTransfer {
+        if self.duration_ms > l.max_duration_ms {
             return r(format!(
                 "{} s requested; this server allows at most {} s (serve --max-duration)",
                 self.duration_ms / 1000,
@@ -584,6 +591,13 @@ mod tests {
         p.direction = Direction::Receive;
         assert!(p.validate(&l).is_err());
         p.direction = Direction::Send;
+        p.duration_ms = u64::MAX;
+        p.fit(&l);
+        assert_eq!(
+            p.duration_ms, l.max_duration_ms,
+            "a copy's time limit is lowered"
+        );
+        assert!(p.validate(&l).is_ok());
         p.file.as_mut().unwrap().size = 1001;
         assert!(p.validate(&l).unwrap_err().0.contains("--max-file-size"));
         p.file.as_mut().unwrap().size = 0;

@@ -104,6 +104,30 @@ fn bytes_iec(b: u64) -> String {
     }
 }
 
+/// `  round trip  p50 … µs   p90 …   mean … µs (σ …)`.
+fn round_trip_line(
+    out: &mut String,
+    l: &linerate_bench::results::LatencyUs,
+    style: Style,
+    sigma: bool,
+) {
+    let _ = writeln!(
+        out,
+        "  round trip  p50 {} µs   p90 {}   p99 {}   p99.9 {}   max {}   mean {} µs{}",
+        style.bold(&num(l.p50)),
+        num(l.p90),
+        num(l.p99),
+        num(l.p999),
+        num(l.max),
+        style.bold(&num(l.mean)),
+        if sigma {
+            format!(" (σ {})", num(l.stddev))
+        } else {
+            String::new()
+        }
+    );
+}
+
 /// An RDMA result: provider and device, the rate or the latency, the sweep table.
 fn rdma_block(
     out: &mut String,
@@ -113,16 +137,8 @@ fn rdma_block(
 ) {
     let _ = writeln!(out, "  provider {}, device {}", r.provider, r.device);
     if let Some(l) = &t.latency_us {
-        let _ = writeln!(
-            out,
-            "  round trip  p50 {} µs   p90 {}   p99 {}   p99.9 {}   max {}   mean {} µs",
-            style.bold(&num(l.p50)),
-            num(l.p90),
-            num(l.p99),
-            num(l.p999),
-            num(l.max),
-            style.bold(&num(l.mean)),
-        );
+        // The RDMA engine's histogram gives no standard deviation.
+        round_trip_line(out, l, style, false);
         if let (Some(p50), Some(mean)) = (r.one_way_p50_us, r.one_way_mean_us) {
             let _ = writeln!(
                 out,
@@ -383,17 +399,7 @@ pub fn render_bench(t: &TestResult, style: Style) -> String {
             );
         }
     } else if let Some(l) = &t.latency_us {
-        let _ = writeln!(
-            out,
-            "  round trip  p50 {} µs   p90 {}   p99 {}   p99.9 {}   max {}   mean {} µs (σ {})",
-            style.bold(&num(l.p50)),
-            num(l.p90),
-            num(l.p99),
-            num(l.p999),
-            num(l.max),
-            style.bold(&num(l.mean)),
-            num(l.stddev)
-        );
+        round_trip_line(&mut out, l, style, true);
         let _ = writeln!(
             out,
             "  {} transactions/s{}",

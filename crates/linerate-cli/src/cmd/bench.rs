@@ -133,13 +133,12 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
     if let (Some(r), None) = (rdma.as_mut(), a.window) {
         // The default window: 16, or fewer so the server's registered region fits its
         // default per-test bound (sends and --verify keep a buffer per outstanding message).
-        let bound = linerate_proto::Limits::default().memory_bound();
-        let per = u64::from(length) * u64::from(r.qps);
-        while r.window > 1
-            && (r.verify || r.op == linerate_proto::RdmaOp::Send)
-            && per * (u64::from(r.window) + 9) > bound
-        {
-            r.window -= 1;
+        if r.verify || r.op == linerate_proto::RdmaOp::Send {
+            let bound = linerate_proto::Limits::default().memory_bound();
+            let per = u64::from(length) * u64::from(r.qps);
+            // Registered: per × (window + 9) (window + 8 slots, and one), as the server counts.
+            let fits = (bound / per.max(1)).saturating_sub(9).max(1);
+            r.window = r.window.min(u32::try_from(fits).unwrap_or(u32::MAX));
         }
     }
     if let Some(w) = rdma.as_ref().map(|r| r.window) {
