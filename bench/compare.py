@@ -53,7 +53,7 @@ def dig(doc, *keys, required=True):
 
 
 # -------------------------------------------------------------------------------------------------
-# Parsers, one per tool. test is one of tcp1 tcp2 tcp_rev lat udp.
+# Parsers, one per tool. test is one of tcp1 tcp1_1m tcp2 tcp_rev lat udp.
 # -------------------------------------------------------------------------------------------------
 def parse_linerate(test, out):
     doc = load_json(out)
@@ -365,6 +365,10 @@ def row_specs(only, peers_only):
         specs += [("tcp1", "tcp1", "gbps", "Gb/s", "iperf3", "iperf3", "up", 1.10,
                    "linerate ≥ 1.10 × iperf3 (receiver Gb/s)"),
                   ("tcp1", "tcp1", "gbps", "Gb/s", "nuttcp", "nuttcp", "up", None, "")]
+    if "tcp1_1m" in only:
+        # Both with 1 MiB writes: the engines compared at equal sizes (linerate's default for
+        # one stream is 1 MiB, iperf3's 128 KiB).
+        specs += [("tcp1 -l 1M", "tcp1_1m", "gbps", "Gb/s", "iperf3", "iperf3 -l 1M", "up", None, "")]
     if "tcp2" in only:
         specs += [("tcp2", "tcp2", "gbps", "Gb/s", "best", "better of iperf3 -P 2 / iperf2 -P 2",
                    "up", 1.0, "linerate -P 2 ≥ 1.0 × the better of iperf3 -P 2 and iperf2 -P 2")]

@@ -26,7 +26,7 @@ SHAPE=""                  # tbf rate on the sending veth end, e.g. 10gbit ("" = 
 ROUNDS=3                  # alternating rounds per test
 TIME=5                    # seconds per run
 UDP_RATE=""               # UDP offered rate (iperf3 -b syntax); default 1G, or 90% of --shape
-ONLY="tcp1,tcp2,tcp_rev,lat,udp,cpu"
+ONLY="tcp1,tcp1_1m,tcp2,tcp_rev,lat,udp,cpu"
 LINERATE="target/release/linerate"
 PEERS_ONLY=0
 DRY_RUN=0
@@ -36,7 +36,7 @@ KEEP_RAW=0
 BUDGET=540                # seconds: runs that would start after this are skipped, not run
 PORT_OFFSET=0             # added to every server port (when another copy holds the defaults)
 
-ALL_TESTS=(tcp1 tcp2 tcp_rev lat udp cpu)
+ALL_TESTS=(tcp1 tcp1_1m tcp2 tcp_rev lat udp cpu)
 
 # Namespace and interface names: everything this script creates starts with "lrb-".
 NS_A=lrb-a                # clients (and the sending veth end)
@@ -66,7 +66,8 @@ Options:
   --rounds N           alternating rounds per test (default 3, at most 20)
   --time T             seconds per run (default 5, at most 60)
   --udp-rate RATE      UDP offered rate, iperf3 -b syntax (default 1G, or 90% of --shape)
-  --only LIST          comma-separated tests: tcp1,tcp2,tcp_rev,lat,udp,cpu (cpu reuses tcp1's runs)
+  --only LIST          comma-separated tests: tcp1,tcp1_1m,tcp2,tcp_rev,lat,udp,cpu (cpu reuses tcp1's
+                       runs; tcp1_1m: both tools with 1 MiB writes, the engines at equal sizes)
   --linerate PATH      linerate binary (default target/release/linerate; built if missing)
   --peers-only         skip linerate: run only the peer side
   --budget S           stop starting new runs after S seconds (default 540)
@@ -434,11 +435,13 @@ client_cmd() {
     local tool=$1 test=$2 T=$TIME
     case "$tool:$test" in
         linerate:tcp1)    echo "$LINERATE bench $HOST -p $PORT_LINERATE -t $T -J" ;;
+        linerate:tcp1_1m) echo "$LINERATE bench $HOST -p $PORT_LINERATE -t $T -l 1M -J" ;;
         linerate:tcp2)    echo "$LINERATE bench $HOST -p $PORT_LINERATE -t $T -P 2 -J" ;;
         linerate:tcp_rev) echo "$LINERATE bench $HOST -p $PORT_LINERATE -R -t $T -J" ;;
         linerate:lat)     echo "$LINERATE bench $HOST -p $PORT_LINERATE --latency -t $T -J" ;;
         linerate:udp)     echo "$LINERATE bench $HOST -p $PORT_LINERATE -u -b $UDP_RATE -t $T -J" ;;
         iperf3:tcp1)      echo "iperf3 -c $HOST -p $PORT_IPERF3 -t $T -J" ;;
+        iperf3:tcp1_1m)   echo "iperf3 -c $HOST -p $PORT_IPERF3 -t $T -l 1M -J" ;;
         iperf3:tcp2)      echo "iperf3 -c $HOST -p $PORT_IPERF3 -t $T -P 2 -J" ;;
         iperf3:tcp_rev)   echo "iperf3 -c $HOST -p $PORT_IPERF3 -t $T -R -J" ;;
         iperf3:udp)       echo "iperf3 -c $HOST -p $PORT_IPERF3 -u -b $UDP_RATE -t $T -J" ;;
@@ -456,6 +459,7 @@ test_tools() {
     case "$1" in
         tcp1)    echo $lr iperf3 nuttcp ;;
         tcp2)    echo $lr iperf3 iperf2 ;;
+        tcp1_1m) echo $lr iperf3 ;;
         tcp_rev) echo $lr iperf3 ;;
         lat)     echo $lr netperf sockperf ;;
         udp)     echo $lr iperf3 ;;
@@ -465,7 +469,7 @@ test_tools() {
 # Tests that actually run: cpu has no runs of its own (it reads tcp1's), so it pulls tcp1 in.
 run_tests() {
     local t sel=()
-    for t in tcp1 tcp2 tcp_rev lat udp; do
+    for t in tcp1 tcp1_1m tcp2 tcp_rev lat udp; do
         if want "$t" || { [[ $t == tcp1 ]] && want cpu; }; then sel+=("$t"); fi
     done
     echo "${sel[*]}"

@@ -28,7 +28,13 @@ pub(crate) fn p(
         omit_ms: (omit * 1000.0) as u64,
         interval_ms: 500,
         length: match kind {
-            TestKind::TcpBw => 256 * 1024,
+            TestKind::TcpBw => {
+                linerate_engine::tcp::default_length(if direction == Direction::Bidir {
+                    streams.saturating_mul(2)
+                } else {
+                    streams
+                })
+            }
             TestKind::UdpBw => 1400,
             TestKind::TcpLat => 1,
             TestKind::UdpLat => 8,

@@ -128,8 +128,9 @@ pub fn tcp_client(
     let req = vec![0x11u8; length.max(1)];
     let mut resp = vec![0u8; length.max(1)];
     let mut err = None;
-    while !stop.is_set() && Instant::now() < deadline {
-        let t0 = Instant::now();
+    // Two clock reads per round trip: the reply's time stamp is also the deadline check.
+    let mut t0 = Instant::now();
+    while !stop.is_set() && t0 < deadline {
         if let Err(e) = sock.write_all(&req) {
             err = Some(format!("sending a request: {e}"));
             break;
@@ -142,8 +143,10 @@ pub fn tcp_client(
             });
             break;
         }
-        rtt.record(t0.elapsed());
+        let t1 = Instant::now();
+        rtt.record(t1 - t0);
         meter.add(1);
+        t0 = Instant::now();
     }
     let _ = sock.shutdown(std::net::Shutdown::Write);
     err
