@@ -392,4 +392,50 @@ mod tests {
         let one = RdmaSpec { sweep: false, ..r };
         assert_eq!(sizes(&p, &one), [8 << 20]);
     }
+
+    /// The server admits an RDMA test by proto's figure for its registered memory (proto
+    /// cannot see the engine): it must be what the engine registers, never less.
+    #[test]
+    fn admitted_memory_covers_what_the_engine_registers() {
+        let mut p: TestParams = serde_json::from_str(
+            r#"{"kind":"rdma","direction":"send","streams":1,"duration_ms":1000,"omit_ms":0,"interval_ms":0,"length":1,"window":null,"bitrate_bps":0,"congestion":null,"zerocopy":false}"#,
+        )
+        .unwrap();
+        let mut checked = 0;
+        for op in [RdmaOp::Write, RdmaOp::Read, RdmaOp::Send] {
+            for verify in [false, true] {
+                for latency in [false, true] {
+                    for window in [1, 2, 16, 100, linerate_proto::RDMA_MAX_WINDOW] {
+                        for length in [1, 2, 8, 4095, 4096, 65_536, 1 << 20, 3_000_001, 8 << 20] {
+                            for qps in [1, 3, linerate_proto::RDMA_MAX_QPS] {
+                                let r = RdmaSpec {
+                                    op,
+                                    latency,
+                                    provider: None,
+                                    window,
+                                    qps,
+                                    verify,
+                                    sweep: false,
+                                };
+                                p.length = length;
+                                p.rdma = Some(r.clone());
+                                let engine = engine_params(&p, &r);
+                                if engine.validate().is_err() {
+                                    continue;
+                                }
+                                let exact = u64::from(qps) * engine.region_bytes() as u64;
+                                let admitted = p.server_memory_bytes();
+                                assert_eq!(
+                                    admitted, exact,
+                                    "{op:?} verify={verify} latency={latency} window={window} length={length} qps={qps}: admitted bytes against registered bytes"
+                                );
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 500, "only {checked} combinations were valid");
+    }
 }

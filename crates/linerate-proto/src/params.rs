@@ -203,6 +203,11 @@ impl FileSpec {
     }
 }
 
+/// Bytes of one RDMA control message, and the receives and control messages each queue pair
+/// keeps beyond its window: the RDMA engine's layout, for [`TestParams::server_memory_bytes`].
+pub const RDMA_CTRL_SIZE: u64 = 64;
+pub const RDMA_CTRL_EXTRA: u64 = 8;
+
 /// What the operator allows (`linerate serve` flags).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Limits {
@@ -262,14 +267,23 @@ impl TestParams {
     pub fn server_memory_bytes(&self) -> u64 {
         let per = u64::from(self.length.max(64 * 1024));
         if let Some(r) = self.rdma.as_ref().filter(|_| self.kind == TestKind::Rdma) {
-            // The registered region per queue pair: one slot per outstanding message when
-            // verifying, else one; sends also keep a receive per outstanding message (+8).
-            let slots = if r.verify || r.op == RdmaOp::Send {
-                u64::from(r.window) + 8
+            // The region each queue pair registers, laid out as the RDMA engine does (a test in
+            // linerate-bench holds the two equal): the latency buffer and one data slot per
+            // outstanding message when verifying (else one); a receive per outstanding message
+            // plus RDMA_CTRL_EXTRA, each message-sized for sends (else control-sized); as many
+            // control messages.
+            let length = u64::from(self.length);
+            let window = u64::from(r.window);
+            let slots = if r.verify { window } else { 1 };
+            let rx_size = if r.op == RdmaOp::Send {
+                length.max(RDMA_CTRL_SIZE)
             } else {
-                1
+                RDMA_CTRL_SIZE
             };
-            return u64::from(r.qps) * (u64::from(self.length) * (slots + 1) + (64 << 10));
+            let per_qp = length.saturating_mul(1 + slots).saturating_add(
+                (window + RDMA_CTRL_EXTRA).saturating_mul(rx_size + RDMA_CTRL_SIZE),
+            );
+            return u64::from(r.qps).saturating_mul(per_qp);
         }
         let per = if self.kind == TestKind::FileTransfer {
             per * u64::from(FILE_BUFFERS)
@@ -525,8 +539,9 @@ mod tests {
         assert_eq!(p.connections(), 2);
         p.rdma.as_mut().unwrap().verify = true;
         assert!(p.validate(&l).is_ok());
-        // 2 QPs × (16 + 8 slots + 1) × 1 MiB + control.
-        assert_eq!(p.server_memory_bytes(), 2 * (25 * (1 << 20) + (64 << 10)));
+        // 2 QPs × (the latency buffer and 16 verified slots of 1 MiB, and 24 control-sized
+        // receives and 24 control messages of 64 bytes).
+        assert_eq!(p.server_memory_bytes(), 2 * (17 * (1 << 20) + 24 * 128));
         p.length = 8 << 20;
         assert!(p.validate(&l).unwrap_err().0.contains("MiB on the server"));
         assert_eq!(p.rdma.as_ref().unwrap().kind(), "rdma_write_bw");

@@ -135,18 +135,6 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         verify: a.verify,
         sweep: a.sweep,
     });
-    let mut rdma = rdma;
-    if let (Some(r), None) = (rdma.as_mut(), a.window) {
-        // The default window: 16, or fewer so the server's registered region fits its
-        // default per-test bound (sends and --verify keep a buffer per outstanding message).
-        if r.verify || r.op == linerate_proto::RdmaOp::Send {
-            let bound = linerate_proto::Limits::default().memory_bound();
-            let per = u64::from(length) * u64::from(r.qps);
-            // Registered: per × (window + 9) (window + 8 slots, and one), as the server counts.
-            let fits = (bound / per.max(1)).saturating_sub(9).max(1);
-            r.window = r.window.min(u32::try_from(fits).unwrap_or(u32::MAX));
-        }
-    }
     if let Some(w) = rdma.as_ref().map(|r| r.window) {
         if w == 0 || w > linerate_proto::RDMA_MAX_WINDOW {
             bail!(
@@ -161,7 +149,7 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
     if kind == TestKind::UdpBw && length < 24 {
         bail!("-l {length}: UDP datagrams need at least 24 bytes (stream, sequence and timestamp)");
     }
-    Ok(TestParams {
+    let mut p = TestParams {
         kind,
         direction: if a.bidir {
             Direction::Bidir
@@ -194,7 +182,19 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         spin_us: Some(a.spin),
         file,
         rdma,
-    })
+    };
+    if a.window.is_none() {
+        // The default RDMA window: 16, or fewer so the registered region fits a default
+        // server's per-test bound (sends and --verify keep a buffer per outstanding message).
+        let bound = linerate_proto::Limits::default().memory_bound();
+        while p.server_memory_bytes() > bound {
+            match p.rdma.as_mut() {
+                Some(r) if r.window > 1 => r.window -= 1,
+                _ => break,
+            }
+        }
+    }
+    Ok(p)
 }
 
 fn resolve(a: &BenchArgs) -> anyhow::Result<SocketAddr> {
