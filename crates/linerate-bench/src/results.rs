@@ -67,6 +67,8 @@ pub struct DirStats {
     pub rtt_us: Option<f64>,
     pub cwnd: Option<u32>,
     pub mss: Option<u32>,
+    /// What held the senders back, from the kernel's accounting (TCP_INFO, Linux ≥ 4.10).
+    pub tcp_limited: Option<TcpLimitedOut>,
     pub packets: Option<u64>,
     pub lost_packets: Option<u64>,
     pub loss_percent: Option<f64>,
@@ -74,6 +76,51 @@ pub struct DirStats {
     pub jitter_us: Option<f64>,
     pub intervals: Vec<IntervalOut>,
     pub per_stream: Vec<StreamOut>,
+}
+
+/// What held the TCP senders back, from the kernel's accounting (TCP_INFO chrono times summed
+/// over the streams): `busy_percent` of the test they had data queued or in flight; of that
+/// busy time, the share spent waiting on the receiver's window (`tcpi_rwnd_limited`) or on their
+/// own send buffer (`tcpi_sndbuf_limited`). A bulk sender busy nearly all the time and waiting
+/// on neither is not held back by the window.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct TcpLimitedOut {
+    pub busy_s: f64,
+    pub busy_percent: f64,
+    pub receive_window_percent: f64,
+    pub send_buffer_percent: f64,
+}
+
+impl TcpLimitedOut {
+    /// Sum the senders' chrono times over a test of `secs` seconds per stream; `None` when no
+    /// sender reported them.
+    pub fn from_stats(stats: &[linerate_proto::TcpStats], secs: f64) -> Option<Self> {
+        let l: Vec<_> = stats.iter().filter_map(|t| t.limited).collect();
+        if l.is_empty() {
+            return None;
+        }
+        let busy = ssum(l.iter().map(|x| x.busy_us));
+        let pct1 = |x: f64| (x.clamp(0.0, 1.0) * 1000.0).round() / 10.0;
+        // Figures from a peer are not trusted to be consistent: a part is at most the whole.
+        let pct = |part: u64| {
+            if busy == 0 {
+                0.0
+            } else {
+                pct1(part.min(busy) as f64 / busy as f64)
+            }
+        };
+        let span = secs * 1e6 * l.len() as f64;
+        Some(Self {
+            busy_s: r3(busy as f64 / 1e6),
+            busy_percent: if span > 0.0 {
+                pct1(busy as f64 / span)
+            } else {
+                0.0
+            },
+            receive_window_percent: pct(ssum(l.iter().map(|x| x.rwnd_us))),
+            send_buffer_percent: pct(ssum(l.iter().map(|x| x.sndbuf_us))),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -107,6 +154,7 @@ pub struct TestResult {
     pub segments: Option<u64>,
     pub rtt_us: Option<f64>,
     pub cwnd: Option<u32>,
+    pub tcp_limited: Option<TcpLimitedOut>,
     pub packets: Option<u64>,
     pub lost_packets: Option<u64>,
     pub loss_percent: Option<f64>,
@@ -414,6 +462,7 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
         rtt_us: None,
         cwnd: None,
         mss: None,
+        tcp_limited: None,
         packets: None,
         lost_packets: None,
         loss_percent: None,
@@ -428,6 +477,7 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
             tcp.iter().map(|t| f64::from(t.rtt_us)).sum::<f64>() / tcp.len() as f64
         ));
         out.cwnd = tcp.iter().map(|t| t.cwnd).max();
+        out.tcp_limited = TcpLimitedOut::from_stats(&tcp, p.duration_ms as f64 / 1000.0);
         out.mss = tcp.iter().map(|t| t.mss).max();
         let segs: u64 = ssum(tcp.iter().map(|t| t.data_segs_out));
         out.segments = (segs > 0).then_some(segs);
@@ -668,6 +718,7 @@ pub fn assemble(run: &ClientRun) -> TestResult {
         segments: None,
         rtt_us: None,
         cwnd: None,
+        tcp_limited: None,
         packets: None,
         lost_packets: None,
         loss_percent: None,
@@ -770,6 +821,11 @@ pub fn assemble(run: &ClientRun) -> TestResult {
         .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)));
     t.rtt_us = dirs.iter().find_map(|d| d.rtt_us);
     t.cwnd = dirs.iter().filter_map(|d| d.cwnd).max();
+    // One direction: its figures; bidir: each direction keeps its own (in `directions`).
+    t.tcp_limited = match dirs.as_slice() {
+        [d] => d.tcp_limited,
+        _ => None,
+    };
     t.packets = dirs
         .iter()
         .map(|d| d.packets)

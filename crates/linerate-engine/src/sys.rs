@@ -7,8 +7,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use linerate_proto::TcpStats;
 
-/// `struct tcp_info` of Linux up to `tcpi_data_segs_out` (kernel ≥ 4.6). The
-/// kernel copies min(our size, its size) bytes; fields past what it wrote stay 0.
+/// `struct tcp_info` of Linux up to `tcpi_sndbuf_limited` (kernel ≥ 4.10; the busy and
+/// limited times appeared in 4.10, `data_segs_out` in 4.6). The kernel copies min(our size,
+/// its size) bytes and reports how many; fields past what it wrote stay 0.
 #[repr(C)]
 #[derive(Default)]
 struct TcpInfo {
@@ -54,7 +55,17 @@ struct TcpInfo {
     min_rtt: u32,
     data_segs_in: u32,
     data_segs_out: u32,
+    delivery_rate: u64,
+    /// µs the connection had data to send (tcp_chrono busy).
+    busy_time: u64,
+    /// µs of that limited by the peer's receive window.
+    rwnd_limited: u64,
+    /// µs of that limited by this socket's send buffer.
+    sndbuf_limited: u64,
 }
+
+/// Bytes of `struct tcp_info` up to and including `tcpi_sndbuf_limited`.
+const CHRONO_END: usize = std::mem::size_of::<TcpInfo>();
 
 /// TCP_INFO of a socket, or `None` when the kernel refuses.
 pub fn tcp_info(fd: &impl AsRawFd) -> Option<TcpStats> {
@@ -78,6 +89,12 @@ pub fn tcp_info(fd: &impl AsRawFd) -> Option<TcpStats> {
         cwnd: info.snd_cwnd,
         mss: info.snd_mss,
         data_segs_out: u64::from(info.data_segs_out),
+        // Older kernels write less: no figures rather than zeros that read as "never limited".
+        limited: (len as usize >= CHRONO_END).then_some(linerate_proto::TcpLimited {
+            busy_us: info.busy_time,
+            rwnd_us: info.rwnd_limited,
+            sndbuf_us: info.sndbuf_limited,
+        }),
     })
 }
 

@@ -17,7 +17,7 @@ pub use frame::{
 };
 pub use msg::{
     CpuUsage, FileStats, IntervalSample, LatencyStats, Msg, RdmaListen, RdmaTargetStats,
-    SideResults, StreamResult, TcpStats, UdpStats, MAGIC, PROTOCOL_VERSION,
+    SideResults, StreamResult, TcpLimited, TcpStats, UdpStats, MAGIC, PROTOCOL_VERSION,
 };
 pub use params::{
     Direction, FileSpec, Limits, RdmaOp, RdmaSpec, Refusal, TestKind, TestParams, FILE_BUFFERS,

@@ -135,6 +135,19 @@ pub struct TcpStats {
     pub mss: u32,
     /// Data segments sent (TCP_INFO tcpi_data_segs_out), for the on-wire rate.
     pub data_segs_out: u64,
+    /// What held the sender back, from the kernel's own accounting (None: kernel < 4.10).
+    #[serde(default)]
+    pub limited: Option<TcpLimited>,
+}
+
+/// TCP_INFO's chrono times of a sending socket, µs since it opened: how long it had data to
+/// send (`busy`), and how much of that it waited on the peer's receive window or on its own
+/// send buffer (`tcpi_busy_time`, `tcpi_rwnd_limited`, `tcpi_sndbuf_limited`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpLimited {
+    pub busy_us: u64,
+    pub rwnd_us: u64,
+    pub sndbuf_us: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

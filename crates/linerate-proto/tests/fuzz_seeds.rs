@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use linerate_proto::{
     write_msg, CpuUsage, Direction, FileSpec, FileStats, IntervalSample, LatencyStats, Msg,
-    RdmaListen, RdmaOp, RdmaSpec, RdmaTargetStats, SideResults, StreamResult, TcpStats, TestKind,
-    TestParams, UdpStats, MAGIC, MAX_CONTROL_FRAME, PROTOCOL_VERSION,
+    RdmaListen, RdmaOp, RdmaSpec, RdmaTargetStats, SideResults, StreamResult, TcpLimited, TcpStats,
+    TestKind, TestParams, UdpStats, MAGIC, MAX_CONTROL_FRAME, PROTOCOL_VERSION,
 };
 
 #[path = "../../../fuzz/src/lib.rs"]
@@ -227,6 +227,11 @@ fn results() -> SideResults {
                     cwnd: 10,
                     mss: 8948,
                     data_segs_out: 1_396_000,
+                    limited: Some(TcpLimited {
+                        busy_us: 9_990_000,
+                        rwnd_us: 120_000,
+                        sndbuf_us: 0,
+                    }),
                 }),
                 udp: None,
                 cpu_s: 2.0 / 3.0,

@@ -342,6 +342,18 @@ fn dir_block(out: &mut String, d: &DirStats, style: Style, indent: &str) {
         let _ = write!(s, "   cwnd {c}");
     }
     let _ = writeln!(out, "{s}");
+    if let Some(l) = d.tcp_limited {
+        // Only worth a line when the window held the sender back for a noticeable share.
+        if l.receive_window_percent + l.send_buffer_percent >= 10.0 {
+            let _ = writeln!(
+                out,
+                "{indent}the sender waited on the receive window {}% and on its send buffer {}% of the {} s it had data to send (TCP_INFO)",
+                num(l.receive_window_percent),
+                num(l.send_buffer_percent),
+                num(l.busy_s)
+            );
+        }
+    }
     if let (Some(lp), Some(pk)) = (d.loss_percent, d.packets) {
         let _ = writeln!(
             out,
@@ -440,6 +452,7 @@ pub fn render_bench(t: &TestResult, style: Style) -> String {
             rtt_us: t.rtt_us,
             cwnd: t.cwnd,
             mss: None,
+            tcp_limited: t.tcp_limited,
             packets: t.packets,
             lost_packets: t.lost_packets,
             loss_percent: t.loss_percent,

@@ -68,6 +68,15 @@ pub struct Measured {
     /// Segments the sender sent (≈ bytes / MSS), to put retransmits in proportion.
     pub segments: Option<u64>,
     pub rtt_us: Option<f64>,
+    /// TCP_INFO's chrono times (None before Linux 4.10): % of the test the senders had data
+    /// queued or in flight, and of that time, % spent waiting on the receiver's window and on
+    /// their own send buffer.
+    #[serde(default)]
+    pub tcp_busy_percent: Option<f64>,
+    #[serde(default)]
+    pub rwnd_limited_percent: Option<f64>,
+    #[serde(default)]
+    pub sndbuf_limited_percent: Option<f64>,
     pub loss_percent: Option<f64>,
     pub latency_p50_us: Option<f64>,
     pub error: Option<String>,
@@ -369,7 +378,23 @@ fn single<'a>(tests: &'a [Measured], dir: &str) -> Option<&'a Measured> {
 
 /// A test that looks window-limited: (in flight / limit, the test, bytes in flight, limit,
 /// sender's tcp_wmem max, receiver's tcp_rmem max).
-type WindowCandidate<'a> = (f64, &'a Measured, f64, u64, Option<u64>, Option<u64>);
+/// A test the TCP window may explain, and how strongly (higher wins): from 1 up when the
+/// kernel counted the wait, negative (closeness of bytes in flight to the limit) when estimated.
+struct WindowCandidate<'a> {
+    score: f64,
+    test: &'a Measured,
+    inflight: f64,
+    wmem: Option<u64>,
+    rmem: Option<u64>,
+}
+
+/// The share of its busy time a sender waited on the receive window or its send buffer
+/// (TCP_INFO) from which the window, not the path, sets the rate. With 16 KiB buffers on a
+/// veth pair the kernel counts 47-53%; healthy paths 0-2%.
+pub const WINDOW_LIMITED_PERCENT: f64 = 25.0;
+
+/// Below this share (and busy ≥ 90% of the test) the window is ruled out.
+pub const WINDOW_CLEAR_PERCENT: f64 = 5.0;
 
 /// Findings that explain why a result stays below its ceiling (others describe the ceiling itself).
 const EXPLAINS_A_GAP: [&str; 15] = [
@@ -609,14 +634,9 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
         );
     }
 
-    // tcp.buffers_small from the measured RTT
+    // tcp.buffers_small: the kernel's own accounting when it has it, else the measured RTT.
     checked.push("socket buffer limits against the measured bandwidth-delay product".into());
     let mut window_limited = false;
-    // The test whose bytes in flight sit closest to what the buffer limits allow (between 0.25
-    // (small buffers) or 0.5 (large) and 3 times the limit: socket buffers also pay for skb overhead, so the window can be well
-    // below the limit; newer kernels let it use most of the receive buffer; and smoothed
-    // RTT samples are inflated by queueing and by hypervisor stalls; far above it the
-    // window cannot be what holds the rate).
     let mut candidate: Option<WindowCandidate<'_>> = None;
     for t in i
         .tests
@@ -635,27 +655,58 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
         let rmem = rcv.and_then(|e| e.sockets.tcp_rmem).map(|r| r[2]);
         // Linux gives about half of the receive buffer to the window.
         let limit = [wmem, rmem.map(|r| r / 2)].into_iter().flatten().min();
-        let Some(limit) = limit.filter(|l| *l > 0) else {
-            continue;
-        };
         let per_stream = t.gbps / f64::from(t.streams.max(1));
         let inflight = per_stream * 1e9 / 8.0 * rtt * 1e-6;
-        let ratio = inflight / limit as f64;
-        // Per-packet overhead (skb truesize) eats much of a small buffer, so a window of a
-        // quarter of it can be the limit; a large buffer holds 64 KiB segments with little
-        // overhead, and a quarter of it in flight is not a window at its limit (RTT samples
-        // inflated by a busy host made healthy paths look window-limited).
-        let low = if limit < 256 * 1024 { 0.25 } else { 0.5 };
-        if (low..=3.0).contains(&ratio) && pc.gbps.is_none_or(|c| t.gbps < 0.9 * c) {
-            let closer = candidate
-                .as_ref()
-                .is_none_or(|c| (ratio.ln()).abs() < (c.0.ln()).abs());
-            if closer {
-                candidate = Some((ratio, t, inflight, limit, wmem, rmem));
+        let below_ceiling = pc.gbps.is_none_or(|c| t.gbps < 0.9 * c);
+        let estimate = || {
+            // The test whose bytes in flight sit closest to what the buffer limits allow,
+            // between 0.25 (small buffers) or 0.5 (large) and 3 times the limit. Socket buffers
+            // also pay for skb overhead, so a window of a quarter of a small buffer can be the
+            // limit; a large buffer holds 64 KiB segments with little overhead. Smoothed RTT
+            // samples are inflated by queueing and hypervisor stalls; far above the limit the
+            // window cannot be what holds the rate.
+            limit.filter(|l| *l > 0).and_then(|limit| {
+                let ratio = inflight / limit as f64;
+                let low = if limit < 256 * 1024 { 0.25 } else { 0.5 };
+                (low..=3.0).contains(&ratio).then(|| -ratio.ln().abs())
+            })
+        };
+        let score = match (t.rwnd_limited_percent, t.sndbuf_limited_percent) {
+            // TCP_INFO counted the sender waiting on the receive window or its send buffer.
+            (Some(r), Some(s)) if r + s >= WINDOW_LIMITED_PERCENT => Some(1.0 + (r + s) / 100.0),
+            // Busy nearly all the test and waiting on neither: whatever limits the rate, it is
+            // not the window, however large the (possibly inflated) RTT makes it look.
+            (Some(r), Some(s))
+                if r + s < WINDOW_CLEAR_PERCENT
+                    && t.tcp_busy_percent.is_some_and(|b| b >= 90.0) =>
+            {
+                None
+            }
+            // In between, or an idle sender (with tiny buffers on a short path the socket
+            // drains before the sender is scheduled again, which the kernel counts as idle, not
+            // limited), or no figures: the estimate decides.
+            _ => estimate(),
+        };
+        if let Some(score) = score.filter(|_| below_ceiling) {
+            if candidate.as_ref().is_none_or(|c| score > c.score) {
+                candidate = Some(WindowCandidate {
+                    score,
+                    test: t,
+                    inflight,
+                    wmem,
+                    rmem,
+                });
             }
         }
     }
-    if let Some((_, t, inflight, _limit, wmem, rmem)) = candidate {
+    if let Some(WindowCandidate {
+        test: t,
+        inflight,
+        wmem,
+        rmem,
+        ..
+    }) = candidate
+    {
         // The window explains this test: a busy core on it is a symptom, not the cause.
         let subject = format!("test:tcp_bw {} 1 stream", t.direction);
         out.retain(|f| !(f.id == "cpu.saturated" && f.subject == subject));
@@ -665,15 +716,42 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
         let target = pc.gbps.unwrap_or(t.gbps * 4.0).max(t.gbps);
         let need = (2.0 * target * 1e9 / 8.0 * rtt * 1e-6) as u64;
         let need = need.next_power_of_two().max(4 << 20);
+        let kernel = match (t.rwnd_limited_percent, t.sndbuf_limited_percent) {
+            (Some(r), Some(s)) => format!(
+                ": the kernel counted the sender waiting {} of the time it had data to send ({}% on the receiver's window, {}% on its own send buffer)",
+                if r >= s { "on the receiver's window most" } else { "on its send buffer most" },
+                fmt_num(r.round()),
+                fmt_num(s.round())
+            ),
+            _ => String::new(),
+        };
+        let mut f = Finding::new(
+            "tcp.buffers_small",
+            Severity::Warning,
+            format!("test:tcp_bw {} {} stream(s)", t.direction, t.streams),
+        )
+        .evidence("rtt_us", fmt_num(rtt))
+        .evidence(
+            "gbps_per_stream",
+            fmt_num((per_stream * 1000.0).round() / 1000.0),
+        )
+        .evidence("bytes_in_flight", format!("{inflight:.0}"));
+        if let (Some(r), Some(s)) = (t.rwnd_limited_percent, t.sndbuf_limited_percent) {
+            f = f
+                .evidence(
+                    "receive-window-limited % (TCP_INFO tcpi_rwnd_limited / busy)",
+                    fmt_num(r),
+                )
+                .evidence(
+                    "send-buffer-limited % (TCP_INFO tcpi_sndbuf_limited / busy)",
+                    fmt_num(s),
+                );
+        }
         out.push(
-            Finding::new("tcp.buffers_small", Severity::Warning, format!("test:tcp_bw {} {} stream(s)", t.direction, t.streams))
-                .evidence("rtt_us", fmt_num(rtt))
-                .evidence("gbps_per_stream", fmt_num((per_stream * 1000.0).round() / 1000.0))
-                .evidence("bytes_in_flight", format!("{inflight:.0}"))
-                .evidence("sender tcp_wmem max", wmem.map_or("?".into(), |w| w.to_string()))
+            f.evidence("sender tcp_wmem max", wmem.map_or("?".into(), |w| w.to_string()))
                 .evidence("receiver tcp_rmem max", rmem.map_or("?".into(), |r| r.to_string()))
                 .message(format!(
-                    "each stream keeps about {} bytes in flight at a {} µs round trip, which is what the socket buffer limits allow (send {} / receive {} bytes max): the TCP window, not the path, sets the rate ({} Gb/s per stream = window / RTT)",
+                    "each stream keeps about {} bytes in flight at a {} µs round trip, which is what the socket buffer limits allow (send {} / receive {} bytes max){kernel}: the TCP window, not the path, sets the rate ({} Gb/s per stream = window / RTT)",
                     inflight as u64,
                     fmt_num((rtt * 10.0).round() / 10.0),
                     wmem.map_or("?".into(), |w| w.to_string()),

@@ -70,6 +70,9 @@ fn tcp(direction: &str, streams: u32, gbps: f64) -> Measured {
         // About 10 s at this rate in 1448-byte segments.
         segments: Some((gbps * 1e9 / 8.0 * 10.0 / 1448.0) as u64),
         rtt_us: None,
+        tcp_busy_percent: None,
+        rwnd_limited_percent: None,
+        sndbuf_limited_percent: None,
         loss_percent: None,
         latency_p50_us: None,
         error: None,
@@ -91,6 +94,9 @@ fn latency(p50_us: f64) -> Measured {
         retransmits: None,
         segments: None,
         rtt_us: None,
+        tcp_busy_percent: None,
+        rwnd_limited_percent: None,
+        sndbuf_limited_percent: None,
         loss_percent: None,
         latency_p50_us: Some(p50_us),
         error: None,
@@ -799,4 +805,97 @@ fn rdma_against_tcp_names_the_ip_stack_cost_and_the_slot() {
         "{}",
         d.verdict.summary
     );
+}
+
+/// Two EDR ends with 6 MiB receive and 4 MiB send buffer limits: a window of about 3 MiB.
+fn buffered_ends() -> (EndFacts, EndFacts) {
+    let mut local = facts("cx4-vpi-dual", "ib0");
+    local.sockets.tcp_rmem = Some([4096, 131_072, 6 << 20]);
+    local.sockets.tcp_wmem = Some([4096, 16_384, 4 << 20]);
+    (local.clone(), local)
+}
+
+/// One stream at 21 Gb/s with a smoothed RTT and, when given, TCP_INFO's busy share and
+/// limited shares.
+fn windowed(rtt_us: f64, limited: Option<(f64, f64, f64)>) -> Measured {
+    Measured {
+        rtt_us: Some(rtt_us),
+        tcp_busy_percent: limited.map(|l| l.0),
+        rwnd_limited_percent: limited.map(|l| l.1),
+        sndbuf_limited_percent: limited.map(|l| l.2),
+        ..tcp("send", 1, 21.0)
+    }
+}
+
+#[test]
+fn tcp_info_names_a_window_limit_the_rtt_estimate_misses() {
+    // 21 Gb/s × 50 µs = 131 kB in flight: far below the 3 MiB window, so the estimate alone
+    // would not blame the buffers, but the kernel saw the sender wait on the window 85% of the time.
+    let (local, remote) = buffered_ends();
+    let d = run(
+        "tcp_info window",
+        &input(
+            local,
+            Some(remote),
+            vec![windowed(50.0, Some((97.0, 85.0, 3.0)))],
+        ),
+    );
+    let f = one(&d, "tcp.buffers_small", "test:tcp_bw send 1 stream(s)");
+    assert!(
+        f.message.contains(
+            "the kernel counted the sender waiting on the receiver's window most of the time it had data to send (85% on the receiver's window, 3% on its own send buffer)"
+        ),
+        "{}",
+        f.message
+    );
+    assert!(f
+        .evidence
+        .iter()
+        .any(|(k, v)| k.starts_with("receive-window-limited %") && v == "85"));
+    assert_eq!(d.verdict.limited_by, "tcp_buffers", "{}", d.verdict.summary);
+}
+
+#[test]
+fn tcp_info_clears_a_window_an_inflated_rtt_suggests() {
+    // 21 Gb/s × 1.2 ms = 3.15 MB in flight, right at the window: a host stalled by its
+    // hypervisor inflates the RTT like this. The kernel saw no waiting on the window.
+    let (local, remote) = buffered_ends();
+    let d = run(
+        "tcp_info clear",
+        &input(
+            local,
+            Some(remote),
+            vec![windowed(1200.0, Some((99.5, 1.0, 0.4)))],
+        ),
+    );
+    assert!(find(&d, "tcp.buffers_small").is_empty(), "{:?}", ids(&d));
+    assert_ne!(d.verdict.limited_by, "tcp_buffers");
+}
+
+#[test]
+fn an_idle_sender_leaves_the_window_to_the_estimate() {
+    // Tiny buffers on a short path: the socket drains before the sender runs again, which the
+    // kernel counts as idle time (busy 80%), not as waiting on the window.
+    let (local, remote) = buffered_ends();
+    let d = run(
+        "tcp_info idle",
+        &input(
+            local,
+            Some(remote),
+            vec![windowed(1200.0, Some((80.0, 1.0, 0.0)))],
+        ),
+    );
+    one(&d, "tcp.buffers_small", "test:tcp_bw send 1 stream(s)");
+}
+
+#[test]
+fn without_tcp_info_the_rtt_estimate_decides() {
+    let (local, remote) = buffered_ends();
+    let d = run(
+        "estimate",
+        &input(local, Some(remote), vec![windowed(1200.0, None)]),
+    );
+    let f = one(&d, "tcp.buffers_small", "test:tcp_bw send 1 stream(s)");
+    assert!(!f.message.contains("the kernel counted"), "{}", f.message);
+    assert!(!f.evidence.iter().any(|(k, _)| k.contains("TCP_INFO")));
 }
