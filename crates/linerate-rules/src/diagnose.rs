@@ -718,8 +718,7 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
         let need = need.next_power_of_two().max(4 << 20);
         let kernel = match (t.rwnd_limited_percent, t.sndbuf_limited_percent) {
             (Some(r), Some(s)) => format!(
-                ": the kernel counted the sender waiting {} of the time it had data to send ({}% on the receiver's window, {}% on its own send buffer)",
-                if r >= s { "on the receiver's window most" } else { "on its send buffer most" },
+                "; of the time it had data to send, the kernel counted the sender waiting {}% on the receiver's window and {}% on its own send buffer",
                 fmt_num(r.round()),
                 fmt_num(s.round())
             ),

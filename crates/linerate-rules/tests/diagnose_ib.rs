@@ -843,7 +843,7 @@ fn tcp_info_names_a_window_limit_the_rtt_estimate_misses() {
     let f = one(&d, "tcp.buffers_small", "test:tcp_bw send 1 stream(s)");
     assert!(
         f.message.contains(
-            "the kernel counted the sender waiting on the receiver's window most of the time it had data to send (85% on the receiver's window, 3% on its own send buffer)"
+            "; of the time it had data to send, the kernel counted the sender waiting 85% on the receiver's window and 3% on its own send buffer:"
         ),
         "{}",
         f.message
