@@ -115,6 +115,8 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
     let remaining = Arc::new(AtomicUsize::new(0));
     let mut jobs: Vec<Job> = Vec::new();
     let mut tcp_handles: Vec<TcpStream> = Vec::new();
+    // The connections this side sends on: only a sender retransmits, so only they count.
+    let mut send_handles: Vec<TcpStream> = Vec::new();
     let mut rtt_slot: Option<thread::JoinHandle<Timed<RttRun>>> = None;
     // Receivers and echo servers that end by time: (error, user s, system s).
     // Each returns its error and, for UDP receivers, the state of the streams it received.
@@ -155,6 +157,9 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
                 if let Ok(c) = s.try_clone() {
                     tcp_handles.push(c);
                 }
+                if let Some(c) = sender.then(|| s.try_clone().ok()).flatten() {
+                    send_handles.push(c);
+                }
                 let length = p.length as usize;
                 let send_plan = tcp::SendPlan {
                     length,
@@ -175,6 +180,9 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
                 };
                 if let Ok(c) = s.try_clone() {
                     tcp_handles.push(c);
+                }
+                if let Some(c) = sender.then(|| s.try_clone().ok()).flatten() {
+                    send_handles.push(c);
                 }
                 let (offset, len) = spec.range(idx, p.streams);
                 let range = file::Range { offset, len };
@@ -279,10 +287,7 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
     } else {
         hard_stop
     };
-    let info_handles: Vec<TcpStream> = tcp_handles
-        .iter()
-        .filter_map(|h| h.try_clone().ok())
-        .collect();
+    let info_handles = send_handles;
     let mut rtx = || -> Option<u64> {
         if !matches!(p.kind, TestKind::TcpBw | TestKind::FileTransfer) || info_handles.is_empty() {
             return None;
