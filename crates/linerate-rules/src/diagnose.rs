@@ -376,8 +376,6 @@ fn single<'a>(tests: &'a [Measured], dir: &str) -> Option<&'a Measured> {
         .find(|t| t.kind == "tcp_bw" && t.streams == 1 && t.direction == dir)
 }
 
-/// A test that looks window-limited: (in flight / limit, the test, bytes in flight, limit,
-/// sender's tcp_wmem max, receiver's tcp_rmem max).
 /// A test the TCP window may explain, and how strongly (higher wins): from 1 up when the
 /// kernel counted the wait, negative (closeness of bytes in flight to the limit) when estimated.
 struct WindowCandidate<'a> {
@@ -658,6 +656,7 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
         let per_stream = t.gbps / f64::from(t.streams.max(1));
         let inflight = per_stream * 1e9 / 8.0 * rtt * 1e-6;
         let below_ceiling = pc.gbps.is_none_or(|c| t.gbps < 0.9 * c);
+        let ratio = limit.filter(|l| *l > 0).map(|l| inflight / l as f64);
         let estimate = || {
             // The test whose bytes in flight sit closest to what the buffer limits allow,
             // between 0.25 (small buffers) or 0.5 (large) and 3 times the limit. Socket buffers
@@ -665,15 +664,20 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
             // limit; a large buffer holds 64 KiB segments with little overhead. Smoothed RTT
             // samples are inflated by queueing and hypervisor stalls; far above the limit the
             // window cannot be what holds the rate.
-            limit.filter(|l| *l > 0).and_then(|limit| {
-                let ratio = inflight / limit as f64;
+            limit.zip(ratio).and_then(|(limit, ratio)| {
                 let low = if limit < 256 * 1024 { 0.25 } else { 0.5 };
                 (low..=3.0).contains(&ratio).then(|| -ratio.ln().abs())
             })
         };
         let score = match (t.rwnd_limited_percent, t.sndbuf_limited_percent) {
-            // TCP_INFO counted the sender waiting on the receive window or its send buffer.
-            (Some(r), Some(s)) if r + s >= WINDOW_LIMITED_PERCENT => Some(1.0 + (r + s) / 100.0),
+            // TCP_INFO counted the sender waiting on the receive window or its send buffer, with
+            // the window near what the limits allow: a receiver that does not read fast enough
+            // also closes the window, and then in flight stays far below the limit.
+            (Some(r), Some(s))
+                if r + s >= WINDOW_LIMITED_PERCENT && ratio.is_none_or(|x| x >= 0.1) =>
+            {
+                Some(1.0 + (r + s) / 100.0)
+            }
             // Busy nearly all the test and waiting on neither: whatever limits the rate, it is
             // not the window, however large the (possibly inflated) RTT makes it look.
             (Some(r), Some(s))
@@ -750,7 +754,7 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
             f.evidence("sender tcp_wmem max", wmem.map_or("?".into(), |w| w.to_string()))
                 .evidence("receiver tcp_rmem max", rmem.map_or("?".into(), |r| r.to_string()))
                 .message(format!(
-                    "each stream keeps about {} bytes in flight at a {} µs round trip, which is what the socket buffer limits allow (send {} / receive {} bytes max){kernel}: the TCP window, not the path, sets the rate ({} Gb/s per stream = window / RTT)",
+                    "each stream keeps about {} bytes in flight at a {} µs round trip, near what the socket buffer limits allow (send {} / receive {} bytes max){kernel}: the TCP window, not the path, sets the rate ({} Gb/s per stream = window / RTT)",
                     inflight as u64,
                     fmt_num((rtt * 10.0).round() / 10.0),
                     wmem.map_or("?".into(), |w| w.to_string()),

@@ -829,15 +829,15 @@ fn windowed(rtt_us: f64, limited: Option<(f64, f64, f64)>) -> Measured {
 
 #[test]
 fn tcp_info_names_a_window_limit_the_rtt_estimate_misses() {
-    // 21 Gb/s × 50 µs = 131 kB in flight: far below the 3 MiB window, so the estimate alone
-    // would not blame the buffers, but the kernel saw the sender wait on the window 85% of the time.
+    // 21 Gb/s × 400 µs = 1.05 MB in flight: a third of the 3 MiB window, below the estimate's
+    // band for large buffers, but the kernel saw the sender wait on the window 85% of the time.
     let (local, remote) = buffered_ends();
     let d = run(
         "tcp_info window",
         &input(
             local,
             Some(remote),
-            vec![windowed(50.0, Some((97.0, 85.0, 3.0)))],
+            vec![windowed(400.0, Some((97.0, 85.0, 3.0)))],
         ),
     );
     let f = one(&d, "tcp.buffers_small", "test:tcp_bw send 1 stream(s)");
@@ -853,6 +853,30 @@ fn tcp_info_names_a_window_limit_the_rtt_estimate_misses() {
         .iter()
         .any(|(k, v)| k.starts_with("receive-window-limited %") && v == "85"));
     assert_eq!(d.verdict.limited_by, "tcp_buffers", "{}", d.verdict.summary);
+    // Without the kernel's figures the same test is not blamed on the window.
+    let (local, remote) = buffered_ends();
+    let d = run(
+        "estimate misses",
+        &input(local, Some(remote), vec![windowed(400.0, None)]),
+    );
+    assert!(find(&d, "tcp.buffers_small").is_empty(), "{:?}", ids(&d));
+}
+
+#[test]
+fn a_slow_reader_closing_the_window_is_not_small_buffers() {
+    // 21 Gb/s × 50 µs = 131 kB in flight against a 3 MiB window: the sender waited on the
+    // window, but the window was nowhere near its limit, so the receiver did not read fast
+    // enough; bigger buffers would not help.
+    let (local, remote) = buffered_ends();
+    let d = run(
+        "slow reader",
+        &input(
+            local,
+            Some(remote),
+            vec![windowed(50.0, Some((97.0, 85.0, 0.0)))],
+        ),
+    );
+    assert!(find(&d, "tcp.buffers_small").is_empty(), "{:?}", ids(&d));
 }
 
 #[test]
