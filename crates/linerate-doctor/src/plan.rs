@@ -29,11 +29,7 @@ pub(crate) fn p(
         interval_ms: 500,
         length: match kind {
             TestKind::TcpBw => {
-                linerate_engine::tcp::default_length(if direction == Direction::Bidir {
-                    streams.saturating_mul(2)
-                } else {
-                    streams
-                })
+                linerate_engine::tcp::default_length(streams, direction == Direction::Bidir)
             }
             TestKind::UdpBw => 1400,
             TestKind::TcpLat => 1,

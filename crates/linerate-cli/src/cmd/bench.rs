@@ -105,13 +105,7 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         bail!("latency tests run one request/response stream: drop -P, -R and --bidir");
     }
     let length = a.length.unwrap_or(match kind {
-        TestKind::TcpBw => {
-            linerate_engine::tcp::default_length(a.parallel.saturating_mul(if a.bidir {
-                2
-            } else {
-                1
-            }))
-        }
+        TestKind::TcpBw => linerate_engine::tcp::default_length(a.parallel, a.bidir),
         TestKind::UdpBw => 1400,
         TestKind::TcpLat | TestKind::UdpLat => 1,
         TestKind::FileTransfer => 1024 * 1024,
