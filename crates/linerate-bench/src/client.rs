@@ -34,6 +34,26 @@ pub struct ClientConfig {
     pub file: Option<Arc<std::fs::File>>,
 }
 
+impl ClientConfig {
+    /// How long a connection to the server may take by default.
+    pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// A client for `params` against `server`: no source address, key, pinning, inventory or
+    /// file (set the fields that apply).
+    pub fn new(server: SocketAddr, params: TestParams) -> Self {
+        Self {
+            server,
+            bind: None,
+            params,
+            psk: None,
+            affinity: Vec::new(),
+            connect_timeout: Self::CONNECT_TIMEOUT,
+            inventory: None,
+            file: None,
+        }
+    }
+}
+
 impl std::fmt::Debug for ClientConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientConfig")

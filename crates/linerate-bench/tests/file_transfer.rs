@@ -76,14 +76,8 @@ fn params(name: &str, size: u64, streams: u32) -> TestParams {
 
 fn client(server: SocketAddr, params: TestParams, src: &Path) -> ClientConfig {
     ClientConfig {
-        server,
-        bind: None,
-        params,
-        psk: None,
-        affinity: Vec::new(),
-        connect_timeout: Duration::from_secs(3),
-        inventory: None,
         file: Some(Arc::new(File::open(src).unwrap())),
+        ..ClientConfig::new(server, params)
     }
 }
 

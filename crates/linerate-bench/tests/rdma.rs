@@ -65,16 +65,7 @@ fn params(op: RdmaOp, length: u32, f: impl FnOnce(&mut RdmaSpec)) -> TestParams 
 }
 
 fn bench(server: SocketAddr, params: TestParams) -> Result<TestResult, ClientError> {
-    let cfg = ClientConfig {
-        server,
-        bind: None,
-        params,
-        psk: None,
-        affinity: Vec::new(),
-        connect_timeout: Duration::from_secs(3),
-        inventory: None,
-        file: None,
-    };
+    let cfg = ClientConfig::new(server, params);
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
         let _ = tx.send(run_client(&cfg, &mut |_| {}).map(|r| assemble(&r)));

@@ -90,19 +90,6 @@ fn tcp_params(duration_ms: u64) -> TestParams {
     }
 }
 
-fn client_config(server: SocketAddr, params: TestParams) -> ClientConfig {
-    ClientConfig {
-        server,
-        bind: None,
-        params,
-        psk: None,
-        affinity: Vec::new(),
-        connect_timeout: Duration::from_secs(3),
-        inventory: None,
-        file: None,
-    }
-}
-
 type BenchResult = Result<ClientRun, ClientError>;
 
 /// Run a client in its own thread; `started` is told when the test is accepted and starts.
@@ -158,7 +145,7 @@ fn bench_until_accepted(
         let limit = Duration::from_millis(params.duration_ms) + Duration::from_secs(15);
         let (tx, rx) = mpsc::channel();
         let result = wait_bench(
-            &spawn_bench(client_config(addr, params.clone()), Some(tx)),
+            &spawn_bench(ClientConfig::new(addr, params.clone()), Some(tx)),
             limit,
         );
         let accepted = rx.try_recv().is_ok();
@@ -330,7 +317,7 @@ fn silent_client_is_dropped_while_another_test_runs() {
     let addr = start_server(server_config());
     let silent = raw(addr);
     let t0 = Instant::now();
-    let rx = spawn_bench(client_config(addr, tcp_params(2000)), None);
+    let rx = spawn_bench(ClientConfig::new(addr, tcp_params(2000)), None);
 
     let closed = wait_closed(&silent, Duration::from_secs(8))
         .expect("a silent connection must be dropped after the handshake timeout");
@@ -493,7 +480,7 @@ fn malformed_first_frames_are_dropped_and_the_server_keeps_serving() {
 
     assert_good_run(
         bench(
-            client_config(addr, tcp_params(1000)),
+            ClientConfig::new(addr, tcp_params(1000)),
             Duration::from_secs(20),
         ),
         "a test after malformed connections",
@@ -528,7 +515,7 @@ fn slow_drip_hello_is_dropped_after_the_handshake_timeout() {
     }
     // While the drip holds the only handshake slot, real clients are shed.
     let blocked = bench(
-        client_config(addr, tcp_params(500)),
+        ClientConfig::new(addr, tcp_params(500)),
         Duration::from_secs(20),
     );
     let closed_at = closed_at.unwrap_or_else(|| {
@@ -690,7 +677,7 @@ fn absurd_parameters_are_refused_naming_the_limit() {
     }
     // The client reports a refusal as such.
     match bench(
-        client_config(
+        ClientConfig::new(
             addr,
             TestParams {
                 streams: 100_000,
@@ -705,7 +692,7 @@ fn absurd_parameters_are_refused_naming_the_limit() {
     // A UDP test within the rate limit runs.
     assert_good_run(
         bench(
-            client_config(
+            ClientConfig::new(
                 addr,
                 TestParams {
                     bitrate_bps: 50_000_000,
@@ -719,7 +706,7 @@ fn absurd_parameters_are_refused_naming_the_limit() {
     );
     // None of the refusals kept the only test slot or any memory.
     assert_good_run(
-        bench(client_config(addr, base), Duration::from_secs(20)),
+        bench(ClientConfig::new(addr, base), Duration::from_secs(20)),
         "a test after refusals (max_tests = 1)",
     );
 }
@@ -736,13 +723,13 @@ fn max_tests_one_refuses_a_second_test_while_the_first_runs() {
     };
     let addr = start_server(cfg);
     let (tx, started) = mpsc::channel();
-    let first = spawn_bench(client_config(addr, tcp_params(2500)), Some(tx));
+    let first = spawn_bench(ClientConfig::new(addr, tcp_params(2500)), Some(tx));
     started
         .recv_timeout(Duration::from_secs(10))
         .expect("the first test starts");
 
     match bench(
-        client_config(addr, tcp_params(1000)),
+        ClientConfig::new(addr, tcp_params(1000)),
         Duration::from_secs(10),
     ) {
         Err(ClientError::Refused(reason)) => {
@@ -1011,7 +998,7 @@ fn server_dies_mid_test(direction: Direction) {
         ..tcp_params(3000)
     };
     let t0 = Instant::now();
-    let run = bench(client_config(addr, params), Duration::from_secs(30))
+    let run = bench(ClientConfig::new(addr, params), Duration::from_secs(30))
         .expect("a server dying mid-test still gives Ok(ClientRun) with partial results");
     let took = t0.elapsed();
     fake.join().expect("the fake server");
@@ -1074,8 +1061,11 @@ fn client_bounds_what_a_server_can_make_it_store() {
         );
     });
     let params = tcp_params(1000); // 200 ms intervals: 5 expected
-    let run = bench(client_config(addr, params.clone()), Duration::from_secs(30))
-        .expect("a run against a chatty server");
+    let run = bench(
+        ClientConfig::new(addr, params.clone()),
+        Duration::from_secs(30),
+    )
+    .expect("a run against a chatty server");
     fake.join().unwrap();
     let expected = (params.duration_ms / params.interval_ms) as usize;
     let biggest = run
@@ -1123,7 +1113,7 @@ fn assembling_absurd_server_figures_does_not_panic() {
         );
     });
     let run = bench(
-        client_config(addr, tcp_params(500)),
+        ClientConfig::new(addr, tcp_params(500)),
         Duration::from_secs(30),
     )
     .expect("a run against a lying server");
@@ -1148,7 +1138,7 @@ fn psk_is_required_checked_and_works() {
     let addr = start_server(cfg);
     let with_key = |key: Option<&[u8]>| ClientConfig {
         psk: key.map(Psk::from_bytes),
-        ..client_config(addr, tcp_params(1000))
+        ..ClientConfig::new(addr, tcp_params(1000))
     };
 
     match bench(with_key(None), Duration::from_secs(10)) {
@@ -1264,7 +1254,7 @@ fn client_refuses_a_server_with_a_bogus_proof() {
     let (addr, fake) = fake_auth_server(true);
     let cfg = ClientConfig {
         psk: Some(Psk::from_bytes(PSK)),
-        ..client_config(addr, tcp_params(1000))
+        ..ClientConfig::new(addr, tcp_params(1000))
     };
     match bench(cfg, Duration::from_secs(15)) {
         Err(e @ ClientError::ServerProof) => {
@@ -1286,7 +1276,7 @@ fn client_with_a_key_refuses_a_server_that_skips_authentication() {
     let (addr, fake) = fake_auth_server(false);
     let cfg = ClientConfig {
         psk: Some(Psk::from_bytes(PSK)),
-        ..client_config(addr, tcp_params(1000))
+        ..ClientConfig::new(addr, tcp_params(1000))
     };
     let r = bench(cfg, Duration::from_secs(15));
     let sent_request = fake.join().unwrap();
@@ -1394,14 +1384,14 @@ fn leak_scenario_in_child_process() {
     // A normal test in each direction.
     assert_good_run(
         bench(
-            client_config(addr, tcp_params(800)),
+            ClientConfig::new(addr, tcp_params(800)),
             Duration::from_secs(20),
         ),
         "send",
     );
     assert_good_run(
         bench(
-            client_config(
+            ClientConfig::new(
                 addr,
                 TestParams {
                     direction: Direction::Receive,
@@ -1451,7 +1441,7 @@ fn leak_scenario_in_child_process() {
     // The server dying under a client.
     let (fake, h) = fake_server_that_dies(Duration::from_millis(300));
     let _ = bench(
-        client_config(fake, tcp_params(2000)),
+        ClientConfig::new(fake, tcp_params(2000)),
         Duration::from_secs(20),
     );
     h.join().unwrap();

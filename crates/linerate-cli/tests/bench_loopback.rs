@@ -1,16 +1,13 @@
 //! serve and bench end to end over loopback: every test kind, the JSON contract, live output.
 
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod schema;
 
 struct Server {
     child: Child,
@@ -74,14 +71,6 @@ fn bench(port: u16, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn validator() -> jsonschema::Validator {
-    let s: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo().join("schemas/bench.schema.json")).unwrap(),
-    )
-    .unwrap();
-    jsonschema::validator_for(&s).unwrap()
-}
-
 fn json_of(out: &std::process::Output) -> Value {
     assert!(
         out.status.success(),
@@ -89,12 +78,7 @@ fn json_of(out: &std::process::Output) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
-    let v = validator();
-    let errors: Vec<String> = v
-        .iter_errors(&doc)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    schema::assert_matches("bench.schema.json", &doc);
     doc
 }
 

@@ -10,6 +10,7 @@
 //! Run with `cargo test -p linerate --test netns_bench -- --nocapture` to see the figures.
 
 mod common;
+mod schema;
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -146,18 +147,7 @@ fn check_shape<'a>(doc: &'a Value, net: &Net, kind: &str, direction: &str) -> &'
         assert!(i["omitted"].is_boolean(), "interval {i}");
     }
     assert!(t["params"].is_object());
-    // The published schema, once there is one.
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/bench.schema.json");
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let schema: Value = serde_json::from_str(&text).expect("bench.schema.json is JSON");
-        let v = jsonschema::validator_for(&schema).expect("bench.schema.json compiles");
-        let errors: Vec<String> = v
-            .iter_errors(doc)
-            .map(|e| format!("{e} at {}", e.instance_path))
-            .collect();
-        assert!(errors.is_empty(), "{}", errors.join("\n"));
-    }
+    schema::assert_matches("bench.schema.json", doc);
     t
 }
 

@@ -6,6 +6,9 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
+mod schema;
+use schema::{assert_valid, validator};
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -21,24 +24,9 @@ fn linerate() -> Command {
     c
 }
 
-fn schema(name: &str) -> jsonschema::Validator {
-    let s: Value =
-        serde_json::from_str(&std::fs::read_to_string(repo().join("schemas").join(name)).unwrap())
-            .unwrap();
-    jsonschema::validator_for(&s).expect("schema compiles")
-}
-
-fn assert_valid(v: &jsonschema::Validator, doc: &Value) {
-    let errors: Vec<String> = v
-        .iter_errors(doc)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "{}", errors.join("\n"));
-}
-
 #[test]
 fn probe_json_of_every_fixture_matches_the_schema() {
-    let v = schema("probe.schema.json");
+    let v = validator("probe.schema.json");
     let mut n = 0;
     for e in std::fs::read_dir(repo().join("fixtures/sysfs")).unwrap() {
         let p = e.unwrap().path();
@@ -101,7 +89,7 @@ fn probe_on_this_machine_works() {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_valid(&schema("probe.schema.json"), &doc);
+    assert_valid(&validator("probe.schema.json"), &doc);
     // Every machine has loopback, and it has no hardware ceiling.
     let lo = doc["ports"]
         .as_array()
@@ -197,7 +185,7 @@ fn plan_answers_the_m2_question() {
         .unwrap();
     assert!(out.status.success());
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_valid(&schema("plan.schema.json"), &doc);
+    assert_valid(&validator("plan.schema.json"), &doc);
     let c = &doc["ceiling"];
     assert_eq!(c["limited_by"], "pcie");
     // Gen3 x4: 31.5 Gb/s × 0.9 × 256/280 = 25.93

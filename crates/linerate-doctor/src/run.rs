@@ -562,14 +562,11 @@ fn client(
     file: Option<std::sync::Arc<std::fs::File>>,
 ) -> ClientConfig {
     ClientConfig {
-        server,
         bind: o.bind,
-        params,
         psk: o.psk.clone(),
-        affinity: Vec::new(),
-        connect_timeout: Duration::from_secs(5),
         inventory: Some(o.inventory.clone()),
         file,
+        ..ClientConfig::new(server, params)
     }
 }
 

@@ -271,9 +271,7 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
         .map(linerate_proto::load_psk)
         .transpose()?;
     let cfg = ClientConfig {
-        server,
         bind: a.bind,
-        params: p.clone(),
         psk,
         affinity: a
             .affinity
@@ -282,9 +280,9 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
             .transpose()
             .map_err(|e| anyhow::anyhow!("-A: {e}"))?
             .unwrap_or_default(),
-        connect_timeout: Duration::from_secs(5),
         inventory: Some(crate::iface::provider()),
         file,
+        ..ClientConfig::new(server, p.clone())
     };
     let tty = std::io::stdout().is_terminal();
     let human = !a.json && !a.json_stream;
