@@ -409,18 +409,7 @@ fn summarize(
     s
 }
 
-/// Numbers the way people write them: `40`, `14.4`, `54.55`, `10.3125`.
-/// Exact values with up to five decimals (rate-table constants) print in full;
-/// anything else is rounded to two decimals.
-pub fn fmt_num(x: f64) -> String {
-    for p in 0..=5 {
-        let scale = 10f64.powi(p);
-        if ((x * scale).round() - x * scale).abs() < 1e-6 {
-            return format!("{x:.*}", p as usize);
-        }
-    }
-    format!("{x:.2}")
-}
+pub use linerate_units::fmt_num;
 
 #[cfg(test)]
 mod tests {

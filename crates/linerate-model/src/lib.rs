@@ -26,6 +26,4 @@ pub use mtu::{MtuInput, Transport};
 pub use pcie::{PcieGen, PcieLink, PcieSpeed};
 
 /// Round to two decimals, for display and for stable JSON.
-pub fn round2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
-}
+pub use linerate_units::r2 as round2;

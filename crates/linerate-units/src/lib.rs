@@ -1,0 +1,125 @@
+//! Units, rates and rounding: the one place every crate takes them from.
+//!
+//! - Gb/s is 10^9 bit/s and GB/s is 10^9 byte/s (what NIC and link rates use);
+//! - GiB is 2^30 bytes, MiB 2^20, KiB 2^10 (buffer and file sizes).
+//!
+//! Computations keep full precision. Rounding happens only where a value is serialized or
+//! printed: [`round`] (and the [`r1`], [`r2`], [`r3`] shorthands) for JSON, [`fmt_num`] for text.
+
+/// Bits in a byte.
+pub const BITS_PER_BYTE: f64 = 8.0;
+/// 10^9: one giga (Gb/s, GB/s).
+pub const GIGA: f64 = 1e9;
+/// 2^10, 2^20, 2^30 bytes.
+pub const KIB: u64 = 1 << 10;
+pub const MIB: u64 = 1 << 20;
+pub const GIB: u64 = 1 << 30;
+
+/// `bytes` moved in `secs` seconds, in Gb/s (10^9 bit/s); 0 for no time or a time that is not a
+/// number.
+pub fn gbps(bytes: u64, secs: f64) -> f64 {
+    if secs > 0.0 && secs.is_finite() {
+        bytes as f64 * BITS_PER_BYTE / secs / GIGA
+    } else {
+        0.0
+    }
+}
+
+/// `bytes` moved in `secs` seconds, in GB/s (10^9 byte/s); 0 for no time.
+pub fn gb_per_s(bytes: u64, secs: f64) -> f64 {
+    gbps(bytes, secs) / BITS_PER_BYTE
+}
+
+/// Gb/s to GB/s.
+pub fn gbps_to_gb_per_s(gbps: f64) -> f64 {
+    gbps / BITS_PER_BYTE
+}
+
+/// GB/s to Gb/s.
+pub fn gb_per_s_to_gbps(gb_per_s: f64) -> f64 {
+    gb_per_s * BITS_PER_BYTE
+}
+
+/// Bits per second to Gb/s.
+pub fn bps_to_gbps(bps: f64) -> f64 {
+    bps / GIGA
+}
+
+/// Round to `decimals` places (half away from zero), for JSON documents and stable output.
+/// Not a number and infinities are returned as they are.
+pub fn round(x: f64, decimals: u32) -> f64 {
+    if !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(decimals.min(15) as i32);
+    (x * scale).round() / scale
+}
+
+/// One decimal place.
+pub fn r1(x: f64) -> f64 {
+    round(x, 1)
+}
+
+/// Two decimal places.
+pub fn r2(x: f64) -> f64 {
+    round(x, 2)
+}
+
+/// Three decimal places.
+pub fn r3(x: f64) -> f64 {
+    round(x, 3)
+}
+
+/// A number as people write it: no trailing zeros, at most five decimals where it has them
+/// (`40`, `13.17`, `10.3125`), else two (`0.33`).
+pub fn fmt_num(x: f64) -> String {
+    for p in 0..=5 {
+        let scale = 10f64.powi(p);
+        if ((x * scale).round() - x * scale).abs() < 1e-6 {
+            return format!("{x:.*}", p as usize);
+        }
+    }
+    format!("{x:.2}")
+}
+
+/// A number rounded to `decimals` places, then written as [`fmt_num`] does (`37.02`, `40`).
+pub fn fmt_round(x: f64, decimals: u32) -> String {
+    fmt_num(round(x, decimals))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates() {
+        assert_eq!(gbps(1_250_000_000, 1.0), 10.0);
+        assert_eq!(gb_per_s(1_250_000_000, 1.0), 1.25);
+        assert_eq!(gbps(1, 0.0), 0.0);
+        assert_eq!(gbps(1, f64::NAN), 0.0);
+        assert_eq!(gbps(1, -1.0), 0.0);
+        assert_eq!(gbps_to_gb_per_s(8.0), 1.0);
+        assert_eq!(gb_per_s_to_gbps(1.0), 8.0);
+        assert_eq!(bps_to_gbps(2e9), 2.0);
+    }
+
+    #[test]
+    fn rounding() {
+        assert_eq!(r1(1.25), 1.3);
+        assert_eq!(r2(13.1749), 13.17);
+        assert_eq!(r3(0.12345), 0.123);
+        assert_eq!(round(-1.5, 0), -2.0);
+        assert!(round(f64::NAN, 2).is_nan());
+        assert_eq!(round(f64::INFINITY, 2), f64::INFINITY);
+    }
+
+    #[test]
+    fn formatting() {
+        assert_eq!(fmt_num(40.0), "40");
+        assert_eq!(fmt_num(13.17), "13.17");
+        assert_eq!(fmt_num(10.3125), "10.3125");
+        assert_eq!(fmt_num(1.0 / 3.0), "0.33");
+        assert_eq!(fmt_round(37.021, 2), "37.02");
+        assert_eq!(fmt_round(40.0, 2), "40");
+    }
+}
