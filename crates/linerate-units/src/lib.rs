@@ -51,7 +51,7 @@ pub fn round(x: f64, decimals: u32) -> f64 {
     if !x.is_finite() {
         return x;
     }
-    let scale = 10f64.powi(decimals.min(15) as i32);
+    let scale = 10f64.powi(i32::try_from(decimals.min(15)).unwrap_or(15));
     (x * scale).round() / scale
 }
 
