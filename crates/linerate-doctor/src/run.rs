@@ -207,31 +207,127 @@ fn facts_of(v: Option<&serde_json::Value>) -> Option<EndFacts> {
     serde_json::from_value(v?.get("facts")?.clone()).ok()
 }
 
+/// What the memory step measured.
+struct Memory {
+    /// Copy over buffers far larger than the caches: one thread, then every core.
+    one: mem::MemResult,
+    all: mem::MemResult,
+    /// Copy at the size a TCP stream copies per call (its write size), one thread: the rate
+    /// one core copies the stream's data when it stays in the caches, as it does on a
+    /// loopback or veth path.
+    stream: mem::MemResult,
+}
+
+/// The test plan's results so far, and what was learned about the path while running them.
+#[derive(Default)]
+struct Runs {
+    tests: Vec<TestResult>,
+    /// This host's CPU during each test (the same order as `tests`).
+    cpu: Vec<HostCpu>,
+    local_inv: Option<serde_json::Value>,
+    remote_inv: Option<serde_json::Value>,
+    local_if: Option<String>,
+    counters_before: Option<Vec<(String, u64)>>,
+    errors: Vec<String>,
+}
+
+impl Runs {
+    fn best_tcp(&self) -> Option<&TestResult> {
+        self.tests
+            .iter()
+            .filter(|t| t.kind == "tcp_bw" && t.error.is_none())
+            .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
+    }
+
+    fn push(&mut self, t: TestResult, cpu: HostCpu) {
+        self.tests.push(t);
+        self.cpu.push(cpu);
+    }
+}
+
 /// Run doctor. `progress` receives one line per step.
-#[allow(clippy::too_many_lines)]
 pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorReport, DoctorError> {
     let t0 = Instant::now();
     let before = linerate_inventory::probe(&o.root)?;
-    let before_analysis = linerate_rules::analyze(&before);
-    let cpus = before.host.cpus.len().max(1);
-
-    // Memory: the host stack's own ceiling for a virtual path, and the top of the pyramid.
     progress("memory bandwidth");
+    let memory = measure_memory(before.host.cpus.len().max(1));
+    let mut errors = Vec::new();
+    let disks = measure_disks(o, progress, &mut errors);
+    // The self-check copies a file from disk to disk through its own server: the server
+    // writes into a directory of its own next to the source.
+    let copy_dir = match (o.server, o.disks.first()) {
+        (_, Some(d)) if disks.iter().any(|r| r.error.is_none()) => tempfile::Builder::new()
+            .prefix("linerate-doctor-")
+            .tempdir_in(d)
+            .map_err(|e| errors.push(format!("creating a directory in {}: {e}", d.display())))
+            .ok(),
+        _ => None,
+    };
+    let server = match o.server {
+        Some(s) => s,
+        None => start_local_server(o, copy_dir.as_ref())?,
+    };
+    let mut runs = Runs {
+        errors,
+        ..Runs::default()
+    };
+    run_plan(o, server, &before, &mut runs, progress)?;
+    let mut pyramid_notes = Vec::new();
+    let copy = copy_dir.as_ref().and_then(|dir| {
+        copy_step(
+            o,
+            server,
+            dir.path(),
+            &mut runs,
+            &mut pyramid_notes,
+            progress,
+        )
+    });
+    if copy_dir.is_none() && o.server.is_some() && o.disks.is_empty() {
+        pyramid_notes.push("no disk measured (doctor --disk PATH adds one, and a copy to the server's --write-dir)".into());
+    }
+    drop(copy_dir);
+    rdma_step(o, server, &before, &mut runs, progress);
+    let after = linerate_inventory::probe(&o.root)?;
+    Ok(assemble(
+        o,
+        Assembly {
+            server,
+            before: &before,
+            after: &after,
+            memory: &memory,
+            disks,
+            copy,
+            pyramid_notes,
+            seconds: t0.elapsed().as_secs_f64(),
+        },
+        runs,
+    ))
+}
+
+/// Memory: the host stack's own bound for a virtual path, and the top of the pyramid.
+fn measure_memory(cpus: usize) -> Memory {
     // Best of three short runs: a capability, so a busy moment should not lower it.
-    let best_of = |threads: usize| {
+    let best_of = |threads: usize, bytes: usize| {
         (0..3)
-            .map(|_| mem::measure(MemOp::Copy, threads, 64 << 20, Duration::from_millis(200)))
+            .map(|_| mem::measure(MemOp::Copy, threads, bytes, Duration::from_millis(200)))
             .max_by(|a, b| a.gb_per_s().total_cmp(&b.gb_per_s()))
             .expect("three runs")
     };
-    let one = best_of(1);
-    let all = best_of(cpus);
-    let memory = vec![mem_out(&one), mem_out(&all)];
-    // One TCP stream copies each byte twice (into and out of the kernel).
-    let stack_ceiling = one.gb_per_s() * 8.0 / 2.0;
+    let stream_bytes = linerate_engine::tcp::default_length(1, false) as usize;
+    Memory {
+        one: best_of(1, 64 << 20),
+        all: best_of(cpus, 64 << 20),
+        stream: best_of(1, stream_bytes),
+    }
+}
 
-    let mut errors: Vec<String> = Vec::new();
-    let mut pyramid_notes: Vec<String> = Vec::new();
+/// `linerate disk` of each directory given; a disk that fails keeps what it measured.
+fn measure_disks(
+    o: &DoctorOptions,
+    progress: &mut dyn FnMut(&str),
+    errors: &mut Vec<String>,
+) -> Vec<linerate_storage::DiskReport> {
     let mut disks = Vec::new();
     for path in &o.disks {
         progress(&format!("disk {}", path.display()));
@@ -249,119 +345,116 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
             }
         }
     }
-    // The self-check copies a file from disk to disk through its own server: the server
-    // writes into a directory of its own next to the source.
-    let copy_dir = match (o.server, o.disks.first()) {
-        (_, Some(d)) if disks.iter().any(|r| r.error.is_none()) => tempfile::Builder::new()
-            .prefix("linerate-doctor-")
-            .tempdir_in(d)
-            .map_err(|e| errors.push(format!("creating a directory in {}: {e}", d.display())))
-            .ok(),
-        _ => None,
+    disks
+}
+
+/// The self-check's own server on loopback (writing copies into `copy_dir`/in when given).
+fn start_local_server(
+    o: &DoctorOptions,
+    copy_dir: Option<&tempfile::TempDir>,
+) -> Result<SocketAddr, DoctorError> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(DoctorError::LocalServer)?;
+    let addr = l.local_addr().map_err(DoctorError::LocalServer)?;
+    let write_dir = copy_dir.and_then(|d| {
+        let w = d.path().join("in");
+        std::fs::create_dir(&w).ok()?;
+        linerate_bench::WriteDir::open(&w)
+            .ok()
+            .map(std::sync::Arc::new)
+    });
+    let cfg = ServerConfig {
+        bind: addr,
+        inventory: Some(o.inventory.clone()),
+        log: false,
+        write_dir,
+        ..ServerConfig::default()
     };
-    let (server, mode) = match o.server {
-        Some(s) => (s, "two_hosts"),
-        None => {
-            let l = TcpListener::bind("127.0.0.1:0").map_err(DoctorError::LocalServer)?;
-            let addr = l.local_addr().map_err(DoctorError::LocalServer)?;
-            let write_dir = copy_dir.as_ref().and_then(|d| {
-                let w = d.path().join("in");
-                std::fs::create_dir(&w).ok()?;
-                linerate_bench::WriteDir::open(&w)
-                    .ok()
-                    .map(std::sync::Arc::new)
-            });
-            let cfg = ServerConfig {
-                bind: addr,
-                inventory: Some(o.inventory.clone()),
-                log: false,
-                write_dir,
-                ..ServerConfig::default()
-            };
-            std::thread::Builder::new()
-                .name("doctor-server".into())
-                .spawn(move || linerate_bench::serve_on(&l, cfg))
-                .map_err(DoctorError::LocalServer)?;
-            (addr, "self_check")
-        }
+    std::thread::Builder::new()
+        .name("doctor-server".into())
+        .spawn(move || linerate_bench::serve_on(&l, cfg))
+        .map_err(DoctorError::LocalServer)?;
+    Ok(addr)
+}
+
+/// This host's CPU around one test: the busiest core, other processes, hypervisor steal.
+fn with_host_cpu<T>(f: impl FnOnce() -> T) -> (T, HostCpu) {
+    use linerate_engine::sys;
+    let cores0 = sys::core_times();
+    let host0 = sys::host_cpu_seconds();
+    let own0 = sys::process_cpu();
+    let peers0 = sys::other_linerate_cpu_seconds();
+    let w0 = Instant::now();
+    let out = f();
+    let wall = w0.elapsed().as_secs_f64().max(1e-3);
+    let own1 = sys::process_cpu();
+    let peers1 = sys::other_linerate_cpu_seconds();
+    let host1 = sys::host_cpu_seconds();
+    let cpu = HostCpu {
+        busiest_core: sys::busiest_core(&cores0, &sys::core_times()),
+        other_cores: host0.zip(host1).map(|(a, b)| {
+            // Ours: this process, and other linerate processes (a server on this host).
+            let own = (own1.0 - own0.0) + (own1.1 - own0.1) + (peers1 - peers0).max(0.0);
+            ((b.0 - a.0 - own) / wall).max(0.0)
+        }),
+        steal_cores: host0.zip(host1).map(|(a, b)| ((b.1 - a.1) / wall).max(0.0)),
     };
-    let two = o.server.is_some();
+    (out, cpu)
+}
+
+/// The network tests of the plan. `Err` only when nothing reached the server and this end's
+/// port can pass traffic (then doctor cannot run); a port that cannot is the diagnosis.
+fn run_plan(
+    o: &DoctorOptions,
+    server: SocketAddr,
+    before: &Inventory,
+    runs: &mut Runs,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), DoctorError> {
+    let cpus = before.host.cpus.len().max(1);
     let streams = u32::try_from(cpus.clamp(2, 8)).unwrap_or(2);
-    let mut tests: Vec<TestResult> = Vec::new();
-    let mut busiest_cores: Vec<HostCpu> = Vec::new();
-    let mut local_inv: Option<serde_json::Value> = None;
-    let mut remote_inv: Option<serde_json::Value> = None;
-    let mut local_if: Option<String> = None;
-    let mut counters_before: Option<Vec<(String, u64)>> = None;
-    let planned = plan(o.depth, two, 1_000_000_000, streams);
+    let planned = plan(o.depth, o.server.is_some(), 1_000_000_000, streams);
     for (n, mut params) in planned.into_iter().enumerate() {
         if params.kind == TestKind::UdpBw {
             // A rate the path should carry: half the best TCP result, at most 1 Gb/s.
-            let best = tests
-                .iter()
-                .filter(|t| t.kind == "tcp_bw")
-                .map(|t| t.gbps)
-                .fold(0.0_f64, f64::max);
-            let rate = (best * 0.5 * 1e9).clamp(10e6, 1e9);
-            params.bitrate_bps = rate as u64;
+            let best = runs.best_tcp().map_or(0.0, |t| t.gbps);
+            params.bitrate_bps = (best * 0.5 * 1e9).clamp(10e6, 1e9) as u64;
         }
         progress(&describe(&params));
         let cfg = client(o, server, params.clone(), None);
-        if counters_before.is_none() {
-            if let Some(name) = local_if.as_deref() {
-                counters_before = Some(error_counters(&before, name));
+        if runs.counters_before.is_none() {
+            if let Some(name) = runs.local_if.as_deref() {
+                runs.counters_before = Some(error_counters(before, name));
             }
         }
-        let cores0 = linerate_engine::sys::core_times();
-        let host0 = linerate_engine::sys::host_cpu_seconds();
-        let own0 = linerate_engine::sys::process_cpu();
-        let peers0 = linerate_engine::sys::other_linerate_cpu_seconds();
-        let w0 = Instant::now();
-        let result = linerate_bench::run_client(&cfg, &mut |_| {});
-        let wall = w0.elapsed().as_secs_f64().max(1e-3);
-        let own1 = linerate_engine::sys::process_cpu();
-        let peers1 = linerate_engine::sys::other_linerate_cpu_seconds();
-        let host1 = linerate_engine::sys::host_cpu_seconds();
-        let busiest = HostCpu {
-            busiest_core: linerate_engine::sys::busiest_core(
-                &cores0,
-                &linerate_engine::sys::core_times(),
-            )
-            .map(|b| (b * 10.0).round() / 10.0),
-            other_cores: host0.zip(host1).map(|(a, b)| {
-                // Ours: this process, and other linerate processes (a server on this host).
-                let own = (own1.0 - own0.0) + (own1.1 - own0.1) + (peers1 - peers0).max(0.0);
-                ((b.0 - a.0 - own) / wall).max(0.0)
-            }),
-            steal_cores: host0.zip(host1).map(|(a, b)| ((b.1 - a.1) / wall).max(0.0)),
-        };
+        let (result, cpu) = with_host_cpu(|| linerate_bench::run_client(&cfg, &mut |_| {}));
         match result {
             Ok(run) => {
-                if local_inv.is_none() {
-                    local_inv.clone_from(&run.local_inventory);
-                    local_if = local_inv
+                if runs.local_inv.is_none() {
+                    runs.local_inv.clone_from(&run.local_inventory);
+                    runs.local_if = runs
+                        .local_inv
                         .as_ref()
                         .and_then(|v| v.get("name"))
                         .and_then(|v| v.as_str())
                         .map(str::to_string);
-                    counters_before = local_if.as_deref().map(|n| error_counters(&before, n));
+                    runs.counters_before =
+                        runs.local_if.as_deref().map(|n| error_counters(before, n));
                 }
-                if remote_inv.is_none() {
-                    remote_inv.clone_from(&run.remote_inventory);
+                if runs.remote_inv.is_none() {
+                    runs.remote_inv.clone_from(&run.remote_inventory);
                 }
                 let t = linerate_bench::assemble(&run);
                 if let Some(e) = &t.error {
-                    errors.push(format!("{}: {e}", describe(&params)));
+                    runs.errors.push(format!("{}: {e}", describe(&params)));
                 }
                 progress(&format!("  → {}", short_result(&t)));
-                busiest_cores.push(busiest);
-                tests.push(t);
+                runs.push(t, cpu);
             }
             Err(e) if n == 0 => {
                 // Nothing reached the server. If this end's port cannot pass traffic (down, no
                 // subnet manager), that is the diagnosis; otherwise doctor cannot run.
-                let route_if = local_if.clone().or_else(|| route_interface(server));
-                let facts = linerate_rules::end_facts(&before, route_if.as_deref(), Vec::new());
+                let route_if = runs.local_if.clone().or_else(|| route_interface(server));
+                let facts = linerate_rules::end_facts(before, route_if.as_deref(), Vec::new());
                 let down = facts.ceiling.as_ref().is_some_and(|c| {
                     matches!(
                         c.limited_by,
@@ -372,45 +465,65 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
                 if !down {
                     return Err(e.into());
                 }
-                local_if = route_if;
-                errors.push(format!("{}: {e}", describe(&params)));
+                runs.local_if = route_if;
+                runs.errors.push(format!("{}: {e}", describe(&params)));
                 progress(&format!("  → failed: {e}"));
                 break;
             }
             Err(e) => {
-                errors.push(format!("{}: {e}", describe(&params)));
+                runs.errors.push(format!("{}: {e}", describe(&params)));
                 progress(&format!("  → failed: {e}"));
             }
         }
     }
-    // Disk → network → disk: a file copy through the tested path, when a disk was measured.
-    let mut copy: Option<(TestResult, String)> = None;
-    if let Some(dir) = &copy_dir {
-        if !tests.is_empty() {
-            match file_copy(o, server, dir.path(), progress) {
-                Ok(t) => {
-                    if let Some(e) = &t.error {
-                        errors.push(format!("file copy: {e}"));
-                    }
-                    let to = if two {
-                        server.to_string()
-                    } else {
-                        "loopback".into()
-                    };
-                    copy = Some((t, to));
-                }
-                Err(e) if e.contains("accepts no files") => {
-                    pyramid_notes.push(format!("the server's disk was not measured: {e}"));
-                }
-                Err(e) => errors.push(format!("file copy: {e}")),
-            }
-        }
-    } else if two && o.disks.is_empty() {
-        pyramid_notes.push("no disk measured (doctor --disk PATH adds one, and a copy to the server's --write-dir)".into());
+    Ok(())
+}
+
+/// Disk → network → disk: a file copy through the tested path, when a disk was measured and a
+/// network test ran. Returns the copy and where it went (`loopback` or the server).
+fn copy_step(
+    o: &DoctorOptions,
+    server: SocketAddr,
+    dir: &std::path::Path,
+    runs: &mut Runs,
+    pyramid_notes: &mut Vec<String>,
+    progress: &mut dyn FnMut(&str),
+) -> Option<(TestResult, String)> {
+    if runs.tests.is_empty() {
+        return None;
     }
-    drop(copy_dir);
-    // RDMA beside TCP on the same path, where this end has RDMA hardware (or when asked).
-    let rdma_port = local_if.as_deref().is_some_and(|n| {
+    match file_copy(o, server, dir, progress) {
+        Ok(t) => {
+            if let Some(e) = &t.error {
+                runs.errors.push(format!("file copy: {e}"));
+            }
+            let to = if o.server.is_some() {
+                server.to_string()
+            } else {
+                "loopback".into()
+            };
+            Some((t, to))
+        }
+        Err(e) if e.contains("accepts no files") => {
+            pyramid_notes.push(format!("the server's disk was not measured: {e}"));
+            None
+        }
+        Err(e) => {
+            runs.errors.push(format!("file copy: {e}"));
+            None
+        }
+    }
+}
+
+/// RDMA beside TCP on the same path, where this end has RDMA hardware (or when asked).
+fn rdma_step(
+    o: &DoctorOptions,
+    server: SocketAddr,
+    before: &Inventory,
+    runs: &mut Runs,
+    progress: &mut dyn FnMut(&str),
+) {
+    let rdma_port = runs.local_if.as_deref().is_some_and(|n| {
         before
             .ports
             .iter()
@@ -421,109 +534,142 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
         RdmaMode::Auto => rdma_port.then(|| "verbs".to_string()),
         RdmaMode::Provider(p) => Some(p.clone()),
     };
-    if let Some(provider) = provider.filter(|_| tests.iter().any(|t| t.kind == "tcp_bw")) {
-        let secs = match o.depth {
-            Depth::Quick => 2.0,
-            Depth::Normal => 4.0,
-            Depth::Thorough => 8.0,
-        };
-        let params = TestParams {
-            interval_ms: 0,
-            length: 1 << 20,
-            rdma: Some(linerate_proto::RdmaSpec {
-                op: linerate_proto::RdmaOp::Write,
-                latency: false,
-                provider: Some(provider.clone()),
-                window: 16,
-                qps: 1,
-                verify: false,
-                sweep: false,
-            }),
-            ..crate::plan::p(TestKind::Rdma, Direction::Send, 1, secs, 0.0)
-        };
-        progress(&describe(&params));
-        match linerate_bench::run_client(&client(o, server, params, None), &mut |_| {}) {
-            Ok(run) => {
-                let t = linerate_bench::assemble(&run);
-                if let Some(e) = &t.error {
-                    errors.push(format!("RDMA ({provider}): {e}"));
-                }
-                progress(&format!("  → {}", short_result(&t)));
-                busiest_cores.push(HostCpu::default());
-                tests.push(t);
+    let Some(provider) = provider.filter(|_| runs.tests.iter().any(|t| t.kind == "tcp_bw")) else {
+        return;
+    };
+    let secs = match o.depth {
+        Depth::Quick => 2.0,
+        Depth::Normal => 4.0,
+        Depth::Thorough => 8.0,
+    };
+    let params = TestParams {
+        interval_ms: 0,
+        length: 1 << 20,
+        rdma: Some(linerate_proto::RdmaSpec {
+            op: linerate_proto::RdmaOp::Write,
+            latency: false,
+            provider: Some(provider.clone()),
+            window: 16,
+            qps: 1,
+            verify: false,
+            sweep: false,
+        }),
+        ..crate::plan::p(TestKind::Rdma, Direction::Send, 1, secs, 0.0)
+    };
+    progress(&describe(&params));
+    match linerate_bench::run_client(&client(o, server, params, None), &mut |_| {}) {
+        Ok(run) => {
+            let t = linerate_bench::assemble(&run);
+            if let Some(e) = &t.error {
+                runs.errors.push(format!("RDMA ({provider}): {e}"));
             }
-            Err(e) => {
-                progress(&format!("  → not run: {e}"));
-                errors.push(format!("RDMA ({provider}): {e}"));
-            }
+            progress(&format!("  → {}", short_result(&t)));
+            runs.push(t, HostCpu::default());
+        }
+        Err(e) => {
+            progress(&format!("  → not run: {e}"));
+            runs.errors.push(format!("RDMA ({provider}): {e}"));
         }
     }
-    let after = linerate_inventory::probe(&o.root)?;
-    let counter_deltas = match (&local_if, &counters_before) {
-        (Some(n), Some(b)) => deltas(b, &error_counters(&after, n)),
+}
+
+/// What `assemble` needs besides the runs.
+struct Assembly<'a> {
+    server: SocketAddr,
+    before: &'a Inventory,
+    after: &'a Inventory,
+    memory: &'a Memory,
+    disks: Vec<linerate_storage::DiskReport>,
+    copy: Option<(TestResult, String)>,
+    pyramid_notes: Vec<String>,
+    seconds: f64,
+}
+
+/// The host stack's bound for one TCP stream, Gb/s: each byte is copied twice (user → kernel
+/// on the sender's core, kernel → user on the receiver's); with two cores or more the copies
+/// run on different cores, so each core copies each byte once; on one core it copies it twice.
+fn stack_ceiling(m: &Memory) -> f64 {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let copies_per_core = if cores >= 2 { 1.0 } else { 2.0 };
+    linerate_units::gb_per_s_to_gbps(m.stream.gb_per_s()) / copies_per_core
+}
+
+/// The rules over everything measured, and the report.
+fn assemble(o: &DoctorOptions, a: Assembly<'_>, mut runs: Runs) -> DoctorReport {
+    let two = o.server.is_some();
+    let counter_deltas = match (&runs.local_if, &runs.counters_before) {
+        (Some(n), Some(b)) => deltas(b, &error_counters(a.after, n)),
         _ => Vec::new(),
     };
-    let local = facts_of(local_inv.as_ref())
-        .unwrap_or_else(|| linerate_rules::end_facts(&before, local_if.as_deref(), Vec::new()));
+    let local = facts_of(runs.local_inv.as_ref()).unwrap_or_else(|| {
+        linerate_rules::end_facts(a.before, runs.local_if.as_deref(), Vec::new())
+    });
     let remote = if two {
-        facts_of(remote_inv.as_ref())
+        facts_of(runs.remote_inv.as_ref())
     } else {
         None
     };
+    let stack_ceiling = stack_ceiling(a.memory);
     let input = DiagnoseInput {
         local: local.clone(),
         remote: remote.clone(),
-        tests: tests
+        tests: runs
+            .tests
             .iter()
-            .zip(&busiest_cores)
+            .zip(&runs.cpu)
             .map(|(t, b)| measured(t, *b))
             .collect(),
         stack_ceiling_gbps: Some(stack_ceiling),
         counter_deltas: counter_deltas.clone(),
     };
     let mut d = diagnose(&input);
-    let best_tcp = tests
-        .iter()
-        .filter(|t| t.kind == "tcp_bw" && t.error.is_none())
-        .max_by(|a, b| a.gbps.total_cmp(&b.gbps));
     let dimm_peak: f64 = linerate_inventory::dram::dimms(&o.root)
         .iter()
         .map(linerate_inventory::dram::Dimm::peak_gb_per_s)
         .sum();
     let (pyramid, pyramid_findings) =
         linerate_rules::pyramid::pyramid(&linerate_rules::pyramid::PyramidInput {
-            memory_gbps: Some(mem_out(&all).gbps),
+            memory_gbps: Some(mem_out(&a.memory.all).gbps),
             memory_ceiling_gbps: (dimm_peak > 0.0).then_some(dimm_peak * 8.0),
-            disks: disks.iter().map(disk_in).collect(),
-            network_gbps: best_tcp.map(|t| t.gbps),
+            disks: a.disks.iter().map(disk_in).collect(),
+            network_gbps: runs.best_tcp().map(|t| t.gbps),
             network_ceiling_gbps: linerate_rules::diagnose::send_ceiling_gbps(&input),
-            network_subject: local_if.clone().unwrap_or_else(|| "loopback".into()),
-            copy: copy.as_ref().and_then(|(t, to)| copy_in(t, to)),
-            notes: pyramid_notes,
+            network_subject: runs.local_if.clone().unwrap_or_else(|| "loopback".into()),
+            copy: a.copy.as_ref().and_then(|(t, to)| copy_in(t, to)),
+            notes: a.pyramid_notes,
         });
     d.findings.extend(pyramid_findings);
-    if !disks.is_empty() {
+    if !a.disks.is_empty() {
         d.checked.push("the storage pyramid: memory, disk reads and writes, the network, and a disk-to-disk copy through the tested path".into());
     }
-    if let Some((t, _)) = copy {
-        tests.push(t);
+    if let Some((t, _)) = a.copy {
+        runs.tests.push(t);
     }
+    let before_analysis = linerate_rules::analyze(a.before);
     let local_probe = serde_json::to_value(ProbeView {
-        inv: &before,
+        inv: a.before,
         analysis: &before_analysis,
     })
     .unwrap_or_default();
-    Ok(DoctorReport {
+    let remote_interface = runs
+        .remote_inv
+        .as_ref()
+        .and_then(|v| v.get("name"))
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+        .filter(|_| two);
+    DoctorReport {
         schema_version: 1,
         tool: serde_json::json!({"name": "linerate", "version": env!("CARGO_PKG_VERSION")}),
-        mode,
-        server: server.to_string(),
+        mode: if two { "two_hosts" } else { "self_check" },
+        server: a.server.to_string(),
         verdict: d.verdict,
         findings: d.findings,
-        tests,
+        tests: runs.tests,
         inventory: Inventories {
             local: local_probe,
-            remote: remote_inv
+            remote: runs
+                .remote_inv
                 .as_ref()
                 .and_then(|v| v.get("probe"))
                 .cloned()
@@ -532,26 +678,22 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
         path: PathFacts {
             local,
             remote,
-            local_interface: local_if,
-            remote_interface: if two {
-                remote_inv
-                    .as_ref()
-                    .and_then(|v| v.get("name"))
-                    .and_then(|v| v.as_str())
-                    .map(str::to_string)
-            } else {
-                None
-            },
+            local_interface: runs.local_if,
+            remote_interface,
             counter_deltas,
-            stack_ceiling_gbps: Some((stack_ceiling * 10.0).round() / 10.0),
+            stack_ceiling_gbps: Some(linerate_units::r1(stack_ceiling)),
         },
-        memory,
-        disks,
+        memory: vec![
+            mem_out(&a.memory.one),
+            mem_out(&a.memory.stream),
+            mem_out(&a.memory.all),
+        ],
+        disks: a.disks,
         pyramid,
         checked: d.checked,
-        errors,
-        seconds: (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0,
-    })
+        errors: runs.errors,
+        seconds: linerate_units::r1(a.seconds),
+    }
 }
 
 /// A client for one test of doctor's against `server`.

@@ -9,6 +9,83 @@ use crate::bench::num;
 use crate::text::render_finding;
 use crate::Style;
 
+/// `memory copy, 1 thread` over buffers larger than the caches, `cache copy, 1 thread` over
+/// cache-sized ones.
+fn memory_label(m: &linerate_doctor::MemOut) -> String {
+    format!(
+        "{} copy, {} thread{}",
+        if m.buffer_bytes >= 64 << 20 {
+            "memory"
+        } else {
+            "cache"
+        },
+        m.threads,
+        if m.threads == 1 { "" } else { "s" }
+    )
+}
+
+fn copy_layer_label(l: &linerate_rules::pyramid::Row) -> &'static str {
+    match l.layer.as_str() {
+        "disk_read" => "source read",
+        "network" => "network",
+        "disk_write" if l.host == "remote" => "server's durable write",
+        "disk_write" => "durable write",
+        _ => "other",
+    }
+}
+
+/// One line per disk: its reads, its writes, and the durable write a copy made on it.
+fn render_disks(out: &mut String, r: &DoctorReport, style: Style) {
+    let mut disks: Vec<(&str, &str)> = Vec::new();
+    for row in r
+        .pyramid
+        .rows
+        .iter()
+        .filter(|x| x.layer.starts_with("disk_"))
+    {
+        if !disks.contains(&(row.host.as_str(), row.subject.as_str())) {
+            disks.push((row.host.as_str(), row.subject.as_str()));
+        }
+    }
+    for (host, subject) in disks {
+        let mut parts = Vec::new();
+        let mut slowest = false;
+        for row in r
+            .pyramid
+            .rows
+            .iter()
+            .filter(|x| x.host == host && x.subject == subject && x.layer.starts_with("disk_"))
+        {
+            let what = match (row.layer.as_str(), row.durable) {
+                ("disk_read", _) => "read",
+                (_, true) => "durable write",
+                _ => "write",
+            };
+            parts.push(format!(
+                "{what} {} Gb/s ({} GB/s)",
+                num(row.gbps),
+                num(row.gbps / 8.0)
+            ));
+            slowest |= r
+                .pyramid
+                .copy
+                .as_ref()
+                .is_some_and(|c| c.limited_by.same_place(row));
+        }
+        let name = if host == "remote" {
+            format!("server disk, {subject}")
+        } else {
+            format!("disk {subject}")
+        };
+        let line = format!("    {name:<26} {}", parts.join(" · "));
+        if slowest {
+            let _ = writeln!(out, "{}  ← slowest for a copy", style.bold(&line));
+        } else {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+}
+
 fn test_line(t: &linerate_bench::TestResult) -> (String, String) {
     let name = linerate_doctor::run::describe(&t.params);
     let mut r = String::new();
@@ -105,15 +182,26 @@ pub fn render_doctor(r: &DoctorReport, style: Style) -> String {
     for m in &r.memory {
         let _ = writeln!(
             out,
-            "    memory copy, {} thread{:<3} {:>9} Gb/s   ({} GB/s)",
-            m.threads,
-            if m.threads == 1 { "" } else { "s" },
+            "    {:<26} {:>9} Gb/s   ({} GB/s{})",
+            memory_label(m),
             num(m.gbps),
-            num(m.gb_per_s)
+            num(m.gb_per_s),
+            if m.buffer_bytes < 64 << 20 {
+                format!(
+                    "; {} KiB buffers, the size of a stream's writes",
+                    m.buffer_bytes >> 10
+                )
+            } else {
+                String::new()
+            }
         );
     }
     if let Some(s) = r.path.stack_ceiling_gbps {
-        let _ = writeln!(out, "    host TCP stack, 1 stream   ≈{:>8} Gb/s   (half the single-core copy rate: every byte is copied twice)", num(s));
+        let _ = writeln!(
+            out,
+            "    host TCP stack, 1 stream   ≤{:>8} Gb/s   (at most: one memory copy per byte on each core; protocol work costs more)",
+            num(s)
+        );
     }
     if let Some(c) = r.path.local.ceiling.as_ref().filter(|c| c.gbps > 0.0) {
         let _ = writeln!(
@@ -148,36 +236,28 @@ pub fn render_doctor(r: &DoctorReport, style: Style) -> String {
         "    network, best TCP result   {:>9} Gb/s",
         num(best_net)
     );
-    for row in r
-        .pyramid
-        .rows
-        .iter()
-        .filter(|x| x.layer != "memory" && x.layer != "network")
-    {
-        let what = match (row.layer.as_str(), row.host.as_str()) {
-            ("disk_read", "remote") => "server disk, read",
-            ("disk_write", "remote") => "server disk, write",
-            ("disk_read", _) => "disk, sequential read",
-            ("disk_write", _) => "disk, sequential write",
-            ("file_copy", _) => "file copy, measured",
-            _ => "?",
-        };
-        let mark = r.pyramid.copy.as_ref().is_some_and(|c| {
-            c.limited_by.layer == row.layer
-                && c.limited_by.host == row.host
-                && c.limited_by.subject == row.subject
+    render_disks(&mut out, r, style);
+    if let Some(copy) = r.pyramid.rows.iter().find(|x| x.layer == "file_copy") {
+        let layers = r.pyramid.copy.as_ref().map_or(String::new(), |c| {
+            c.layers
+                .iter()
+                .map(|l| format!("{} {} Gb/s", copy_layer_label(l), num(l.gbps)))
+                .collect::<Vec<_>>()
+                .join(", ")
         });
-        let line = format!(
-            "    {what:<26} {:>9} Gb/s   ({} GB/s; {})",
-            num(row.gbps),
-            num(row.gbps / 8.0),
-            row.subject
+        let _ = writeln!(
+            out,
+            "    {:<26} {:>9} Gb/s   ({} GB/s; {}){}",
+            "file copy, measured",
+            num(copy.gbps),
+            num(copy.gbps / 8.0),
+            copy.subject,
+            if layers.is_empty() {
+                String::new()
+            } else {
+                format!("\n        its layers: {layers}")
+            }
         );
-        if mark {
-            let _ = writeln!(out, "{}  ← slowest for a copy", style.bold(&line));
-        } else {
-            let _ = writeln!(out, "{line}");
-        }
     }
     if let Some(c) = &r.pyramid.copy {
         let _ = writeln!(out, "    {}", c.sentence);

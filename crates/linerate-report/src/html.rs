@@ -30,6 +30,30 @@ const PALETTE: [&str; 8] = [
 ];
 
 /// Waterfall: each stage of the chain as a bar, then the measured rate.
+/// Horizontal room a bar chart needs for its labels: (left margin for the names, room right of
+/// the longest bar for its value). SVG text does not wrap or clip, so the chart makes room
+/// for the longest text it draws: about 0.62 em per character of the system UI font at 12 px
+/// (labels) and 11 px (values), plus padding. Names longer than `MAX_LABEL` characters are
+/// shortened with an ellipsis (the bar's tooltip keeps the whole name).
+fn bar_layout(labels: &[String], values: &[String]) -> (f64, f64) {
+    let longest = |v: &[String]| v.iter().map(|s| s.chars().count()).max().unwrap_or(0) as f64;
+    let left = (longest(labels).min(MAX_LABEL as f64) * 7.5 + 16.0).clamp(120.0, 380.0);
+    let right = longest(values) * 6.9 + 14.0;
+    (left, right)
+}
+
+/// The longest bar name drawn whole.
+const MAX_LABEL: usize = 48;
+
+fn short_label(s: &str) -> String {
+    if s.chars().count() <= MAX_LABEL {
+        s.to_string()
+    } else {
+        let head: String = s.chars().take(MAX_LABEL - 1).collect();
+        format!("{head}…")
+    }
+}
+
 fn waterfall(r: &DoctorReport) -> String {
     let mut bars: Vec<(String, f64, &str)> = Vec::new();
     let chain = r
@@ -41,15 +65,22 @@ fn waterfall(r: &DoctorReport) -> String {
         .map(|c| c.chain.clone())
         .unwrap_or_default();
     if chain.is_empty() {
-        for m in r.memory.iter().filter(|m| m.threads == 1) {
-            bars.push(("memory copy, 1 core".into(), m.gbps, "#64748b"));
+        // A virtual path: the host stack's bound comes from one core copying the stream's
+        // writes (cache-sized buffers), not from the large-buffer copy.
+        if let Some(m) = r
+            .memory
+            .iter()
+            .filter(|m| m.threads == 1)
+            .min_by_key(|m| m.buffer_bytes)
+        {
+            bars.push((
+                format!("memory copy, 1 core, {} KiB buffers", m.buffer_bytes >> 10),
+                m.gbps,
+                "#64748b",
+            ));
         }
         if let Some(s) = r.path.stack_ceiling_gbps {
-            bars.push((
-                "host TCP stack, 1 stream (½ copy rate)".into(),
-                s,
-                "#94a3b8",
-            ));
+            bars.push(("host TCP stack bound, 1 stream".into(), s, "#94a3b8"));
         }
     } else {
         for s in &chain {
@@ -85,19 +116,23 @@ fn waterfall(r: &DoctorReport) -> String {
     bars.push(("measured (best TCP)".into(), r.verdict.gbps, "#2563eb"));
     bars.dedup_by(|a, b| a.0 == b.0);
     let max = bars.iter().map(|b| b.1).fold(0.0_f64, f64::max).max(1e-9);
-    let (w, row, left) = (760.0, 30.0, 260.0);
+    let values: Vec<String> = bars.iter().map(|b| format!("{} Gb/s", num(b.1))).collect();
+    let labels: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
+    let (left, right) = bar_layout(&labels, &values);
+    let (w, row) = (760.0, 30.0);
     let h = row * bars.len() as f64 + 20.0;
     let mut s = format!(
         r#"<svg class="chart" id="waterfall" role="img" aria-label="ceiling waterfall" viewBox="0 0 {w} {h}" width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg">"#
     );
     for (i, (label, g, color)) in bars.iter().enumerate() {
         let y = 10.0 + row * i as f64;
-        let bw = ((w - left - 90.0) * g / max).max(1.0);
+        let bw = ((w - left - right) * g / max).max(1.0);
         let _ = write!(
             s,
-            r#"<text x="{x}" y="{ty}" text-anchor="end" class="lbl">{l}</text><rect x="{left}" y="{y}" width="{bw:.1}" height="{bh}" fill="{color}" rx="3"><title>{l}: {v} Gb/s</title></rect><text x="{vx:.1}" y="{ty}" class="val">{v} Gb/s</text>"#,
+            r#"<text x="{x}" y="{ty}" text-anchor="end" class="lbl">{sl}</text><rect x="{left}" y="{y}" width="{bw:.1}" height="{bh}" fill="{color}" rx="3"><title>{l}: {v} Gb/s</title></rect><text x="{vx:.1}" y="{ty}" class="val">{v} Gb/s</text>"#,
             x = left - 8.0,
             ty = y + 15.0,
+            sl = esc(&short_label(label)),
             l = esc(label),
             bh = row - 8.0,
             v = num(*g),
@@ -127,17 +162,32 @@ fn pyramid_chart(r: &DoctorReport) -> String {
         .fold(max, f64::min);
     let lo = (min.log10().floor() - 0.3).min(max.log10() - 1.0);
     let hi = max.log10() + 0.05;
-    let (w, row, left) = (760.0, 30.0, 300.0);
+    let label = |x: &linerate_rules::pyramid::Row| {
+        format!(
+            "{}{}{} {}",
+            x.layer.replace('_', " "),
+            if x.durable { " (durable)" } else { "" },
+            if x.host == "remote" { " (server)" } else { "" },
+            x.subject
+        )
+    };
+    let value = |x: &linerate_rules::pyramid::Row| {
+        format!("{} Gb/s ({} GB/s)", num(x.gbps), num(x.gbps / 8.0))
+    };
+    let labels: Vec<String> = rows.iter().map(label).collect();
+    let values: Vec<String> = rows.iter().map(value).collect();
+    let (left, right) = bar_layout(&labels, &values);
+    let (w, row) = (760.0, 30.0);
     let h = row * rows.len() as f64 + 20.0;
     let mut s = format!(
         r#"<svg class="chart" id="pyramid-chart" role="img" aria-label="storage pyramid, log scale" viewBox="0 0 {w} {h}" width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg">"#
     );
     for (i, x) in rows.iter().enumerate() {
-        let slow = r.pyramid.copy.as_ref().is_some_and(|c| {
-            c.limited_by.layer == x.layer
-                && c.limited_by.host == x.host
-                && c.limited_by.subject == x.subject
-        });
+        let slow = r
+            .pyramid
+            .copy
+            .as_ref()
+            .is_some_and(|c| c.limited_by.same_place(x));
         let color = match x.layer.as_str() {
             _ if slow => "#dc2626",
             "memory" => "#64748b",
@@ -146,23 +196,18 @@ fn pyramid_chart(r: &DoctorReport) -> String {
             _ => "#0d9488",
         };
         let frac = ((x.gbps.max(1e-9).log10() - lo) / (hi - lo)).clamp(0.0, 1.0);
-        let bw = ((w - left - 110.0) * frac).max(1.0);
+        let bw = ((w - left - right) * frac).max(1.0);
         let y = 10.0 + row * i as f64;
-        let label = format!(
-            "{}{} {}",
-            x.layer.replace('_', " "),
-            if x.host == "remote" { " (server)" } else { "" },
-            x.subject
-        );
         let _ = write!(
             s,
-            r#"<text x="{lx}" y="{ty}" text-anchor="end" class="lbl">{l}</text><rect x="{left}" y="{y}" width="{bw:.1}" height="{bh}" fill="{color}" rx="3"><title>{l}: {v} Gb/s</title></rect><text x="{vx:.1}" y="{ty}" class="val">{v} Gb/s ({gb} GB/s)</text>"#,
+            r#"<text x="{lx}" y="{ty}" text-anchor="end" class="lbl">{sl}</text><rect x="{left}" y="{y}" width="{bw:.1}" height="{bh}" fill="{color}" rx="3"><title>{l}: {v} Gb/s</title></rect><text x="{vx:.1}" y="{ty}" class="val">{val}</text>"#,
             lx = left - 8.0,
             ty = y + 15.0,
-            l = esc(&label),
+            sl = esc(&short_label(&labels[i])),
+            l = esc(&labels[i]),
+            val = esc(&values[i]),
             bh = row - 8.0,
             v = num(x.gbps),
-            gb = num(x.gbps / 8.0),
             vx = left + bw + 6.0,
         );
     }
@@ -503,8 +548,9 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
     for m in &r.memory {
         let _ = write!(
             o,
-            "<tr><td>memory copy, {} thread(s)</td><td>{} GB/s = {} Gb/s</td></tr>",
+            "<tr><td>memory copy, {} thread(s), {} KiB buffers</td><td>{} GB/s = {} Gb/s</td></tr>",
             m.threads,
+            m.buffer_bytes >> 10,
             num(m.gb_per_s),
             num(m.gbps)
         );
@@ -522,8 +568,9 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
     {
         let _ = write!(
             o,
-            "<tr><td>{} ({}) {}</td><td>{} GB/s = {} Gb/s</td></tr>",
+            "<tr><td>{}{} ({}) {}</td><td>{} GB/s = {} Gb/s</td></tr>",
             esc(&row.layer.replace('_', " ")),
+            if row.durable { " (durable, fsync)" } else { "" },
             esc(&row.host),
             esc(&row.subject),
             num(row.gbps / 8.0),
@@ -533,6 +580,25 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
     o.push_str("</table>");
     o.push_str(&pyramid_chart(r));
     if let Some(c) = &r.pyramid.copy {
+        if !c.layers.is_empty() {
+            let layers: Vec<String> = c
+                .layers
+                .iter()
+                .map(|l| {
+                    format!(
+                        "{}{} {} Gb/s",
+                        l.layer.replace('_', " "),
+                        if l.durable { " (durable)" } else { "" },
+                        num(l.gbps)
+                    )
+                })
+                .collect();
+            let _ = write!(
+                o,
+                "<p class=\"muted\">The measured copy's own layers: {}.</p>",
+                esc(&layers.join(", "))
+            );
+        }
         let _ = write!(o, "<p><b>{}</b></p>", esc(&c.sentence));
     }
     for n in &r.pyramid.notes {
@@ -556,5 +622,26 @@ mod tests {
             esc("<a href=\"x\">&'"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
+    }
+
+    #[test]
+    fn the_longest_texts_fit_in_the_chart() {
+        // The value of the longest bar ends before the right edge, and a long name fits the
+        // left margin (shortened beyond MAX_LABEL characters), at the estimated glyph widths.
+        let labels = vec![
+            "memory copy, all cores".to_string(),
+            "disk write (durable) /srv/data/linerate-test-directory (xfs on nvme0n1p3)".to_string(),
+        ];
+        let values = vec!["111 Gb/s (13.8 GB/s)".to_string(), "0.5 Gb/s".to_string()];
+        let (left, right) = bar_layout(&labels, &values);
+        let w = 760.0;
+        let bar = w - left - right;
+        assert!(bar > 200.0, "bars get {bar} px");
+        let value_end = left + bar + 6.0 + 20.0 * 6.9;
+        assert!(value_end <= w, "value ends at {value_end}");
+        let shown = short_label(&labels[1]);
+        assert_eq!(shown.chars().count(), MAX_LABEL);
+        assert!(shown.ends_with('…'));
+        assert!(MAX_LABEL as f64 * 7.5 <= left - 8.0, "left margin {left}");
     }
 }

@@ -61,6 +61,31 @@ pub struct Row {
     pub subject: String,
     pub gbps: f64,
     pub ceiling_gbps: Option<f64>,
+    /// A write made durable (fsync'd), as a file copy writes: slower than the disk test's
+    /// direct writes where a write-back cache sits below. Absent for other rows.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub durable: bool,
+}
+
+impl Row {
+    fn new(layer: &str, host: &str, subject: impl Into<String>, gbps: f64) -> Self {
+        Self {
+            layer: layer.into(),
+            host: host.into(),
+            subject: subject.into(),
+            gbps,
+            ceiling_gbps: None,
+            durable: false,
+        }
+    }
+
+    /// The same layer of the same disk (or interface) on the same host.
+    pub fn same_place(&self, other: &Row) -> bool {
+        self.layer == other.layer
+            && self.host == other.host
+            && self.subject == other.subject
+            && self.durable == other.durable
+    }
 }
 
 /// What limits a disk-to-disk copy.
@@ -72,6 +97,10 @@ pub struct CopyLimit {
     pub limited_by: Row,
     /// A copy was measured: its end-to-end rate, Gb/s.
     pub measured_gbps: Option<f64>,
+    /// The measured copy's own layers as the copy saw them: reading its source file, the
+    /// network during the copy, and the durable write at the other end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<Row>,
     pub sentence: String,
 }
 
@@ -95,8 +124,9 @@ fn layer_words(r: &Row) -> String {
     } else {
         ""
     };
+    let durable = if r.durable { " (durable, fsync)" } else { "" };
     match r.layer.as_str() {
-        "disk_read" | "disk_write" => format!("{what} {host}disk {}", r.subject),
+        "disk_read" | "disk_write" => format!("{what} {host}disk {}{durable}", r.subject),
         "network" => format!("{what} ({})", r.subject),
         _ => what.to_string(),
     }
@@ -113,126 +143,142 @@ fn gbs(gbps: f64) -> String {
     }
 }
 
-/// Build the pyramid and, when a disk limits a copy well below the network, a finding.
-pub fn pyramid(i: &PyramidInput) -> (Pyramid, Vec<Finding>) {
+/// The rows: memory, each disk (read, write, and the durable write a measured copy made on
+/// it), the network, and the measured copy end to end.
+fn rows(i: &PyramidInput) -> Vec<Row> {
     let mut rows = Vec::new();
     if let Some(g) = i.memory_gbps {
         rows.push(Row {
-            layer: "memory".into(),
-            host: "local".into(),
-            subject: "copy, all cores".into(),
-            gbps: g,
             ceiling_gbps: i.memory_ceiling_gbps,
+            ..Row::new("memory", "local", "copy, all cores", g)
         });
     }
     for d in &i.disks {
+        let subject = disk_subject(d);
         for (layer, g) in [("disk_read", d.read_gbps), ("disk_write", d.write_gbps)] {
             if let Some(g) = g {
-                rows.push(Row {
-                    layer: layer.into(),
-                    host: d.host.clone(),
-                    subject: format!("{} ({})", d.path, d.filesystem),
-                    gbps: g,
-                    ceiling_gbps: None,
-                });
+                rows.push(Row::new(layer, &d.host, subject.clone(), g));
             }
+        }
+    }
+    if let Some(c) = &i.copy {
+        // The copy's destination is a disk too: the first local disk on loopback (the
+        // self-check's server writes next to the source), else the server's write directory.
+        if let (Some(g), Some(row)) = (c.destination_write_gbps, copy_destination(i, c)) {
+            rows.push(Row { gbps: g, ..row });
         }
     }
     if let Some(g) = i.network_gbps {
         rows.push(Row {
-            layer: "network".into(),
-            host: "local".into(),
-            subject: i.network_subject.clone(),
-            gbps: g,
             ceiling_gbps: i.network_ceiling_gbps,
+            ..Row::new("network", "local", i.network_subject.clone(), g)
         });
     }
     if let Some(c) = &i.copy {
-        rows.push(Row {
-            layer: "file_copy".into(),
-            host: "local".into(),
-            subject: format!("disk → {} → disk", c.to),
-            gbps: c.end_to_end_gbps,
-            ceiling_gbps: None,
-        });
+        rows.push(Row::new(
+            "file_copy",
+            "local",
+            format!("disk → {} → disk", c.to),
+            c.end_to_end_gbps,
+        ));
     }
+    rows
+}
+
+fn disk_subject(d: &DiskIn) -> String {
+    format!("{} ({})", d.path, d.filesystem)
+}
+
+/// The row of the disk a measured copy wrote to (durable), without its rate.
+fn copy_destination(i: &PyramidInput, c: &CopyIn) -> Option<Row> {
+    let row = if c.to == "loopback" {
+        let d = i.disks.iter().find(|d| d.host == "local")?;
+        Row::new("disk_write", "local", disk_subject(d), 0.0)
+    } else {
+        Row::new("disk_write", "remote", "its write directory", 0.0)
+    };
+    Some(Row {
+        durable: true,
+        ..row
+    })
+}
+
+/// A measured copy's own layers (source read, network, durable write), as the copy saw them.
+fn copy_layers(i: &PyramidInput, c: &CopyIn) -> Vec<Row> {
+    let mut v = Vec::new();
+    if let Some(g) = c.source_read_gbps {
+        let subject = i
+            .disks
+            .iter()
+            .find(|d| d.host == "local")
+            .map_or_else(|| "its source file".to_string(), disk_subject);
+        v.push(Row::new("disk_read", "local", subject, g));
+    }
+    if let Some(g) = c.network_gbps {
+        v.push(Row::new(
+            "network",
+            "local",
+            format!("{}, during the copy", i.network_subject),
+            g,
+        ));
+    }
+    if let (Some(g), Some(row)) = (c.destination_write_gbps, copy_destination(i, c)) {
+        v.push(Row { gbps: g, ..row });
+    }
+    v
+}
+
+/// The slowest layer of a disk-to-disk copy: the measured copy's layers when a copy ran,
+/// else the disk tests and the network test standing in for them.
+fn copy_limit(i: &PyramidInput, rows: &[Row]) -> Option<CopyLimit> {
+    let layers = i
+        .copy
+        .as_ref()
+        .map(|c| copy_layers(i, c))
+        .unwrap_or_default();
+    let chain: Vec<Row> = if layers.len() >= 2 {
+        layers.clone()
+    } else {
+        let best = |layer: &str| {
+            rows.iter()
+                .filter(|r| r.layer == layer && r.host == "local" && !r.durable)
+                .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
+                .cloned()
+        };
+        [best("disk_read"), best("network"), best("disk_write")]
+            .into_iter()
+            .flatten()
+            .collect()
+    };
+    if chain.len() < 2 {
+        return None;
+    }
+    let slow = chain.iter().min_by(|a, b| a.gbps.total_cmp(&b.gbps))?;
+    let measured = i.copy.as_ref().map(|c| c.end_to_end_gbps);
+    let mut sentence = format!(
+        "a disk-to-disk copy can reach about {} ({:.2} Gb/s): {} is the slowest layer",
+        gbs(slow.gbps),
+        slow.gbps,
+        layer_words(slow)
+    );
+    if let Some(m) = measured {
+        let _ = write!(sentence, "; a measured copy reached {}", gbs(m));
+    }
+    Some(CopyLimit {
+        gbps: slow.gbps,
+        limited_by: slow.clone(),
+        measured_gbps: measured,
+        layers,
+        sentence,
+    })
+}
+
+/// Build the pyramid and, when a disk limits a copy well below the network, a finding.
+pub fn pyramid(i: &PyramidInput) -> (Pyramid, Vec<Finding>) {
+    let rows = rows(i);
+    let copy = copy_limit(i, &rows);
     let mut notes = i.notes.clone();
     let net = rows.iter().find(|r| r.layer == "network").cloned();
-    // A copy reads a local disk, crosses the network and writes a disk at the other end.
-    // A measured copy knows each of these as the copy saw them (writes made durable);
-    // without one, the disk tests and the network test stand in.
-    let measured_chain: Option<Vec<Row>> = i.copy.as_ref().map(|c| {
-        let remote = c.to != "loopback";
-        let mut v = Vec::new();
-        if let Some(g) = c.source_read_gbps {
-            v.push(Row {
-                layer: "disk_read".into(),
-                host: "local".into(),
-                subject: "(the copy's source file)".into(),
-                gbps: g,
-                ceiling_gbps: None,
-            });
-        }
-        if let Some(g) = c.network_gbps {
-            v.push(Row {
-                layer: "network".into(),
-                host: "local".into(),
-                subject: format!("{}, during the copy", i.network_subject),
-                gbps: g,
-                ceiling_gbps: None,
-            });
-        }
-        if let Some(g) = c.destination_write_gbps {
-            v.push(Row {
-                layer: "disk_write".into(),
-                host: if remote { "remote" } else { "local" }.into(),
-                subject: "(the copy, made durable with fsync)".into(),
-                gbps: g,
-                ceiling_gbps: None,
-            });
-        }
-        v
-    });
-    let chain: Vec<Row> = match measured_chain {
-        Some(v) if v.len() >= 2 => {
-            rows.extend(v.iter().filter(|r| r.layer != "network").cloned());
-            v
-        }
-        _ => {
-            let best = |layer: &str| {
-                rows.iter()
-                    .filter(|r| r.layer == layer && r.host == "local")
-                    .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
-                    .cloned()
-            };
-            [best("disk_read"), net.clone(), best("disk_write")]
-                .into_iter()
-                .flatten()
-                .collect()
-        }
-    };
-    let copy = chain
-        .iter()
-        .min_by(|a, b| a.gbps.total_cmp(&b.gbps))
-        .filter(|_| chain.len() >= 2)
-        .map(|slow| {
-            let measured = i.copy.as_ref().map(|c| c.end_to_end_gbps);
-            let mut sentence = format!(
-                "a disk-to-disk copy can reach about {} ({:.2} Gb/s): {} is the slowest layer",
-                gbs(slow.gbps),
-                slow.gbps,
-                layer_words(slow)
-            );
-            if let Some(m) = measured {
-                let _ = write!(sentence, "; a measured copy reached {}", gbs(m));
-            }
-            CopyLimit {
-                gbps: slow.gbps,
-                limited_by: slow.clone(),
-                measured_gbps: measured,
-                sentence,
-            }
-        });
     if copy.is_none() && net.is_some() && i.disks.is_empty() {
         notes.push("no disk measured: give doctor --disk PATH to include one".into());
     }
@@ -300,6 +346,42 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].id, "storage.disk_limits_copy");
         assert_eq!(p.rows.len(), 4);
+        assert!(p.rows.iter().all(|r| !r.durable));
+    }
+
+    #[test]
+    fn one_row_per_disk_layer_and_the_copys_layers_stay_the_copys() {
+        let mut i = input();
+        i.copy = Some(CopyIn {
+            to: "loopback".into(),
+            end_to_end_gbps: 2.3,
+            source_read_gbps: Some(27.0),
+            network_gbps: Some(18.0),
+            destination_write_gbps: Some(2.4),
+            bottleneck: Some("destination_write".into()),
+        });
+        let (p, _) = pyramid(&i);
+        let disk = "/data (ext4 on nvme0n1)";
+        let of = |layer: &str, durable: bool| {
+            p.rows
+                .iter()
+                .filter(|r| r.layer == layer && r.durable == durable)
+                .map(|r| (r.subject.as_str(), r.gbps))
+                .collect::<Vec<_>>()
+        };
+        // The disk: read and write from the disk test, the durable write from the copy; the
+        // copy's source read is not a second "disk read" row.
+        assert_eq!(of("disk_read", false), vec![(disk, 24.0)]);
+        assert_eq!(of("disk_write", false), vec![(disk, 3.2)]);
+        assert_eq!(of("disk_write", true), vec![(disk, 2.4)]);
+        assert_eq!(of("file_copy", false).len(), 1);
+        assert_eq!(p.rows.len(), 6, "{:?}", p.rows);
+        let c = p.copy.unwrap();
+        assert_eq!(c.layers.len(), 3);
+        assert!(c.limited_by.durable);
+        assert!(c.sentence.contains("(durable, fsync)"), "{}", c.sentence);
+        let json = serde_json::to_value(&c.layers[0]).unwrap();
+        assert!(json.get("durable").is_none(), "{json}");
     }
 
     #[test]
