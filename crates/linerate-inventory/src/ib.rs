@@ -7,7 +7,27 @@ use serde::Serialize;
 
 use crate::fs::{parse_hex_u32, Root};
 use crate::pci::{nearest_function, Registry};
-use crate::ports::LinkLayer;
+
+/// The `link_layer` of an RDMA port. It lives here, with the port it is read from;
+/// `ports` joins RDMA ports and netdevs and depends on this module, never the reverse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkLayer {
+    Infiniband,
+    Ethernet,
+    Unknown,
+}
+
+impl LinkLayer {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "InfiniBand" => Some(Self::Infiniband),
+            "Ethernet" => Some(Self::Ethernet),
+            "Unknown" => Some(Self::Unknown),
+            _ => None,
+        }
+    }
+}
 
 /// One PMA error or data counter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -2,27 +2,8 @@
 
 use serde::Serialize;
 
-use crate::ib::IbDevice;
+use crate::ib::{IbDevice, LinkLayer};
 use crate::net::{Netdev, NetdevKind};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LinkLayer {
-    Infiniband,
-    Ethernet,
-    Unknown,
-}
-
-impl LinkLayer {
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "InfiniBand" => Some(Self::Infiniband),
-            "Ethernet" => Some(Self::Ethernet),
-            "Unknown" => Some(Self::Unknown),
-            _ => None,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
