@@ -188,12 +188,7 @@ fn read_port(r: &mut Root, dir: &Path, dev: &str, n: u32) -> IbPort {
                     value,
                     pegged: bits < 64 && value >= (1u64 << bits) - 1,
                 }),
-                Err(_) => r.problem(
-                    &p,
-                    s,
-                    crate::fs::ProblemKind::Malformed,
-                    format!("found `{v}`, expected a decimal counter"),
-                ),
+                Err(_) => r.bad_value(&p, s, &v, "a decimal counter"),
             },
             Ok(None) | Err(_) => {}
         }

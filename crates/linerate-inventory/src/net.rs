@@ -122,11 +122,11 @@ fn read_netdev(r: &mut Root, pcis: &mut Registry, dir: &Path, name: &str) -> Net
             Ok(s) if s > 0 && s < i64::from(u32::MAX) => Some(s as u32),
             Ok(_) => None,
             Err(_) => {
-                r.problem(
+                r.bad_value(
                     &dir.join("speed"),
                     name,
-                    crate::fs::ProblemKind::Malformed,
-                    format!("found `{v}`, expected Mb/s as a decimal number or -1"),
+                    &v,
+                    "Mb/s as a decimal number or -1",
                 );
                 None
             }
