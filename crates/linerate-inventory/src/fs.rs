@@ -160,6 +160,20 @@ impl Root {
         self.parse(p, subject, v, expected, f)
     }
 
+    /// `req` then `parse`, also returning the value as read, so evidence can quote the
+    /// file (`5.0 GT/s PCIe`, `40 Gb/sec (4X QDR)`) instead of a re-rendering of it.
+    pub fn req_parse_verbatim<T>(
+        &mut self,
+        p: &Path,
+        subject: &str,
+        expected: &str,
+        f: impl FnOnce(&str) -> Option<T>,
+    ) -> (Option<T>, Option<String>) {
+        let v = self.req(p, subject);
+        let verbatim = v.clone();
+        (self.parse(p, subject, v, expected, f), verbatim)
+    }
+
     /// `opt` then `parse`.
     pub fn opt_parse<T>(
         &mut self,
@@ -355,11 +369,18 @@ mod tests {
                 ("/bad", &ProblemKind::Malformed),
             ]
         );
-        assert!(r.problems[0].detail.contains("empty file"), "{:?}", r.problems[0]);
+        assert!(
+            r.problems[0].detail.contains("empty file"),
+            "{:?}",
+            r.problems[0]
+        );
         // An empty value that parses (an empty CPU list) is not a problem at all.
         let mut r = Root::new(d.path());
         let p = r.path("empty");
-        assert_eq!(r.req_parse(&p, "x", "a CPU list", parse_cpulist), Some(Vec::new()));
+        assert_eq!(
+            r.req_parse(&p, "x", "a CPU list", parse_cpulist),
+            Some(Vec::new())
+        );
         assert!(r.problems.is_empty());
     }
 }

@@ -53,6 +53,18 @@ pub struct IbPort {
     pub roce_netdev: Option<String>,
     /// Error and data counters; empty when the port has no PMA.
     pub counters: Vec<Counter>,
+    /// The state and rate files as read, quoted by evidence. Not serialized: the JSON keeps its shape.
+    #[serde(skip)]
+    pub verbatim: IbPortFiles,
+}
+
+/// `state`, `phys_state` and `rate` exactly as the kernel printed them
+/// (`4: ACTIVE`, `5: LinkUp`, `10 Gb/sec (4X)` on old kernels).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IbPortFiles {
+    pub state: Option<String>,
+    pub phys_state: Option<String>,
+    pub rate: Option<String>,
 }
 
 impl IbPort {
@@ -140,13 +152,13 @@ fn read_device(r: &mut Root, pcis: &mut Registry, dir: &Path, name: &str) -> IbD
 fn read_port(r: &mut Root, dir: &Path, dev: &str, n: u32) -> IbPort {
     let subject = format!("{dev}/{n}");
     let s = subject.as_str();
-    let state = r.req_parse(
+    let (state, state_raw) = r.req_parse_verbatim(
         &dir.join("state"),
         s,
         "`N: NAME` with N 0-5",
         IbState::parse,
     );
-    let phys_state = r.req_parse(
+    let (phys_state, phys_state_raw) = r.req_parse_verbatim(
         &dir.join("phys_state"),
         s,
         "`N: NAME` with N 1-7",
@@ -161,7 +173,8 @@ fn read_port(r: &mut Root, dir: &Path, dev: &str, n: u32) -> IbPort {
         )
         .unwrap_or(LinkLayer::Unknown);
     // The rate of a down port is meaningless (mlx4 forces SDR), but it is still parsed.
-    let rate = r.req_parse(&dir.join("rate"), s, "`40 Gb/sec (4X QDR)`", IbRate::parse);
+    let (rate, rate_raw) =
+        r.req_parse_verbatim(&dir.join("rate"), s, "`40 Gb/sec (4X QDR)`", IbRate::parse);
     let lid = r.opt_parse(&dir.join("lid"), s, "a hex LID like `0x1`", parse_hex_u32);
     let sm_lid = r.opt_parse(
         &dir.join("sm_lid"),
@@ -205,5 +218,10 @@ fn read_port(r: &mut Root, dir: &Path, dev: &str, n: u32) -> IbPort {
         gid0,
         roce_netdev,
         counters,
+        verbatim: IbPortFiles {
+            state: state_raw,
+            phys_state: phys_state_raw,
+            rate: rate_raw,
+        },
     }
 }

@@ -24,8 +24,9 @@ fn state_str(p: &IbPort) -> String {
     p.state.map_or("?".into(), |s| s.name().to_string())
 }
 
-fn phys_str(p: &IbPort) -> String {
-    p.phys_state.map_or("?".into(), |s| s.name().to_string())
+/// Evidence quotes the files as read (`2: INIT`, `5: LinkUp`, `40 Gb/sec (4X QDR)`).
+fn verbatim(v: Option<&String>) -> &str {
+    v.map_or("?", String::as_str)
 }
 
 pub fn rules(inv: &Inventory, analysis: &[PortAnalysis], out: &mut Vec<Finding>) {
@@ -67,8 +68,11 @@ fn ib_state(
         return; // RoCE: the netdev rule speaks for it.
     }
     let ev = |f: Finding| {
-        f.evidence(ibp(dev, p, "state"), state_str(p))
-            .evidence(ibp(dev, p, "phys_state"), phys_str(p))
+        f.evidence(ibp(dev, p, "state"), verbatim(p.verbatim.state.as_ref()))
+            .evidence(
+                ibp(dev, p, "phys_state"),
+                verbatim(p.verbatim.phys_state.as_ref()),
+            )
     };
     match (p.state, p.phys_state) {
         (Some(IbState::Init | IbState::Armed), Some(IbPhysState::LinkUp)) => {
@@ -161,12 +165,7 @@ fn ib_rate(inv: &Inventory, port: &Port, dev: &IbDevice, p: &IbPort, out: &mut V
         .as_deref()
         .and_then(|a| inv.pci(a))
         .and_then(linerate_inventory::PciFunction::card);
-    let ev = |f: Finding| {
-        f.evidence(
-            ibp(dev, p, "rate"),
-            format!("{} Gb/sec ({})", fmt_num(rate.nominal_gbps), rate.label()),
-        )
-    };
+    let ev = |f: Finding| f.evidence(ibp(dev, p, "rate"), verbatim(p.verbatim.rate.as_ref()));
     if let Some(max) = card.and_then(|c| c.max_ib) {
         if rate.speed < max {
             let c = card.map_or("the card", |c| c.model);
