@@ -68,6 +68,17 @@ pub struct IbPortFiles {
 }
 
 impl IbPort {
+    /// The rate, when it describes a link: the port is ACTIVE, or at least physically LinkUp
+    /// (INIT or ARMED, waiting for a subnet manager). On a port that is not up the drivers
+    /// leave a placeholder in `rate` (mlx4: `10 Gb/sec (4X SDR)` or `2.5 Gb/sec (1X SDR)`;
+    /// mlx5 RoCE with no active Ethernet protocol: `40 Gb/sec (4X QDR)`), and an unknown
+    /// state proves nothing: `None` is the honest answer then.
+    pub fn link_rate(&self) -> Option<IbRate> {
+        let up = matches!(self.state, Some(IbState::Active | IbState::ActiveDefer))
+            || self.phys_state == Some(IbPhysState::LinkUp);
+        self.rate.filter(|_| up)
+    }
+
     pub fn counter(&self, name: &str) -> Option<u64> {
         self.counters
             .iter()
@@ -92,6 +103,16 @@ pub struct IbDevice {
 }
 
 impl IbDevice {
+    /// An iWARP device (i40iw, irdma in iWARP mode, `iw_cxgb4`): `node_type` is `4: RNIC`.
+    /// Its ports run over Ethernet whatever `link_layer` says, and their `rate` is made up
+    /// by the driver (`iw_cxgb4` always reports 4X DDR, i40iw 4X SDR): the netdev's speed is
+    /// the link rate.
+    pub fn is_iwarp(&self) -> bool {
+        self.node_type
+            .as_deref()
+            .is_some_and(|t| t.split_once(':').map_or(t, |(_, name)| name).trim() == "RNIC")
+    }
+
     /// Driver family from the device name: `mlx4`, `mlx5`, `mthca`, `rxe`, ...
     pub fn family(&self) -> &str {
         self.name
@@ -172,7 +193,8 @@ fn read_port(r: &mut Root, dir: &Path, dev: &str, n: u32) -> IbPort {
             LinkLayer::parse,
         )
         .unwrap_or(LinkLayer::Unknown);
-    // The rate of a down port is meaningless (mlx4 forces SDR), but it is still parsed.
+    // The rate of a port that is not up is a driver placeholder (mlx4 reports SDR, mlx5 4X
+    // QDR), but it is still parsed: `IbPort::link_rate` decides when it can be believed.
     let (rate, rate_raw) =
         r.req_parse_verbatim(&dir.join("rate"), s, "`40 Gb/sec (4X QDR)`", IbRate::parse);
     let lid = r.opt_parse(&dir.join("lid"), s, "a hex LID like `0x1`", parse_hex_u32);

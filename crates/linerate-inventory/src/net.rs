@@ -60,6 +60,19 @@ pub struct Netdev {
     pub errors: BTreeMap<String, u64>,
 }
 
+impl Netdev {
+    /// The link speed when the link is up. Without carrier the `speed` file is EINVAL, -1,
+    /// or on some drivers a stale or preset figure: only a carrier makes it a link rate.
+    /// A capture without a `carrier` file is believed unless `operstate` says down.
+    pub fn link_speed_mbps(&self) -> Option<u32> {
+        match self.carrier {
+            Some(false) => None,
+            None if self.operstate.as_deref() == Some("down") => None,
+            _ => self.speed_mbps,
+        }
+    }
+}
+
 const ERROR_STATS: [&str; 8] = [
     "rx_errors",
     "tx_errors",

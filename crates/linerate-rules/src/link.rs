@@ -105,7 +105,9 @@ fn ib_state(
                 .fix("Run a subnet manager on exactly one node of the fabric (`apt install opensm && systemctl enable --now opensm`), or enable the managed switch's embedded SM. Then check `sminfo` and that the port reaches ACTIVE."),
             );
         }
-        (Some(IbState::Down), phys) => {
+        // A port whose logical state is unknown is down too when its physical state says so.
+        (Some(IbState::Down), phys)
+        | (None, phys @ Some(IbPhysState::Polling | IbPhysState::Disabled)) => {
             let sibling_active = dev.ports.iter().any(|o| {
                 o.number != p.number
                     && matches!(o.state, Some(IbState::Active | IbState::ActiveDefer))
@@ -159,7 +161,7 @@ fn ib_rate(inv: &Inventory, port: &Port, dev: &IbDevice, p: &IbPort, out: &mut V
     {
         return;
     }
-    let Some(rate) = p.rate else { return };
+    let Some(rate) = p.link_rate() else { return };
     let card = dev
         .pci
         .as_deref()
