@@ -94,8 +94,11 @@ pub fn render_finding(out: &mut String, f: &Finding, style: Style, indent: &str)
 }
 
 fn port_header(inv: &Inventory, p: &Port) -> String {
+    // The JSON kind of an iWARP port stays `roce` (an RDMA-capable Ethernet port); people are told which.
+    let iwarp = inv.ib_port(p).is_some_and(|(d, _)| d.is_iwarp());
     let kind = match p.kind {
         PortKind::Infiniband => "InfiniBand",
+        PortKind::Roce if iwarp => "iWARP (Ethernet)",
         PortKind::Roce => "RoCE (Ethernet)",
         PortKind::Ethernet => "Ethernet",
         PortKind::Paravirtual => "paravirtual NIC",
@@ -429,6 +432,7 @@ mod tests {
             "{text}"
         );
         let (text, _) = render("chelsio-t5-iwarp", |_| {});
+        assert!(text.contains("enp2s0f4  iWARP (Ethernet)"), "{text}");
         assert!(
             text.contains("20 Gb/sec (4X DDR) (made up by the iWARP driver"),
             "{text}"
