@@ -20,7 +20,9 @@ pub enum ProblemKind {
     Missing,
     /// The file exists but its content is not in the expected format.
     Malformed,
-    /// Reading failed (permission, EINVAL from a device in D3, not a regular file, ...).
+    /// Reading failed (permission, EINVAL from a device in D3, not a regular file, ...),
+    /// or the file is empty: the kernel never prints an empty value for the attributes we
+    /// parse, and capture tools store an attribute they could not read as an empty file.
     Unreadable,
 }
 
@@ -120,14 +122,29 @@ impl Root {
         match f(&v) {
             Some(t) => Some(t),
             None => {
-                self.problem(
-                    p,
-                    subject,
-                    ProblemKind::Malformed,
-                    format!("found `{}`, expected {expected}", truncate(&v, 80)),
-                );
+                self.bad_value(p, subject, &v, expected);
                 None
             }
+        }
+    }
+
+    /// Record a value that does not parse: an empty one as unreadable (what a capture
+    /// of an unreadable attribute looks like), anything else as malformed.
+    pub fn bad_value(&mut self, p: &Path, subject: &str, v: &str, expected: &str) {
+        if v.is_empty() {
+            self.problem(
+                p,
+                subject,
+                ProblemKind::Unreadable,
+                format!("empty file, expected {expected}: a capture stores an attribute it could not read this way"),
+            );
+        } else {
+            self.problem(
+                p,
+                subject,
+                ProblemKind::Malformed,
+                format!("found `{}`, expected {expected}", truncate(v, 80)),
+            );
         }
     }
 
@@ -141,6 +158,20 @@ impl Root {
     ) -> Option<T> {
         let v = self.req(p, subject);
         self.parse(p, subject, v, expected, f)
+    }
+
+    /// `req` then `parse`, also returning the value as read, so evidence can quote the
+    /// file (`5.0 GT/s PCIe`, `40 Gb/sec (4X QDR)`) instead of a re-rendering of it.
+    pub fn req_parse_verbatim<T>(
+        &mut self,
+        p: &Path,
+        subject: &str,
+        expected: &str,
+        f: impl FnOnce(&str) -> Option<T>,
+    ) -> (Option<T>, Option<String>) {
+        let v = self.req(p, subject);
+        let verbatim = v.clone();
+        (self.parse(p, subject, v, expected, f), verbatim)
     }
 
     /// `opt` then `parse`.
@@ -309,6 +340,48 @@ mod tests {
         assert_eq!(r.req(&p, "x"), None);
         assert_eq!(r.problems[0].path, "/dir");
         assert_eq!(r.problems[0].kind, ProblemKind::Unreadable);
+    }
+
+    /// An empty file is what a capture makes of an unreadable attribute: unreadable, not
+    /// malformed. A non-empty value that does not parse stays malformed.
+    #[test]
+    fn empty_file_is_unreadable_not_malformed() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("empty"), "").unwrap();
+        std::fs::write(d.path().join("newline"), "\n").unwrap();
+        std::fs::write(d.path().join("bad"), "fast\n").unwrap();
+        let mut r = Root::new(d.path());
+        let num = |v: &str| v.parse::<u32>().ok();
+        for name in ["empty", "newline", "bad"] {
+            let p = r.path(name);
+            assert_eq!(r.req_parse(&p, name, "a number", num), None);
+        }
+        let kinds: Vec<(&str, &ProblemKind)> = r
+            .problems
+            .iter()
+            .map(|p| (p.path.as_str(), &p.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("/empty", &ProblemKind::Unreadable),
+                ("/newline", &ProblemKind::Unreadable),
+                ("/bad", &ProblemKind::Malformed),
+            ]
+        );
+        assert!(
+            r.problems[0].detail.contains("empty file"),
+            "{:?}",
+            r.problems[0]
+        );
+        // An empty value that parses (an empty CPU list) is not a problem at all.
+        let mut r = Root::new(d.path());
+        let p = r.path("empty");
+        assert_eq!(
+            r.req_parse(&p, "x", "a CPU list", parse_cpulist),
+            Some(Vec::new())
+        );
+        assert!(r.problems.is_empty());
     }
 }
 

@@ -7,7 +7,27 @@ use serde::Serialize;
 
 use crate::fs::{parse_hex_u32, Root};
 use crate::pci::{nearest_function, Registry};
-use crate::ports::LinkLayer;
+
+/// The `link_layer` of an RDMA port. It lives here, with the port it is read from;
+/// `ports` joins RDMA ports and netdevs and depends on this module, never the reverse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkLayer {
+    Infiniband,
+    Ethernet,
+    Unknown,
+}
+
+impl LinkLayer {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "InfiniBand" => Some(Self::Infiniband),
+            "Ethernet" => Some(Self::Ethernet),
+            "Unknown" => Some(Self::Unknown),
+            _ => None,
+        }
+    }
+}
 
 /// One PMA error or data counter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -33,9 +53,32 @@ pub struct IbPort {
     pub roce_netdev: Option<String>,
     /// Error and data counters; empty when the port has no PMA.
     pub counters: Vec<Counter>,
+    /// The state and rate files as read, quoted by evidence. Not serialized: the JSON keeps its shape.
+    #[serde(skip)]
+    pub verbatim: IbPortFiles,
+}
+
+/// `state`, `phys_state` and `rate` exactly as the kernel printed them
+/// (`4: ACTIVE`, `5: LinkUp`, `10 Gb/sec (4X)` on old kernels).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IbPortFiles {
+    pub state: Option<String>,
+    pub phys_state: Option<String>,
+    pub rate: Option<String>,
 }
 
 impl IbPort {
+    /// The rate, when it describes a link: the port is ACTIVE, or at least physically LinkUp
+    /// (INIT or ARMED, waiting for a subnet manager). On a port that is not up the drivers
+    /// leave a placeholder in `rate` (mlx4: `10 Gb/sec (4X SDR)` or `2.5 Gb/sec (1X SDR)`;
+    /// mlx5 RoCE with no active Ethernet protocol: `40 Gb/sec (4X QDR)`), and an unknown
+    /// state proves nothing: `None` is the honest answer then.
+    pub fn link_rate(&self) -> Option<IbRate> {
+        let up = matches!(self.state, Some(IbState::Active | IbState::ActiveDefer))
+            || self.phys_state == Some(IbPhysState::LinkUp);
+        self.rate.filter(|_| up)
+    }
+
     pub fn counter(&self, name: &str) -> Option<u64> {
         self.counters
             .iter()
@@ -60,6 +103,16 @@ pub struct IbDevice {
 }
 
 impl IbDevice {
+    /// An iWARP device (i40iw, irdma in iWARP mode, `iw_cxgb4`): `node_type` is `4: RNIC`.
+    /// Its ports run over Ethernet whatever `link_layer` says, and their `rate` is made up
+    /// by the driver (`iw_cxgb4` always reports 4X DDR, i40iw 4X SDR): the netdev's speed is
+    /// the link rate.
+    pub fn is_iwarp(&self) -> bool {
+        self.node_type
+            .as_deref()
+            .is_some_and(|t| t.split_once(':').map_or(t, |(_, name)| name).trim() == "RNIC")
+    }
+
     /// Driver family from the device name: `mlx4`, `mlx5`, `mthca`, `rxe`, ...
     pub fn family(&self) -> &str {
         self.name
@@ -120,13 +173,13 @@ fn read_device(r: &mut Root, pcis: &mut Registry, dir: &Path, name: &str) -> IbD
 fn read_port(r: &mut Root, dir: &Path, dev: &str, n: u32) -> IbPort {
     let subject = format!("{dev}/{n}");
     let s = subject.as_str();
-    let state = r.req_parse(
+    let (state, state_raw) = r.req_parse_verbatim(
         &dir.join("state"),
         s,
         "`N: NAME` with N 0-5",
         IbState::parse,
     );
-    let phys_state = r.req_parse(
+    let (phys_state, phys_state_raw) = r.req_parse_verbatim(
         &dir.join("phys_state"),
         s,
         "`N: NAME` with N 1-7",
@@ -140,8 +193,10 @@ fn read_port(r: &mut Root, dir: &Path, dev: &str, n: u32) -> IbPort {
             LinkLayer::parse,
         )
         .unwrap_or(LinkLayer::Unknown);
-    // The rate of a down port is meaningless (mlx4 forces SDR), but it is still parsed.
-    let rate = r.req_parse(&dir.join("rate"), s, "`40 Gb/sec (4X QDR)`", IbRate::parse);
+    // The rate of a port that is not up is a driver placeholder (mlx4 reports SDR, mlx5 4X
+    // QDR), but it is still parsed: `IbPort::link_rate` decides when it can be believed.
+    let (rate, rate_raw) =
+        r.req_parse_verbatim(&dir.join("rate"), s, "`40 Gb/sec (4X QDR)`", IbRate::parse);
     let lid = r.opt_parse(&dir.join("lid"), s, "a hex LID like `0x1`", parse_hex_u32);
     let sm_lid = r.opt_parse(
         &dir.join("sm_lid"),
@@ -168,12 +223,7 @@ fn read_port(r: &mut Root, dir: &Path, dev: &str, n: u32) -> IbPort {
                     value,
                     pegged: bits < 64 && value >= (1u64 << bits) - 1,
                 }),
-                Err(_) => r.problem(
-                    &p,
-                    s,
-                    crate::fs::ProblemKind::Malformed,
-                    format!("found `{v}`, expected a decimal counter"),
-                ),
+                Err(_) => r.bad_value(&p, s, &v, "a decimal counter"),
             },
             Ok(None) | Err(_) => {}
         }
@@ -190,5 +240,10 @@ fn read_port(r: &mut Root, dir: &Path, dev: &str, n: u32) -> IbPort {
         gid0,
         roce_netdev,
         counters,
+        verbatim: IbPortFiles {
+            state: state_raw,
+            phys_state: phys_state_raw,
+            rate: rate_raw,
+        },
     }
 }

@@ -22,10 +22,10 @@ use thiserror::Error;
 pub use fs::ser::cpulist_string;
 pub use fs::{parse_cpulist, Problem, ProblemKind};
 pub use host::{Host, NumaNode, SocketLimits};
-pub use ib::{Counter, IbDevice, IbPort};
+pub use ib::{Counter, IbDevice, IbPort, IbPortFiles, LinkLayer};
 pub use net::{IpoibInfo, IpoibMode, Netdev, NetdevKind};
-pub use pci::{PciFunction, PcieLinkFiles, UpstreamPort};
-pub use ports::{LinkLayer, Port, PortKind};
+pub use pci::{PciFunction, PcieLinkFiles, PcieSpeedFiles, UpstreamPort};
+pub use ports::{Port, PortKind};
 
 /// Everything probe found.
 #[derive(Debug, Clone, Serialize)]

@@ -60,6 +60,19 @@ pub struct Netdev {
     pub errors: BTreeMap<String, u64>,
 }
 
+impl Netdev {
+    /// The link speed when the link is up. Without carrier the `speed` file is EINVAL, -1,
+    /// or on some drivers a stale or preset figure: only a carrier makes it a link rate.
+    /// A capture without a `carrier` file is believed unless `operstate` says down.
+    pub fn link_speed_mbps(&self) -> Option<u32> {
+        match self.carrier {
+            Some(false) => None,
+            None if self.operstate.as_deref() == Some("down") => None,
+            _ => self.speed_mbps,
+        }
+    }
+}
+
 const ERROR_STATS: [&str; 8] = [
     "rx_errors",
     "tx_errors",
@@ -122,11 +135,11 @@ fn read_netdev(r: &mut Root, pcis: &mut Registry, dir: &Path, name: &str) -> Net
             Ok(s) if s > 0 && s < i64::from(u32::MAX) => Some(s as u32),
             Ok(_) => None,
             Err(_) => {
-                r.problem(
+                r.bad_value(
                     &dir.join("speed"),
                     name,
-                    crate::fs::ProblemKind::Malformed,
-                    format!("found `{v}`, expected Mb/s as a decimal number or -1"),
+                    &v,
+                    "Mb/s as a decimal number or -1",
                 );
                 None
             }

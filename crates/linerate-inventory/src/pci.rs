@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::fs::{parse_hex_u16, parse_hex_u32, Root};
 
 /// The four PCIe link attribute files, as parsed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PcieLinkFiles {
     pub current_speed: Option<PcieSpeed>,
     pub current_width: Option<u8>,
@@ -17,6 +17,17 @@ pub struct PcieLinkFiles {
     pub max_width: Option<u8>,
     /// The attribute files exist at all (PCIe function on a kernel that has them).
     pub present: bool,
+    /// The speed files as read, quoted by evidence. Not serialized: the JSON keeps its shape.
+    #[serde(skip)]
+    pub verbatim: PcieSpeedFiles,
+}
+
+/// `current_link_speed` and `max_link_speed` exactly as the kernel printed them
+/// (`8.0 GT/s PCIe` since v5.7, `8 GT/s` before).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PcieSpeedFiles {
+    pub current_speed: Option<String>,
+    pub max_speed: Option<String>,
 }
 
 impl PcieLinkFiles {
@@ -97,6 +108,11 @@ impl PciFunction {
         best
     }
 
+    /// The bridge above this function at `address`, if any.
+    pub fn upstream_port(&self, address: &str) -> Option<&UpstreamPort> {
+        self.upstream.iter().find(|u| u.address == address)
+    }
+
     /// The link data actually crosses: this function's link, narrowed by any
     /// upstream link that negotiated lower (a switch uplink).
     pub fn effective_link(&self) -> Option<PcieLink> {
@@ -172,22 +188,29 @@ fn read_link_files(r: &mut Root, dir: &Path, subject: &str) -> PcieLinkFiles {
     if !present {
         return PcieLinkFiles::default();
     }
+    let (current_speed, current_raw) = r.req_parse_verbatim(
+        &dir.join("current_link_speed"),
+        subject,
+        speed_exp,
+        PcieSpeed::parse,
+    );
+    let current_width = r.req_parse(&dir.join("current_link_width"), subject, width_exp, width);
+    let (max_speed, max_raw) = r.req_parse_verbatim(
+        &dir.join("max_link_speed"),
+        subject,
+        speed_exp,
+        PcieSpeed::parse,
+    );
     PcieLinkFiles {
-        current_speed: r.req_parse(
-            &dir.join("current_link_speed"),
-            subject,
-            speed_exp,
-            PcieSpeed::parse,
-        ),
-        current_width: r.req_parse(&dir.join("current_link_width"), subject, width_exp, width),
-        max_speed: r.req_parse(
-            &dir.join("max_link_speed"),
-            subject,
-            speed_exp,
-            PcieSpeed::parse,
-        ),
+        current_speed,
+        current_width,
+        max_speed,
         max_width: r.req_parse(&dir.join("max_link_width"), subject, width_exp, width),
         present: true,
+        verbatim: PcieSpeedFiles {
+            current_speed: current_raw,
+            max_speed: max_raw,
+        },
     }
 }
 

@@ -2,27 +2,8 @@
 
 use serde::Serialize;
 
-use crate::ib::IbDevice;
+use crate::ib::{IbDevice, LinkLayer};
 use crate::net::{Netdev, NetdevKind};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LinkLayer {
-    Infiniband,
-    Ethernet,
-    Unknown,
-}
-
-impl LinkLayer {
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "InfiniBand" => Some(Self::Infiniband),
-            "Ethernet" => Some(Self::Ethernet),
-            "Unknown" => Some(Self::Unknown),
-            _ => None,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -62,12 +43,18 @@ pub fn assemble(ib: &[IbDevice], netdevs: &[Netdev]) -> Vec<Port> {
     let mut claimed: Vec<&str> = Vec::new();
     for dev in ib {
         for p in &dev.ports {
+            // An iWARP port runs over Ethernet, whatever its `link_layer` file says.
+            let link_layer = if dev.is_iwarp() {
+                LinkLayer::Ethernet
+            } else {
+                p.link_layer
+            };
             let same_fn = |n: &&Netdev| n.pci.is_some() && n.pci == dev.pci;
             let index_matches = |n: &&Netdev| {
                 n.dev_port
                     .map_or(dev.ports.len() == 1, |d| d + 1 == p.number)
             };
-            let nd: Vec<&Netdev> = match p.link_layer {
+            let nd: Vec<&Netdev> = match link_layer {
                 LinkLayer::Ethernet => {
                     let by_gid = p
                         .roce_netdev
@@ -91,7 +78,7 @@ pub fn assemble(ib: &[IbDevice], netdevs: &[Netdev]) -> Vec<Port> {
                     .filter(index_matches)
                     .collect(),
             };
-            let kind = if p.link_layer == LinkLayer::Ethernet {
+            let kind = if link_layer == LinkLayer::Ethernet {
                 PortKind::Roce
             } else {
                 PortKind::Infiniband
@@ -104,7 +91,7 @@ pub fn assemble(ib: &[IbDevice], netdevs: &[Netdev]) -> Vec<Port> {
                     port: Some(p.number),
                     netdev: None,
                     pci: dev.pci.clone(),
-                    link_layer: p.link_layer,
+                    link_layer,
                 });
             }
             for n in nd {
@@ -116,7 +103,7 @@ pub fn assemble(ib: &[IbDevice], netdevs: &[Netdev]) -> Vec<Port> {
                     port: Some(p.number),
                     netdev: Some(n.name.clone()),
                     pci: dev.pci.clone(),
-                    link_layer: p.link_layer,
+                    link_layer,
                 });
             }
         }

@@ -282,10 +282,18 @@ fn link_stages(link: &LinkInput, chain: &mut Vec<Stage>, words: &mut Vec<String>
                     ),
                 });
             } else {
+                let explain = match e.phy_note() {
+                    Some(phy) => format!(
+                        "{}: {phy}; either way {} Gb/s of data at the MAC, the advertised speed",
+                        e.label(),
+                        fmt_num(data)
+                    ),
+                    None => format!("Ethernet link at {} Gb/s (MAC data rate)", fmt_num(data)),
+                };
                 chain.push(Stage {
                     stage: StageKind::Encoding,
                     gbps: round2(data),
-                    explain: format!("Ethernet link at {} Gb/s (MAC data rate)", fmt_num(data)),
+                    explain,
                 });
             }
             words.push(format!("{} link {} Gb/s", e.label(), fmt_num(data)));
@@ -513,6 +521,29 @@ mod tests {
         assert!((c.gbps - 40.0).abs() < 1e-9);
         assert!((c.tcp_gbps.unwrap() - 37.66).abs() < 0.01);
         assert_eq!(c.chain.last().unwrap().stage, StageKind::TcpGoodput);
+    }
+
+    /// The 1GbE chain names no line code it cannot know (copper has no 8b/10b).
+    #[test]
+    fn one_gbe_chain_is_generic() {
+        let c = ceiling(&input(
+            Some(LinkInput::Ethernet(EthSpeed::from_mbps(1000))),
+            Some(PcieLink::new(PcieGen::Gen1, 1)),
+        ));
+        assert_eq!(c.limited_by, LimitedBy::Link);
+        assert!((c.gbps - 1.0).abs() < 1e-9);
+        assert!(!c.chain.iter().any(|s| s.stage == StageKind::Signalling));
+        let enc = c
+            .chain
+            .iter()
+            .find(|s| s.stage == StageKind::Encoding)
+            .unwrap();
+        assert!(
+            enc.explain.contains("1000BASE-T or 1000BASE-X"),
+            "{}",
+            enc.explain
+        );
+        assert!(!c.summary.contains("8b/10b"), "{}", c.summary);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Encoding {
-    /// 8b/10b: 20% of the signalled bits are coding (SDR/DDR/QDR InfiniBand, PCIe 1-2, 1GbE).
+    /// 8b/10b: 20% of the signalled bits are coding (SDR/DDR/QDR InfiniBand, PCIe 1-2, 1000BASE-X).
     B8b10b,
     /// 64b/66b (FDR10, FDR, EDR InfiniBand; 10/25/40/100GbE NRZ).
     B64b66b,

@@ -22,7 +22,10 @@ pub struct EthSpeed {
 impl EthSpeed {
     pub fn from_mbps(mbps: u32) -> Self {
         let (lanes, lane, enc) = match mbps {
-            1_000 => (Some(1), Some(1.25), Some(Encoding::B8b10b)),
+            // 1 Gb/s has two common PHYs with nothing in common below the MAC: 1000BASE-T
+            // (copper, 4 pairs at 125 MBd, PAM-5) and 1000BASE-X (fibre or SerDes, 1.25 GBd,
+            // 8b/10b). sysfs does not say which (ethtool's port type is not in sysfs), so no
+            // signalling rate or line code is claimed; `phy_note` names both.
             10_000 => (Some(1), Some(10.3125), Some(Encoding::B64b66b)),
             25_000 => (Some(1), Some(25.781_25), Some(Encoding::B64b66b)),
             40_000 => (Some(4), Some(10.3125), Some(Encoding::B64b66b)),
@@ -39,6 +42,17 @@ impl EthSpeed {
             lanes,
             lane_signalling_gbps: lane,
             encoding: enc,
+        }
+    }
+
+    /// Which physical layers carry this speed, when the signalling chain is not known
+    /// because more than one common PHY exists at this speed.
+    pub fn phy_note(&self) -> Option<&'static str> {
+        match self.mbps {
+            1_000 => Some(
+                "1000BASE-T or 1000BASE-X (copper: 4 pairs at 125 MBd, PAM-5; fibre/SerDes: 1.25 GBd, 8b/10b), and sysfs does not say which",
+            ),
+            _ => None,
         }
     }
 
@@ -81,5 +95,21 @@ mod tests {
         assert!((41.25 * e.encoding.unwrap().efficiency() - 40.0).abs() < 1e-9);
         assert_eq!(EthSpeed::from_mbps(2500).label(), "2.5GbE");
         assert_eq!(EthSpeed::from_mbps(100).label(), "100MbE");
+    }
+
+    /// 1GbE over copper is 1000BASE-T (PAM-5 on four pairs), not 1000BASE-X's 8b/10b at
+    /// 1.25 GBd: with no way to tell them apart, no line code is claimed and both are named.
+    #[test]
+    fn one_gbe_claims_no_line_code() {
+        let e = EthSpeed::from_mbps(1000);
+        assert_eq!(e.encoding, None);
+        assert_eq!(e.signalling_gbps(), None);
+        let note = e.phy_note().unwrap();
+        assert!(
+            note.contains("1000BASE-T") && note.contains("1000BASE-X"),
+            "{note}"
+        );
+        assert!((e.data_gbps() - 1.0).abs() < 1e-12);
+        assert_eq!(EthSpeed::from_mbps(10_000).phy_note(), None);
     }
 }

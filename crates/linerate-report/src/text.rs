@@ -1,6 +1,7 @@
 //! The terminal view: a block per port, its ceiling chain, and findings by subject.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use linerate_inventory::{Inventory, IpoibMode, Port, PortKind};
 use linerate_model::ceiling::fmt_num;
@@ -93,8 +94,11 @@ pub fn render_finding(out: &mut String, f: &Finding, style: Style, indent: &str)
 }
 
 fn port_header(inv: &Inventory, p: &Port) -> String {
+    // The JSON kind of an iWARP port stays `roce` (an RDMA-capable Ethernet port); people are told which.
+    let iwarp = inv.ib_port(p).is_some_and(|(d, _)| d.is_iwarp());
     let kind = match p.kind {
         PortKind::Infiniband => "InfiniBand",
+        PortKind::Roce if iwarp => "iWARP (Ethernet)",
         PortKind::Roce => "RoCE (Ethernet)",
         PortKind::Ethernet => "Ethernet",
         PortKind::Paravirtual => "paravirtual NIC",
@@ -130,14 +134,22 @@ fn port_header(inv: &Inventory, p: &Port) -> String {
 
 fn port_facts(out: &mut String, inv: &Inventory, p: &Port, style: Style) {
     let ind = "    ";
-    if let Some((_, ib)) = inv.ib_port(p) {
+    if let Some((dev, ib)) = inv.ib_port(p) {
         let mut s = format!(
             "{} / {}",
             ib.state.map_or("?", |x| x.name()),
             ib.phys_state.map_or("?", |x| x.name())
         );
-        if let Some(r) = ib.rate {
-            let _ = write!(s, "   {} Gb/sec ({})", fmt_num(r.nominal_gbps), r.label());
+        // The rate file as read; said plainly when it is not the link's rate.
+        if let (Some(_), Some(raw)) = (ib.rate, &ib.verbatim.rate) {
+            let note = if dev.is_iwarp() {
+                " (made up by the iWARP driver: the netdev's speed is the link rate)"
+            } else if ib.link_rate().is_none() {
+                " (a driver placeholder: the port is not up)"
+            } else {
+                ""
+            };
+            let _ = write!(s, "   {raw}{note}");
         }
         if p.link_layer == linerate_inventory::LinkLayer::Infiniband {
             if let Some(l) = ib.lid {
@@ -253,15 +265,27 @@ fn summary_line(findings: &[Finding], style: Style) -> String {
     }
 }
 
-/// `linerate probe` for people.
-pub fn render_probe(inv: &Inventory, analysis: &Analysis, style: Style) -> String {
+/// Whose sysfs the report describes: the live host, or the tree under `--root`
+/// (a capture or a fixture, whose hostname file names the machine it came from).
+fn subject(hostname: Option<&str>, root: &Path) -> String {
+    let live = root == Path::new("/");
+    match (live, hostname) {
+        (true, Some(h)) => h.to_string(),
+        (true, None) => "this host".to_string(),
+        (false, Some(h)) => format!("{h}, sysfs under {}", root.display()),
+        (false, None) => format!("sysfs under {}", root.display()),
+    }
+}
+
+/// `linerate probe` for people; `root` is the filesystem root the inventory was read under.
+pub fn render_probe(inv: &Inventory, analysis: &Analysis, root: &Path, style: Style) -> String {
     let mut out = String::new();
     let h = &inv.host;
     let _ = writeln!(
         out,
         "{} {}{}\n",
         style.bold("linerate probe:"),
-        h.hostname.as_deref().unwrap_or("this host"),
+        subject(h.hostname.as_deref(), root),
         h.kernel
             .as_deref()
             .map_or(String::new(), |k| format!(", Linux {k}"))
@@ -356,4 +380,64 @@ pub fn render_plan(input: &CeilingInput, c: &Ceiling, style: Style) -> String {
     render_chain(&mut out, c, style, "      ");
     let _ = writeln!(out, "\n{}", c.summary);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(case: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/sysfs")
+            .join(case)
+    }
+
+    fn render(case: &str, edit: impl FnOnce(&mut Inventory)) -> (String, std::path::PathBuf) {
+        let root = fixture(case);
+        let mut inv = linerate_inventory::probe(&root).expect("fixture probes");
+        edit(&mut inv);
+        let a = linerate_rules::analyze(&inv);
+        (render_probe(&inv, &a, &root, Style::PLAIN), root)
+    }
+
+    /// Under `--root` the header names the tree it read, not "this host".
+    #[test]
+    fn header_names_the_root() {
+        let (text, root) = render("realtek-1g", |_| {});
+        let first = text.lines().next().unwrap();
+        assert_eq!(
+            first,
+            format!(
+                "linerate probe: desk, sysfs under {}, Linux 6.1.0-18-amd64",
+                root.display()
+            )
+        );
+        let (text, root) = render("realtek-1g", |inv| inv.host.hostname = None);
+        let first = text.lines().next().unwrap();
+        assert!(
+            first.contains(&format!("sysfs under {}", root.display())),
+            "{first}"
+        );
+        assert!(!text.contains("this host"), "{text}");
+        assert_eq!(subject(None, Path::new("/")), "this host");
+        assert_eq!(subject(Some("node01"), Path::new("/")), "node01");
+    }
+
+    /// The rate file is quoted as read, and a placeholder or made-up rate is called one.
+    #[test]
+    fn rate_file_is_quoted_and_placeholders_named() {
+        let (text, _) = render("mlx5-roce-no-protocol", |_| {});
+        assert!(
+            text.contains("40 Gb/sec (4X QDR) (a driver placeholder: the port is not up)"),
+            "{text}"
+        );
+        let (text, _) = render("chelsio-t5-iwarp", |_| {});
+        assert!(text.contains("enp2s0f4  iWARP (Ethernet)"), "{text}");
+        assert!(
+            text.contains("20 Gb/sec (4X DDR) (made up by the iWARP driver"),
+            "{text}"
+        );
+        let (text, _) = render("mthca-infinihost-sdr-oldkernel", |_| {});
+        assert!(text.contains("10 Gb/sec (4X)"), "{text}");
+    }
 }

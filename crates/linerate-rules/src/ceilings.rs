@@ -15,25 +15,29 @@ pub fn port_ceiling(inv: &Inventory, port: &Port) -> Ceiling {
 /// Everything the model needs about one port.
 pub fn ceiling_input(inv: &Inventory, port: &Port) -> CeilingInput {
     let nd = inv.port_netdev(port);
-    let ib = inv.ib_port(port).map(|(_, p)| p);
+    let ib_dev = inv.ib_port(port);
+    let ib = ib_dev.map(|(_, p)| p);
     let pci = inv.port_pci(port);
+    // A rate is used only when it describes a link that is up: the rate file of a port that
+    // is not up holds a driver placeholder, and a netdev without carrier has no speed.
     let link = match port.kind {
-        // The rate of a DOWN port is meaningless (mlx4 reports SDR), so it is not used.
         PortKind::Infiniband => ib
-            .filter(|p| p.state != Some(IbState::Down))
-            .and_then(|p| p.rate)
+            .and_then(linerate_inventory::IbPort::link_rate)
             .map(LinkInput::Infiniband),
         PortKind::Roce => nd
-            .and_then(|n| n.speed_mbps)
-            .map(EthSpeed::from_mbps)
+            .and_then(Netdev::link_speed_mbps)
             .or_else(|| {
                 // RoCE rate strings borrow IB names; the nominal figure is the Ethernet speed.
-                ib.and_then(|p| p.rate)
-                    .map(|r| EthSpeed::from_mbps((r.nominal_gbps * 1000.0).round() as u32))
+                // An iWARP driver's rate is made up, so only the netdev speaks for it.
+                ib_dev
+                    .filter(|(d, _)| !d.is_iwarp())
+                    .and_then(|(_, p)| p.link_rate())
+                    .map(|r| (r.nominal_gbps * 1000.0).round() as u32)
             })
+            .map(EthSpeed::from_mbps)
             .map(LinkInput::Ethernet),
         PortKind::Ethernet => nd
-            .and_then(|n| n.speed_mbps)
+            .and_then(Netdev::link_speed_mbps)
             .map(EthSpeed::from_mbps)
             .map(LinkInput::Ethernet),
         _ => None,
@@ -98,7 +102,15 @@ fn usability(
     if let Some(p) = ib {
         let phys = p.phys_state;
         match (p.state, phys) {
-            (Some(IbState::Active | IbState::ActiveDefer) | None, _) => {}
+            (Some(IbState::Active | IbState::ActiveDefer), _)
+            | (None, None | Some(IbPhysState::LinkUp)) => {}
+            // The logical state could not be read, but the physical one says there is no link.
+            (None, Some(ph)) => {
+                return Usability::PortDown(format!(
+                    "port state unknown, physical state {}: no link",
+                    ph.name()
+                ));
+            }
             (Some(s @ (IbState::Init | IbState::Armed)), Some(IbPhysState::LinkUp)) => {
                 if port.kind == PortKind::Infiniband {
                     return Usability::NoSubnetManager(format!(

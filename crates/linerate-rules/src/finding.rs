@@ -91,9 +91,11 @@ pub fn rank(findings: &mut [Finding]) {
 /// `sysfs.unreadable`: every value the inventory could not use.
 pub fn unreadable(inv: &Inventory, out: &mut Vec<Finding>) {
     for p in &inv.problems {
+        // A missing or unreadable file (an empty one included) is a gap in what probe can see,
+        // not a fault of the machine; a malformed value may be a kernel or driver bug.
         let sev = match p.kind {
-            ProblemKind::Missing => Severity::Info,
-            ProblemKind::Malformed | ProblemKind::Unreadable => Severity::Warning,
+            ProblemKind::Missing | ProblemKind::Unreadable => Severity::Info,
+            ProblemKind::Malformed => Severity::Warning,
         };
         let what = match p.kind {
             ProblemKind::Missing => "is missing",
@@ -121,7 +123,7 @@ pub fn unreadable(inv: &Inventory, out: &mut Vec<Finding>) {
                 .fix(match p.kind {
                     ProblemKind::Missing => "Nothing to fix if the kernel or driver does not provide this file; a newer kernel or driver may.",
                     ProblemKind::Malformed => "Check the kernel and driver versions; report the value to the linerate developers if the kernel really prints it.",
-                    ProblemKind::Unreadable => "Run as a user that can read the file, or wake the device (a device in D3 returns errors).",
+                    ProblemKind::Unreadable => "Run as a user that can read the file, or wake the device (a device in D3 returns errors); for a capture, read the file on the live system.",
                 }),
         );
     }

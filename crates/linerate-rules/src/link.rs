@@ -24,8 +24,9 @@ fn state_str(p: &IbPort) -> String {
     p.state.map_or("?".into(), |s| s.name().to_string())
 }
 
-fn phys_str(p: &IbPort) -> String {
-    p.phys_state.map_or("?".into(), |s| s.name().to_string())
+/// Evidence quotes the files as read (`2: INIT`, `5: LinkUp`, `40 Gb/sec (4X QDR)`).
+fn verbatim(v: Option<&String>) -> &str {
+    v.map_or("?", String::as_str)
 }
 
 pub fn rules(inv: &Inventory, analysis: &[PortAnalysis], out: &mut Vec<Finding>) {
@@ -67,8 +68,11 @@ fn ib_state(
         return; // RoCE: the netdev rule speaks for it.
     }
     let ev = |f: Finding| {
-        f.evidence(ibp(dev, p, "state"), state_str(p))
-            .evidence(ibp(dev, p, "phys_state"), phys_str(p))
+        f.evidence(ibp(dev, p, "state"), verbatim(p.verbatim.state.as_ref()))
+            .evidence(
+                ibp(dev, p, "phys_state"),
+                verbatim(p.verbatim.phys_state.as_ref()),
+            )
     };
     match (p.state, p.phys_state) {
         (Some(IbState::Init | IbState::Armed), Some(IbPhysState::LinkUp)) => {
@@ -101,7 +105,9 @@ fn ib_state(
                 .fix("Run a subnet manager on exactly one node of the fabric (`apt install opensm && systemctl enable --now opensm`), or enable the managed switch's embedded SM. Then check `sminfo` and that the port reaches ACTIVE."),
             );
         }
-        (Some(IbState::Down), phys) => {
+        // A port whose logical state is unknown is down too when its physical state says so.
+        (Some(IbState::Down), phys)
+        | (None, phys @ Some(IbPhysState::Polling | IbPhysState::Disabled)) => {
             let sibling_active = dev.ports.iter().any(|o| {
                 o.number != p.number
                     && matches!(o.state, Some(IbState::Active | IbState::ActiveDefer))
@@ -155,18 +161,13 @@ fn ib_rate(inv: &Inventory, port: &Port, dev: &IbDevice, p: &IbPort, out: &mut V
     {
         return;
     }
-    let Some(rate) = p.rate else { return };
+    let Some(rate) = p.link_rate() else { return };
     let card = dev
         .pci
         .as_deref()
         .and_then(|a| inv.pci(a))
         .and_then(linerate_inventory::PciFunction::card);
-    let ev = |f: Finding| {
-        f.evidence(
-            ibp(dev, p, "rate"),
-            format!("{} Gb/sec ({})", fmt_num(rate.nominal_gbps), rate.label()),
-        )
-    };
+    let ev = |f: Finding| f.evidence(ibp(dev, p, "rate"), verbatim(p.verbatim.rate.as_ref()));
     if let Some(max) = card.and_then(|c| c.max_ib) {
         if rate.speed < max {
             let c = card.map_or("the card", |c| c.model);

@@ -12,12 +12,22 @@ fn attr(f: &PciFunction, name: &str) -> String {
     format!("/sys/bus/pci/devices/{}/{name}", f.address)
 }
 
+/// A speed file's value as the kernel printed it (`5.0 GT/s PCIe`, or `5 GT/s` before v5.7);
+/// the parsed speed only if the text was not kept.
+fn speed_evidence(verbatim: Option<&String>, l: PcieLink) -> String {
+    verbatim.map_or_else(
+        || format!("{} GT/s", fmt_num(l.gen.gt_per_s())),
+        String::clone,
+    )
+}
+
 fn link_evidence(mut x: Finding, f: &PciFunction) -> Finding {
+    let files = &f.link.verbatim;
     if let Some(l) = f.link.current() {
         x = x
             .evidence(
                 attr(f, "current_link_speed"),
-                format!("{} GT/s", fmt_num(l.gen.gt_per_s())),
+                speed_evidence(files.current_speed.as_ref(), l),
             )
             .evidence(attr(f, "current_link_width"), l.width);
     }
@@ -25,15 +35,18 @@ fn link_evidence(mut x: Finding, f: &PciFunction) -> Finding {
         x = x
             .evidence(
                 attr(f, "max_link_speed"),
-                format!("{} GT/s", fmt_num(m.gen.gt_per_s())),
+                speed_evidence(files.max_speed.as_ref(), m),
             )
             .evidence(attr(f, "max_link_width"), m.width);
     }
     if let Some((s, addr)) = f.slot_max() {
+        let slot_speed = f
+            .upstream_port(addr)
+            .and_then(|u| u.link.verbatim.max_speed.as_ref());
         x = x
             .evidence(
                 format!("/sys/bus/pci/devices/{addr}/max_link_speed"),
-                format!("{} GT/s", fmt_num(s.gen.gt_per_s())),
+                speed_evidence(slot_speed, s),
             )
             .evidence(
                 format!("/sys/bus/pci/devices/{addr}/max_link_width"),
@@ -93,7 +106,7 @@ pub fn rules(inv: &Inventory, analysis: &[PortAnalysis], out: &mut Vec<Finding>)
                 Finding::new("sysfs.unreadable", Severity::Info, &f.address)
                     .evidence(attr(f, "current_link_speed"), "missing")
                     .message(format!(
-                        "{} has no PCIe link attributes (a kernel before 2.6.26-era link files, or not a PCIe device): the PCIe stage of the ceiling is unknown",
+                        "{} has no PCIe link attributes: they appeared in Linux 4.13 (commit 56c1af4606f0), so the kernel is older or this is not a PCIe device; the PCIe stage of the ceiling is unknown",
                         f.address
                     ))
                     .fix("Read the link with `lspci -vv -s ADDRESS | grep Lnk` (as root), or use a newer kernel."),

@@ -59,6 +59,19 @@ fn check(case: &Path) -> Vec<String> {
         if (want - got).abs() > want.abs() * 0.01 + 1e-9 {
             errs.push(format!("{name}: ceiling {got} != {want}"));
         }
+        // Optional: what the port would carry once fixed (null: unknown, e.g. when the rate
+        // file of a port that is not up holds a driver placeholder).
+        if let Some(want) = ep.get("potential_gbps") {
+            let got = pa.ceiling.potential_gbps;
+            let ok = match (want.as_f64(), got) {
+                (None, None) => want.is_null(),
+                (Some(w), Some(g)) => (w - g).abs() <= w.abs() * 0.01 + 1e-9,
+                _ => false,
+            };
+            if !ok {
+                errs.push(format!("{name}: potential {got:?} != {want}"));
+            }
+        }
         let lb = pa.ceiling.limited_by.as_str();
         if ep["limited_by"].as_str() != Some(lb) {
             errs.push(format!("{name}: limited_by {lb} != {}", ep["limited_by"]));

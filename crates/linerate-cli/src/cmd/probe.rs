@@ -96,7 +96,7 @@ pub fn run(a: &ProbeArgs, style: Style) -> anyhow::Result<u8> {
         s.push('\n');
         print(&s)?;
     } else {
-        let mut text = linerate_report::render_probe(&inv, &analysis, style);
+        let mut text = linerate_report::render_probe(&inv, &analysis, &a.root, style);
         if let Some(r) = &rdma {
             let has_ib = inv
                 .ports
