@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use linerate_bench::{ClientConfig, InventoryFn, ServerConfig, TestResult};
 use linerate_engine::mem::{self, MemOp};
 use linerate_inventory::Inventory;
+use linerate_model::{host_stack_ceiling, HostStackInput};
 use linerate_proto::{Direction, Psk, TestKind, TestParams};
 use linerate_rules::{diagnose, CounterDelta, DiagnoseInput, EndFacts, Finding, Measured, Verdict};
 use serde::Serialize;
@@ -131,11 +132,14 @@ fn measured(t: &TestResult, h: HostCpu) -> Measured {
         .flatten()
         .fold(None, |m: Option<f64>, c| Some(m.map_or(c, |m| m.max(c))));
     Measured {
-        kind: t.kind.to_string(),
-        direction: serde_json::to_value(t.direction)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default(),
+        kind: t.params.kind,
+        direction: t.direction,
+        rdma: t.params.rdma.as_ref().map(|r| r.op),
+        latency: t
+            .params
+            .rdma
+            .as_ref()
+            .map_or(t.params.kind.is_latency(), |r| r.latency),
         streams: t.streams,
         gbps: t.gbps,
         sender_cpu_percent: t.sender.as_ref().map(|e| e.cpu_percent),
@@ -151,7 +155,6 @@ fn measured(t: &TestResult, h: HostCpu) -> Measured {
         rwnd_limited_percent: t.tcp_limited.map(|l| l.receive_window_percent),
         sndbuf_limited_percent: t.tcp_limited.map(|l| l.send_buffer_percent),
         loss_percent: t.loss_percent,
-        latency_p50_us: t.latency_us.as_ref().map(|l| l.p50),
         error: t.error.clone(),
     }
 }
@@ -227,8 +230,12 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
     let one = best_of(1);
     let all = best_of(cpus);
     let memory = vec![mem_out(&one), mem_out(&all)];
-    // One TCP stream copies each byte twice (into and out of the kernel).
-    let stack_ceiling = one.gb_per_s() * 8.0 / 2.0;
+    // One TCP stream copies each byte once on the sender's core and once on the receiver's.
+    let host_stack = host_stack_ceiling(&HostStackInput {
+        copy_gb_per_s: one.gb_per_s(),
+        cores: cpus,
+    });
+    let stack_ceiling = host_stack.as_ref().map_or(0.0, |h| h.gbps);
 
     let mut errors: Vec<String> = Vec::new();
     let mut pyramid_notes: Vec<String> = Vec::new();
@@ -478,7 +485,7 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
             .zip(&busiest_cores)
             .map(|(t, b)| measured(t, *b))
             .collect(),
-        stack_ceiling_gbps: Some(stack_ceiling),
+        host_stack,
         counter_deltas: counter_deltas.clone(),
     };
     let mut d = diagnose(&input);

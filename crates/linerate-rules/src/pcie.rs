@@ -5,7 +5,7 @@ use linerate_model::ceiling::fmt_num;
 use linerate_model::pcie::ASSUMED_MPS;
 use linerate_model::{LimitedBy, PcieLink};
 
-use crate::finding::{Finding, Severity};
+use crate::finding::{Finding, FindingId, Severity};
 use crate::PortAnalysis;
 
 fn attr(f: &PciFunction, name: &str) -> String {
@@ -90,7 +90,7 @@ pub fn rules(inv: &Inventory, analysis: &[PortAnalysis], out: &mut Vec<Finding>)
         }
         if !f.link.present {
             out.push(
-                Finding::new("sysfs.unreadable", Severity::Info, &f.address)
+                Finding::new(FindingId::SysfsUnreadable, Severity::Info, &f.address)
                     .evidence(attr(f, "current_link_speed"), "missing")
                     .message(format!(
                         "{} has no PCIe link attributes (a kernel before 2.6.26-era link files, or not a PCIe device): the PCIe stage of the ceiling is unknown",
@@ -105,7 +105,7 @@ pub fn rules(inv: &Inventory, analysis: &[PortAnalysis], out: &mut Vec<Finding>)
                 || f.link.current_speed == Some(linerate_model::PcieSpeed::Unknown)
             {
                 out.push(
-                    link_evidence(Finding::new("pcie.link_down", Severity::Warning, &f.address), f)
+                    link_evidence(Finding::new(FindingId::PcieLinkDown, Severity::Warning, &f.address), f)
                         .evidence(attr(f, "current_link_width"), f.link.current_width.map_or("?".into(), |w| w.to_string()))
                         .message(format!("{}: the PCIe link reports no speed or zero width: the device is powered down (D3) or its link failed", f.address))
                         .fix("Check `lspci -vv` as root and dmesg for AER errors; reseat the card; disable runtime power management for it (echo on > power/control)."),
@@ -124,7 +124,7 @@ pub fn rules(inv: &Inventory, analysis: &[PortAnalysis], out: &mut Vec<Finding>)
         if cur.width < possible.width || cur.gen < possible.gen {
             let both = possible.label();
             out.push(
-                link_evidence(Finding::new("pcie.downtrained", Severity::Warning, &f.address), f)
+                link_evidence(Finding::new(FindingId::PcieDowntrained, Severity::Warning, &f.address), f)
                     .message(format!(
                         "{} negotiated {} although the card and the slot both support {}: the link trained below its capability (about {} Gb/s of payload instead of {})",
                         f.address,
@@ -151,7 +151,7 @@ pub fn rules(inv: &Inventory, analysis: &[PortAnalysis], out: &mut Vec<Finding>)
                     _ => "slower",
                 };
                 out.push(
-                    link_evidence(Finding::new("pcie.slot_limited", sev, &f.address), f)
+                    link_evidence(Finding::new(FindingId::PcieSlotLimited, sev, &f.address), f)
                         .message(format!(
                             "the card can do {} but its slot ({addr}) is {what}: {}. {}",
                             max.label(),
@@ -176,7 +176,7 @@ pub fn rules(inv: &Inventory, analysis: &[PortAnalysis], out: &mut Vec<Finding>)
                 .copied()
                 .unwrap_or(("?", 0.0));
             out.push(
-                link_evidence(Finding::new("pcie.bottleneck", Severity::Warning, &f.address), f)
+                link_evidence(Finding::new(FindingId::PcieBottleneck, Severity::Warning, &f.address), f)
                     .evidence("ceiling.link_gbps", fmt_num(link))
                     .evidence("ceiling.pcie_payload_gbps", fmt_num(payload))
                     .message(format!(
@@ -193,7 +193,7 @@ pub fn rules(inv: &Inventory, analysis: &[PortAnalysis], out: &mut Vec<Finding>)
             let total: f64 = rates.iter().map(|(_, r)| r).sum();
             if total > payload {
                 out.push(
-                    link_evidence(Finding::new("pcie.bottleneck", Severity::Info, &f.address), f)
+                    link_evidence(Finding::new(FindingId::PcieBottleneck, Severity::Info, &f.address), f)
                         .evidence("ceiling.ports_total_gbps", fmt_num(total))
                         .evidence("ceiling.pcie_payload_gbps", fmt_num(payload))
                         .message(format!(
