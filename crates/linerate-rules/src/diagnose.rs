@@ -4,8 +4,8 @@
 //! [`end_facts`] builds from an inventory) and the measured results
 //! ([`Measured`]), and returns the findings, ranked, and a verdict.
 //!
-//! Shape: a context computed once ([`Ctx`]: the ends, the judged direction, its path ceiling
-//! and best result), one function per rule returning its findings, and [`verdict`].
+//! Shape: a context computed once (`Ctx`: the ends, the judged direction, its path ceiling
+//! and best result), one function per rule returning its findings, and `verdict`.
 
 use std::fmt::Write as _;
 
