@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use linerate_bench::{ClientConfig, InventoryFn, ServerConfig, TestResult};
 use linerate_engine::mem::{self, MemOp};
 use linerate_inventory::Inventory;
+use linerate_model::{host_stack_ceiling, HostStackCeiling, HostStackInput};
 use linerate_proto::{Direction, Psk, TestKind, TestParams};
 use linerate_rules::{diagnose, CounterDelta, DiagnoseInput, EndFacts, Finding, Measured, Verdict};
 use serde::Serialize;
@@ -88,7 +89,8 @@ pub struct PathFacts {
     pub local_interface: Option<String>,
     pub remote_interface: Option<String>,
     pub counter_deltas: Vec<CounterDelta>,
-    /// Host stack ceiling estimate for one TCP stream (half the single-core copy rate), Gb/s.
+    /// The host stack's upper bound for one TCP stream (one memory copy per byte on each core
+    /// the stream runs on), Gb/s: the ceiling of a path without hardware.
     pub stack_ceiling_gbps: Option<f64>,
 }
 
@@ -131,11 +133,14 @@ fn measured(t: &TestResult, h: HostCpu) -> Measured {
         .flatten()
         .fold(None, |m: Option<f64>, c| Some(m.map_or(c, |m| m.max(c))));
     Measured {
-        kind: t.kind.to_string(),
-        direction: serde_json::to_value(t.direction)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default(),
+        kind: t.params.kind,
+        direction: t.direction,
+        rdma: t.params.rdma.as_ref().map(|r| r.op),
+        latency: t
+            .params
+            .rdma
+            .as_ref()
+            .map_or(t.params.kind.is_latency(), |r| r.latency),
         streams: t.streams,
         gbps: t.gbps,
         sender_cpu_percent: t.sender.as_ref().map(|e| e.cpu_percent),
@@ -151,7 +156,6 @@ fn measured(t: &TestResult, h: HostCpu) -> Measured {
         rwnd_limited_percent: t.tcp_limited.map(|l| l.receive_window_percent),
         sndbuf_limited_percent: t.tcp_limited.map(|l| l.send_buffer_percent),
         loss_percent: t.loss_percent,
-        latency_p50_us: t.latency_us.as_ref().map(|l| l.p50),
         error: t.error.clone(),
     }
 }
@@ -585,13 +589,14 @@ struct Assembly<'a> {
     seconds: f64,
 }
 
-/// The host stack's bound for one TCP stream, Gb/s: each byte is copied twice (user → kernel
-/// on the sender's core, kernel → user on the receiver's); with two cores or more the copies
-/// run on different cores, so each core copies each byte once; on one core it copies it twice.
-fn stack_ceiling(m: &Memory) -> f64 {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let copies_per_core = if cores >= 2 { 1.0 } else { 2.0 };
-    linerate_units::gb_per_s_to_gbps(m.stream.gb_per_s()) / copies_per_core
+/// The host stack's bound for one TCP stream on a path without hardware (loopback, veth): one
+/// core's copy rate at the size of a stream's writes, and the cores this process may run on
+/// (its affinity: `taskset -c 0` leaves one, and both copies then share it).
+fn host_stack(m: &Memory) -> Option<HostStackCeiling> {
+    host_stack_ceiling(&HostStackInput {
+        copy_gb_per_s: m.stream.gb_per_s(),
+        cores: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+    })
 }
 
 /// The rules over everything measured, and the report.
@@ -609,7 +614,8 @@ fn assemble(o: &DoctorOptions, a: Assembly<'_>, mut runs: Runs) -> DoctorReport 
     } else {
         None
     };
-    let stack_ceiling = stack_ceiling(a.memory);
+    let host_stack = host_stack(a.memory);
+    let stack_ceiling_gbps = host_stack.as_ref().map(|h| linerate_units::r2(h.gbps));
     let input = DiagnoseInput {
         local: local.clone(),
         remote: remote.clone(),
@@ -619,7 +625,7 @@ fn assemble(o: &DoctorOptions, a: Assembly<'_>, mut runs: Runs) -> DoctorReport 
             .zip(&runs.cpu)
             .map(|(t, b)| measured(t, *b))
             .collect(),
-        stack_ceiling_gbps: Some(stack_ceiling),
+        host_stack,
         counter_deltas: counter_deltas.clone(),
     };
     let mut d = diagnose(&input);
@@ -681,7 +687,7 @@ fn assemble(o: &DoctorOptions, a: Assembly<'_>, mut runs: Runs) -> DoctorReport 
             local_interface: runs.local_if,
             remote_interface,
             counter_deltas,
-            stack_ceiling_gbps: Some(linerate_units::r1(stack_ceiling)),
+            stack_ceiling_gbps,
         },
         memory: vec![
             mem_out(&a.memory.one),

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::fs::{parse_hex_u32, Root};
 use crate::pci::{nearest_function, Registry};
@@ -18,11 +18,21 @@ pub enum NetdevKind {
     Other,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IpoibMode {
     Datagram,
     Connected,
+}
+
+impl IpoibMode {
+    /// The name serde gives it (`datagram`, `connected`), as sysfs's `mode` file says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Datagram => "datagram",
+            Self::Connected => "connected",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -1,11 +1,11 @@
 //! Joining RDMA ports, netdevs and PCI functions into the list of ports.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::ib::{IbDevice, LinkLayer};
 use crate::net::{Netdev, NetdevKind};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PortKind {
     /// An InfiniBand port (with or without an IPoIB netdev).
@@ -21,6 +21,26 @@ pub enum PortKind {
     Loopback,
     /// Any other interface type.
     Other,
+}
+
+impl PortKind {
+    /// The name serde gives it (`infiniband`, `roce`, `loopback`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Infiniband => "infiniband",
+            Self::Roce => "roce",
+            Self::Ethernet => "ethernet",
+            Self::Paravirtual => "paravirtual",
+            Self::Virtual => "virtual",
+            Self::Loopback => "loopback",
+            Self::Other => "other",
+        }
+    }
+
+    /// No physical link behind it: loopback, a software device, or a paravirtual NIC.
+    pub fn is_virtual(self) -> bool {
+        matches!(self, Self::Loopback | Self::Virtual | Self::Paravirtual)
+    }
 }
 
 /// One network port, the unit of the report.
@@ -145,4 +165,33 @@ pub fn assemble(ib: &[IbDevice], netdevs: &[Netdev]) -> Vec<Port> {
         });
     }
     ports
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PortKind;
+    use crate::IpoibMode;
+
+    /// `as_str` is the name serde writes and reads (doctor's `path.local.port_kind`).
+    #[test]
+    fn names_are_the_serde_names() {
+        for k in [
+            PortKind::Infiniband,
+            PortKind::Roce,
+            PortKind::Ethernet,
+            PortKind::Paravirtual,
+            PortKind::Virtual,
+            PortKind::Loopback,
+            PortKind::Other,
+        ] {
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(json, format!("\"{}\"", k.as_str()));
+            assert_eq!(serde_json::from_str::<PortKind>(&json).unwrap(), k);
+        }
+        for m in [IpoibMode::Datagram, IpoibMode::Connected] {
+            let json = serde_json::to_string(&m).unwrap();
+            assert_eq!(json, format!("\"{}\"", m.as_str()));
+            assert_eq!(serde_json::from_str::<IpoibMode>(&json).unwrap(), m);
+        }
+    }
 }

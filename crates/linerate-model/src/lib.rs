@@ -11,6 +11,7 @@ pub mod cards;
 pub mod ceiling;
 pub mod encoding;
 pub mod eth;
+pub mod host;
 pub mod ib;
 pub mod mtu;
 pub mod pcie;
@@ -21,6 +22,7 @@ pub use ceiling::{
 };
 pub use encoding::Encoding;
 pub use eth::EthSpeed;
+pub use host::{host_stack_ceiling, HostStackCeiling, HostStackInput};
 pub use ib::{IbPhysState, IbRate, IbSpeed, IbState};
 pub use mtu::{MtuInput, Transport};
 pub use pcie::{PcieGen, PcieLink, PcieSpeed};

@@ -281,11 +281,11 @@ pub fn render_doctor(r: &DoctorReport, style: Style) -> String {
             out,
             "    {label:<7} {} ({})   MTU {}{}{}",
             f.netdev.as_deref().unwrap_or("?"),
-            f.port_kind.as_deref().unwrap_or("?"),
+            f.port_kind
+                .map_or("?", linerate_inventory::PortKind::as_str),
             f.mtu.map_or("?".into(), |m| m.to_string()),
             f.ipoib_mode
-                .as_deref()
-                .map_or(String::new(), |m| format!("   IPoIB {m}")),
+                .map_or(String::new(), |m| format!("   IPoIB {}", m.as_str())),
             if f.shapers.is_empty() {
                 String::new()
             } else {

@@ -498,7 +498,7 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
             o,
             "<tr class=\"{c}\"><td class=\"sev\">{c}</td><td><b>{id}</b><br><span class=\"muted\">{subj}</span></td><td>{m}<div class=\"ev\">{ev}</div><div class=\"fix\">fix: {fix}</div></td></tr>",
             c = sev_class(f.severity),
-            id = esc(&f.id),
+            id = esc(f.id.as_str()),
             subj = esc(&f.subject),
             m = esc(&f.message),
             ev = ev.join("<br>"),

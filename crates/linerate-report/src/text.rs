@@ -81,7 +81,7 @@ pub fn render_finding(out: &mut String, f: &Finding, style: Style, indent: &str)
         out,
         "{indent}{} {} {}",
         style.severity(f.severity, mark),
-        style.bold(&f.id),
+        style.bold(f.id.as_str()),
         f.message
     );
     let pad = format!("{indent}           ");

@@ -3,15 +3,19 @@
 //! Pure: [`diagnose`] takes the facts of both ends ([`EndFacts`], which
 //! [`end_facts`] builds from an inventory) and the measured results
 //! ([`Measured`]), and returns the findings, ranked, and a verdict.
+//!
+//! Shape: a context computed once (`Ctx`: the ends, the judged direction, its path ceiling
+//! and best result), one function per rule returning its findings, and `verdict`.
 
 use std::fmt::Write as _;
 
-use linerate_inventory::{Inventory, IpoibMode, SocketLimits};
-use linerate_model::ceiling::fmt_num;
-use linerate_model::{Ceiling, LimitedBy};
+use linerate_inventory::{Inventory, IpoibMode, PortKind, SocketLimits};
+use linerate_model::{Ceiling, HostStackCeiling, LimitedBy, StageKind};
+use linerate_proto::{Direction, RdmaOp, TestKind};
+use linerate_units::{bps_to_gbps, fmt_num, fmt_round, r3};
 use serde::{Deserialize, Serialize};
 
-use crate::finding::{rank, Finding, Severity};
+use crate::finding::{rank, Cause, Finding, FindingId, Severity};
 
 /// A rate limit on an interface (from `linerate_inventory::qdisc`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,10 +31,10 @@ pub struct EndFacts {
     /// The interface carrying the path.
     pub netdev: Option<String>,
     /// `infiniband`, `ethernet`, `loopback`, `virtual`, ...
-    pub port_kind: Option<String>,
+    pub port_kind: Option<PortKind>,
     pub mtu: Option<u32>,
     /// IPoIB: `datagram` or `connected`.
-    pub ipoib_mode: Option<String>,
+    pub ipoib_mode: Option<IpoibMode>,
     /// The port's ceiling chain (as probe computes it).
     pub ceiling: Option<Ceiling>,
     pub numa_node: Option<u32>,
@@ -44,10 +48,16 @@ pub struct EndFacts {
 /// One measured result, reduced to what the rules need.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measured {
-    /// `tcp_bw`, `udp_bw`, `tcp_lat`, `udp_lat`.
-    pub kind: String,
-    /// `send` (local → remote), `receive`, `bidir`.
-    pub direction: String,
+    pub kind: TestKind,
+    /// From this host's point of view: `Send` is local → remote.
+    pub direction: Direction,
+    /// RDMA tests: the operation (None for the other kinds).
+    #[serde(default)]
+    pub rdma: Option<RdmaOp>,
+    /// A latency test (ping-pong) rather than a bandwidth test: `tcp_lat`, `udp_lat`, and RDMA
+    /// `*_lat`.
+    #[serde(default)]
+    pub latency: bool,
     pub streams: u32,
     /// Receiver Gb/s.
     pub gbps: f64,
@@ -78,8 +88,46 @@ pub struct Measured {
     #[serde(default)]
     pub sndbuf_limited_percent: Option<f64>,
     pub loss_percent: Option<f64>,
-    pub latency_p50_us: Option<f64>,
     pub error: Option<String>,
+}
+
+impl Measured {
+    /// A TCP bandwidth test in direction `d`.
+    fn is_tcp_bw(&self, d: Direction) -> bool {
+        self.kind == TestKind::TcpBw && self.direction == d
+    }
+
+    /// One TCP stream in one direction: what the host stack's ceiling is about.
+    fn is_single_stream(&self, d: Direction) -> bool {
+        self.is_tcp_bw(d) && self.streams == 1
+    }
+
+    /// An RDMA bandwidth test that completed.
+    fn is_rdma_bw(&self) -> bool {
+        self.kind == TestKind::Rdma && !self.latency && self.error.is_none()
+    }
+
+    /// The result's kind as bench names it (`tcp_bw`, `rdma_write_bw`), for subjects and evidence.
+    fn kind_name(&self) -> &'static str {
+        match (self.kind, self.rdma, self.latency) {
+            (TestKind::Rdma, Some(RdmaOp::Write), false) => "rdma_write_bw",
+            (TestKind::Rdma, Some(RdmaOp::Read), false) => "rdma_read_bw",
+            (TestKind::Rdma, Some(RdmaOp::Send), false) => "rdma_send_bw",
+            (TestKind::Rdma, Some(RdmaOp::Write), true) => "rdma_write_lat",
+            (TestKind::Rdma, Some(RdmaOp::Read), true) => "rdma_read_lat",
+            (TestKind::Rdma, Some(RdmaOp::Send), true) => "rdma_send_lat",
+            (k, _, _) => k.as_str(),
+        }
+    }
+}
+
+/// `send`, `receive`, `bidir`: the direction as results and findings name it.
+fn dir_name(d: Direction) -> &'static str {
+    match d {
+        Direction::Send => "send",
+        Direction::Receive => "receive",
+        Direction::Bidir => "bidir",
+    }
 }
 
 /// A counter that moved during the tests (interface or InfiniBand error counters).
@@ -95,8 +143,9 @@ pub struct DiagnoseInput {
     /// None for the self-check.
     pub remote: Option<EndFacts>,
     pub tests: Vec<Measured>,
-    /// Host stack ceiling for one TCP stream on a virtual path: half the single-core copy rate, Gb/s.
-    pub stack_ceiling_gbps: Option<f64>,
+    /// The host stack's upper bound for one TCP stream (`linerate_model::host`): the ceiling of a
+    /// path with no hardware ceiling. None when the copy rate was not measured.
+    pub host_stack: Option<HostStackCeiling>,
     pub counter_deltas: Vec<CounterDelta>,
 }
 
@@ -108,9 +157,8 @@ pub struct Verdict {
     pub gbps: f64,
     /// What the path can carry for TCP, Gb/s (0 when unknown).
     pub ceiling_gbps: f64,
-    /// The stage or cause that limits the result: `link`, `encoding`, `pcie`, `mtu`, `shaper`,
-    /// `cpu`, `tcp_buffers`, `ipoib_mode`, `retransmits`, `port_down`, `no_subnet_manager`, `unknown`.
-    pub limited_by: String,
+    /// The stage or cause that limits the result.
+    pub limited_by: Cause,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -136,29 +184,14 @@ pub fn end_facts(inv: &Inventory, netdev: Option<&str>, shapers: Vec<ShaperFact>
                     f.subject == p.name || p.pci.as_deref() == Some(f.subject.as_str())
                 })
         })
-        .filter(|f| f.id != "sysfs.unreadable" || f.severity > Severity::Info)
+        .filter(|f| f.id != FindingId::SysfsUnreadable || f.severity > Severity::Info)
         .cloned()
         .collect();
     EndFacts {
         netdev: netdev.map(str::to_string),
-        port_kind: port.map(|p| {
-            serde_json::to_value(p.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default()
-        }),
+        port_kind: port.map(|p| p.kind),
         mtu: nd.and_then(|n| n.mtu),
-        ipoib_mode: nd
-            .and_then(|n| n.ipoib.as_ref())
-            .and_then(|i| i.mode)
-            .map(|m| {
-                if m == IpoibMode::Connected {
-                    "connected"
-                } else {
-                    "datagram"
-                }
-                .to_string()
-            }),
+        ipoib_mode: nd.and_then(|n| n.ipoib.as_ref()).and_then(|i| i.mode),
         ceiling: port.map(|p| crate::port_ceiling(inv, p)),
         numa_node: pci.and_then(|f| f.numa_node),
         cpus: inv.host.cpus.len(),
@@ -169,11 +202,9 @@ pub fn end_facts(inv: &Inventory, netdev: Option<&str>, shapers: Vec<ShaperFact>
 }
 
 impl EndFacts {
+    /// No physical link behind this end (loopback, veth, bridge, paravirtual), or no port known.
     fn is_virtual(&self) -> bool {
-        matches!(
-            self.port_kind.as_deref(),
-            Some("loopback" | "virtual" | "paravirtual") | None
-        )
+        self.port_kind.is_none_or(PortKind::is_virtual)
     }
 
     /// The hardware TCP ceiling of this end's port, Gb/s, when known.
@@ -189,15 +220,31 @@ impl EndFacts {
     fn shaper_goodput(&self) -> Option<(f64, &ShaperFact)> {
         let s = self.shapers.iter().min_by_key(|s| s.rate_bps)?;
         let mtu = f64::from(self.mtu.unwrap_or(1500).clamp(576, 65_536));
-        Some((s.rate_bps as f64 / 1e9 * (mtu - 52.0) / (mtu + 14.0), s))
+        Some((
+            bps_to_gbps(s.rate_bps as f64) * (mtu - 52.0) / (mtu + 14.0),
+            s,
+        ))
+    }
+
+    /// The port state stops all traffic (port down, no subnet manager).
+    fn port_down(&self) -> bool {
+        self.ceiling.as_ref().is_some_and(|c| {
+            matches!(
+                c.limited_by,
+                LimitedBy::PortDown | LimitedBy::NoSubnetManager
+            )
+        })
     }
 }
 
 /// Path ceiling for TCP and what sets it.
 struct PathCeiling {
     gbps: Option<f64>,
-    limited_by: String,
+    limited_by: Cause,
     why: String,
+    /// The ceiling is the host stack's bound for one stream (a path with no hardware ceiling):
+    /// one stream is judged by it, not the best of several.
+    per_stream: bool,
 }
 
 /// Evidence key of `rdma.vs_tcp`: how much slower TCP is than RDMA, %.
@@ -205,7 +252,7 @@ const IP_STACK_COST: &str = "ip_stack_cost_percent";
 
 /// Does this finding put TCP's gap down to the IP stack (TCP ≥ 10% below RDMA on the path)?
 fn ip_stack_explains(f: &Finding) -> bool {
-    f.id == "rdma.vs_tcp"
+    f.id == FindingId::RdmaVsTcp
         && f.evidence
             .get(IP_STACK_COST)
             .and_then(|c| c.parse::<f64>().ok())
@@ -218,14 +265,14 @@ pub fn rdma_vs_tcp(i: &DiagnoseInput) -> Option<Finding> {
     let rdma = i
         .tests
         .iter()
-        .filter(|t| t.kind.starts_with("rdma_") && t.kind.ends_with("_bw") && t.error.is_none())
+        .filter(|t| t.is_rdma_bw())
         .max_by(|a, b| a.gbps.total_cmp(&b.gbps))?;
     let tcp = i
         .tests
         .iter()
-        .filter(|t| t.kind == "tcp_bw" && t.direction == "send")
+        .filter(|t| t.is_tcp_bw(Direction::Send))
         .max_by(|a, b| a.gbps.total_cmp(&b.gbps))?;
-    let pc = path_ceiling(i, "send");
+    let pc = path_ceiling(i, Direction::Send);
     let (r, t) = (rdma.gbps, tcp.gbps);
     if r <= 0.0 {
         return None;
@@ -240,27 +287,22 @@ pub fn rdma_vs_tcp(i: &DiagnoseInput) -> Option<Finding> {
     let _ = write!(
         msg,
         ": RDMA {} Gb/s, TCP {} Gb/s ({} stream{})",
-        fmt_num((r * 100.0).round() / 100.0),
-        fmt_num((t * 100.0).round() / 100.0),
+        fmt_round(r, 2),
+        fmt_round(t, 2),
         tcp.streams,
         if tcp.streams == 1 { "" } else { "s" }
     );
     let near = pc.gbps.filter(|c| *c > 0.0 && r >= 0.8 * c);
     match (pc.gbps, near) {
         (Some(c), Some(_)) => {
-            let _ = write!(
-                msg,
-                "; {} caps both near {}",
-                pc.why,
-                fmt_num((c * 10.0).round() / 10.0)
-            );
+            let _ = write!(msg, "; {} caps both near {}", pc.why, fmt_round(c, 1));
         }
         (Some(c), None) if c > 0.0 => {
             let _ = write!(
                 msg,
                 "; RDMA itself reaches {:.0}% of the {} Gb/s ceiling, so the hardware path (link, PCIe, cable, switch) falls short too",
                 r / c * 100.0,
-                fmt_num((c * 10.0).round() / 10.0)
+                fmt_round(c, 1)
             );
         }
         _ => {}
@@ -276,9 +318,9 @@ pub fn rdma_vs_tcp(i: &DiagnoseInput) -> Option<Finding> {
         "nothing to fix in the IP stack; the gap to the ceiling, if any, is in the hardware path"
     };
     Some(
-        Finding::new("rdma.vs_tcp", severity, "path")
+        Finding::new(FindingId::RdmaVsTcp, severity, "path")
             .evidence("rdma (Gb/s)", format!("{r:.2}"))
-            .evidence("rdma test", &rdma.kind)
+            .evidence("rdma test", rdma.kind_name())
             .evidence("tcp (Gb/s)", format!("{t:.2}"))
             .evidence(IP_STACK_COST, format!("{cost:.1}"))
             .evidence(
@@ -292,14 +334,48 @@ pub fn rdma_vs_tcp(i: &DiagnoseInput) -> Option<Finding> {
 
 /// The TCP ceiling of the path from this host to the other end, Gb/s, when known.
 pub fn send_ceiling_gbps(i: &DiagnoseInput) -> Option<f64> {
-    path_ceiling(i, "send").gbps
+    path_ceiling(i, Direction::Send).gbps
 }
 
-/// The TCP ceiling of the path in one direction (`send`: local → remote, `receive`: back).
-/// Hardware ceilings bind both directions; a shaper only limits what leaves its end.
-fn path_ceiling(i: &DiagnoseInput, dir: &str) -> PathCeiling {
-    let mut best: Option<(f64, String, String)> = None;
-    let consider = |best: &mut Option<(f64, String, String)>, g: f64, lb: String, why: String| {
+/// The best single TCP stream in either direction when it beat the host stack's bound: the
+/// bound's input (one core's copy rate) was measured too low, so the bound cannot be used.
+fn stack_beaten(i: &DiagnoseInput) -> Option<(&Measured, &HostStackCeiling)> {
+    let h = i.host_stack.as_ref()?;
+    i.tests
+        .iter()
+        .filter(|t| t.is_single_stream(Direction::Send) || t.is_single_stream(Direction::Receive))
+        .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
+        .filter(|t| t.gbps > h.gbps)
+        .map(|t| (t, h))
+}
+
+/// The words for a hardware ceiling set at `end`.
+fn hardware_words(c: &Ceiling, end: &str) -> String {
+    match c.limited_by {
+        LimitedBy::Pcie => {
+            let link = c
+                .chain
+                .iter()
+                .find(|s| s.stage == StageKind::PcieLink)
+                .map_or("PCIe".to_string(), |s| {
+                    s.explain.split(':').next().unwrap_or("PCIe").to_string()
+                });
+            format!("the {link} slot on the {end} end")
+        }
+        LimitedBy::Encoding => format!("the {end} link's 8b/10b line encoding"),
+        LimitedBy::Mtu => format!("the {end} MTU"),
+        LimitedBy::Link | LimitedBy::PortDown | LimitedBy::NoSubnetManager | LimitedBy::Unknown => {
+            format!("the {end} link rate")
+        }
+    }
+}
+
+/// The TCP ceiling of the path in one direction (`Send`: local → remote, `Receive`: back).
+/// Hardware ceilings bind both directions; a shaper only limits what leaves its end. With
+/// neither, the host stack's bound for one stream, unless a stream beat it.
+fn path_ceiling(i: &DiagnoseInput, dir: Direction) -> PathCeiling {
+    let mut best: Option<(f64, Cause, String)> = None;
+    let consider = |best: &mut Option<(f64, Cause, String)>, g: f64, lb: Cause, why: String| {
         if best.as_ref().is_none_or(|b| g < b.0) {
             *best = Some((g, lb, why));
         }
@@ -308,72 +384,339 @@ fn path_ceiling(i: &DiagnoseInput, dir: &str) -> PathCeiling {
         std::iter::once(("local", &i.local)).chain(i.remote.iter().map(|r| ("remote", r)))
     {
         if let (Some(g), Some(c)) = (f.tcp_ceiling(), &f.ceiling) {
-            let words = match c.limited_by {
-                LimitedBy::Pcie => {
-                    let link = c
-                        .chain
-                        .iter()
-                        .find(|s| s.stage == linerate_model::StageKind::PcieLink)
-                        .map_or("PCIe".to_string(), |s| {
-                            s.explain.split(':').next().unwrap_or("PCIe").to_string()
-                        });
-                    format!("the {link} slot on the {end} end")
-                }
-                LimitedBy::Encoding => format!("the {end} link's 8b/10b line encoding"),
-                LimitedBy::Mtu => format!("the {end} MTU"),
-                _ => format!("the {end} link rate"),
-            };
-            consider(&mut best, g, c.limited_by.as_str().to_string(), words);
+            consider(&mut best, g, c.limited_by.into(), hardware_words(c, end));
         }
         let egress = match dir {
-            "receive" => end == "remote" || i.remote.is_none(),
-            _ => end == "local",
+            Direction::Receive => end == "remote" || i.remote.is_none(),
+            Direction::Send | Direction::Bidir => end == "local",
         };
         if let Some((g, s)) = f.shaper_goodput().filter(|_| egress) {
             consider(
                 &mut best,
                 g,
-                "shaper".into(),
+                Cause::Shaper,
                 format!(
                     "a {} shaper at {} Gbit/s on the {end} {}",
                     s.kind,
-                    fmt_num(s.rate_bps as f64 / 1e9),
+                    fmt_num(bps_to_gbps(s.rate_bps as f64)),
                     f.netdev.as_deref().unwrap_or("interface")
                 ),
             );
         }
     }
-    // The host stack estimate is only an upper bound if no stream beat it (a busy moment while
-    // measuring memory can make it too low): otherwise the path has no known ceiling.
-    let best_single = i
-        .tests
-        .iter()
-        .filter(|t| t.kind == "tcp_bw" && t.streams == 1 && t.direction == dir)
-        .map(|t| t.gbps)
-        .fold(0.0_f64, f64::max);
-    if best.is_none() {
-        if let Some(s) = i.stack_ceiling_gbps.filter(|s| *s >= best_single) {
-            consider(&mut best, s, "cpu".into(), "the host's memory copy rate (a virtual path has no hardware ceiling; one TCP stream copies each byte twice)".into());
-        }
-    }
-    match best {
-        Some((g, lb, why)) => PathCeiling {
+    if let Some((g, limited_by, why)) = best {
+        return PathCeiling {
             gbps: Some(g),
-            limited_by: lb,
+            limited_by,
             why,
+            per_stream: false,
+        };
+    }
+    // No hardware ceiling (loopback, veth, bridge): the host stack's bound for one stream. A
+    // stream above it proves its input too low; then there is no known ceiling, and
+    // `ceiling.exceeded` says so.
+    match i.host_stack.as_ref().filter(|_| stack_beaten(i).is_none()) {
+        Some(h) => PathCeiling {
+            gbps: Some(h.gbps),
+            limited_by: Cause::Cpu,
+            why: format!(
+                "the host's memory copies (a virtual path has no hardware ceiling; {})",
+                h.basis
+            ),
+            per_stream: true,
         },
         None => PathCeiling {
             gbps: None,
-            limited_by: "unknown".into(),
+            limited_by: Cause::Unknown,
             why: "unknown".into(),
+            per_stream: false,
         },
     }
 }
 
-fn single<'a>(tests: &'a [Measured], dir: &str) -> Option<&'a Measured> {
-    tests
+/// Everything the rules share, computed once.
+struct Ctx<'a> {
+    i: &'a DiagnoseInput,
+    ends: Vec<(&'static str, &'a EndFacts)>,
+    /// Directions with a TCP bandwidth result (send, then receive).
+    dirs: Vec<Direction>,
+    /// The judged direction: the slower (what the user feels), each against its own ceiling.
+    dir: Direction,
+    /// The judged direction's ceiling.
+    pc: PathCeiling,
+    /// Its best TCP result (one stream when the ceiling is the host stack's).
+    best: Option<&'a Measured>,
+    /// Both ends without a physical link: no NIC, no cable.
+    virtual_path: bool,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(i: &'a DiagnoseInput) -> Self {
+        let ends: Vec<(&'static str, &EndFacts)> = std::iter::once(("local", &i.local))
+            .chain(i.remote.iter().map(|r| ("remote", r)))
+            .collect();
+        let dirs: Vec<Direction> = [Direction::Send, Direction::Receive]
+            .into_iter()
+            .filter(|d| i.tests.iter().any(|t| t.is_tcp_bw(*d)))
+            .collect();
+        let pick = |d: Direction| -> (PathCeiling, Option<&'a Measured>) {
+            let pc = path_ceiling(i, d);
+            let best = i
+                .tests
+                .iter()
+                .filter(|t| t.is_tcp_bw(d) && (!pc.per_stream || t.streams == 1))
+                .max_by(|a, b| a.gbps.total_cmp(&b.gbps));
+            (pc, best)
+        };
+        let (pc, best, dir) = dirs
+            .iter()
+            .map(|d| {
+                let (pc, b) = pick(*d);
+                (pc, b, *d)
+            })
+            .min_by(|a, b| {
+                let g = |x: Option<&Measured>| x.map_or(0.0, |t| t.gbps);
+                g(a.1).total_cmp(&g(b.1))
+            })
+            .unwrap_or_else(|| {
+                let (pc, b) = pick(Direction::Send);
+                (pc, b, Direction::Send)
+            });
+        let virtual_path =
+            i.local.is_virtual() && i.remote.as_ref().is_none_or(EndFacts::is_virtual);
+        Self {
+            i,
+            ends,
+            dirs,
+            dir,
+            pc,
+            best,
+            virtual_path,
+        }
+    }
+
+    fn best_gbps(&self) -> f64 {
+        self.best.map_or(0.0, |t| t.gbps)
+    }
+
+    /// The judged result reaches 90% of its ceiling.
+    fn reached(&self) -> bool {
+        let b = self.best_gbps();
+        self.pc.gbps.is_some_and(|c| b >= 0.9 * c)
+    }
+
+    /// The best multi-stream TCP result in direction `d`.
+    fn multi(&self, d: Direction) -> Option<&'a Measured> {
+        self.i
+            .tests
+            .iter()
+            .filter(|m| m.is_tcp_bw(d) && m.streams > 1)
+            .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
+    }
+
+    /// Some end is down or waits for a subnet manager: no traffic can pass.
+    fn any_port_down(&self) -> bool {
+        self.ends.iter().any(|(_, f)| f.port_down())
+    }
+}
+
+/// Prefix a finding's subject with the end it concerns.
+fn at_end(mut f: Finding, end: &str) -> Finding {
+    f.subject = format!("{end}:{}", f.subject);
+    f
+}
+
+/// The inventory findings of both ends, their subjects prefixed with the end.
+fn inventory(c: &Ctx<'_>) -> Vec<Finding> {
+    c.ends
         .iter()
-        .find(|t| t.kind == "tcp_bw" && t.streams == 1 && t.direction == dir)
+        .flat_map(|(end, f)| f.findings.iter().cloned().map(move |x| at_end(x, end)))
+        .collect()
+}
+
+/// `mtu.mismatch`: the two ends use different MTUs.
+fn mtu_mismatch(c: &Ctx<'_>) -> Option<Finding> {
+    let i = c.i;
+    let (a, b) = (i.local.mtu?, i.remote.as_ref().and_then(|r| r.mtu)?);
+    (a != b).then(|| {
+        Finding::new(FindingId::MtuMismatch, Severity::Warning, "path")
+            .evidence(format!("local {} mtu", i.local.netdev.as_deref().unwrap_or("?")), a)
+            .evidence(format!("remote {} mtu", i.remote.as_ref().and_then(|r| r.netdev.as_deref()).unwrap_or("?")), b)
+            .message(format!(
+                "the two ends use different MTUs ({a} here, {b} there): TCP segments follow the smaller one, and on a shared L2 segment frames above {} are dropped (black-holed) when path MTU discovery does not kick in",
+                a.min(b)
+            ))
+            .fix(format!("Set the same MTU on both ends and every switch port in between (`ip link set DEV mtu {}`).", a.max(b)))
+    })
+}
+
+/// `net.shaper`: every qdisc with a rate on either end, and whether it limits what was measured.
+fn shapers(c: &Ctx<'_>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (end, f) in &c.ends {
+        for s in &f.shapers {
+            let g = bps_to_gbps(s.rate_bps as f64);
+            // A shaper limits what leaves its end: the send direction for ours, receive for theirs.
+            let shaped_dir = if *end == "remote" {
+                Direction::Receive
+            } else {
+                Direction::Send
+            };
+            let shaped_best =
+                c.i.tests
+                    .iter()
+                    .filter(|t| t.is_tcp_bw(shaped_dir))
+                    .map(|t| t.gbps)
+                    .fold(0.0_f64, f64::max);
+            let limits = shaped_best >= 0.85 * f.shaper_goodput().map_or(g, |x| x.0);
+            out.push(
+                Finding::new(FindingId::NetShaper, Severity::Warning, format!("{end}:{}", f.netdev.as_deref().unwrap_or("?")))
+                    .evidence("qdisc", format!("{} {} rate {} bit/s", s.kind, s.handle, s.rate_bps))
+                    .message(format!(
+                        "a {} qdisc limits {} on the {end} end to {} Gbit/s on the wire{}",
+                        s.kind,
+                        f.netdev.as_deref().unwrap_or("the interface"),
+                        fmt_num(g),
+                        if limits { format!(": it is what limits the {} direction (measured {} Gb/s of TCP payload)", dir_name(shaped_dir), fmt_round(shaped_best, 2)) } else { String::new() }
+                    ))
+                    .fix(format!(
+                        "If it is not intended: `tc qdisc del dev {} root` (check `tc -s qdisc show dev {0}` and any tc setup in the network configuration).",
+                        f.netdev.as_deref().unwrap_or("DEV")
+                    )),
+            );
+        }
+    }
+    out
+}
+
+/// The subject of `cpu.saturated` for one stream in direction `d`.
+fn one_stream_subject(d: Direction) -> String {
+    format!("test:tcp_bw {} 1 stream", dir_name(d))
+}
+
+/// What lifts a CPU-bound stream, for the path it is on. On a virtual path only the host
+/// matters: there is no NIC whose interrupts, NUMA node or frame size could be changed.
+fn cpu_saturated_fix(c: &Ctx<'_>) -> String {
+    if c.virtual_path {
+        // Each core copies each byte once (`linerate_model::host`): more streams use more
+        // cores; zero copy on the sender leaves the receiver's copy, which alone sets the bound.
+        return "Use several streams (`-P 4`): one stream's copies run on one core at each end. Keep the two ends on different idle cores (`-A`) and set the performance governor. `--zerocopy` does not raise the bound of a virtual path: the receiver still copies every byte.".into();
+    }
+    let ethernet = c.ends.iter().any(|(_, f)| {
+        matches!(f.port_kind, Some(PortKind::Ethernet | PortKind::Roce))
+            && f.mtu.is_none_or(|m| m < 9000)
+    });
+    let datagram_ib = c.ends.iter().any(|(_, f)| {
+        f.port_kind == Some(PortKind::Infiniband) && f.ipoib_mode != Some(IpoibMode::Connected)
+    });
+    // Bigger packets cut the per-packet work (interrupts, headers, wake-ups) per byte.
+    let per_packet: Vec<&str> = [
+        ethernet.then_some("jumbo frames"),
+        datagram_ib.then_some("IPoIB connected mode"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    format!(
+        "Use several streams (`-P 4`), pin the stream to the NIC's NUMA node and away from its interrupt core (`-A`), send with `--zerocopy`{}, and set the performance governor.",
+        if per_packet.is_empty() {
+            String::new()
+        } else {
+            format!(", use {} to cut per-packet work", per_packet.join(" or "))
+        }
+    )
+}
+
+/// `cpu.saturated`: one stream kept a core busy below the ceiling.
+fn cpu_saturated(c: &Ctx<'_>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for t in
+        c.i.tests.iter().filter(|t| {
+            t.is_single_stream(Direction::Send) || t.is_single_stream(Direction::Receive)
+        })
+    {
+        let cpus = [
+            t.sender_cpu_percent,
+            t.receiver_cpu_percent,
+            t.max_stream_cpu_percent,
+        ];
+        let cpu = cpus.into_iter().flatten().fold(0.0_f64, f64::max);
+        let below = c.pc.gbps.is_none_or(|g| t.gbps < 0.9 * g);
+        // Thread CPU time leaves out softirq work done on the thread's behalf, so a
+        // stream at 85% of a core is saturated; the busiest core (with interrupts) says so at 95%.
+        // The busiest core is ours only when nothing else was running.
+        let quiet = t.other_cores.is_none_or(|o| o < 0.2);
+        let busy_core = quiet && t.busiest_core_percent.is_some_and(|b| b >= 95.0);
+        let thread_busy = cpus.into_iter().flatten().any(|p| p >= 85.0);
+        if !((thread_busy || busy_core) && below) {
+            continue;
+        }
+        // Name the figure that shows it: the busiest core (interrupts included) when the
+        // threads' own accounting, which leaves softirq work out, stays lower.
+        let (cpu, what) = match t.busiest_core_percent.filter(|b| busy_core && *b > cpu) {
+            Some(b) => (b, "busiest core (interrupts included)"),
+            None => (cpu, "core"),
+        };
+        let more = c.multi(t.direction).map_or(String::new(), |m| {
+            format!(
+                "; with {} streams the path carried {} Gb/s",
+                m.streams,
+                fmt_round(m.gbps, 2)
+            )
+        });
+        let side = if t.sender_cpu_percent >= t.receiver_cpu_percent {
+            "sending"
+        } else {
+            "receiving"
+        };
+        out.push(
+            Finding::new(FindingId::CpuSaturated, Severity::Warning, one_stream_subject(t.direction))
+                .evidence("gbps", fmt_round(t.gbps, 2))
+                .evidence("sender_cpu_percent", t.sender_cpu_percent.map_or("?".into(), |p| format!("{p:.0}")))
+                .evidence("receiver_cpu_percent", t.receiver_cpu_percent.map_or("?".into(), |p| format!("{p:.0}")))
+                .evidence("busiest_core_percent (this host, incl. interrupts)", t.busiest_core_percent.map_or("?".into(), |p| format!("{p:.0}")))
+                .message(format!(
+                    "one stream ({} direction) kept the {side} {what} at {cpu:.0}%: a single CPU core, not the network, limits one TCP stream at {} Gb/s{more}",
+                    dir_name(t.direction),
+                    fmt_round(t.gbps, 2)
+                ))
+                .fix(cpu_saturated_fix(c)),
+        );
+    }
+    out
+}
+
+/// `cpu.contended`: someone else used the CPU while we measured.
+fn cpu_contended(c: &Ctx<'_>) -> Option<Finding> {
+    let busy: Vec<&Measured> =
+        c.i.tests
+            .iter()
+            .filter(|t| {
+                t.other_cores.is_some_and(|o| o >= 0.3) || t.steal_cores.is_some_and(|s| s >= 0.1)
+            })
+            .collect();
+    if busy.is_empty() {
+        return None;
+    }
+    let other = busy
+        .iter()
+        .filter_map(|t| t.other_cores)
+        .fold(0.0_f64, f64::max);
+    let steal = busy
+        .iter()
+        .filter_map(|t| t.steal_cores)
+        .fold(0.0_f64, f64::max);
+    Some(
+        Finding::new(FindingId::CpuContended, Severity::Warning, "local:host")
+            .evidence("other_processes_cores", format!("{other:.2}"))
+            .evidence("hypervisor_steal_cores", format!("{steal:.2}"))
+            .evidence("tests_affected", busy.len())
+            .message(format!(
+                "while linerate measured, other processes on this host used up to {other:.1} cores{}: the results are lower than this machine can do",
+                if steal >= 0.1 { format!(" and the hypervisor took {steal:.1} cores") } else { String::new() }
+            ))
+            .fix("Run doctor again on an idle machine (check `top`), or pin linerate to idle cores with `bench -A`."),
+    )
 }
 
 /// A test the TCP window may explain, and how strongly (higher wins): from 1 up when the
@@ -394,257 +737,19 @@ pub const WINDOW_LIMITED_PERCENT: f64 = 25.0;
 /// Below this share (and busy ≥ 90% of the test) the window is ruled out.
 pub const WINDOW_CLEAR_PERCENT: f64 = 5.0;
 
-/// Findings that explain why a result stays below its ceiling (others describe the ceiling itself).
-const EXPLAINS_A_GAP: [&str; 15] = [
-    "rdma.vs_tcp",
-    "cpu.saturated",
-    "cpu.contended",
-    "cpu.powersave",
-    "tcp.buffers_small",
-    "net.retransmits",
-    "net.shaper",
-    "ipoib.datagram_mode",
-    "mtu.small",
-    "mtu.mismatch",
-    "path.asymmetric",
-    "numa.mismatch",
-    "link.errors",
-    "ib.rate_below_capability",
-    "pcie.downtrained",
-];
-
-/// Prefix a finding's subject with the end it concerns.
-fn at_end(mut f: Finding, end: &str) -> Finding {
-    f.subject = format!("{end}:{}", f.subject);
-    f
-}
-
-/// Apply every doctor rule. Pure.
-#[allow(clippy::too_many_lines)]
-pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
-    let mut out: Vec<Finding> = Vec::new();
-    let mut checked: Vec<String> = Vec::new();
-    let ends: Vec<(&str, &EndFacts)> = std::iter::once(("local", &i.local))
-        .chain(i.remote.iter().map(|r| ("remote", r)))
-        .collect();
-    // Inventory findings of both ends.
-    for (end, f) in &ends {
-        out.extend(f.findings.iter().cloned().map(|x| at_end(x, end)));
-    }
-    checked.push("inventory of both ends (PCIe, link state and rate, IPoIB mode, MTU, NUMA, governor, error counters)".into());
-
-    // Judge the slower direction (what the user feels), each against its own ceiling.
-    let dirs: Vec<&str> = ["send", "receive"]
-        .into_iter()
-        .filter(|d| {
-            i.tests
-                .iter()
-                .any(|t| t.kind == "tcp_bw" && t.direction == *d)
-        })
-        .collect();
-    let pick = |d: &str| -> (PathCeiling, Option<&Measured>) {
-        let pc = path_ceiling(i, d);
-        // On a virtual path the ceiling is the host stack's for one stream: judge one stream by it.
-        let one = pc.limited_by == "cpu";
-        let best = i
-            .tests
-            .iter()
-            .filter(|t| t.kind == "tcp_bw" && t.direction == d && (!one || t.streams == 1))
-            .max_by(|a, b| a.gbps.total_cmp(&b.gbps));
-        (pc, best)
-    };
-    let (pc, best, dir) = dirs
-        .iter()
-        .map(|d| {
-            let (pc, b) = pick(d);
-            (pc, b, *d)
-        })
-        .min_by(|a, b| {
-            let g = |x: Option<&Measured>| x.map_or(0.0, |t| t.gbps);
-            g(a.1).total_cmp(&g(b.1))
-        })
-        .unwrap_or_else(|| {
-            let (pc, b) = pick("send");
-            (pc, b, "send")
-        });
-    let per_stream = pc.limited_by == "cpu";
-    let dir_prefix = if dirs.len() > 1 {
-        format!(
-            "{} direction (the slower): ",
-            if dir == "send" { "send" } else { "receive" }
-        )
-    } else {
-        String::new()
-    };
-    let best_g = best.map_or(0.0, |t| t.gbps);
-    let reached = pc.gbps.is_some_and(|c| best_g >= 0.9 * c);
-
-    // mtu.mismatch
-    checked.push("MTU of both ends".into());
-    if let (Some(a), Some(b)) = (i.local.mtu, i.remote.as_ref().and_then(|r| r.mtu)) {
-        if a != b {
-            out.push(
-                Finding::new("mtu.mismatch", Severity::Warning, "path")
-                    .evidence(format!("local {} mtu", i.local.netdev.as_deref().unwrap_or("?")), a)
-                    .evidence(format!("remote {} mtu", i.remote.as_ref().and_then(|r| r.netdev.as_deref()).unwrap_or("?")), b)
-                    .message(format!(
-                        "the two ends use different MTUs ({a} here, {b} there): TCP segments follow the smaller one, and on a shared L2 segment frames above {} are dropped (black-holed) when path MTU discovery does not kick in",
-                        a.min(b)
-                    ))
-                    .fix(format!("Set the same MTU on both ends and every switch port in between (`ip link set DEV mtu {}`).", a.max(b))),
-            );
-        }
-    }
-
-    // net.shaper
-    checked.push("traffic shapers (qdiscs with a rate) on both interfaces".into());
-    for (end, f) in &ends {
-        for s in &f.shapers {
-            let g = s.rate_bps as f64 / 1e9;
-            // A shaper limits what leaves its end: the send direction for ours, receive for theirs.
-            let shaped_dir = if *end == "remote" { "receive" } else { "send" };
-            let shaped_best = i
-                .tests
-                .iter()
-                .filter(|t| t.kind == "tcp_bw" && t.direction == shaped_dir)
-                .map(|t| t.gbps)
-                .fold(0.0_f64, f64::max);
-            let limits = shaped_best >= 0.85 * f.shaper_goodput().map_or(g, |x| x.0);
-            out.push(
-                Finding::new("net.shaper", Severity::Warning, format!("{end}:{}", f.netdev.as_deref().unwrap_or("?")))
-                    .evidence("qdisc", format!("{} {} rate {} bit/s", s.kind, s.handle, s.rate_bps))
-                    .message(format!(
-                        "a {} qdisc limits {} on the {end} end to {} Gbit/s on the wire{}",
-                        s.kind,
-                        f.netdev.as_deref().unwrap_or("the interface"),
-                        fmt_num(g),
-                        if limits { format!(": it is what limits the {shaped_dir} direction (measured {} Gb/s of TCP payload)", fmt_num((shaped_best * 100.0).round() / 100.0)) } else { String::new() }
-                    ))
-                    .fix(format!(
-                        "If it is not intended: `tc qdisc del dev {} root` (check `tc -s qdisc show dev {0}` and any tc setup in the network configuration).",
-                        f.netdev.as_deref().unwrap_or("DEV")
-                    )),
-            );
-        }
-    }
-
-    // cpu.saturated
-    checked.push("CPU use of the sending and receiving threads".into());
-    let mut cpu_limited = false;
+/// The test the TCP window explains best, if any.
+fn window_candidate<'a>(c: &Ctx<'a>) -> Option<WindowCandidate<'a>> {
+    let i = c.i;
+    let mut candidate: Option<WindowCandidate<'a>> = None;
     for t in i
         .tests
         .iter()
-        .filter(|t| t.kind == "tcp_bw" && t.streams == 1 && t.direction != "bidir")
-    {
-        let cpu = [
-            t.sender_cpu_percent,
-            t.receiver_cpu_percent,
-            t.max_stream_cpu_percent,
-        ]
-        .into_iter()
-        .flatten()
-        .fold(0.0_f64, f64::max);
-        let below = pc.gbps.is_none_or(|c| t.gbps < 0.9 * c);
-        // Thread CPU time leaves out softirq work done on the thread's behalf, so a
-        // stream at 85% of a core is saturated; the busiest core (with interrupts) says so at 95%.
-        // The busiest core is ours only when nothing else was running.
-        let quiet = t.other_cores.is_none_or(|o| o < 0.2);
-        let busy_core = quiet && t.busiest_core_percent.is_some_and(|c| c >= 95.0);
-        let thread_busy = [
-            t.sender_cpu_percent,
-            t.receiver_cpu_percent,
-            t.max_stream_cpu_percent,
-        ]
-        .into_iter()
-        .flatten()
-        .any(|c| c >= 85.0);
-        if (thread_busy || busy_core) && below {
-            cpu_limited = true;
-            // Name the figure that shows it: the busiest core (interrupts included) when the
-            // threads' own accounting, which leaves softirq work out, stays lower.
-            let (cpu, what) = match t.busiest_core_percent.filter(|c| busy_core && *c > cpu) {
-                Some(c) => (c, "busiest core (interrupts included)"),
-                None => (cpu, "core"),
-            };
-            let multi = i
-                .tests
-                .iter()
-                .filter(|m| m.kind == "tcp_bw" && m.streams > 1 && m.direction == t.direction)
-                .max_by(|a, b| a.gbps.total_cmp(&b.gbps));
-            let more = multi.map_or(String::new(), |m| {
-                format!(
-                    "; with {} streams the path carried {} Gb/s",
-                    m.streams,
-                    fmt_num((m.gbps * 100.0).round() / 100.0)
-                )
-            });
-            let side = if t.sender_cpu_percent >= t.receiver_cpu_percent {
-                "sending"
-            } else {
-                "receiving"
-            };
-            out.push(
-                Finding::new("cpu.saturated", Severity::Warning, format!("test:tcp_bw {} 1 stream", t.direction))
-                    .evidence("gbps", fmt_num((t.gbps * 100.0).round() / 100.0))
-                    .evidence("sender_cpu_percent", t.sender_cpu_percent.map_or("?".into(), |c| format!("{c:.0}")))
-                    .evidence("receiver_cpu_percent", t.receiver_cpu_percent.map_or("?".into(), |c| format!("{c:.0}")))
-                    .evidence("busiest_core_percent (this host, incl. interrupts)", t.busiest_core_percent.map_or("?".into(), |c| format!("{c:.0}")))
-                    .message(format!(
-                        "one stream ({} direction) kept the {side} {what} at {cpu:.0}%: a single CPU core, not the network, limits one TCP stream at {} Gb/s{more}",
-                        t.direction,
-                        fmt_num((t.gbps * 100.0).round() / 100.0)
-                    ))
-                    .fix("Use several streams (`-P 4`), pin the stream to the NIC's NUMA node and away from its interrupt core (`-A`), send with `--zerocopy`, use jumbo frames or IPoIB connected mode to cut per-packet work, and set the performance governor."),
-            );
-        }
-    }
-
-    // cpu.contended: someone else used the CPU while we measured.
-    let mut contended = false;
-    checked.push("other processes and hypervisor steal during the tests".into());
-    let busy: Vec<&Measured> = i
-        .tests
-        .iter()
-        .filter(|t| {
-            t.other_cores.is_some_and(|c| c >= 0.3) || t.steal_cores.is_some_and(|c| c >= 0.1)
-        })
-        .collect();
-    if !busy.is_empty() {
-        let other = busy
-            .iter()
-            .filter_map(|t| t.other_cores)
-            .fold(0.0_f64, f64::max);
-        let steal = busy
-            .iter()
-            .filter_map(|t| t.steal_cores)
-            .fold(0.0_f64, f64::max);
-        contended = true;
-        out.push(
-            Finding::new("cpu.contended", Severity::Warning, "local:host")
-                .evidence("other_processes_cores", format!("{other:.2}"))
-                .evidence("hypervisor_steal_cores", format!("{steal:.2}"))
-                .evidence("tests_affected", busy.len())
-                .message(format!(
-                    "while linerate measured, other processes on this host used up to {other:.1} cores{}: the results are lower than this machine can do",
-                    if steal >= 0.1 { format!(" and the hypervisor took {steal:.1} cores") } else { String::new() }
-                ))
-                .fix("Run doctor again on an idle machine (check `top`), or pin linerate to idle cores with `bench -A`."),
-        );
-    }
-
-    // tcp.buffers_small: the kernel's own accounting when it has it, else the measured RTT.
-    checked.push("socket buffer limits against the measured bandwidth-delay product".into());
-    let mut window_limited = false;
-    let mut candidate: Option<WindowCandidate<'_>> = None;
-    for t in i
-        .tests
-        .iter()
-        .filter(|t| t.kind == "tcp_bw" && t.direction != "bidir")
+        .filter(|t| t.is_tcp_bw(Direction::Send) || t.is_tcp_bw(Direction::Receive))
     {
         let Some(rtt) = t.rtt_us.filter(|r| *r > 0.0) else {
             continue;
         };
-        let (snd, rcv) = if t.direction == "send" {
+        let (snd, rcv) = if t.direction == Direction::Send {
             (Some(&i.local), i.remote.as_ref())
         } else {
             (i.remote.as_ref(), Some(&i.local))
@@ -655,7 +760,7 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
         let limit = [wmem, rmem.map(|r| r / 2)].into_iter().flatten().min();
         let per_stream = t.gbps / f64::from(t.streams.max(1));
         let inflight = per_stream * 1e9 / 8.0 * rtt * 1e-6;
-        let below_ceiling = pc.gbps.is_none_or(|c| t.gbps < 0.9 * c);
+        let below_ceiling = c.pc.gbps.is_none_or(|g| t.gbps < 0.9 * g);
         let ratio = limit.filter(|l| *l > 0).map(|l| inflight / l as f64);
         let estimate = || {
             // The test whose bytes in flight sit closest to what the buffer limits allow,
@@ -692,7 +797,7 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
             _ => estimate(),
         };
         if let Some(score) = score.filter(|_| below_ceiling) {
-            if candidate.as_ref().is_none_or(|c| score > c.score) {
+            if candidate.as_ref().is_none_or(|x| score > x.score) {
                 candidate = Some(WindowCandidate {
                     score,
                     test: t,
@@ -703,171 +808,471 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
             }
         }
     }
-    if let Some(WindowCandidate {
+    candidate
+}
+
+/// `tcp.buffers_small`: the kernel's own accounting when it has it, else the measured RTT.
+/// Returns the finding and the direction of the test it explains.
+fn tcp_buffers_small(c: &Ctx<'_>) -> Option<(Finding, Direction)> {
+    let WindowCandidate {
         test: t,
         inflight,
         wmem,
         rmem,
         ..
-    }) = candidate
-    {
-        // The window explains this test: a busy core on it is a symptom, not the cause.
-        let subject = format!("test:tcp_bw {} 1 stream", t.direction);
-        out.retain(|f| !(f.id == "cpu.saturated" && f.subject == subject));
-        let rtt = t.rtt_us.unwrap_or(0.0);
-        let per_stream = t.gbps / f64::from(t.streams.max(1));
-        window_limited = true;
-        let target = pc.gbps.unwrap_or(t.gbps * 4.0).max(t.gbps);
-        let need = (2.0 * target * 1e9 / 8.0 * rtt * 1e-6) as u64;
-        let need = need.next_power_of_two().max(4 << 20);
-        let kernel = match (t.rwnd_limited_percent, t.sndbuf_limited_percent) {
-            (Some(r), Some(s)) => format!(
-                "; of the time it had data to send, the kernel counted the sender waiting {}% on the receiver's window and {}% on its own send buffer",
-                fmt_num(r.round()),
-                fmt_num(s.round())
-            ),
-            _ => String::new(),
-        };
-        let mut f = Finding::new(
-            "tcp.buffers_small",
-            Severity::Warning,
-            format!("test:tcp_bw {} {} stream(s)", t.direction, t.streams),
-        )
-        .evidence("rtt_us", fmt_num(rtt))
-        .evidence(
-            "gbps_per_stream",
-            fmt_num((per_stream * 1000.0).round() / 1000.0),
-        )
-        .evidence("bytes_in_flight", format!("{inflight:.0}"));
-        if let (Some(r), Some(s)) = (t.rwnd_limited_percent, t.sndbuf_limited_percent) {
-            f = f
-                .evidence(
-                    "receive-window-limited % (TCP_INFO tcpi_rwnd_limited / busy)",
-                    fmt_num(r),
-                )
-                .evidence(
-                    "send-buffer-limited % (TCP_INFO tcpi_sndbuf_limited / busy)",
-                    fmt_num(s),
-                );
-        }
-        out.push(
-            f.evidence("sender tcp_wmem max", wmem.map_or("?".into(), |w| w.to_string()))
-                .evidence("receiver tcp_rmem max", rmem.map_or("?".into(), |r| r.to_string()))
-                .message(format!(
-                    "each stream keeps about {} bytes in flight at a {} µs round trip, near what the socket buffer limits allow (send {} / receive {} bytes max){kernel}: the TCP window, not the path, sets the rate ({} Gb/s per stream = window / RTT)",
-                    inflight as u64,
-                    fmt_num((rtt * 10.0).round() / 10.0),
-                    wmem.map_or("?".into(), |w| w.to_string()),
-                    rmem.map_or("?".into(), |r| r.to_string()),
-                    fmt_num((per_stream * 100.0).round() / 100.0)
-                ))
-                .fix(format!(
-                    "On both ends: sysctl -w net.core.rmem_max={need} net.core.wmem_max={need} net.ipv4.tcp_rmem='4096 131072 {need}' net.ipv4.tcp_wmem='4096 16384 {need}' (persist in /etc/sysctl.d/)"
-                )),
-        );
+    } = window_candidate(c)?;
+    let rtt = t.rtt_us.unwrap_or(0.0);
+    let per_stream = t.gbps / f64::from(t.streams.max(1));
+    let target = c.pc.gbps.unwrap_or(t.gbps * 4.0).max(t.gbps);
+    let need = (2.0 * target * 1e9 / 8.0 * rtt * 1e-6) as u64;
+    let need = need.next_power_of_two().max(4 << 20);
+    let kernel = match (t.rwnd_limited_percent, t.sndbuf_limited_percent) {
+        (Some(r), Some(s)) => format!(
+            "; of the time it had data to send, the kernel counted the sender waiting {}% on the receiver's window and {}% on its own send buffer",
+            fmt_num(r.round()),
+            fmt_num(s.round())
+        ),
+        _ => String::new(),
+    };
+    let mut f = Finding::new(
+        FindingId::TcpBuffersSmall,
+        Severity::Warning,
+        format!(
+            "test:tcp_bw {} {} stream(s)",
+            dir_name(t.direction),
+            t.streams
+        ),
+    )
+    .evidence("rtt_us", fmt_num(rtt))
+    .evidence("gbps_per_stream", fmt_round(per_stream, 3))
+    .evidence("bytes_in_flight", format!("{inflight:.0}"));
+    if let (Some(r), Some(s)) = (t.rwnd_limited_percent, t.sndbuf_limited_percent) {
+        f = f
+            .evidence(
+                "receive-window-limited % (TCP_INFO tcpi_rwnd_limited / busy)",
+                fmt_num(r),
+            )
+            .evidence(
+                "send-buffer-limited % (TCP_INFO tcpi_sndbuf_limited / busy)",
+                fmt_num(s),
+            );
     }
+    let f = f
+        .evidence("sender tcp_wmem max", wmem.map_or("?".into(), |w| w.to_string()))
+        .evidence("receiver tcp_rmem max", rmem.map_or("?".into(), |r| r.to_string()))
+        .message(format!(
+            "each stream keeps about {} bytes in flight at a {} µs round trip, near what the socket buffer limits allow (send {} / receive {} bytes max){kernel}: the TCP window, not the path, sets the rate ({} Gb/s per stream = window / RTT)",
+            inflight as u64,
+            fmt_round(rtt, 1),
+            wmem.map_or("?".into(), |w| w.to_string()),
+            rmem.map_or("?".into(), |r| r.to_string()),
+            fmt_round(per_stream, 2)
+        ))
+        .fix(format!(
+            "On both ends: sysctl -w net.core.rmem_max={need} net.core.wmem_max={need} net.ipv4.tcp_rmem='4096 131072 {need}' net.ipv4.tcp_wmem='4096 16384 {need}' (persist in /etc/sysctl.d/)"
+        ));
+    Some((f, t.direction))
+}
 
-    // net.retransmits
-    checked.push("TCP retransmits, UDP loss, and error counters during the tests".into());
-    let virtual_path = i.local.is_virtual() && i.remote.as_ref().is_none_or(EndFacts::is_virtual);
-    let mut lossy = false;
+/// `net.retransmits`: retransmits, UDP loss, and error counters during the tests. Also says
+/// whether a test itself lost packets (the verdict names it then).
+fn retransmits(c: &Ctx<'_>) -> (Vec<Finding>, bool) {
+    let i = c.i;
+    let mut out = Vec::new();
     for t in &i.tests {
         let rtx_rate = match (t.retransmits, t.segments) {
             (Some(r), Some(s)) if s > 0 => Some((r, r as f64 / s as f64)),
             _ => None,
         };
         let bad_rtx = rtx_rate.is_some_and(|(r, rate)| r >= 50 && rate > 0.001);
-        let bad_loss = t.kind == "udp_bw" && t.loss_percent.is_some_and(|l| l > 0.5);
-        if bad_rtx || bad_loss {
-            lossy = true;
-            let mut f = Finding::new(
-                "net.retransmits",
-                if virtual_path {
-                    Severity::Info
-                } else {
-                    Severity::Warning
-                },
-                format!("test:{} {} {} stream(s)", t.kind, t.direction, t.streams),
-            );
-            if let Some((r, rate)) = rtx_rate {
-                f = f
-                    .evidence("retransmits", r)
-                    .evidence("retransmit_rate_percent", format!("{:.3}", rate * 100.0));
-            }
-            if let Some(l) = t.loss_percent {
-                f = f.evidence("loss_percent", format!("{l:.3}"));
-            }
-            for c in &i.counter_deltas {
-                f = f.evidence(format!("counter {} rose by", c.name), c.delta);
-            }
-            let cause = if !i.counter_deltas.is_empty() {
-                "and error counters rose during the test: a bad cable, transceiver or port (see the counters)"
-            } else if virtual_path {
-                "on a virtual path: the receiver fell behind (CPU contention), not a cable"
-            } else {
-                "with no error counters rising: congestion or a queue too small somewhere on the path"
-            };
-            out.push(
-                f.message(format!(
-                    "{} {}",
-                    if bad_loss {
-                        format!("{:.2}% of datagrams were lost at a rate the path should carry", t.loss_percent.unwrap_or(0.0))
-                    } else {
-                        format!("{} segments were retransmitted ({:.2}%)", rtx_rate.map_or(0, |x| x.0), rtx_rate.map_or(0.0, |x| x.1 * 100.0))
-                    },
-                    cause
-                ))
-                .fix("Read the interface and InfiniBand error counters (`linerate probe`, `ethtool -S`, `perfquery`); replace the cable if they rise; check switch port drops and flow control / ECN settings."),
-            );
+        let bad_loss = t.kind == TestKind::UdpBw && t.loss_percent.is_some_and(|l| l > 0.5);
+        if !(bad_rtx || bad_loss) {
+            continue;
         }
+        let mut f = Finding::new(
+            FindingId::NetRetransmits,
+            if c.virtual_path {
+                Severity::Info
+            } else {
+                Severity::Warning
+            },
+            format!(
+                "test:{} {} {} stream(s)",
+                t.kind_name(),
+                dir_name(t.direction),
+                t.streams
+            ),
+        );
+        if let Some((r, rate)) = rtx_rate {
+            f = f
+                .evidence("retransmits", r)
+                .evidence("retransmit_rate_percent", format!("{:.3}", rate * 100.0));
+        }
+        if let Some(l) = t.loss_percent {
+            f = f.evidence("loss_percent", format!("{l:.3}"));
+        }
+        for d in &i.counter_deltas {
+            f = f.evidence(format!("counter {} rose by", d.name), d.delta);
+        }
+        let cause = if !i.counter_deltas.is_empty() {
+            "and error counters rose during the test: a bad cable, transceiver or port (see the counters)"
+        } else if c.virtual_path {
+            "on a virtual path: the receiver fell behind (CPU contention), not a cable"
+        } else {
+            "with no error counters rising: congestion or a queue too small somewhere on the path"
+        };
+        out.push(
+            f.message(format!(
+                "{} {}",
+                if bad_loss {
+                    format!("{:.2}% of datagrams were lost at a rate the path should carry", t.loss_percent.unwrap_or(0.0))
+                } else {
+                    format!("{} segments were retransmitted ({:.2}%)", rtx_rate.map_or(0, |x| x.0), rtx_rate.map_or(0.0, |x| x.1 * 100.0))
+                },
+                cause
+            ))
+            .fix("Read the interface and InfiniBand error counters (`linerate probe`, `ethtool -S`, `perfquery`); replace the cable if they rise; check switch port drops and flow control / ECN settings."),
+        );
     }
+    let lossy = !out.is_empty();
     if !i.counter_deltas.is_empty() && !lossy {
-        let mut f = Finding::new("net.retransmits", Severity::Warning, "path");
-        for c in &i.counter_deltas {
-            f = f.evidence(format!("counter {} rose by", c.name), c.delta);
+        let mut f = Finding::new(FindingId::NetRetransmits, Severity::Warning, "path");
+        for d in &i.counter_deltas {
+            f = f.evidence(format!("counter {} rose by", d.name), d.delta);
         }
         out.push(
             f.message("error counters rose during the tests although TCP recovered: the link is taking errors".to_string())
                 .fix("Reseat or replace the cable or transceiver, then run doctor again."),
         );
     }
+    (out, lossy)
+}
 
-    // path.asymmetric
-    checked.push("both directions of the path".into());
-    if let (Some(s), Some(r)) = (single(&i.tests, "send"), single(&i.tests, "receive")) {
-        let (hi, lo) = if s.gbps >= r.gbps { (s, r) } else { (r, s) };
-        // A shaper on the slower direction's egress already explains the difference.
-        let shaper_end = if lo.direction == "send" {
-            Some(&i.local)
-        } else {
-            i.remote.as_ref()
-        };
-        let shaped = shaper_end
-            .and_then(EndFacts::shaper_goodput)
-            .is_some_and(|(g, _)| lo.gbps >= 0.85 * g);
-        if hi.gbps > 0.0 && lo.gbps < 0.75 * hi.gbps && !shaped {
-            let slow_receiver = if lo.direction == "send" {
-                "the remote end"
-            } else {
-                "this host"
-            };
-            out.push(
-                Finding::new("path.asymmetric", Severity::Warning, "path")
-                    .evidence("send_gbps", fmt_num((s.gbps * 100.0).round() / 100.0))
-                    .evidence("receive_gbps", fmt_num((r.gbps * 100.0).round() / 100.0))
-                    .evidence(format!("{} receiver_cpu_percent", lo.direction), lo.receiver_cpu_percent.map_or("?".into(), |c| format!("{c:.0}")))
-                    .evidence(format!("{} sender_cpu_percent", lo.direction), lo.sender_cpu_percent.map_or("?".into(), |c| format!("{c:.0}")))
-                    .message(format!(
-                        "the {} direction carries {} Gb/s but the {} direction only {} Gb/s: {slow_receiver} receives slower (a slower CPU, a shaper, offloads or a different configuration on that end)",
-                        hi.direction,
-                        fmt_num((hi.gbps * 100.0).round() / 100.0),
-                        lo.direction,
-                        fmt_num((lo.gbps * 100.0).round() / 100.0)
-                    ))
-                    .fix("Compare the two ends (`linerate probe` on each): CPU model and governor, MTU, IPoIB mode, shapers, NIC offloads (`ethtool -k`)."),
-            );
-        }
+/// `path.asymmetric`: one direction carries far less than the other, with no shaper to say why.
+fn path_asymmetric(c: &Ctx<'_>) -> Option<Finding> {
+    let single = |d: Direction| c.i.tests.iter().find(|t| t.is_single_stream(d));
+    let (s, r) = (single(Direction::Send)?, single(Direction::Receive)?);
+    let (hi, lo) = if s.gbps >= r.gbps { (s, r) } else { (r, s) };
+    // A shaper on the slower direction's egress already explains the difference.
+    let lo_sends = lo.direction == Direction::Send;
+    let shaper_end = if lo_sends {
+        Some(&c.i.local)
+    } else {
+        c.i.remote.as_ref()
+    };
+    let shaped = shaper_end
+        .and_then(EndFacts::shaper_goodput)
+        .is_some_and(|(g, _)| lo.gbps >= 0.85 * g);
+    if !(hi.gbps > 0.0 && lo.gbps < 0.75 * hi.gbps && !shaped) {
+        return None;
     }
+    let slow_receiver = if lo_sends {
+        "the remote end"
+    } else {
+        "this host"
+    };
+    let lo_dir = dir_name(lo.direction);
+    Some(
+        Finding::new(FindingId::PathAsymmetric, Severity::Warning, "path")
+            .evidence("send_gbps", fmt_round(s.gbps, 2))
+            .evidence("receive_gbps", fmt_round(r.gbps, 2))
+            .evidence(format!("{lo_dir} receiver_cpu_percent"), lo.receiver_cpu_percent.map_or("?".into(), |p| format!("{p:.0}")))
+            .evidence(format!("{lo_dir} sender_cpu_percent"), lo.sender_cpu_percent.map_or("?".into(), |p| format!("{p:.0}")))
+            .message(format!(
+                "the {} direction carries {} Gb/s but the {lo_dir} direction only {} Gb/s: {slow_receiver} receives slower (a slower CPU, a shaper, offloads or a different configuration on that end)",
+                dir_name(hi.direction),
+                fmt_round(hi.gbps, 2),
+                fmt_round(lo.gbps, 2)
+            ))
+            .fix("Compare the two ends (`linerate probe` on each): CPU model and governor, MTU, IPoIB mode, shapers, NIC offloads (`ethtool -k`)."),
+    )
+}
+
+/// `ceiling.exceeded`: a stream beat the host stack's bound, which holds by construction
+/// (each core copies each byte at most at its copy rate), so the copy rate fed into it was
+/// measured too low. Said out loud, and the result is judged as having no known ceiling.
+fn ceiling_exceeded(c: &Ctx<'_>) -> Option<Finding> {
+    if c.pc.gbps.is_some() {
+        // The judged direction has a hardware or shaper ceiling: the bound was not used.
+        return None;
+    }
+    let (t, h) = stack_beaten(c.i)?;
+    Some(
+        Finding::new(FindingId::CeilingExceeded, Severity::Info, "path")
+            .evidence("measured (Gb/s)", fmt_round(t.gbps, 2))
+            .evidence("host stack bound (Gb/s)", fmt_round(h.gbps, 2))
+            .evidence("basis", &h.explain)
+            .message(format!(
+                "one TCP stream ({} direction) carried {} Gb/s, above the {} Gb/s the host stack's memory copies allow ({}): the copy rate was measured too low (a busy moment), so the result is not judged against it",
+                dir_name(t.direction),
+                fmt_round(t.gbps, 2),
+                fmt_round(h.gbps, 2),
+                h.basis
+            ))
+            .fix("Run doctor again on an idle machine for a ceiling to judge against; nothing on the path needs fixing."),
+    )
+}
+
+/// `ceiling.reached` when the judged result reaches its ceiling; `unexplained` when it stays
+/// below and no finding explains the gap. Nothing when a port is down (its finding says it all).
+fn ceiling_or_unexplained(c: &Ctx<'_>, out: &[Finding], checked: &[String]) -> Option<Finding> {
+    if c.any_port_down() {
+        return None;
+    }
+    let attributed = out
+        .iter()
+        .any(|f| f.severity >= Severity::Warning && f.id.explains_gap() || ip_stack_explains(f));
+    let pc = &c.pc;
+    match (pc.gbps, c.best) {
+        (Some(g), Some(t)) if c.reached() => Some(
+            Finding::new(FindingId::CeilingReached, Severity::Info, "path")
+                .evidence("gbps", fmt_round(t.gbps, 2))
+                .evidence("ceiling_gbps", fmt_round(g, 2))
+                .message(format!(
+                    "{} of {} Gb/s ({:.0}%), limited by {}",
+                    fmt_round(t.gbps, 2),
+                    fmt_round(g, 2),
+                    t.gbps / g * 100.0,
+                    pc.why
+                ))
+                .fix(if pc.per_stream {
+                    "Nothing to fix for one stream: this is what one core pushes through the host's TCP stack; use more streams for more."
+                } else if pc.limited_by == Cause::Shaper {
+                    "The traffic shaper sets this rate: raise or remove it if that is not intended (see net.shaper)."
+                } else {
+                    "Nothing to fix in software: this is what the hardware carries."
+                }),
+        ),
+        (Some(g), Some(t)) if !attributed => Some(
+            Finding::new(
+                FindingId::Unexplained,
+                // A virtual path's ceiling is an upper bound: missing it is worth a note, not a warning.
+                if pc.per_stream { Severity::Info } else { Severity::Warning },
+                "path",
+            )
+                .evidence("gbps", fmt_round(t.gbps, 2))
+                .evidence("ceiling_gbps", fmt_round(g, 2))
+                .message(format!(
+                    "{} Gb/s is {:.0}% of the {} Gb/s ceiling and no check explains the gap. Checked: {}",
+                    fmt_round(t.gbps, 2),
+                    t.gbps / g * 100.0,
+                    fmt_round(g, 2),
+                    checked.join("; ")
+                ))
+                .fix("Look at the switch (port counters, congestion, other traffic), the NIC's firmware and offloads (`ethtool -k`, `ethtool -S`), IRQ placement (`/proc/interrupts`), and run doctor --thorough."),
+        ),
+        // `ceiling.exceeded` already says why there is no ceiling to judge against.
+        (None, Some(t))
+            if t.gbps > 0.0
+                && !attributed
+                && !out.iter().any(|f| f.id == FindingId::CeilingExceeded) =>
+        {
+            Some(
+                Finding::new(FindingId::Unexplained, Severity::Info, "path")
+                    .message(format!(
+                        "no ceiling is known for this path, so the result cannot be judged against one. Checked: {}",
+                        checked.join("; ")
+                    ))
+                    .fix("Run probe on both ends; a virtual interface has no hardware ceiling."),
+            )
+        }
+        _ => None,
+    }
+}
+
+/// What the rules concluded that the verdict needs beyond the findings.
+#[derive(Debug, Clone, Copy, Default)]
+struct Flags {
+    /// `cpu.saturated` fired (before `tcp.buffers_small` took a symptom back).
+    cpu_limited: bool,
+    contended: bool,
+    window_limited: bool,
+    lossy: bool,
+}
+
+/// The port that stops all traffic, if any: (`local ib0`, its cause, the state in words).
+fn port_state(c: &Ctx<'_>) -> Option<(String, Cause, String)> {
+    c.ends.iter().find_map(|(end, f)| {
+        let ceiling = f.ceiling.as_ref().filter(|_| f.port_down())?;
+        let state = ceiling
+            .chain
+            .iter()
+            .find(|s| s.stage == StageKind::State)
+            .map_or(ceiling.summary.clone(), |s| s.explain.clone());
+        let once = ceiling.potential_gbps.map_or(String::new(), |p| {
+            format!(" (once fixed: about {} Gb/s)", fmt_num(p))
+        });
+        Some((
+            format!("{end} {}", f.netdev.as_deref().unwrap_or(""))
+                .trim()
+                .to_string(),
+            ceiling.limited_by.into(),
+            format!("{state}{once}"),
+        ))
+    })
+}
+
+/// What limits the judged result, and the words for it: the first cause that holds, in order
+/// of how directly it explains the result.
+fn cause(c: &Ctx<'_>, out: &[Finding], flags: Flags) -> (Cause, String) {
+    let pc = &c.pc;
+    if let Some((end, lb, s)) = port_state(c) {
+        return (lb, format!("the {end} port: {s}"));
+    }
+    if c.reached() {
+        return (pc.limited_by, pc.why.clone());
+    }
+    if flags.window_limited {
+        return (
+            Cause::TcpBuffers,
+            "TCP socket buffer limits (window / RTT)".into(),
+        );
+    }
+    if pc.limited_by == Cause::Shaper && out.iter().any(|f| f.id == FindingId::NetShaper) {
+        return (Cause::Shaper, pc.why.clone());
+    }
+    let datagram = c.ends.iter().any(|(_, f)| {
+        f.ipoib_mode == Some(IpoibMode::Datagram)
+            && f.findings
+                .iter()
+                .any(|x| x.id == FindingId::IpoibDatagramMode && x.severity >= Severity::Warning)
+    });
+    if datagram {
+        return (
+            Cause::IpoibMode,
+            "IPoIB datagram mode (small packets, one core per stream)".into(),
+        );
+    }
+    if flags.contended {
+        return (
+            Cause::Cpu,
+            "other processes competing for the CPU (the results are a lower bound)".into(),
+        );
+    }
+    if flags.cpu_limited {
+        return (Cause::Cpu, "one CPU core per stream".into());
+    }
+    if flags.lossy {
+        return (Cause::Retransmits, "packet loss and retransmissions".into());
+    }
+    let quote = |f: &Finding| {
+        f.message
+            .split(':')
+            .next()
+            .unwrap_or(f.id.as_str())
+            .to_string()
+    };
+    if let Some((f, lb)) = out
+        .iter()
+        .filter(|f| f.severity >= Severity::Warning)
+        .filter_map(|f| Some((f, f.id.cause()?)))
+        .max_by_key(|(f, _)| f.severity)
+    {
+        return (lb, format!("{} (see the `{}` finding)", quote(f), f.id));
+    }
+    if let Some(f) = out.iter().find(|f| ip_stack_explains(f)) {
+        return (
+            Cause::Cpu,
+            format!("{} (see the `{}` finding)", quote(f), FindingId::RdmaVsTcp),
+        );
+    }
+    let why = match pc.gbps {
+        Some(_) if out.iter().any(|f| f.id == FindingId::Unexplained) => {
+            "something not identified (see `unexplained`)"
+        }
+        Some(_) => "nothing identified",
+        None if out.iter().any(|f| f.id == FindingId::CeilingExceeded) => {
+            "unknown (the host stack's bound was beaten: see `ceiling.exceeded`)"
+        }
+        None => "unknown (no ceiling known)",
+    };
+    (Cause::Unknown, why.into())
+}
+
+/// The one-line answer.
+fn verdict(c: &Ctx<'_>, out: &[Finding], flags: Flags) -> Verdict {
+    let (limited_by, why) = cause(c, out, flags);
+    let dir_prefix = if c.dirs.len() > 1 {
+        format!("{} direction (the slower): ", dir_name(c.dir))
+    } else {
+        String::new()
+    };
+    let down = matches!(limited_by, Cause::PortDown | Cause::NoSubnetManager);
+    let host_stack = c.i.host_stack.as_ref().filter(|_| c.pc.per_stream);
+    let summary = match (c.best, c.pc.gbps) {
+        _ if down => format!("no traffic can pass: {why}"),
+        (None, _) => format!("no throughput was measured: {why}"),
+        (Some(t), Some(g)) if host_stack.is_some() => format!(
+            "{dir_prefix}one TCP stream: {} Gb/s of the at most {} Gb/s the host stack can carry ({}){}: limited by {why}",
+            fmt_round(t.gbps, 2),
+            fmt_round(g, 1),
+            host_stack.map_or("", |h| h.basis.as_str()),
+            c.multi(c.dir).map_or(String::new(), |m| format!(
+                " ({} streams: {} Gb/s)",
+                m.streams,
+                fmt_round(m.gbps, 2)
+            ))
+        ),
+        (Some(t), Some(g)) => format!(
+            "{dir_prefix}{} Gb/s of a {} Gb/s ceiling: limited by {why}",
+            fmt_round(t.gbps, 2),
+            fmt_round(g, 2),
+        ),
+        (Some(t), None) => format!(
+            "{} Gb/s; no ceiling is known for this path: limited by {why}",
+            fmt_round(t.gbps, 2)
+        ),
+    };
+    let ceiling = if down { 0.0 } else { c.pc.gbps.unwrap_or(0.0) };
+    Verdict {
+        summary,
+        gbps: r3(c.best_gbps()),
+        ceiling_gbps: r3(ceiling),
+        limited_by,
+    }
+}
+
+/// Apply every doctor rule. Pure.
+pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
+    let c = Ctx::new(i);
+    let mut checked: Vec<String> = Vec::new();
+    let mut flags = Flags::default();
+
+    let mut out = inventory(&c);
+    checked.push("inventory of both ends (PCIe, link state and rate, IPoIB mode, MTU, NUMA, governor, error counters)".into());
+
+    checked.push("MTU of both ends".into());
+    out.extend(mtu_mismatch(&c));
+
+    checked.push("traffic shapers (qdiscs with a rate) on both interfaces".into());
+    out.extend(shapers(&c));
+
+    checked.push("CPU use of the sending and receiving threads".into());
+    let saturated = cpu_saturated(&c);
+    flags.cpu_limited = !saturated.is_empty();
+    out.extend(saturated);
+
+    checked.push("other processes and hypervisor steal during the tests".into());
+    let contended = cpu_contended(&c);
+    flags.contended = contended.is_some();
+    out.extend(contended);
+
+    checked.push("socket buffer limits against the measured bandwidth-delay product".into());
+    if let Some((f, dir)) = tcp_buffers_small(&c) {
+        // The window explains this test: a busy core on it is a symptom, not the cause.
+        let subject = one_stream_subject(dir);
+        out.retain(|x| !(x.id == FindingId::CpuSaturated && x.subject == subject));
+        flags.window_limited = true;
+        out.push(f);
+    }
+
+    checked.push("TCP retransmits, UDP loss, and error counters during the tests".into());
+    let (lost, lossy) = retransmits(&c);
+    flags.lossy = lossy;
+    out.extend(lost);
+
+    checked.push("both directions of the path".into());
+    out.extend(path_asymmetric(&c));
 
     // RDMA on the same path tells the IP stack's share of a gap.
     if let Some(f) = rdma_vs_tcp(i) {
@@ -875,215 +1280,15 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
         out.push(f);
     }
 
-    // ceiling.reached or unexplained
-    let attributed = out.iter().any(|f| {
-        f.severity >= Severity::Warning && EXPLAINS_A_GAP.contains(&f.id.as_str())
-            || ip_stack_explains(f)
-    });
-    let any_port_down = ends.iter().any(|(_, f)| {
-        f.ceiling.as_ref().is_some_and(|c| {
-            matches!(
-                c.limited_by,
-                LimitedBy::PortDown | LimitedBy::NoSubnetManager
-            )
-        })
-    });
-    if any_port_down {
-        // The port state explains everything; its finding is already there.
-    } else if let (Some(c), Some(t)) = (pc.gbps, best) {
-        if reached {
-            out.push(
-                Finding::new("ceiling.reached", Severity::Info, "path")
-                    .evidence("gbps", fmt_num((t.gbps * 100.0).round() / 100.0))
-                    .evidence("ceiling_gbps", fmt_num((c * 100.0).round() / 100.0))
-                    .message(format!(
-                        "{} of {} Gb/s ({:.0}%), limited by {}",
-                        fmt_num((t.gbps * 100.0).round() / 100.0),
-                        fmt_num((c * 100.0).round() / 100.0),
-                        t.gbps / c * 100.0,
-                        pc.why
-                    ))
-                    .fix(if per_stream {
-                        "Nothing to fix for one stream: this is what one core pushes through the host's TCP stack; use more streams for more."
-                    } else if pc.limited_by == "shaper" {
-                        "The traffic shaper sets this rate: raise or remove it if that is not intended (see net.shaper)."
-                    } else {
-                        "Nothing to fix in software: this is what the hardware carries."
-                    }),
-            );
-        } else if !attributed {
-            out.push(
-                Finding::new(
-                    "unexplained",
-                    // A virtual path's ceiling is an estimate: missing it is worth a note, not a warning.
-                    if per_stream { Severity::Info } else { Severity::Warning },
-                    "path",
-                )
-                    .evidence("gbps", fmt_num((t.gbps * 100.0).round() / 100.0))
-                    .evidence("ceiling_gbps", fmt_num((c * 100.0).round() / 100.0))
-                    .message(format!(
-                        "{} Gb/s is {:.0}% of the {} Gb/s ceiling and no check explains the gap. Checked: {}",
-                        fmt_num((t.gbps * 100.0).round() / 100.0),
-                        t.gbps / c * 100.0,
-                        fmt_num((c * 100.0).round() / 100.0),
-                        checked.join("; ")
-                    ))
-                    .fix("Look at the switch (port counters, congestion, other traffic), the NIC's firmware and offloads (`ethtool -k`, `ethtool -S`), IRQ placement (`/proc/interrupts`), and run doctor --thorough."),
-            );
-        }
-    } else if best.is_some_and(|t| t.gbps > 0.0) && !attributed && pc.gbps.is_none() {
-        out.push(
-            Finding::new("unexplained", Severity::Info, "path")
-                .message(format!(
-                    "no ceiling is known for this path, so the result cannot be judged against one. Checked: {}",
-                    checked.join("; ")
-                ))
-                .fix("Run probe on both ends; a virtual interface has no hardware ceiling."),
-        );
-    }
+    out.extend(ceiling_exceeded(&c));
+    let judged = ceiling_or_unexplained(&c, &out, &checked);
+    out.extend(judged);
 
-    // Verdict.
-    let port_state = ends.iter().find_map(|(end, f)| {
-        f.ceiling.as_ref().and_then(|c| match c.limited_by {
-            LimitedBy::PortDown | LimitedBy::NoSubnetManager => {
-                let state = c
-                    .chain
-                    .iter()
-                    .find(|s| s.stage == linerate_model::StageKind::State)
-                    .map_or(c.summary.clone(), |s| s.explain.clone());
-                let once = c.potential_gbps.map_or(String::new(), |p| {
-                    format!(" (once fixed: about {} Gb/s)", fmt_num(p))
-                });
-                Some((
-                    format!("{end} {}", f.netdev.as_deref().unwrap_or(""))
-                        .trim()
-                        .to_string(),
-                    c.limited_by.as_str().to_string(),
-                    format!("{state}{once}"),
-                ))
-            }
-            _ => None,
-        })
-    });
-    let (limited_by, why) = if let Some((end, lb, s)) = port_state {
-        (lb, format!("the {end} port: {s}"))
-    } else if reached {
-        (pc.limited_by.clone(), pc.why.clone())
-    } else if window_limited {
-        (
-            "tcp_buffers".into(),
-            "TCP socket buffer limits (window / RTT)".into(),
-        )
-    } else if out.iter().any(|f| f.id == "net.shaper") && pc.limited_by == "shaper" {
-        ("shaper".into(), pc.why.clone())
-    } else if ends.iter().any(|(_, f)| {
-        f.ipoib_mode.as_deref() == Some("datagram")
-            && f.findings
-                .iter()
-                .any(|x| x.id == "ipoib.datagram_mode" && x.severity >= Severity::Warning)
-    }) {
-        (
-            "ipoib_mode".into(),
-            "IPoIB datagram mode (small packets, one core per stream)".into(),
-        )
-    } else if contended {
-        (
-            "cpu".into(),
-            "other processes competing for the CPU (the results are a lower bound)".into(),
-        )
-    } else if cpu_limited {
-        ("cpu".into(), "one CPU core per stream".into())
-    } else if lossy {
-        (
-            "retransmits".into(),
-            "packet loss and retransmissions".into(),
-        )
-    } else if let Some(f) = out
-        .iter()
-        .filter(|f| f.severity >= Severity::Warning && EXPLAINS_A_GAP.contains(&f.id.as_str()))
-        .max_by_key(|f| f.severity)
-    {
-        let lb = match f.id.as_str() {
-            "mtu.small" | "mtu.mismatch" => "mtu",
-            "net.retransmits" | "link.errors" => "retransmits",
-            "ib.rate_below_capability" => "link",
-            "pcie.downtrained" => "pcie",
-            "tcp.buffers_small" => "tcp_buffers",
-            "net.shaper" => "shaper",
-            _ => "cpu",
-        };
-        (
-            lb.into(),
-            format!(
-                "{} (see the `{}` finding)",
-                f.message.split(':').next().unwrap_or(&f.id),
-                f.id
-            ),
-        )
-    } else if let Some(f) = out.iter().find(|f| ip_stack_explains(f)) {
-        (
-            "cpu".into(),
-            format!(
-                "{} (see the `rdma.vs_tcp` finding)",
-                f.message.split(':').next().unwrap_or(&f.id)
-            ),
-        )
-    } else if pc.gbps.is_some() && out.iter().any(|f| f.id == "unexplained") {
-        (
-            "unknown".into(),
-            "something not identified (see `unexplained`)".into(),
-        )
-    } else if pc.gbps.is_some() {
-        ("unknown".into(), "nothing identified".into())
-    } else {
-        ("unknown".into(), "unknown (no ceiling known)".into())
-    };
-    let down = limited_by == "port_down" || limited_by == "no_subnet_manager";
-    let c = if down { 0.0 } else { pc.gbps.unwrap_or(0.0) };
-    let summary = match (best, pc.gbps) {
-        _ if down => format!("no traffic can pass: {why}"),
-        (None, _) => format!("no throughput was measured: {why}"),
-        (Some(t), Some(c)) if per_stream => {
-            let multi = i
-                .tests
-                .iter()
-                .filter(|m| m.kind == "tcp_bw" && m.streams > 1 && m.direction == dir)
-                .max_by(|a, b| a.gbps.total_cmp(&b.gbps));
-            format!(
-                "{dir_prefix}one TCP stream: {} Gb/s of the ≈{} Gb/s one core can push through the host stack{}: limited by {why}",
-                fmt_num((t.gbps * 100.0).round() / 100.0),
-                fmt_num((c * 10.0).round() / 10.0),
-                multi.map_or(String::new(), |m| format!(
-                    " ({} streams: {} Gb/s)",
-                    m.streams,
-                    fmt_num((m.gbps * 100.0).round() / 100.0)
-                ))
-            )
-        }
-        (Some(t), Some(c)) => format!(
-            "{dir_prefix}{} Gb/s of a {} Gb/s ceiling: limited by {why}",
-            fmt_num((t.gbps * 100.0).round() / 100.0),
-            fmt_num((c * 100.0).round() / 100.0),
-        ),
-        (Some(t), None) => format!(
-            "{} Gb/s; no ceiling is known for this path: limited by {why}",
-            fmt_num((t.gbps * 100.0).round() / 100.0)
-        ),
-    };
+    let verdict = verdict(&c, &out, flags);
     rank(&mut out);
     Diagnosis {
-        verdict: Verdict {
-            summary,
-            gbps: (best_g * 1000.0).round() / 1000.0,
-            ceiling_gbps: (c * 1000.0).round() / 1000.0,
-            limited_by,
-        },
+        verdict,
         findings: out,
         checked,
     }
-}
-
-/// True when this end's port is an InfiniBand or RoCE port (for RDMA plans later).
-pub fn is_rdma(f: &EndFacts) -> bool {
-    matches!(f.port_kind.as_deref(), Some("infiniband" | "roce"))
 }

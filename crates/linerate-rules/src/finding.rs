@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use linerate_inventory::{Inventory, ProblemKind};
+use linerate_model::LimitedBy;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -35,10 +36,261 @@ impl Severity {
 /// Where each fact came from → its value (`/sys/class/net/ib0/mode` → `datagram`).
 pub type Evidence = BTreeMap<String, String>;
 
+/// What limits a result: the verdict's `limited_by`. The hardware stages are the model's
+/// [`LimitedBy`]; the others are what doctor finds on a measured path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    Link,
+    Encoding,
+    Pcie,
+    Mtu,
+    Shaper,
+    Cpu,
+    TcpBuffers,
+    IpoibMode,
+    Retransmits,
+    PortDown,
+    NoSubnetManager,
+    Unknown,
+}
+
+impl Cause {
+    /// The string of `schemas/doctor.schema.json`'s `limited_by`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Link => "link",
+            Self::Encoding => "encoding",
+            Self::Pcie => "pcie",
+            Self::Mtu => "mtu",
+            Self::Shaper => "shaper",
+            Self::Cpu => "cpu",
+            Self::TcpBuffers => "tcp_buffers",
+            Self::IpoibMode => "ipoib_mode",
+            Self::Retransmits => "retransmits",
+            Self::PortDown => "port_down",
+            Self::NoSubnetManager => "no_subnet_manager",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl From<LimitedBy> for Cause {
+    fn from(l: LimitedBy) -> Self {
+        match l {
+            LimitedBy::Link => Self::Link,
+            LimitedBy::Encoding => Self::Encoding,
+            LimitedBy::Pcie => Self::Pcie,
+            LimitedBy::Mtu => Self::Mtu,
+            LimitedBy::PortDown => Self::PortDown,
+            LimitedBy::NoSubnetManager => Self::NoSubnetManager,
+            LimitedBy::Unknown => Self::Unknown,
+        }
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// Every finding linerate emits. The string id ([`FindingId::as_str`]) is stable: it is what
+/// the JSON documents, `--fail-on` users and the README's findings table name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FindingId {
+    SysfsUnreadable,
+    PcieLinkDown,
+    PcieDowntrained,
+    PcieSlotLimited,
+    PcieBottleneck,
+    NumaMismatch,
+    CpuPowersave,
+    CpuSaturated,
+    CpuContended,
+    TcpBuffersSmall,
+    IbNoSubnetManager,
+    IbPortDown,
+    IbRateBelowCapability,
+    VpiEthernetMode,
+    LinkErrors,
+    LinkDown,
+    IpoibDatagramMode,
+    MtuSmall,
+    MtuMismatch,
+    NetShaper,
+    NetRetransmits,
+    PathAsymmetric,
+    RdmaVsTcp,
+    CeilingReached,
+    CeilingExceeded,
+    Unexplained,
+    StorageDiskLimitsCopy,
+}
+
+impl FindingId {
+    /// Every id, for [`FindingId::parse`] and the tests.
+    pub const ALL: [Self; 27] = [
+        Self::SysfsUnreadable,
+        Self::PcieLinkDown,
+        Self::PcieDowntrained,
+        Self::PcieSlotLimited,
+        Self::PcieBottleneck,
+        Self::NumaMismatch,
+        Self::CpuPowersave,
+        Self::CpuSaturated,
+        Self::CpuContended,
+        Self::TcpBuffersSmall,
+        Self::IbNoSubnetManager,
+        Self::IbPortDown,
+        Self::IbRateBelowCapability,
+        Self::VpiEthernetMode,
+        Self::LinkErrors,
+        Self::LinkDown,
+        Self::IpoibDatagramMode,
+        Self::MtuSmall,
+        Self::MtuMismatch,
+        Self::NetShaper,
+        Self::NetRetransmits,
+        Self::PathAsymmetric,
+        Self::RdmaVsTcp,
+        Self::CeilingReached,
+        Self::CeilingExceeded,
+        Self::Unexplained,
+        Self::StorageDiskLimitsCopy,
+    ];
+
+    /// The stable string id, e.g. `pcie.bottleneck`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SysfsUnreadable => "sysfs.unreadable",
+            Self::PcieLinkDown => "pcie.link_down",
+            Self::PcieDowntrained => "pcie.downtrained",
+            Self::PcieSlotLimited => "pcie.slot_limited",
+            Self::PcieBottleneck => "pcie.bottleneck",
+            Self::NumaMismatch => "numa.mismatch",
+            Self::CpuPowersave => "cpu.powersave",
+            Self::CpuSaturated => "cpu.saturated",
+            Self::CpuContended => "cpu.contended",
+            Self::TcpBuffersSmall => "tcp.buffers_small",
+            Self::IbNoSubnetManager => "ib.no_subnet_manager",
+            Self::IbPortDown => "ib.port_down",
+            Self::IbRateBelowCapability => "ib.rate_below_capability",
+            Self::VpiEthernetMode => "vpi.ethernet_mode",
+            Self::LinkErrors => "link.errors",
+            Self::LinkDown => "link.down",
+            Self::IpoibDatagramMode => "ipoib.datagram_mode",
+            Self::MtuSmall => "mtu.small",
+            Self::MtuMismatch => "mtu.mismatch",
+            Self::NetShaper => "net.shaper",
+            Self::NetRetransmits => "net.retransmits",
+            Self::PathAsymmetric => "path.asymmetric",
+            Self::RdmaVsTcp => "rdma.vs_tcp",
+            Self::CeilingReached => "ceiling.reached",
+            Self::CeilingExceeded => "ceiling.exceeded",
+            Self::Unexplained => "unexplained",
+            Self::StorageDiskLimitsCopy => "storage.disk_limits_copy",
+        }
+    }
+
+    /// The id of a stable string id; None for a string linerate does not emit.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|id| id.as_str() == s)
+    }
+
+    /// Does a warning of this kind explain why a result stays below its ceiling? The others
+    /// describe the ceiling itself (a downtrained link lowers it), the port state (which the
+    /// verdict names on its own), or the judgement (reached, unexplained).
+    pub fn explains_gap(self) -> bool {
+        match self {
+            Self::RdmaVsTcp
+            | Self::CpuSaturated
+            | Self::CpuContended
+            | Self::CpuPowersave
+            | Self::TcpBuffersSmall
+            | Self::NetRetransmits
+            | Self::NetShaper
+            | Self::IpoibDatagramMode
+            | Self::MtuSmall
+            | Self::MtuMismatch
+            | Self::PathAsymmetric
+            | Self::NumaMismatch
+            | Self::LinkErrors
+            | Self::IbRateBelowCapability
+            | Self::PcieDowntrained => true,
+            Self::SysfsUnreadable
+            | Self::PcieLinkDown
+            | Self::PcieSlotLimited
+            | Self::PcieBottleneck
+            | Self::IbNoSubnetManager
+            | Self::IbPortDown
+            | Self::VpiEthernetMode
+            | Self::LinkDown
+            | Self::CeilingReached
+            | Self::CeilingExceeded
+            | Self::Unexplained
+            | Self::StorageDiskLimitsCopy => false,
+        }
+    }
+
+    /// The cause the verdict names when this finding is what explains a gap; None for the
+    /// findings that explain none ([`FindingId::explains_gap`]).
+    pub fn cause(self) -> Option<Cause> {
+        match self {
+            Self::MtuSmall | Self::MtuMismatch => Some(Cause::Mtu),
+            Self::NetRetransmits | Self::LinkErrors => Some(Cause::Retransmits),
+            Self::IbRateBelowCapability => Some(Cause::Link),
+            Self::PcieDowntrained => Some(Cause::Pcie),
+            Self::TcpBuffersSmall => Some(Cause::TcpBuffers),
+            Self::NetShaper => Some(Cause::Shaper),
+            Self::IpoibDatagramMode => Some(Cause::IpoibMode),
+            // What costs CPU time per byte: the IP stack (against RDMA), a core at its limit,
+            // other processes, a slow governor, memory on the far NUMA node, a slower end.
+            Self::RdmaVsTcp
+            | Self::CpuSaturated
+            | Self::CpuContended
+            | Self::CpuPowersave
+            | Self::PathAsymmetric
+            | Self::NumaMismatch => Some(Cause::Cpu),
+            Self::SysfsUnreadable
+            | Self::PcieLinkDown
+            | Self::PcieSlotLimited
+            | Self::PcieBottleneck
+            | Self::IbNoSubnetManager
+            | Self::IbPortDown
+            | Self::VpiEthernetMode
+            | Self::LinkDown
+            | Self::CeilingReached
+            | Self::CeilingExceeded
+            | Self::Unexplained
+            | Self::StorageDiskLimitsCopy => None,
+        }
+    }
+}
+
+impl std::fmt::Display for FindingId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl Serialize for FindingId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FindingId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Self::parse(&s).ok_or_else(|| serde::de::Error::custom(format!("unknown finding id `{s}`")))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
-    /// Stable identifier, e.g. `pcie.downtrained`.
-    pub id: String,
+    /// Stable identifier, e.g. `pcie.downtrained` (serialized as that string).
+    pub id: FindingId,
     pub severity: Severity,
     /// A port name, a PCI address, or `host`.
     pub subject: String,
@@ -48,9 +300,9 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn new(id: &str, severity: Severity, subject: impl Into<String>) -> Self {
+    pub fn new(id: FindingId, severity: Severity, subject: impl Into<String>) -> Self {
         Self {
-            id: id.to_string(),
+            id,
             severity,
             subject: subject.into(),
             evidence: Evidence::new(),
@@ -84,7 +336,7 @@ pub fn rank(findings: &mut [Finding]) {
         b.severity
             .cmp(&a.severity)
             .then_with(|| a.subject.cmp(&b.subject))
-            .then_with(|| a.id.cmp(&b.id))
+            .then_with(|| a.id.as_str().cmp(b.id.as_str()))
     });
 }
 
@@ -114,7 +366,7 @@ pub fn unreadable(inv: &Inventory, out: &mut Vec<Finding>) {
             })
             .map_or(p.subject.as_str(), |port| port.name.as_str());
         out.push(
-            Finding::new("sysfs.unreadable", sev, subject)
+            Finding::new(FindingId::SysfsUnreadable, sev, subject)
                 .evidence(&p.path, &p.detail)
                 .message(format!(
                     "{} {what} ({}); the value is treated as unknown and the checks that need it are skipped",
@@ -126,5 +378,42 @@ pub fn unreadable(inv: &Inventory, out: &mut Vec<Finding>) {
                     ProblemKind::Unreadable => "Run as a user that can read the file, or wake the device (a device in D3 returns errors); for a capture, read the file on the live system.",
                 }),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_as_their_strings() {
+        for id in FindingId::ALL {
+            assert_eq!(FindingId::parse(id.as_str()), Some(id));
+            let json = serde_json::to_string(&id).unwrap();
+            assert_eq!(json, format!("\"{}\"", id.as_str()));
+            assert_eq!(serde_json::from_str::<FindingId>(&json).unwrap(), id);
+        }
+        assert_eq!(FindingId::parse("no.such_id"), None);
+        assert!(serde_json::from_str::<FindingId>("\"no.such_id\"").is_err());
+    }
+
+    #[test]
+    fn a_finding_names_a_cause_exactly_when_it_explains_a_gap() {
+        for id in FindingId::ALL {
+            assert_eq!(id.explains_gap(), id.cause().is_some(), "{id}");
+        }
+        assert_eq!(FindingId::PcieDowntrained.cause(), Some(Cause::Pcie));
+        assert_eq!(FindingId::CeilingExceeded.cause(), None);
+    }
+
+    #[test]
+    fn causes_serialize_as_their_strings() {
+        for c in [Cause::TcpBuffers, Cause::NoSubnetManager, Cause::IpoibMode] {
+            assert_eq!(
+                serde_json::to_string(&c).unwrap(),
+                format!("\"{}\"", c.as_str())
+            );
+        }
+        assert_eq!(Cause::from(LimitedBy::PortDown), Cause::PortDown);
     }
 }

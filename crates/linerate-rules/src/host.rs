@@ -3,7 +3,7 @@
 use linerate_inventory::{cpulist_string as cpulist, Inventory};
 use linerate_model::ceiling::fmt_num;
 
-use crate::finding::{Finding, Severity};
+use crate::finding::{Finding, FindingId, Severity};
 use crate::PortAnalysis;
 
 /// Round trip assumed for a LAN path when none was measured.
@@ -67,7 +67,7 @@ fn numa(inv: &Inventory, out: &mut Vec<Finding>) {
             .map(|p| p.name.as_str())
             .collect();
         out.push(
-            Finding::new("numa.mismatch", Severity::Warning, &f.address)
+            Finding::new(FindingId::NumaMismatch, Severity::Warning, &f.address)
                 .evidence(format!("/sys/bus/pci/devices/{}/numa_node", f.address), node)
                 .evidence("/proc/self/status Cpus_allowed_list", cpulist(allowed))
                 .evidence(format!("/sys/devices/system/node/node{node}/cpulist"), cpulist(&node_cpus))
@@ -110,7 +110,7 @@ fn governor(inv: &Inventory, out: &mut Vec<Finding>) {
         )
     };
     out.push(
-        Finding::new("cpu.powersave", sev, "host")
+        Finding::new(FindingId::CpuPowersave, sev, "host")
             .evidence("/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor", format!("powersave on CPUs {}", cpulist(cpus)))
             .evidence("/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver", driver)
             .message(msg)
@@ -137,7 +137,7 @@ pub fn tcp_buffers(inv: &Inventory, port: &str, gbps: f64, rtt_us: f64, out: &mu
         return;
     }
     let target = (need as u64).next_power_of_two();
-    let mut f = Finding::new("tcp.buffers_small", Severity::Warning, "host")
+    let mut f = Finding::new(FindingId::TcpBuffersSmall, Severity::Warning, "host")
         .evidence("ceiling.gbps", format!("{} ({port})", fmt_num(gbps)))
         .evidence(
             "rtt_us",

@@ -18,7 +18,7 @@ pub use diagnose::{
     diagnose, end_facts, CounterDelta, DiagnoseInput, Diagnosis, EndFacts, Measured, ShaperFact,
     Verdict,
 };
-pub use finding::{Evidence, Finding, Severity};
+pub use finding::{Cause, Evidence, Finding, FindingId, Severity};
 
 /// A port with its ceiling.
 #[derive(Debug, Clone, PartialEq, Serialize)]

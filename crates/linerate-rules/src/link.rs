@@ -6,7 +6,7 @@ use linerate_inventory::{
 use linerate_model::ceiling::fmt_num;
 use linerate_model::{IbPhysState, IbState};
 
-use crate::finding::{Finding, Severity};
+use crate::finding::{Finding, FindingId, Severity};
 use crate::PortAnalysis;
 
 fn ibp(dev: &IbDevice, p: &IbPort, file: &str) -> String {
@@ -77,7 +77,7 @@ fn ib_state(
     match (p.state, p.phys_state) {
         (Some(IbState::Init | IbState::Armed), Some(IbPhysState::LinkUp)) => {
             let mut f = ev(Finding::new(
-                "ib.no_subnet_manager",
+                FindingId::IbNoSubnetManager,
                 Severity::Error,
                 &port.name,
             ));
@@ -142,7 +142,7 @@ fn ib_state(
                 ""
             };
             out.push(
-                ev(Finding::new("ib.port_down", sev, &port.name))
+                ev(Finding::new(FindingId::IbPortDown, sev, &port.name))
                     .message(format!("{}{who}: the link {what}", port.name))
                     .fix(fix),
             );
@@ -177,7 +177,7 @@ fn ib_rate(inv: &Inventory, port: &Port, dev: &IbDevice, p: &IbPort, out: &mut V
                 ""
             };
             out.push(
-                ev(Finding::new("ib.rate_below_capability", Severity::Warning, &port.name))
+                ev(Finding::new(FindingId::IbRateBelowCapability, Severity::Warning, &port.name))
                     .evidence("card.max_ib", max.name())
                     .message(format!(
                         "{}: linked at {} but {c} can do {}: the cable, the switch port or the other HCA only does {}.{extra} Data rate {} Gb/s instead of {} Gb/s",
@@ -197,7 +197,7 @@ fn ib_rate(inv: &Inventory, port: &Port, dev: &IbDevice, p: &IbPort, out: &mut V
     }
     if rate.width < 4 {
         out.push(
-            ev(Finding::new("ib.rate_below_capability", Severity::Warning, &port.name))
+            ev(Finding::new(FindingId::IbRateBelowCapability, Severity::Warning, &port.name))
                 .message(format!(
                     "{}: the link runs {} lane(s) wide instead of 4: a lane failed to train (bad cable or connector), or a 1X/2X cable or splitter is used",
                     port.name, rate.width
@@ -217,7 +217,7 @@ fn vpi(inv: &Inventory, port: &Port, dev: &IbDevice, p: &IbPort, out: &mut Vec<F
     let Some(card) = f.card().filter(|c| c.vpi) else {
         return;
     };
-    let mut x = Finding::new("vpi.ethernet_mode", Severity::Info, &port.name)
+    let mut x = Finding::new(FindingId::VpiEthernetMode, Severity::Info, &port.name)
         .evidence(ibp(dev, p, "link_layer"), "Ethernet");
     let mlx4 = f.mlx4_port_types.get_key_value(&p.number);
     if let Some((n, t)) = mlx4 {
@@ -266,7 +266,7 @@ fn counters(port: &Port, dev: &IbDevice, p: &IbPort, out: &mut Vec<Finding>) {
     if bad.is_empty() {
         return;
     }
-    let mut f = Finding::new("link.errors", Severity::Warning, &port.name);
+    let mut f = Finding::new(FindingId::LinkErrors, Severity::Warning, &port.name);
     for c in &bad {
         f = f.evidence(
             ibp(dev, p, &format!("counters/{}", c.name)),
@@ -305,7 +305,7 @@ fn ipoib(inv: &Inventory, port: &Port, n: &Netdev, out: &mut Vec<Finding>) {
         .and_then(|d| inv.ib_device(d))
         .map(|d| d.family().to_string());
     let mut f = Finding::new(
-        "ipoib.datagram_mode",
+        FindingId::IpoibDatagramMode,
         if enhanced {
             Severity::Info
         } else {
@@ -366,7 +366,7 @@ fn mtu(port: &Port, n: &Netdev, pa: &PortAnalysis, out: &mut Vec<Finding>) {
             };
             if small {
                 out.push(
-                    Finding::new("mtu.small", Severity::Warning, &port.name)
+                    Finding::new(FindingId::MtuSmall, Severity::Warning, &port.name)
                         .evidence(netp(n, "mtu"), m)
                         .evidence(
                             netp(n, "mode"),
@@ -394,7 +394,7 @@ fn mtu(port: &Port, n: &Netdev, pa: &PortAnalysis, out: &mut Vec<Finding>) {
                 .unwrap_or(1.0);
                 let link = f64::from(speed) / 1000.0;
                 out.push(
-                    Finding::new("mtu.small", Severity::Warning, &port.name)
+                    Finding::new(FindingId::MtuSmall, Severity::Warning, &port.name)
                         .evidence(netp(n, "mtu"), m)
                         .evidence(netp(n, "speed"), speed)
                         .message(format!(
@@ -425,7 +425,7 @@ fn eth_down(port: &Port, n: &Netdev, out: &mut Vec<Finding>) {
         return;
     }
     out.push(
-        Finding::new("link.down", Severity::Warning, &port.name)
+        Finding::new(FindingId::LinkDown, Severity::Warning, &port.name)
             .evidence(netp(n, "operstate"), n.operstate.as_deref().unwrap_or("?"))
             .evidence(netp(n, "carrier"), n.carrier.map_or("?", |c| if c { "1" } else { "0" }))
             .message(format!(
@@ -446,7 +446,7 @@ fn netdev_errors(port: &Port, n: &Netdev, out: &mut Vec<Finding>) {
     if bad.is_empty() || !matches!(port.kind, PortKind::Ethernet | PortKind::Roce) {
         return;
     }
-    let mut f = Finding::new("link.errors", Severity::Warning, &port.name);
+    let mut f = Finding::new(FindingId::LinkErrors, Severity::Warning, &port.name);
     for (k, v) in &bad {
         f = f.evidence(netp(n, &format!("statistics/{k}")), v);
     }

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::finding::{Finding, Severity};
+use crate::finding::{Finding, FindingId, Severity};
 
 /// One disk (a directory's file system) as measured by `linerate disk`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -288,7 +288,7 @@ pub fn pyramid(i: &PyramidInput) -> (Pyramid, Vec<Finding>) {
         if c.limited_by.layer != "network" && c.gbps < 0.5 * n.gbps {
             findings.push(
                 Finding::new(
-                    "storage.disk_limits_copy",
+                    FindingId::StorageDiskLimitsCopy,
                     Severity::Info,
                     if c.limited_by.host == "remote" { "remote:storage" } else { "storage" },
                 )
@@ -344,7 +344,7 @@ mod tests {
             c.sentence
         );
         assert_eq!(f.len(), 1);
-        assert_eq!(f[0].id, "storage.disk_limits_copy");
+        assert_eq!(f[0].id, FindingId::StorageDiskLimitsCopy);
         assert_eq!(p.rows.len(), 4);
         assert!(p.rows.iter().all(|r| !r.durable));
     }

@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use linerate_inventory::Inventory;
+use linerate_inventory::{Inventory, IpoibMode};
+use linerate_model::{host_stack_ceiling, HostStackCeiling, HostStackInput};
+use linerate_proto::{Direction, RdmaOp, TestKind};
 use linerate_rules::{
     diagnose, end_facts, CounterDelta, DiagnoseInput, Diagnosis, EndFacts, Finding, Measured,
     Severity, ShaperFact,
@@ -53,11 +55,30 @@ fn ib_port_of(case: &str, netdev: &str) -> String {
     )
 }
 
+fn dir(direction: &str) -> Direction {
+    match direction {
+        "send" => Direction::Send,
+        "receive" => Direction::Receive,
+        "bidir" => Direction::Bidir,
+        _ => panic!("no direction {direction}"),
+    }
+}
+
+/// The host stack's bound for one core copying `copy_gb_per_s` GB/s, the ends on `cores` CPUs.
+fn host_stack(copy_gb_per_s: f64, cores: usize) -> Option<HostStackCeiling> {
+    host_stack_ceiling(&HostStackInput {
+        copy_gb_per_s,
+        cores,
+    })
+}
+
 /// A TCP bandwidth result with nothing but the rate set.
 fn tcp(direction: &str, streams: u32, gbps: f64) -> Measured {
     Measured {
-        kind: "tcp_bw".into(),
-        direction: direction.into(),
+        kind: TestKind::TcpBw,
+        direction: dir(direction),
+        rdma: None,
+        latency: false,
         streams,
         gbps,
         sender_cpu_percent: Some(35.0),
@@ -74,15 +95,17 @@ fn tcp(direction: &str, streams: u32, gbps: f64) -> Measured {
         rwnd_limited_percent: None,
         sndbuf_limited_percent: None,
         loss_percent: None,
-        latency_p50_us: None,
         error: None,
     }
 }
 
-fn latency(p50_us: f64) -> Measured {
+/// A latency result (its figures are in the bench result; the rules only see the kind).
+fn latency() -> Measured {
     Measured {
-        kind: "tcp_lat".into(),
-        direction: "send".into(),
+        kind: TestKind::TcpLat,
+        direction: Direction::Send,
+        rdma: None,
+        latency: true,
         streams: 1,
         gbps: 0.0,
         sender_cpu_percent: Some(20.0),
@@ -98,7 +121,6 @@ fn latency(p50_us: f64) -> Measured {
         rwnd_limited_percent: None,
         sndbuf_limited_percent: None,
         loss_percent: None,
-        latency_p50_us: Some(p50_us),
         error: None,
     }
 }
@@ -108,8 +130,9 @@ fn input(local: EndFacts, remote: Option<EndFacts>, tests: Vec<Measured>) -> Dia
         local,
         remote,
         tests,
-        // What doctor measures on a typical server: half the single-core copy rate.
-        stack_ceiling_gbps: Some(45.0),
+        // What doctor measures on a typical server: one core copies 5.6 GB/s, so one stream
+        // between two cores carries at most 45 Gb/s.
+        host_stack: host_stack(5.625, 2),
         counter_deltas: Vec::new(),
     }
 }
@@ -134,13 +157,13 @@ fn run(name: &str, i: &DiagnoseInput) -> Diagnosis {
 }
 
 fn find<'a>(d: &'a Diagnosis, id: &str) -> Vec<&'a Finding> {
-    d.findings.iter().filter(|f| f.id == id).collect()
+    d.findings.iter().filter(|f| f.id.as_str() == id).collect()
 }
 
 fn one<'a>(d: &'a Diagnosis, id: &str, subject: &str) -> &'a Finding {
     d.findings
         .iter()
-        .find(|f| f.id == id && f.subject == subject)
+        .find(|f| f.id.as_str() == id && f.subject == subject)
         .unwrap_or_else(|| {
             panic!(
                 "no {id} finding on {subject}; findings: {:?}",
@@ -164,7 +187,7 @@ fn approx(a: f64, b: f64, tol: f64) -> bool {
 fn ipoib_datagram_mode_on_both_ends_limits_one_stream_by_cpu() {
     let case = "cx3-fdr-at-qdr-datagram";
     let local = facts(case, "ib0");
-    assert_eq!(local.ipoib_mode.as_deref(), Some("datagram"));
+    assert_eq!(local.ipoib_mode.map(IpoibMode::as_str), Some("datagram"));
     assert_eq!(local.mtu, Some(2044));
     let remote = local.clone();
     let mut one_stream = tcp("send", 1, 9.8);
@@ -182,7 +205,7 @@ fn ipoib_datagram_mode_on_both_ends_limits_one_stream_by_cpu() {
         &input(
             local.clone(),
             Some(remote.clone()),
-            vec![one_stream.clone(), latency(14.0)],
+            vec![one_stream.clone(), latency()],
         ),
     );
     for end in ["local", "remote"] {
@@ -190,7 +213,7 @@ fn ipoib_datagram_mode_on_both_ends_limits_one_stream_by_cpu() {
     }
     let cpu = one(&d, "cpu.saturated", "test:tcp_bw send 1 stream");
     assert!(cpu.message.contains("at 9.8 Gb/s"), "{}", cpu.message);
-    assert_eq!(d.verdict.limited_by, "ipoib_mode");
+    assert_eq!(d.verdict.limited_by.as_str(), "ipoib_mode");
     assert!(
         d.verdict
             .summary
@@ -202,7 +225,7 @@ fn ipoib_datagram_mode_on_both_ends_limits_one_stream_by_cpu() {
     // With the multi-stream result doctor also runs.
     let d = run(
         "datagram",
-        &input(local, Some(remote), vec![one_stream, four, latency(14.0)]),
+        &input(local, Some(remote), vec![one_stream, four, latency()]),
     );
 
     for end in ["local", "remote"] {
@@ -228,7 +251,7 @@ fn ipoib_datagram_mode_on_both_ends_limits_one_stream_by_cpu() {
     assert!(find(&d, "ceiling.reached").is_empty());
 
     let v = &d.verdict;
-    assert_eq!(v.limited_by, "ipoib_mode");
+    assert_eq!(v.limited_by.as_str(), "ipoib_mode");
     assert!(approx(v.gbps, 24.1, 1e-9), "best TCP result: {}", v.gbps);
     // FDR linked at QDR: 32 Gb/s after 8b/10b; TCP at MTU 2044 in datagram mode about 30.62.
     assert!(approx(v.ceiling_gbps, 30.62, 0.01), "{}", v.ceiling_gbps);
@@ -244,7 +267,7 @@ fn ipoib_datagram_mode_on_both_ends_limits_one_stream_by_cpu() {
 fn pcie_gen2_x4_slot_is_reached() {
     let case = "cx2-qdr-m2-gen2x4";
     let local = facts(case, "ib0");
-    assert_eq!(local.ipoib_mode.as_deref(), Some("connected"));
+    assert_eq!(local.ipoib_mode.map(IpoibMode::as_str), Some("connected"));
     let c = local.ceiling.as_ref().expect("ceiling");
     assert!(approx(c.tcp_gbps.unwrap_or(0.0), 13.07, 0.01), "{c:?}");
     let remote = local.clone();
@@ -257,7 +280,7 @@ fn pcie_gen2_x4_slot_is_reached() {
                 tcp("send", 1, 12.9),
                 tcp("receive", 1, 12.85),
                 tcp("send", 4, 12.88),
-                latency(9.0),
+                latency(),
             ],
         ),
     );
@@ -290,7 +313,7 @@ fn pcie_gen2_x4_slot_is_reached() {
     assert!(find(&d, "cpu.saturated").is_empty());
 
     let v = &d.verdict;
-    assert_eq!(v.limited_by, "pcie");
+    assert_eq!(v.limited_by.as_str(), "pcie");
     assert!(approx(v.gbps, 12.85, 1e-9));
     assert!(approx(v.ceiling_gbps, 13.07, 0.01));
     assert!(
@@ -324,11 +347,15 @@ fn no_subnet_manager_on_the_local_end() {
     );
     let e = one(&d, "ib.no_subnet_manager", "local:ib0");
     assert_eq!(e.severity, Severity::Error);
-    assert_eq!(d.findings[0].id, "ib.no_subnet_manager", "ranked first");
+    assert_eq!(
+        d.findings[0].id.as_str(),
+        "ib.no_subnet_manager",
+        "ranked first"
+    );
     assert!(find(&d, "unexplained").is_empty(), "{:?}", ids(&d));
     assert!(find(&d, "cpu.saturated").is_empty());
     let v = &d.verdict;
-    assert_eq!(v.limited_by, "no_subnet_manager");
+    assert_eq!(v.limited_by.as_str(), "no_subnet_manager");
     assert_eq!(v.gbps, 0.0);
     assert!(v.summary.contains("no subnet manager"), "{}", v.summary);
     assert!(v.summary.contains("local ib0 port"), "{}", v.summary);
@@ -346,7 +373,7 @@ fn no_subnet_manager_on_the_local_end() {
         one(&d, "ib.no_subnet_manager", "local:ib0").severity,
         Severity::Error
     );
-    assert_eq!(d.verdict.limited_by, "no_subnet_manager");
+    assert_eq!(d.verdict.limited_by.as_str(), "no_subnet_manager");
     assert!(
         d.verdict.summary.starts_with("no traffic can pass"),
         "{}",
@@ -383,7 +410,7 @@ fn mtu_mismatch_between_40gbe_ends() {
         &input(
             local,
             Some(remote),
-            vec![tcp("send", 1, 21.3), tcp("send", 4, 36.2), latency(12.0)],
+            vec![tcp("send", 1, 21.3), tcp("send", 4, 36.2), latency()],
         ),
     );
     let m = one(&d, "mtu.mismatch", "path");
@@ -416,7 +443,7 @@ fn retransmits_with_ib_symbol_errors_blame_the_cable() {
     t4.sender_cpu_percent = Some(180.0);
     t4.segments = Some(7_198_000);
     t4.retransmits = Some(19_877);
-    let mut i = input(local, Some(remote), vec![t1, t4, latency(6.5)]);
+    let mut i = input(local, Some(remote), vec![t1, t4, latency()]);
     i.counter_deltas = vec![
         CounterDelta {
             name: format!("{port} symbol_error"),
@@ -465,7 +492,7 @@ fn retransmits_with_ib_symbol_errors_blame_the_cable() {
     let d2 = run("retransmits below threshold", &i2);
     let f = one(&d2, "net.retransmits", "path");
     assert!(f.message.contains("error counters rose"), "{}", f.message);
-    assert_eq!(d.verdict.limited_by, "retransmits");
+    assert_eq!(d.verdict.limited_by.as_str(), "retransmits");
     assert!(
         d.verdict.summary.contains("retransmissions"),
         "{}",
@@ -502,7 +529,7 @@ fn asymmetric_input() -> DiagnoseInput {
     let mut receive = tcp("receive", 1, 12.0);
     receive.receiver_cpu_percent = Some(64.0);
     receive.sender_cpu_percent = Some(21.0);
-    input(local, Some(remote), vec![send, receive, latency(5.9)])
+    input(local, Some(remote), vec![send, receive, latency()])
 }
 
 #[test]
@@ -567,7 +594,7 @@ fn far_below_the_ceiling_with_nothing_wrong_is_unexplained() {
                 tcp("send", 1, 21.0),
                 tcp("receive", 1, 20.6),
                 tcp("send", 4, 38.5),
-                latency(4.8),
+                latency(),
             ],
         ),
     );
@@ -606,7 +633,7 @@ fn far_below_the_ceiling_with_nothing_wrong_is_unexplained() {
         "{:?}",
         ids(&d)
     );
-    assert_eq!(d.verdict.limited_by, "unknown");
+    assert_eq!(d.verdict.limited_by.as_str(), "unknown");
     assert!(
         d.verdict.summary.contains("see `unexplained`"),
         "{}",
@@ -673,7 +700,7 @@ fn check_shaper(name: &str, local: EndFacts, mtu: f64) {
         &input(
             local,
             Some(remote),
-            vec![tcp("send", 1, 9.55), tcp("send", 4, 9.54), latency(11.0)],
+            vec![tcp("send", 1, 9.55), tcp("send", 4, 9.54), latency()],
         ),
     );
     let s = one(&d, "net.shaper", "local:enp59s0f0np0");
@@ -694,7 +721,7 @@ fn check_shaper(name: &str, local: EndFacts, mtu: f64) {
         s.fix
     );
     let v = &d.verdict;
-    assert_eq!(v.limited_by, "shaper");
+    assert_eq!(v.limited_by.as_str(), "shaper");
     // A tbf counts whole frames: TCP payload (MTU - 52) per MTU + 14 bytes.
     let want = 10.0 * (mtu - 52.0) / (mtu + 14.0);
     assert!(
@@ -730,7 +757,8 @@ fn tbf_shaper_on_25gbe_at_the_fixture_mtu() {
 
 fn rdma(gbps: f64) -> Measured {
     Measured {
-        kind: "rdma_write_bw".into(),
+        kind: TestKind::Rdma,
+        rdma: Some(RdmaOp::Write),
         ..tcp("send", 1, gbps)
     }
 }
@@ -767,7 +795,7 @@ fn rdma_against_tcp_names_the_ip_stack_cost_and_the_slot() {
     assert!(f.message.contains("caps both near"), "{}", f.message);
     // RDMA near the ceiling explains TCP's 17% gap: the verdict says so, nothing is unexplained.
     assert!(
-        d.findings.iter().all(|f| f.id != "unexplained"),
+        d.findings.iter().all(|f| f.id.as_str() != "unexplained"),
         "{:?}",
         d.findings
     );
@@ -793,11 +821,11 @@ fn rdma_against_tcp_names_the_ip_stack_cost_and_the_slot() {
     assert!(f.message.contains("falls short too"), "{}", f.message);
     // RDMA explains TCP's gap: no `unexplained`, and the verdict names the IP stack.
     assert!(
-        d.findings.iter().all(|f| f.id != "unexplained"),
+        d.findings.iter().all(|f| f.id.as_str() != "unexplained"),
         "{:?}",
         d.findings
     );
-    assert_eq!(d.verdict.limited_by, "cpu");
+    assert_eq!(d.verdict.limited_by.as_str(), "cpu");
     assert!(
         d.verdict
             .summary
@@ -852,7 +880,12 @@ fn tcp_info_names_a_window_limit_the_rtt_estimate_misses() {
         .evidence
         .iter()
         .any(|(k, v)| k.starts_with("receive-window-limited %") && v == "85"));
-    assert_eq!(d.verdict.limited_by, "tcp_buffers", "{}", d.verdict.summary);
+    assert_eq!(
+        d.verdict.limited_by.as_str(),
+        "tcp_buffers",
+        "{}",
+        d.verdict.summary
+    );
     // Without the kernel's figures the same test is not blamed on the window.
     let (local, remote) = buffered_ends();
     let d = run(
@@ -893,7 +926,7 @@ fn tcp_info_clears_a_window_an_inflated_rtt_suggests() {
         ),
     );
     assert!(find(&d, "tcp.buffers_small").is_empty(), "{:?}", ids(&d));
-    assert_ne!(d.verdict.limited_by, "tcp_buffers");
+    assert_ne!(d.verdict.limited_by.as_str(), "tcp_buffers");
 }
 
 #[test]

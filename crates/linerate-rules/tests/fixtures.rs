@@ -80,7 +80,7 @@ fn check(case: &Path) -> Vec<String> {
     for req in expect["findings_required"].as_array().unwrap() {
         let id = req["id"].as_str().unwrap();
         let ok = a.findings.iter().any(|f| {
-            f.id == id
+            f.id.as_str() == id
                 && req["severity"]
                     .as_str()
                     .is_none_or(|s| Severity::parse(s) == Some(f.severity))
@@ -97,7 +97,7 @@ fn check(case: &Path) -> Vec<String> {
     }
     for forb in expect["findings_forbidden"].as_array().unwrap() {
         let id = forb.as_str().unwrap();
-        if let Some(f) = a.findings.iter().find(|f| f.id == id) {
+        if let Some(f) = a.findings.iter().find(|f| f.id.as_str() == id) {
             errs.push(format!(
                 "forbidden finding {id} on {}: {}",
                 f.subject, f.message

@@ -20,7 +20,7 @@ fn probe(case: &str) -> Inventory {
 fn finding<'a>(findings: &'a [Finding], id: &str, subject: &str) -> &'a Finding {
     findings
         .iter()
-        .find(|f| f.id == id && f.subject == subject)
+        .find(|f| f.id.as_str() == id && f.subject == subject)
         .unwrap_or_else(|| panic!("no {id} on {subject}: {findings:#?}"))
 }
 
