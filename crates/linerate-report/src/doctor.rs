@@ -9,7 +9,7 @@ use crate::bench::num;
 use crate::text::render_finding;
 use crate::Style;
 
-fn test_line(t: &linerate_bench::TestResult) -> (String, String) {
+fn test_line(t: &linerate_results::TestResult) -> (String, String) {
     let name = linerate_doctor::run::describe(&t.params);
     let mut r = String::new();
     if let Some(l) = &t.latency_us {
