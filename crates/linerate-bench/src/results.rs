@@ -6,7 +6,7 @@ pub use linerate_results::{
     StreamOut, TcpLimitedOut, TestResult,
 };
 
-use linerate_units::{gbps, r3};
+use linerate_units::{gbps, r1, r3};
 
 use crate::client::ClientRun;
 use crate::side::sends;
@@ -25,7 +25,7 @@ pub fn tcp_limited(stats: &[linerate_proto::TcpStats], secs: f64) -> Option<TcpL
         return None;
     }
     let busy = ssum(l.iter().map(|x| x.busy_us));
-    let pct1 = |x: f64| (x.clamp(0.0, 1.0) * 1000.0).round() / 10.0;
+    let pct1 = |x: f64| r1(x.clamp(0.0, 1.0) * 100.0);
     // Figures from a peer are not trusted to be consistent: a part is at most the whole.
     let pct = |part: u64| {
         if busy == 0 {
@@ -201,14 +201,14 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
         host: if sender_is_client { "local" } else { "remote" },
         bytes: sent,
         gbps: r3(gbps(sent, sent_secs)),
-        cpu_percent: (cpu(&ss) * 10.0).round() / 10.0,
+        cpu_percent: r1(cpu(&ss)),
     };
     let have_rcv = !rs.is_empty();
     let receiver = have_rcv.then(|| Endpoint {
         host: if sender_is_client { "remote" } else { "local" },
         bytes: recv,
         gbps: r3(gbps(recv, recv_secs)),
-        cpu_percent: (cpu(&rs) * 10.0).round() / 10.0,
+        cpu_percent: r1(cpu(&rs)),
     });
     let (bytes, head) = if have_rcv {
         (recv, gbps(recv, recv_secs))
@@ -218,25 +218,11 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
     let tcp: Vec<_> = ss.iter().filter_map(|s| s.tcp).collect();
     let v6 = run.server.is_ipv6();
     let mut out = DirStats {
-        direction: dir,
         bytes,
         gbps: r3(head),
-        l2_gbps: None,
         sender,
         receiver,
-        retransmits: None,
-        segments: None,
-        rtt_us: None,
-        cwnd: None,
-        mss: None,
-        tcp_limited: None,
-        packets: None,
-        lost_packets: None,
-        loss_percent: None,
-        out_of_order: None,
-        jitter_us: None,
-        intervals: Vec::new(),
-        per_stream: Vec::new(),
+        ..DirStats::new(dir)
     };
     if p.kind == TestKind::TcpBw && !tcp.is_empty() {
         out.retransmits = Some(ssum(tcp.iter().map(|t| t.retransmits)));
@@ -326,11 +312,8 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
                 id: *id,
                 bytes: b,
                 gbps: r3(gbps(b, secs)),
-                sender_cpu_percent: s.map_or(0.0, |s| {
-                    (s.cpu_s / duration.max(1e-9) * 1000.0).round() / 10.0
-                }),
-                receiver_cpu_percent: r
-                    .map(|r| (r.cpu_s / duration.max(1e-9) * 1000.0).round() / 10.0),
+                sender_cpu_percent: s.map_or(0.0, |s| r1(s.cpu_s / duration.max(1e-9) * 100.0)),
+                receiver_cpu_percent: r.map(|r| r1(r.cpu_s / duration.max(1e-9) * 100.0)),
                 retransmits: s.and_then(|s| s.tcp).map(|t| t.retransmits),
                 rtt_us: s.and_then(|s| s.tcp).map(|t| t.rtt_us),
                 cwnd: s.and_then(|s| s.tcp).map(|t| t.cwnd),
@@ -391,7 +374,7 @@ fn rdma_result(
     let head = rr.rows.last();
     t.bytes = head.map_or(0, |r| r.bytes);
     t.gbps = head.map_or(0.0, |r| r3(r.gbps));
-    let cpu = |s: Option<&SideResults>| s.map(|s| (s.cpu.percent * 10.0).round() / 10.0);
+    let cpu = |s: Option<&SideResults>| s.map(|s| r1(s.cpu.percent));
     t.sender = Some(Endpoint {
         host: "local",
         bytes: t.bytes,
@@ -471,40 +454,11 @@ pub fn assemble(run: &ClientRun) -> TestResult {
     let p = &run.params;
     let duration_s = p.duration_ms as f64 / 1000.0;
     let mut t = TestResult {
-        kind: p.kind.as_str(),
-        direction: p.direction,
-        streams: p.streams,
-        duration_s,
-        omit_s: p.omit_ms as f64 / 1000.0,
-        bytes: 0,
-        gbps: 0.0,
-        l2_gbps: None,
-        sender: None,
-        receiver: None,
-        retransmits: None,
-        segments: None,
-        rtt_us: None,
-        cwnd: None,
-        tcp_limited: None,
-        packets: None,
-        lost_packets: None,
-        loss_percent: None,
-        out_of_order: None,
-        jitter_us: None,
-        latency_us: None,
-        transactions_per_s: None,
-        lost_transactions: None,
-        latency_histogram: None,
-        intervals: Vec::new(),
-        per_stream: Vec::new(),
-        directions: Vec::new(),
         server: run.server.to_string(),
         local: run.local_inventory.as_ref().map(port_view),
         remote: run.remote_inventory.as_ref().map(port_view),
-        params: p.clone(),
-        file: None,
-        rdma: None,
         error: run.error.clone(),
+        ..TestResult::new(p.clone())
     };
     if let (Some(spec), Some(rr)) = (p.rdma.as_ref(), run.rdma.as_ref()) {
         rdma_result(&mut t, spec, rr, run);
@@ -542,7 +496,7 @@ pub fn assemble(run: &ClientRun) -> TestResult {
         for (o, s) in t.intervals.iter_mut().zip(&run.local.intervals) {
             o.bytes = ssum(s.bytes.iter().copied());
         }
-        let cpu = |s: Option<&SideResults>| s.map(|s| (s.cpu.percent * 10.0).round() / 10.0);
+        let cpu = |s: Option<&SideResults>| s.map(|s| r1(s.cpu.percent));
         t.sender = Some(Endpoint {
             host: "local",
             bytes: 0,
@@ -564,78 +518,42 @@ pub fn assemble(run: &ClientRun) -> TestResult {
         ],
         d => vec![dir_stats(run, d)],
     };
-    t.bytes = ssum(dirs.iter().map(|d| d.bytes));
-    t.gbps = r3(dirs.iter().map(|d| d.gbps).sum());
-    t.l2_gbps = dirs.iter().map(|d| d.l2_gbps).sum::<Option<f64>>().map(r3);
-    let sum_ep = |f: &dyn Fn(&DirStats) -> Option<Endpoint>| -> Option<Endpoint> {
-        let eps: Vec<Endpoint> = dirs.iter().filter_map(f).collect();
-        (!eps.is_empty() && eps.len() == dirs.len()).then(|| Endpoint {
-            host: if eps.len() == 1 { eps[0].host } else { "both" },
-            bytes: ssum(eps.iter().map(|e| e.bytes)),
-            gbps: r3(eps.iter().map(|e| e.gbps).sum()),
-            cpu_percent: (eps.iter().map(|e| e.cpu_percent).sum::<f64>() * 10.0).round() / 10.0,
-        })
+    // The totals: one direction's own figures, or both directions merged (`+=`).
+    let mut total = dirs[0].clone();
+    for d in &dirs[1..] {
+        total += d;
+    }
+    let endpoint = |e: Endpoint| Endpoint {
+        gbps: r3(e.gbps),
+        cpu_percent: r1(e.cpu_percent),
+        ..e
     };
-    t.sender = sum_ep(&|d| Some(d.sender.clone()));
-    t.receiver = sum_ep(&|d| d.receiver.clone());
-    t.retransmits = dirs
-        .iter()
-        .map(|d| d.retransmits)
-        .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)));
-    t.segments = dirs
-        .iter()
-        .map(|d| d.segments)
-        .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)));
-    t.rtt_us = dirs.iter().find_map(|d| d.rtt_us);
-    t.cwnd = dirs.iter().filter_map(|d| d.cwnd).max();
+    t.bytes = total.bytes;
+    t.gbps = r3(total.gbps);
+    t.l2_gbps = total.l2_gbps.map(r3);
+    t.sender = Some(endpoint(total.sender));
+    t.receiver = total.receiver.map(endpoint);
+    t.retransmits = total.retransmits;
+    t.segments = total.segments;
+    t.rtt_us = total.rtt_us;
+    t.cwnd = total.cwnd;
     // One direction: its figures; bidir: each direction keeps its own (in `directions`).
-    t.tcp_limited = match dirs.as_slice() {
-        [d] => d.tcp_limited,
-        _ => None,
-    };
-    t.packets = dirs
-        .iter()
-        .map(|d| d.packets)
-        .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)));
-    t.lost_packets = dirs
-        .iter()
-        .map(|d| d.lost_packets)
-        .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)));
-    t.loss_percent = match (t.lost_packets, t.packets) {
-        (Some(l), Some(n)) if n > 0 => Some(r3(l as f64 / n as f64 * 100.0)),
-        (Some(_), Some(_)) => Some(0.0),
-        _ => None,
-    };
-    t.out_of_order = dirs
-        .iter()
-        .map(|d| d.out_of_order)
-        .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)));
-    t.jitter_us = dirs.iter().find_map(|d| d.jitter_us);
-    if dirs.len() == 1 {
-        t.intervals.clone_from(&dirs[0].intervals);
-        t.per_stream.clone_from(&dirs[0].per_stream);
-    } else {
-        // Bidir: intervals of both directions side by side, summed.
-        let a = &dirs[0].intervals;
-        let b = &dirs[1].intervals;
-        t.intervals = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| IntervalOut {
-                start_s: x.start_s,
-                end_s: x.end_s,
-                bytes: x.bytes.saturating_add(y.bytes),
-                gbps: r3(x.gbps + y.gbps),
-                streams: x.streams.iter().chain(&y.streams).copied().collect(),
-                retransmits: x
-                    .retransmits
-                    .zip(y.retransmits)
-                    .map(|(a, b)| a.saturating_add(b)),
-                lost: None,
-                omitted: x.omitted,
-            })
-            .collect();
-        t.per_stream = dirs.iter().flat_map(|d| d.per_stream.clone()).collect();
+    t.tcp_limited = total.tcp_limited;
+    t.packets = total.packets;
+    t.lost_packets = total.lost_packets;
+    t.loss_percent = total.loss_percent.map(r3);
+    t.out_of_order = total.out_of_order;
+    t.jitter_us = total.jitter_us;
+    t.intervals = total
+        .intervals
+        .into_iter()
+        .map(|i| IntervalOut {
+            gbps: r3(i.gbps),
+            ..i
+        })
+        .collect();
+    t.per_stream = total.per_stream;
+    if dirs.len() > 1 {
         t.directions = dirs;
     }
     if p.kind == TestKind::FileTransfer {

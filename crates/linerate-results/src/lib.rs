@@ -7,6 +7,8 @@
 //! The assembly of a result from both sides' measurements stays in `linerate-bench`.
 //! Field names are a contract (`schemas/bench.schema.json`, `schemas/doctor.schema.json`).
 
+use std::ops::AddAssign;
+
 use linerate_proto::{Direction, TestParams};
 use serde::Serialize;
 
@@ -26,7 +28,7 @@ pub const TOOL: Tool = Tool {
     version: env!("CARGO_PKG_VERSION"),
 };
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Endpoint {
     /// `local` (this host) or `remote` (the server).
     pub host: &'static str,
@@ -36,7 +38,7 @@ pub struct Endpoint {
     pub cpu_percent: f64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct IntervalOut {
     pub start_s: f64,
     pub end_s: f64,
@@ -49,7 +51,7 @@ pub struct IntervalOut {
     pub omitted: bool,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct StreamOut {
     pub id: u32,
     pub bytes: u64,
@@ -92,12 +94,39 @@ pub struct DirStats {
     pub per_stream: Vec<StreamOut>,
 }
 
+impl DirStats {
+    /// One direction before anything is measured (a direction has no default).
+    pub fn new(direction: Direction) -> Self {
+        Self {
+            direction,
+            bytes: 0,
+            gbps: 0.0,
+            l2_gbps: None,
+            sender: Endpoint::default(),
+            receiver: None,
+            retransmits: None,
+            segments: None,
+            rtt_us: None,
+            cwnd: None,
+            mss: None,
+            tcp_limited: None,
+            packets: None,
+            lost_packets: None,
+            loss_percent: None,
+            out_of_order: None,
+            jitter_us: None,
+            intervals: Vec::new(),
+            per_stream: Vec::new(),
+        }
+    }
+}
+
 /// What held the TCP senders back, from the kernel's accounting (TCP_INFO chrono times summed
 /// over the streams): `busy_percent` of the test they had data queued or in flight; of that
 /// busy time, the share spent waiting on the receiver's window (`tcpi_rwnd_limited`) or on their
 /// own send buffer (`tcpi_sndbuf_limited`). A bulk sender busy nearly all the time and waiting
 /// on neither is not held back by the window.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
 pub struct TcpLimitedOut {
     pub busy_s: f64,
     pub busy_percent: f64,
@@ -105,7 +134,7 @@ pub struct TcpLimitedOut {
     pub send_buffer_percent: f64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct LatencyUs {
     pub p50: f64,
     pub p90: f64,
@@ -163,8 +192,52 @@ pub struct TestResult {
     pub error: Option<String>,
 }
 
+impl TestResult {
+    /// The result of the test `params` before anything is measured: the test's own figures
+    /// (kind, direction, streams, duration, warm-up) and nothing else. There is no `Default`:
+    /// a result always belongs to a test, and no test is a default one.
+    pub fn new(params: TestParams) -> Self {
+        Self {
+            kind: params.kind.as_str(),
+            direction: params.direction,
+            streams: params.streams,
+            duration_s: params.duration_ms as f64 / 1000.0,
+            omit_s: params.omit_ms as f64 / 1000.0,
+            bytes: 0,
+            gbps: 0.0,
+            l2_gbps: None,
+            sender: None,
+            receiver: None,
+            retransmits: None,
+            segments: None,
+            rtt_us: None,
+            cwnd: None,
+            tcp_limited: None,
+            packets: None,
+            lost_packets: None,
+            loss_percent: None,
+            out_of_order: None,
+            jitter_us: None,
+            latency_us: None,
+            transactions_per_s: None,
+            lost_transactions: None,
+            latency_histogram: None,
+            intervals: Vec::new(),
+            per_stream: Vec::new(),
+            directions: Vec::new(),
+            server: String::new(),
+            local: None,
+            remote: None,
+            params,
+            file: None,
+            rdma: None,
+            error: None,
+        }
+    }
+}
+
 /// The RDMA part of a result.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct RdmaOut {
     pub op: &'static str,
     /// libfabric provider and domain (device) both ends used.
@@ -184,7 +257,7 @@ pub struct RdmaOut {
 }
 
 /// One layer of a disk → network → disk copy.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Layer {
     /// `source_read`, `network` or `destination_write`.
     pub layer: &'static str,
@@ -197,7 +270,7 @@ pub struct Layer {
 }
 
 /// A file transfer: what was copied and how each layer did.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct FileTransferOut {
     pub name: String,
     pub size_bytes: u64,
@@ -220,7 +293,7 @@ pub struct FileTransferOut {
 }
 
 /// One message size of an RDMA bandwidth test, all queue pairs together.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct SizeRow {
     pub size_bytes: usize,
     pub bytes: u64,
@@ -228,4 +301,215 @@ pub struct SizeRow {
     pub seconds: f64,
     pub gbps: f64,
     pub messages_per_s: f64,
+}
+
+// Merging. Counters come from the peer too, so integer sums saturate: a hostile peer's figures
+// cannot overflow them. Rates and percentages are summed at full precision; rounding is for
+// whoever serializes the merged value.
+
+/// Both figures known: their saturating sum; either unknown: unknown (a total over directions
+/// is only given when every direction has the figure).
+fn add_known(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    a.zip(b).map(|(a, b)| a.saturating_add(b))
+}
+
+/// Lost packets as a share of those sent, %: 0 for none sent, unknown when either is.
+pub fn loss_percent(lost: Option<u64>, packets: Option<u64>) -> Option<f64> {
+    match (lost, packets) {
+        (Some(l), Some(n)) if n > 0 => Some(l as f64 / n as f64 * 100.0),
+        (Some(_), Some(_)) => Some(0.0),
+        _ => None,
+    }
+}
+
+/// Two endpoints' traffic together (bidir: both senders, or both receivers).
+impl AddAssign<&Endpoint> for Endpoint {
+    fn add_assign(&mut self, o: &Endpoint) {
+        if self.host != o.host {
+            self.host = "both";
+        }
+        self.bytes = self.bytes.saturating_add(o.bytes);
+        self.gbps += o.gbps;
+        self.cpu_percent += o.cpu_percent;
+    }
+}
+
+/// The same interval of two directions side by side: their streams one after the other.
+impl AddAssign<&IntervalOut> for IntervalOut {
+    fn add_assign(&mut self, o: &IntervalOut) {
+        self.bytes = self.bytes.saturating_add(o.bytes);
+        self.gbps += o.gbps;
+        self.streams.extend_from_slice(&o.streams);
+        self.retransmits = add_known(self.retransmits, o.retransmits);
+        self.lost = add_known(self.lost, o.lost);
+    }
+}
+
+/// Two directions of a test together: the totals of a bidir test.
+impl AddAssign<&DirStats> for DirStats {
+    fn add_assign(&mut self, o: &DirStats) {
+        if self.direction != o.direction {
+            self.direction = Direction::Bidir;
+        }
+        self.bytes = self.bytes.saturating_add(o.bytes);
+        self.gbps += o.gbps;
+        self.l2_gbps = self.l2_gbps.zip(o.l2_gbps).map(|(a, b)| a + b);
+        self.sender += &o.sender;
+        self.receiver = match (self.receiver.take(), &o.receiver) {
+            (Some(mut a), Some(b)) => {
+                a += b;
+                Some(a)
+            }
+            _ => None,
+        };
+        self.retransmits = add_known(self.retransmits, o.retransmits);
+        self.segments = add_known(self.segments, o.segments);
+        // Round trip and jitter are not additive: the first direction that measured them.
+        self.rtt_us = self.rtt_us.or(o.rtt_us);
+        self.jitter_us = self.jitter_us.or(o.jitter_us);
+        // `None` < `Some`: the largest known.
+        self.cwnd = self.cwnd.max(o.cwnd);
+        self.mss = self.mss.max(o.mss);
+        // Shares of each direction's own busy time do not add up: each direction keeps its own.
+        self.tcp_limited = None;
+        self.packets = add_known(self.packets, o.packets);
+        self.lost_packets = add_known(self.lost_packets, o.lost_packets);
+        self.loss_percent = loss_percent(self.lost_packets, self.packets);
+        self.out_of_order = add_known(self.out_of_order, o.out_of_order);
+        // Intervals side by side (as many as both directions have).
+        for (a, b) in self.intervals.iter_mut().zip(&o.intervals) {
+            *a += b;
+        }
+        self.intervals.truncate(o.intervals.len());
+        self.per_stream.extend_from_slice(&o.per_stream);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ep(host: &'static str, bytes: u64, gbps: f64, cpu: f64) -> Endpoint {
+        Endpoint {
+            host,
+            bytes,
+            gbps,
+            cpu_percent: cpu,
+        }
+    }
+
+    fn dir(direction: Direction, n: u64) -> DirStats {
+        DirStats {
+            bytes: n,
+            gbps: n as f64,
+            l2_gbps: Some(n as f64 + 0.5),
+            sender: ep("local", n, n as f64, 10.0),
+            receiver: Some(ep("remote", n, n as f64, 20.0)),
+            retransmits: Some(n),
+            packets: Some(10 * n),
+            lost_packets: Some(n),
+            cwnd: Some(u32::try_from(n).unwrap()),
+            rtt_us: Some(n as f64),
+            intervals: vec![
+                IntervalOut {
+                    bytes: n,
+                    gbps: 1.0,
+                    streams: vec![1.0],
+                    retransmits: Some(1),
+                    lost: None,
+                    ..IntervalOut::default()
+                };
+                usize::try_from(n).unwrap()
+            ],
+            per_stream: vec![StreamOut {
+                id: u32::try_from(n).unwrap(),
+                ..StreamOut::default()
+            }],
+            ..DirStats::new(direction)
+        }
+    }
+
+    #[test]
+    fn directions_merge_into_totals() {
+        let mut a = dir(Direction::Send, 2);
+        let mut b = dir(Direction::Receive, 3);
+        b.sender.host = "remote";
+        b.receiver.as_mut().unwrap().host = "local";
+        b.rtt_us = None;
+        a += &b;
+        assert_eq!(a.direction, Direction::Bidir);
+        assert_eq!((a.bytes, a.gbps, a.l2_gbps), (5, 5.0, Some(6.0)));
+        assert_eq!(a.sender, ep("both", 5, 5.0, 20.0));
+        assert_eq!(a.receiver, Some(ep("both", 5, 5.0, 40.0)));
+        assert_eq!(
+            (a.retransmits, a.packets, a.lost_packets),
+            (Some(5), Some(50), Some(5))
+        );
+        assert_eq!(a.loss_percent, Some(10.0));
+        assert_eq!(
+            (a.cwnd, a.rtt_us, a.tcp_limited),
+            (Some(3), Some(2.0), None)
+        );
+        // Two intervals side by side (the shorter direction has two), streams concatenated.
+        assert_eq!(a.intervals.len(), 2);
+        assert_eq!(a.intervals[0].bytes, 5);
+        assert_eq!(a.intervals[0].gbps, 2.0);
+        assert_eq!(a.intervals[0].streams, [1.0, 1.0]);
+        assert_eq!(a.intervals[0].retransmits, Some(2));
+        assert_eq!(a.intervals[0].lost, None);
+        assert_eq!(
+            a.per_stream.iter().map(|s| s.id).collect::<Vec<_>>(),
+            [2, 3]
+        );
+    }
+
+    #[test]
+    fn a_figure_missing_in_one_direction_is_missing_in_the_total() {
+        let mut a = dir(Direction::Send, 1);
+        let mut b = dir(Direction::Receive, 1);
+        b.receiver = None;
+        b.retransmits = None;
+        b.l2_gbps = None;
+        a += &b;
+        assert_eq!((a.receiver, a.retransmits, a.l2_gbps), (None, None, None));
+        assert_eq!(a.packets, Some(20));
+    }
+
+    #[test]
+    fn hostile_counters_saturate() {
+        let mut a = dir(Direction::Send, 1);
+        a.bytes = u64::MAX - 1;
+        a.retransmits = Some(u64::MAX);
+        a.sender.bytes = u64::MAX;
+        a.intervals[0].bytes = u64::MAX;
+        let b = dir(Direction::Receive, 1);
+        a += &b;
+        assert_eq!(a.bytes, u64::MAX);
+        assert_eq!(a.retransmits, Some(u64::MAX));
+        assert_eq!(a.sender.bytes, u64::MAX);
+        assert_eq!(a.intervals[0].bytes, u64::MAX);
+    }
+
+    #[test]
+    fn loss_of_nothing_sent_is_zero() {
+        assert_eq!(loss_percent(Some(0), Some(0)), Some(0.0));
+        assert_eq!(loss_percent(Some(1), Some(4)), Some(25.0));
+        assert_eq!(loss_percent(None, Some(4)), None);
+    }
+
+    #[test]
+    fn a_new_result_carries_its_test() {
+        let p: TestParams = serde_json::from_str(
+            r#"{"kind":"udp_bw","direction":"bidir","streams":3,"duration_ms":2500,"omit_ms":500,"interval_ms":0,"length":1000,"window":null,"bitrate_bps":0,"congestion":null,"zerocopy":false}"#,
+        )
+        .unwrap();
+        let t = TestResult::new(p.clone());
+        assert_eq!(
+            (t.kind, t.direction, t.streams),
+            ("udp_bw", Direction::Bidir, 3)
+        );
+        assert_eq!((t.duration_s, t.omit_s), (2.5, 0.5));
+        assert_eq!(t.params, p);
+        assert!(t.latency_us.is_none() && t.intervals.is_empty() && t.error.is_none());
+    }
 }
