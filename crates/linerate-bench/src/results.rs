@@ -331,17 +331,19 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
     out
 }
 
+/// The client's round-trip statistics (full precision on the wire) for the document.
 fn latency_us(l: &LatencyStats) -> LatencyUs {
     LatencyUs {
-        p50: r3(l.p50),
-        p90: r3(l.p90),
-        p99: r3(l.p99),
-        p999: r3(l.p999),
-        max: r3(l.max),
-        min: r3(l.min),
-        mean: r3(l.mean),
-        stddev: r3(l.stddev),
+        p50: l.p50,
+        p90: l.p90,
+        p99: l.p99,
+        p999: l.p999,
+        max: l.max,
+        min: Some(l.min),
+        mean: l.mean,
+        stddev: Some(l.stddev),
     }
+    .rounded()
 }
 
 /// The interface view of a host inventory: its `port` (probe's port shape) with the address,
@@ -392,16 +394,19 @@ fn rdma_result(
         cpu_percent: c,
     });
     if let Some(l) = &rr.latency {
-        t.latency_us = Some(LatencyUs {
-            p50: r3(l.p50_us),
-            p90: r3(l.p90_us),
-            p99: r3(l.p99_us),
-            p999: r3(l.p999_us),
-            max: r3(l.max_us),
-            min: r3(l.min_us),
-            mean: r3(l.mean_us),
-            stddev: 0.0,
-        });
+        t.latency_us = Some(
+            LatencyUs {
+                p50: l.p50_us,
+                p90: l.p90_us,
+                p99: l.p99_us,
+                p999: l.p999_us,
+                max: l.max_us,
+                min: Some(l.min_us),
+                mean: l.mean_us,
+                stddev: Some(l.stddev_us),
+            }
+            .rounded(),
+        );
         t.transactions_per_s = Some(l.transactions_per_s.round());
     }
     t.intervals = rr

@@ -104,7 +104,7 @@ fn bytes_iec(b: u64) -> String {
 }
 
 /// `  round trip  p50 … µs   p90 …   mean … µs (σ …)`.
-fn round_trip_line(out: &mut String, l: &linerate_results::LatencyUs, style: Style, sigma: bool) {
+fn round_trip_line(out: &mut String, l: &linerate_results::LatencyUs, style: Style) {
     let _ = writeln!(
         out,
         "  round trip  p50 {} µs   p90 {}   p99 {}   p99.9 {}   max {}   mean {} µs{}",
@@ -114,11 +114,8 @@ fn round_trip_line(out: &mut String, l: &linerate_results::LatencyUs, style: Sty
         num(l.p999),
         num(l.max),
         style.bold(&num(l.mean)),
-        if sigma {
-            format!(" (σ {})", num(l.stddev))
-        } else {
-            String::new()
-        }
+        l.stddev
+            .map_or_else(String::new, |s| format!(" (σ {})", num(s)))
     );
 }
 
@@ -126,8 +123,7 @@ fn round_trip_line(out: &mut String, l: &linerate_results::LatencyUs, style: Sty
 fn rdma_block(out: &mut String, t: &TestResult, r: &linerate_results::RdmaOut, style: Style) {
     let _ = writeln!(out, "  provider {}, device {}", r.provider, r.device);
     if let Some(l) = &t.latency_us {
-        // The RDMA engine's histogram gives no standard deviation.
-        round_trip_line(out, l, style, false);
+        round_trip_line(out, l, style);
         if let (Some(p50), Some(mean)) = (r.one_way_p50_us, r.one_way_mean_us) {
             let _ = writeln!(
                 out,
@@ -400,7 +396,7 @@ pub fn render_bench(t: &TestResult, style: Style) -> String {
             );
         }
     } else if let Some(l) = &t.latency_us {
-        round_trip_line(&mut out, l, style, true);
+        round_trip_line(&mut out, l, style);
         let _ = writeln!(
             out,
             "  {} transactions/s{}",

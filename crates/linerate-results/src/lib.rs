@@ -10,6 +10,7 @@
 use std::ops::AddAssign;
 
 use linerate_proto::{Direction, TestParams};
+pub use linerate_stats::LatencyUs;
 use serde::Serialize;
 
 /// Bumped when a field is renamed or removed; adding fields does not bump it.
@@ -132,18 +133,6 @@ pub struct TcpLimitedOut {
     pub busy_percent: f64,
     pub receive_window_percent: f64,
     pub send_buffer_percent: f64,
-}
-
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct LatencyUs {
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-    pub min: f64,
-    pub mean: f64,
-    pub stddev: f64,
 }
 
 /// A test result (schemas/bench.schema.json).

@@ -33,11 +33,12 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::engine::{self, Access, Job, Outcome, Stop, Watch};
-use crate::latency::{self, LatencyUs};
 use crate::mountinfo::{self, MountEntry};
 use crate::signals;
 use crate::size::{self, fmt_bytes, Medium, SizeError, SizeInput, MIB};
 use crate::sys::{self, IoKind, Uring, ALIGN};
+use linerate_stats::LatencyUs;
+use linerate_units::r3;
 
 /// Largest block: 64 MiB.
 pub const MAX_BLOCK: u32 = 64 << 20;
@@ -558,10 +559,6 @@ fn seed() -> u64 {
     u64::from_le_bytes(b) | 1
 }
 
-fn r3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
 /// Measure `plan` in the directory `path`. `progress` sees each step as it happens.
 ///
 /// On failure the error carries the report so far (`partial`), and the test file is gone.
@@ -807,13 +804,14 @@ fn result(
         } else {
             (out.ops as f64 / secs).round()
         },
-        latency_us: latency::summarize(&out.hist),
+        // The disk document carries no min or stddev (schemas/disk.schema.json).
+        latency_us: out.hist.summary().map(|l| l.rounded().without_spread()),
         block_bytes: u64::from(plan.block(kind)),
         queue_depth: plan.queue_depth,
         direct: report.direct,
         file_bytes: report.file_bytes,
         engine,
-        seconds: (out.seconds * 1e6).round() / 1e6,
+        seconds: linerate_units::round(out.seconds, 6),
         bytes: out.bytes,
         ops: out.ops,
         filesystem: report.filesystem.clone(),
