@@ -454,19 +454,10 @@ impl Drop for TestFile {
     }
 }
 
-/// MemTotal from /proc/meminfo, bytes.
-pub fn parse_mem_total(meminfo: &str) -> Option<u64> {
-    meminfo.lines().find_map(|l| {
-        let rest = l.strip_prefix("MemTotal:")?;
-        let kb: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
-        Some(kb * 1024)
-    })
-}
-
 fn ram_bytes() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|s| parse_mem_total(&s))
+        .and_then(|s| linerate_units::meminfo_bytes(&s, "MemTotal"))
         .unwrap_or(4 << 30)
 }
 
@@ -903,13 +894,6 @@ mod tests {
             serde_json::to_string(&Engine::IoUring).unwrap(),
             "\"io_uring\""
         );
-    }
-
-    #[test]
-    fn meminfo() {
-        let t = "MemTotal:       24684096 kB\nMemFree:        21294092 kB\n";
-        assert_eq!(parse_mem_total(t), Some(24_684_096 * 1024));
-        assert_eq!(parse_mem_total("nothing"), None);
     }
 
     #[test]
