@@ -158,7 +158,7 @@ fn run_rdma(
     // The server answers once its targets have ended (bounded by its own deadline).
     let _ = ctl.set_read_timeout(Some(side::GRACE + Duration::from_secs(10)));
     let (remote, reader_err) = match read_msg(&mut ctl, MAX_RESULTS_FRAME) {
-        Ok(Msg::Results { results }) => (Some(crate::results::sanitize(results, 0)), None),
+        Ok(Msg::Results { results }) => (Some(crate::peer::sanitize(results, 0)), None),
         Ok(Msg::Error { message }) => (None, Some(format!("the server reported: {message}"))),
         Ok(other) => (
             None,
@@ -432,7 +432,7 @@ pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRu
                     let _ = tx.send(sample);
                 }
                 Ok(Msg::Results { results }) => {
-                    return (Some(crate::results::sanitize(results, conns_n)), None)
+                    return (Some(crate::peer::sanitize(results, conns_n)), None)
                 }
                 Ok(Msg::Error { message }) => {
                     reader_abort.set();

@@ -2,6 +2,7 @@
 //! assembly of both sides' measurements into one result.
 
 pub mod client;
+pub mod peer;
 pub mod rdma;
 pub mod results;
 pub mod server;

@@ -13,7 +13,7 @@ use linerate_proto::{
     TestParams,
 };
 use linerate_rdma::{BwResult, Fabric, Initiator, LatResult, Listener, Op, Params};
-use serde::Serialize;
+pub use linerate_results::SizeRow;
 
 /// How long connecting (client) and accepting (server) may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -148,17 +148,6 @@ pub fn serve(
 // ---------------------------------------------------------------------------------------------
 // Client
 // ---------------------------------------------------------------------------------------------
-
-/// One size of a bandwidth test, all queue pairs together.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct SizeRow {
-    pub size_bytes: usize,
-    pub bytes: u64,
-    pub messages: u64,
-    pub seconds: f64,
-    pub gbps: f64,
-    pub messages_per_s: f64,
-}
 
 /// What the client measured.
 #[derive(Debug, Clone, Default)]
@@ -347,7 +336,7 @@ pub fn run_client(
             bytes,
             messages,
             seconds,
-            gbps: crate::results::gbps(bytes, seconds),
+            gbps: linerate_units::gbps(bytes, seconds),
             messages_per_s: if seconds > 0.0 {
                 messages as f64 / seconds
             } else {

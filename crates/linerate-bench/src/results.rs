@@ -1,7 +1,12 @@
 //! Both sides' measurements → one test result (the `bench --json` shape).
 
 use linerate_proto::{Direction, IntervalSample, LatencyStats, SideResults, TestKind, TestParams};
-use serde::Serialize;
+pub use linerate_results::{
+    DirStats, Endpoint, FileTransferOut, IntervalOut, LatencyUs, Layer, RdmaOut, SizeRow,
+    StreamOut, TcpLimitedOut, TestResult,
+};
+
+use linerate_units::{gbps, r1, r3};
 
 use crate::client::ClientRun;
 use crate::side::sends;
@@ -12,229 +17,34 @@ pub const TCP_L2_OVERHEAD_V4: f64 = 66.0;
 /// Per UDP datagram: Ethernet 14, IPv4 20, UDP 8.
 pub const UDP_L2_OVERHEAD_V4: f64 = 42.0;
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Endpoint {
-    /// `local` (this host) or `remote` (the server).
-    pub host: &'static str,
-    pub bytes: u64,
-    pub gbps: f64,
-    /// CPU of the threads moving this direction's streams: 100 = one core saturated.
-    pub cpu_percent: f64,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct IntervalOut {
-    pub start_s: f64,
-    pub end_s: f64,
-    pub bytes: u64,
-    pub gbps: f64,
-    /// Per stream, Gb/s.
-    pub streams: Vec<f64>,
-    pub retransmits: Option<u64>,
-    pub lost: Option<u64>,
-    pub omitted: bool,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct StreamOut {
-    pub id: u32,
-    pub bytes: u64,
-    pub gbps: f64,
-    pub sender_cpu_percent: f64,
-    pub receiver_cpu_percent: Option<f64>,
-    pub retransmits: Option<u64>,
-    pub rtt_us: Option<u32>,
-    pub cwnd: Option<u32>,
-    pub loss_percent: Option<f64>,
-    pub jitter_us: Option<f64>,
-}
-
-/// One direction of a bandwidth test.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct DirStats {
-    pub direction: Direction,
-    /// Received bytes after the omit period (sent bytes when the receiver's figures are missing).
-    pub bytes: u64,
-    /// The headline: the receiver's rate, Gb/s of payload.
-    pub gbps: f64,
-    /// On-the-wire rate as a switch or shaper counts it (payload + per-packet headers), Gb/s.
-    pub l2_gbps: Option<f64>,
-    pub sender: Endpoint,
-    pub receiver: Option<Endpoint>,
-    pub retransmits: Option<u64>,
-    /// Data segments the sender sent (TCP_INFO), whole test.
-    pub segments: Option<u64>,
-    pub rtt_us: Option<f64>,
-    pub cwnd: Option<u32>,
-    pub mss: Option<u32>,
-    /// What held the senders back, from the kernel's accounting (TCP_INFO, Linux ≥ 4.10).
-    pub tcp_limited: Option<TcpLimitedOut>,
-    pub packets: Option<u64>,
-    pub lost_packets: Option<u64>,
-    pub loss_percent: Option<f64>,
-    pub out_of_order: Option<u64>,
-    pub jitter_us: Option<f64>,
-    pub intervals: Vec<IntervalOut>,
-    pub per_stream: Vec<StreamOut>,
-}
-
-/// What held the TCP senders back, from the kernel's accounting (TCP_INFO chrono times summed
-/// over the streams): `busy_percent` of the test they had data queued or in flight; of that
-/// busy time, the share spent waiting on the receiver's window (`tcpi_rwnd_limited`) or on their
-/// own send buffer (`tcpi_sndbuf_limited`). A bulk sender busy nearly all the time and waiting
-/// on neither is not held back by the window.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
-pub struct TcpLimitedOut {
-    pub busy_s: f64,
-    pub busy_percent: f64,
-    pub receive_window_percent: f64,
-    pub send_buffer_percent: f64,
-}
-
-impl TcpLimitedOut {
-    /// Sum the senders' chrono times over a test of `secs` seconds per stream; `None` when no
-    /// sender reported them.
-    pub fn from_stats(stats: &[linerate_proto::TcpStats], secs: f64) -> Option<Self> {
-        let l: Vec<_> = stats.iter().filter_map(|t| t.limited).collect();
-        if l.is_empty() {
-            return None;
-        }
-        let busy = ssum(l.iter().map(|x| x.busy_us));
-        let pct1 = |x: f64| (x.clamp(0.0, 1.0) * 1000.0).round() / 10.0;
-        // Figures from a peer are not trusted to be consistent: a part is at most the whole.
-        let pct = |part: u64| {
-            if busy == 0 {
-                0.0
-            } else {
-                pct1(part.min(busy) as f64 / busy as f64)
-            }
-        };
-        let span = secs * 1e6 * l.len() as f64;
-        Some(Self {
-            busy_s: r3(busy as f64 / 1e6),
-            busy_percent: if span > 0.0 {
-                pct1(busy as f64 / span)
-            } else {
-                0.0
-            },
-            receive_window_percent: pct(ssum(l.iter().map(|x| x.rwnd_us))),
-            send_buffer_percent: pct(ssum(l.iter().map(|x| x.sndbuf_us))),
-        })
+/// Sum the senders' chrono times over a test of `secs` seconds per stream; `None` when no
+/// sender reported them.
+pub fn tcp_limited(stats: &[linerate_proto::TcpStats], secs: f64) -> Option<TcpLimitedOut> {
+    let l: Vec<_> = stats.iter().filter_map(|t| t.limited).collect();
+    if l.is_empty() {
+        return None;
     }
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct LatencyUs {
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-    pub min: f64,
-    pub mean: f64,
-    pub stddev: f64,
-}
-
-/// A test result (schemas/bench.schema.json).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct TestResult {
-    pub kind: &'static str,
-    pub direction: Direction,
-    pub streams: u32,
-    pub duration_s: f64,
-    pub omit_s: f64,
-    pub bytes: u64,
-    /// Receiver side, Gb/s (both directions summed for bidir).
-    pub gbps: f64,
-    pub l2_gbps: Option<f64>,
-    pub sender: Option<Endpoint>,
-    pub receiver: Option<Endpoint>,
-    pub retransmits: Option<u64>,
-    /// TCP data segments sent (to put retransmits in proportion).
-    pub segments: Option<u64>,
-    pub rtt_us: Option<f64>,
-    pub cwnd: Option<u32>,
-    pub tcp_limited: Option<TcpLimitedOut>,
-    pub packets: Option<u64>,
-    pub lost_packets: Option<u64>,
-    pub loss_percent: Option<f64>,
-    pub out_of_order: Option<u64>,
-    pub jitter_us: Option<f64>,
-    pub latency_us: Option<LatencyUs>,
-    pub transactions_per_s: Option<f64>,
-    pub lost_transactions: Option<u64>,
-    /// Latency distribution: (upper bound µs, count), log-spaced buckets.
-    pub latency_histogram: Option<Vec<(f64, u64)>>,
-    pub intervals: Vec<IntervalOut>,
-    pub per_stream: Vec<StreamOut>,
-    /// Bidir: each direction on its own.
-    pub directions: Vec<DirStats>,
-    pub server: String,
-    pub local: Option<serde_json::Value>,
-    pub remote: Option<serde_json::Value>,
-    pub params: TestParams,
-    /// File transfers: each layer of the copy and the one that held it back.
-    pub file: Option<FileTransferOut>,
-    /// RDMA tests: the operation, provider and device, message rate, the sweep.
-    pub rdma: Option<RdmaOut>,
-    /// Set when the test did not complete; the figures are what was measured until then.
-    pub error: Option<String>,
-}
-
-/// The RDMA part of a result.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct RdmaOut {
-    pub op: &'static str,
-    /// libfabric provider and domain (device) both ends used.
-    pub provider: String,
-    pub device: String,
-    pub window: u32,
-    pub qps: u32,
-    pub verify: bool,
-    /// Bytes that did not match the pattern, both ends (`verify`).
-    pub verify_errors: u64,
-    pub messages_per_s: Option<f64>,
-    /// Latency tests: half the round trip, as perftest's `*_lat` reports.
-    pub one_way_p50_us: Option<f64>,
-    pub one_way_mean_us: Option<f64>,
-    /// Bandwidth per message size (one row without `--sweep`).
-    pub sizes: Vec<crate::rdma::SizeRow>,
-}
-
-/// One layer of a disk → network → disk copy.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Layer {
-    /// `source_read`, `network` or `destination_write`.
-    pub layer: &'static str,
-    /// The rate this layer moved data at while it worked, Gb/s: bytes / its busy seconds.
-    pub gbps: f64,
-    /// Seconds the layer was busy (averaged over streams; the destination includes fsync).
-    pub busy_s: f64,
-    /// Busy seconds as a share of the copy's time, %.
-    pub busy_percent: f64,
-}
-
-/// A file transfer: what was copied and how each layer did.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct FileTransferOut {
-    pub name: String,
-    pub size_bytes: u64,
-    /// Bytes written by the server (equal to the size when complete).
-    pub written_bytes: u64,
-    /// Bytes per read(2)/write(2) and network buffer.
-    pub block_bytes: u32,
-    /// Buffer memory each side held, bytes (streams × buffers × block).
-    pub buffer_bytes: u64,
-    pub fsync: bool,
-    /// Seconds until the last byte reached the server.
-    pub transfer_s: f64,
-    /// fsync(2) on the server at the end, seconds.
-    pub fsync_s: Option<f64>,
-    /// Bytes over the time until the file was on the server's disk (durable when fsync), Gb/s.
-    pub end_to_end_gbps: f64,
-    pub layers: Vec<Layer>,
-    /// The layer with the lowest rate: what held the copy back.
-    pub bottleneck: Option<&'static str>,
+    let busy = ssum(l.iter().map(|x| x.busy_us));
+    let pct1 = |x: f64| r1(x.clamp(0.0, 1.0) * 100.0);
+    // Figures from a peer are not trusted to be consistent: a part is at most the whole.
+    let pct = |part: u64| {
+        if busy == 0 {
+            0.0
+        } else {
+            pct1(part.min(busy) as f64 / busy as f64)
+        }
+    };
+    let span = secs * 1e6 * l.len() as f64;
+    Some(TcpLimitedOut {
+        busy_s: r3(busy as f64 / 1e6),
+        busy_percent: if span > 0.0 {
+            pct1(busy as f64 / span)
+        } else {
+            0.0
+        },
+        receive_window_percent: pct(ssum(l.iter().map(|x| x.rwnd_us))),
+        send_buffer_percent: pct(ssum(l.iter().map(|x| x.sndbuf_us))),
+    })
 }
 
 /// Each side's disk and network times → the layers of a copy.
@@ -308,52 +118,9 @@ pub fn file_transfer(
     })
 }
 
-/// Keep a peer's results within what this test can produce: stream ids below
-/// `connections`, each once, finite non-negative times and CPU figures.
-pub fn sanitize(mut r: SideResults, connections: usize) -> SideResults {
-    let mut seen = vec![false; connections];
-    r.streams.retain(|s| {
-        let ok = (s.id as usize) < connections && !seen[s.id as usize];
-        if ok {
-            seen[s.id as usize] = true;
-        }
-        ok
-    });
-    let fix = |x: f64| if x.is_finite() && x >= 0.0 { x } else { 0.0 };
-    for s in &mut r.streams {
-        s.seconds = fix(s.seconds);
-        s.cpu_s = fix(s.cpu_s);
-        if let Some(u) = &mut s.udp {
-            u.jitter_us = fix(u.jitter_us);
-        }
-        if let Some(f) = &mut s.file {
-            f.disk_s = fix(f.disk_s);
-            f.net_wait_s = fix(f.net_wait_s);
-        }
-    }
-    r.fsync_s = r.fsync_s.map(fix);
-    r.cpu.percent = fix(r.cpu.percent);
-    r.intervals
-        .retain(|i| i.bytes.len() == connections && i.start_s.is_finite() && i.end_s.is_finite());
-    r
-}
-
 /// Saturating sum of byte counters (a hostile peer cannot overflow them).
 fn ssum(it: impl Iterator<Item = u64>) -> u64 {
     it.fold(0u64, u64::saturating_add)
-}
-
-/// Bytes over seconds in Gb/s (0 for no time).
-pub(crate) fn gbps(bytes: u64, secs: f64) -> f64 {
-    if secs <= 0.0 {
-        0.0
-    } else {
-        bytes as f64 * 8.0 / secs / 1e9
-    }
-}
-
-fn r3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 fn side_of(run: &ClientRun, client: bool) -> Option<&SideResults> {
@@ -434,14 +201,14 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
         host: if sender_is_client { "local" } else { "remote" },
         bytes: sent,
         gbps: r3(gbps(sent, sent_secs)),
-        cpu_percent: (cpu(&ss) * 10.0).round() / 10.0,
+        cpu_percent: r1(cpu(&ss)),
     };
     let have_rcv = !rs.is_empty();
     let receiver = have_rcv.then(|| Endpoint {
         host: if sender_is_client { "remote" } else { "local" },
         bytes: recv,
         gbps: r3(gbps(recv, recv_secs)),
-        cpu_percent: (cpu(&rs) * 10.0).round() / 10.0,
+        cpu_percent: r1(cpu(&rs)),
     });
     let (bytes, head) = if have_rcv {
         (recv, gbps(recv, recv_secs))
@@ -451,25 +218,11 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
     let tcp: Vec<_> = ss.iter().filter_map(|s| s.tcp).collect();
     let v6 = run.server.is_ipv6();
     let mut out = DirStats {
-        direction: dir,
         bytes,
         gbps: r3(head),
-        l2_gbps: None,
         sender,
         receiver,
-        retransmits: None,
-        segments: None,
-        rtt_us: None,
-        cwnd: None,
-        mss: None,
-        tcp_limited: None,
-        packets: None,
-        lost_packets: None,
-        loss_percent: None,
-        out_of_order: None,
-        jitter_us: None,
-        intervals: Vec::new(),
-        per_stream: Vec::new(),
+        ..DirStats::new(dir)
     };
     if p.kind == TestKind::TcpBw && !tcp.is_empty() {
         out.retransmits = Some(ssum(tcp.iter().map(|t| t.retransmits)));
@@ -477,7 +230,7 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
             tcp.iter().map(|t| f64::from(t.rtt_us)).sum::<f64>() / tcp.len() as f64
         ));
         out.cwnd = tcp.iter().map(|t| t.cwnd).max();
-        out.tcp_limited = TcpLimitedOut::from_stats(&tcp, p.duration_ms as f64 / 1000.0);
+        out.tcp_limited = tcp_limited(&tcp, p.duration_ms as f64 / 1000.0);
         out.mss = tcp.iter().map(|t| t.mss).max();
         let segs: u64 = ssum(tcp.iter().map(|t| t.data_segs_out));
         out.segments = (segs > 0).then_some(segs);
@@ -559,11 +312,8 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
                 id: *id,
                 bytes: b,
                 gbps: r3(gbps(b, secs)),
-                sender_cpu_percent: s.map_or(0.0, |s| {
-                    (s.cpu_s / duration.max(1e-9) * 1000.0).round() / 10.0
-                }),
-                receiver_cpu_percent: r
-                    .map(|r| (r.cpu_s / duration.max(1e-9) * 1000.0).round() / 10.0),
+                sender_cpu_percent: s.map_or(0.0, |s| r1(s.cpu_s / duration.max(1e-9) * 100.0)),
+                receiver_cpu_percent: r.map(|r| r1(r.cpu_s / duration.max(1e-9) * 100.0)),
                 retransmits: s.and_then(|s| s.tcp).map(|t| t.retransmits),
                 rtt_us: s.and_then(|s| s.tcp).map(|t| t.rtt_us),
                 cwnd: s.and_then(|s| s.tcp).map(|t| t.cwnd),
@@ -581,17 +331,19 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
     out
 }
 
+/// The client's round-trip statistics (full precision on the wire) for the document.
 fn latency_us(l: &LatencyStats) -> LatencyUs {
     LatencyUs {
-        p50: r3(l.p50),
-        p90: r3(l.p90),
-        p99: r3(l.p99),
-        p999: r3(l.p999),
-        max: r3(l.max),
-        min: r3(l.min),
-        mean: r3(l.mean),
-        stddev: r3(l.stddev),
+        p50: l.p50,
+        p90: l.p90,
+        p99: l.p99,
+        p999: l.p999,
+        max: l.max,
+        min: Some(l.min),
+        mean: l.mean,
+        stddev: Some(l.stddev),
     }
+    .rounded()
 }
 
 /// The interface view of a host inventory: its `port` (probe's port shape) with the address,
@@ -624,7 +376,7 @@ fn rdma_result(
     let head = rr.rows.last();
     t.bytes = head.map_or(0, |r| r.bytes);
     t.gbps = head.map_or(0.0, |r| r3(r.gbps));
-    let cpu = |s: Option<&SideResults>| s.map(|s| (s.cpu.percent * 10.0).round() / 10.0);
+    let cpu = |s: Option<&SideResults>| s.map(|s| r1(s.cpu.percent));
     t.sender = Some(Endpoint {
         host: "local",
         bytes: t.bytes,
@@ -642,16 +394,19 @@ fn rdma_result(
         cpu_percent: c,
     });
     if let Some(l) = &rr.latency {
-        t.latency_us = Some(LatencyUs {
-            p50: r3(l.p50_us),
-            p90: r3(l.p90_us),
-            p99: r3(l.p99_us),
-            p999: r3(l.p999_us),
-            max: r3(l.max_us),
-            min: r3(l.min_us),
-            mean: r3(l.mean_us),
-            stddev: 0.0,
-        });
+        t.latency_us = Some(
+            LatencyUs {
+                p50: l.p50_us,
+                p90: l.p90_us,
+                p99: l.p99_us,
+                p999: l.p999_us,
+                max: l.max_us,
+                min: Some(l.min_us),
+                mean: l.mean_us,
+                stddev: Some(l.stddev_us),
+            }
+            .rounded(),
+        );
         t.transactions_per_s = Some(l.transactions_per_s.round());
     }
     t.intervals = rr
@@ -704,40 +459,11 @@ pub fn assemble(run: &ClientRun) -> TestResult {
     let p = &run.params;
     let duration_s = p.duration_ms as f64 / 1000.0;
     let mut t = TestResult {
-        kind: p.kind.as_str(),
-        direction: p.direction,
-        streams: p.streams,
-        duration_s,
-        omit_s: p.omit_ms as f64 / 1000.0,
-        bytes: 0,
-        gbps: 0.0,
-        l2_gbps: None,
-        sender: None,
-        receiver: None,
-        retransmits: None,
-        segments: None,
-        rtt_us: None,
-        cwnd: None,
-        tcp_limited: None,
-        packets: None,
-        lost_packets: None,
-        loss_percent: None,
-        out_of_order: None,
-        jitter_us: None,
-        latency_us: None,
-        transactions_per_s: None,
-        lost_transactions: None,
-        latency_histogram: None,
-        intervals: Vec::new(),
-        per_stream: Vec::new(),
-        directions: Vec::new(),
         server: run.server.to_string(),
         local: run.local_inventory.as_ref().map(port_view),
         remote: run.remote_inventory.as_ref().map(port_view),
-        params: p.clone(),
-        file: None,
-        rdma: None,
         error: run.error.clone(),
+        ..TestResult::new(p.clone())
     };
     if let (Some(spec), Some(rr)) = (p.rdma.as_ref(), run.rdma.as_ref()) {
         rdma_result(&mut t, spec, rr, run);
@@ -775,7 +501,7 @@ pub fn assemble(run: &ClientRun) -> TestResult {
         for (o, s) in t.intervals.iter_mut().zip(&run.local.intervals) {
             o.bytes = ssum(s.bytes.iter().copied());
         }
-        let cpu = |s: Option<&SideResults>| s.map(|s| (s.cpu.percent * 10.0).round() / 10.0);
+        let cpu = |s: Option<&SideResults>| s.map(|s| r1(s.cpu.percent));
         t.sender = Some(Endpoint {
             host: "local",
             bytes: 0,
@@ -797,78 +523,42 @@ pub fn assemble(run: &ClientRun) -> TestResult {
         ],
         d => vec![dir_stats(run, d)],
     };
-    t.bytes = ssum(dirs.iter().map(|d| d.bytes));
-    t.gbps = r3(dirs.iter().map(|d| d.gbps).sum());
-    t.l2_gbps = dirs.iter().map(|d| d.l2_gbps).sum::<Option<f64>>().map(r3);
-    let sum_ep = |f: &dyn Fn(&DirStats) -> Option<Endpoint>| -> Option<Endpoint> {
-        let eps: Vec<Endpoint> = dirs.iter().filter_map(f).collect();
-        (!eps.is_empty() && eps.len() == dirs.len()).then(|| Endpoint {
-            host: if eps.len() == 1 { eps[0].host } else { "both" },
-            bytes: ssum(eps.iter().map(|e| e.bytes)),
-            gbps: r3(eps.iter().map(|e| e.gbps).sum()),
-            cpu_percent: (eps.iter().map(|e| e.cpu_percent).sum::<f64>() * 10.0).round() / 10.0,
-        })
+    // The totals: one direction's own figures, or both directions merged (`+=`).
+    let mut total = dirs[0].clone();
+    for d in &dirs[1..] {
+        total += d;
+    }
+    let endpoint = |e: Endpoint| Endpoint {
+        gbps: r3(e.gbps),
+        cpu_percent: r1(e.cpu_percent),
+        ..e
     };
-    t.sender = sum_ep(&|d| Some(d.sender.clone()));
-    t.receiver = sum_ep(&|d| d.receiver.clone());
-    t.retransmits = dirs
-        .iter()
-        .map(|d| d.retransmits)
-        .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)));
-    t.segments = dirs
-        .iter()
-        .map(|d| d.segments)
-        .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)));
-    t.rtt_us = dirs.iter().find_map(|d| d.rtt_us);
-    t.cwnd = dirs.iter().filter_map(|d| d.cwnd).max();
+    t.bytes = total.bytes;
+    t.gbps = r3(total.gbps);
+    t.l2_gbps = total.l2_gbps.map(r3);
+    t.sender = Some(endpoint(total.sender));
+    t.receiver = total.receiver.map(endpoint);
+    t.retransmits = total.retransmits;
+    t.segments = total.segments;
+    t.rtt_us = total.rtt_us;
+    t.cwnd = total.cwnd;
     // One direction: its figures; bidir: each direction keeps its own (in `directions`).
-    t.tcp_limited = match dirs.as_slice() {
-        [d] => d.tcp_limited,
-        _ => None,
-    };
-    t.packets = dirs
-        .iter()
-        .map(|d| d.packets)
-        .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)));
-    t.lost_packets = dirs
-        .iter()
-        .map(|d| d.lost_packets)
-        .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)));
-    t.loss_percent = match (t.lost_packets, t.packets) {
-        (Some(l), Some(n)) if n > 0 => Some(r3(l as f64 / n as f64 * 100.0)),
-        (Some(_), Some(_)) => Some(0.0),
-        _ => None,
-    };
-    t.out_of_order = dirs
-        .iter()
-        .map(|d| d.out_of_order)
-        .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)));
-    t.jitter_us = dirs.iter().find_map(|d| d.jitter_us);
-    if dirs.len() == 1 {
-        t.intervals.clone_from(&dirs[0].intervals);
-        t.per_stream.clone_from(&dirs[0].per_stream);
-    } else {
-        // Bidir: intervals of both directions side by side, summed.
-        let a = &dirs[0].intervals;
-        let b = &dirs[1].intervals;
-        t.intervals = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| IntervalOut {
-                start_s: x.start_s,
-                end_s: x.end_s,
-                bytes: x.bytes.saturating_add(y.bytes),
-                gbps: r3(x.gbps + y.gbps),
-                streams: x.streams.iter().chain(&y.streams).copied().collect(),
-                retransmits: x
-                    .retransmits
-                    .zip(y.retransmits)
-                    .map(|(a, b)| a.saturating_add(b)),
-                lost: None,
-                omitted: x.omitted,
-            })
-            .collect();
-        t.per_stream = dirs.iter().flat_map(|d| d.per_stream.clone()).collect();
+    t.tcp_limited = total.tcp_limited;
+    t.packets = total.packets;
+    t.lost_packets = total.lost_packets;
+    t.loss_percent = total.loss_percent.map(r3);
+    t.out_of_order = total.out_of_order;
+    t.jitter_us = total.jitter_us;
+    t.intervals = total
+        .intervals
+        .into_iter()
+        .map(|i| IntervalOut {
+            gbps: r3(i.gbps),
+            ..i
+        })
+        .collect();
+    t.per_stream = total.per_stream;
+    if dirs.len() > 1 {
         t.directions = dirs;
     }
     if p.kind == TestKind::FileTransfer {

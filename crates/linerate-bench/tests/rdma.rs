@@ -109,6 +109,12 @@ fn latency_sweep_and_queue_pairs() {
         assert_eq!(t.kind, format!("rdma_{}_lat", op.as_str()));
         let l = t.latency_us.unwrap();
         assert!(l.p50 > 0.0 && l.p50 <= l.p99 && l.p99 <= l.max, "{l:?}");
+        // The spread is measured (it was a hard-coded 0): it never exceeds the range, and
+        // round trips 10 µs apart give one above 0 even after rounding to the nanosecond
+        // (σ >= range / sqrt(2 n), and a test this short has far fewer than 50 million).
+        let (min, sd) = (l.min.unwrap(), l.stddev.unwrap());
+        assert!(sd <= l.max - min + 0.001, "{l:?}");
+        assert!(sd > 0.0 || l.max - min < 10.0, "{l:?}");
         let r = t.rdma.unwrap();
         assert!((r.one_way_p50_us.unwrap() * 2.0 - l.p50).abs() < 0.01);
     }

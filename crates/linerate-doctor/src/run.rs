@@ -97,7 +97,7 @@ pub struct PathFacts {
 #[derive(Debug, Clone, Serialize)]
 pub struct DoctorReport {
     pub schema_version: u32,
-    pub tool: serde_json::Value,
+    pub tool: linerate_results::Tool,
     /// `self_check` or `two_hosts`.
     pub mode: &'static str,
     pub server: String,
@@ -665,8 +665,8 @@ fn assemble(o: &DoctorOptions, a: Assembly<'_>, mut runs: Runs) -> DoctorReport 
         .map(str::to_string)
         .filter(|_| two);
     DoctorReport {
-        schema_version: 1,
-        tool: serde_json::json!({"name": "linerate", "version": env!("CARGO_PKG_VERSION")}),
+        schema_version: linerate_results::SCHEMA_VERSION,
+        tool: linerate_results::TOOL,
         mode: if two { "two_hosts" } else { "self_check" },
         server: a.server.to_string(),
         verdict: d.verdict,
@@ -865,7 +865,7 @@ impl Serialize for ProbeView<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let mut m = s.serialize_map(Some(4))?;
-        m.serialize_entry("schema_version", &1)?;
+        m.serialize_entry("schema_version", &linerate_results::SCHEMA_VERSION)?;
         m.serialize_entry("host", &self.inv.host)?;
         let ports: Vec<serde_json::Value> = self
             .inv

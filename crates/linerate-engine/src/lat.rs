@@ -1,12 +1,12 @@
 //! Request/response latency: the client times each round trip with the
-//! monotonic clock and records it in an HDR histogram (ns, 3 significant digits).
+//! monotonic clock and records it in linerate-stats' histogram (ns, 3 significant digits).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use linerate_proto::LatencyStats;
+use linerate_stats::LatencyHistogram;
 
 use crate::meter::{Meter, Stop};
 
@@ -44,72 +44,51 @@ fn read_exact_spin(mut sock: &TcpStream, buf: &mut [u8], spin: Duration) -> std:
     sock.read_exact(&mut buf[got..])
 }
 
-/// Round-trip samples, ns.
-#[derive(Debug)]
+/// Round-trip samples, and the requests that got no reply.
+#[derive(Debug, Default)]
 pub struct Rtt {
-    hist: Histogram<u64>,
+    hist: LatencyHistogram,
     pub lost: u64,
-}
-
-impl Default for Rtt {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 impl Rtt {
     pub fn new() -> Self {
-        Self {
-            // 1 ns to 100 s, 3 significant digits: < 0.1% error, a few hundred KiB.
-            hist: Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds"),
-            lost: 0,
-        }
+        Self::default()
     }
 
     pub fn record(&mut self, d: Duration) {
-        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1);
-        self.hist.saturating_record(ns);
+        self.hist.record(d);
     }
 
     pub fn count(&self) -> u64 {
-        self.hist.len()
+        self.hist.count()
     }
 
-    /// Percentiles in µs.
+    /// Percentiles in µs, at full precision (the wire carries them so; documents round).
     pub fn stats(&self) -> LatencyStats {
-        let us = |ns: u64| ns as f64 / 1000.0;
-        let h = &self.hist;
-        if h.is_empty() {
+        let Some(l) = self.hist.summary() else {
             return LatencyStats {
                 lost: self.lost,
                 ..LatencyStats::default()
             };
-        }
+        };
         LatencyStats {
-            p50: us(h.value_at_quantile(0.50)),
-            p90: us(h.value_at_quantile(0.90)),
-            p99: us(h.value_at_quantile(0.99)),
-            p999: us(h.value_at_quantile(0.999)),
-            max: us(h.max()),
-            min: us(h.min()),
-            mean: h.mean() / 1000.0,
-            stddev: h.stdev() / 1000.0,
-            transactions: h.len(),
+            p50: l.p50,
+            p90: l.p90,
+            p99: l.p99,
+            p999: l.p999,
+            max: l.max,
+            min: l.min.unwrap_or(0.0),
+            mean: l.mean,
+            stddev: l.stddev.unwrap_or(0.0),
+            transactions: self.hist.count(),
             lost: self.lost,
         }
     }
 
     /// Counts per bucket for plotting: (upper bound µs, count), log-spaced.
     pub fn buckets(&self) -> Vec<(f64, u64)> {
-        self.hist
-            .iter_log(1000, 1.25)
-            .map(|v| {
-                (
-                    v.value_iterated_to() as f64 / 1000.0,
-                    v.count_since_last_iteration(),
-                )
-            })
-            .collect()
+        self.hist.buckets()
     }
 }
 

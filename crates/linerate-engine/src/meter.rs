@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use linerate_proto::IntervalSample;
 
-/// A stream's running byte count (and retransmits, updated by the sampler's probe).
+/// A stream's running byte count and, for a UDP receiver, its lost datagrams so far (from the
+/// sequence numbers: `udp::recv`). TCP retransmits are not here: the sampler reads them from
+/// TCP_INFO.
 #[derive(Debug, Default)]
 pub struct Meter {
     bytes: AtomicU64,

@@ -256,15 +256,7 @@ pub fn host_cpu_seconds() -> Option<(f64, f64)> {
 /// `MemAvailable` from /proc/meminfo, bytes.
 pub fn available_memory_bytes() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kb: u64 = s
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
+    linerate_units::meminfo_bytes(&s, "MemAvailable")
 }
 
 /// CPU seconds (user + system, USER_HZ 100) of every other process named `linerate`

@@ -133,29 +133,72 @@ pub fn send(
     out
 }
 
+/// Sequence numbers below the highest seen that the receiver remembers, to tell a late
+/// datagram (counted out of order) from a copy of one already received (a duplicate). Reordering
+/// deeper than this is still counted out of order; a copy that late is counted so too.
+pub const SEQ_WINDOW: u64 = 1024;
+
 /// Per-stream receive state.
 #[derive(Debug, Default, Clone)]
 pub struct RecvState {
+    /// Distinct datagrams received (a duplicate is not counted again, so it cannot hide a loss).
     pub packets: u64,
+    /// Payload bytes received, duplicates included (they crossed the path too).
     pub bytes: u64,
     pub next_seq: u64,
     pub out_of_order: u64,
+    /// Copies of a datagram already received within [`SEQ_WINDOW`].
+    pub duplicates: u64,
     pub jitter_ns: f64,
     last_transit: Option<i128>,
     pub last: Option<Instant>,
     pub peer: Option<SocketAddr>,
+    /// Bit `seq % SEQ_WINDOW`: whether `seq` arrived, for `seq` in
+    /// `next_seq - SEQ_WINDOW .. next_seq`.
+    seen: [u64; (SEQ_WINDOW / 64) as usize],
 }
 
 impl RecvState {
+    fn bit(seq: u64) -> (usize, u64) {
+        let i = seq % SEQ_WINDOW;
+        ((i / 64) as usize, 1 << (i % 64))
+    }
+
     /// Account one datagram (RFC 3550 §6.4.1 for the jitter).
     pub fn on_packet(&mut self, h: &Header, len: usize, arrival_ns: u64, now: Instant) {
-        self.packets += 1;
-        self.bytes += len as u64;
+        self.bytes = self.bytes.saturating_add(len as u64);
         if h.seq < self.next_seq {
-            self.out_of_order += 1;
+            let (w, b) = Self::bit(h.seq);
+            if self.next_seq - h.seq > SEQ_WINDOW {
+                // Too old to remember: late, as far as anyone can tell.
+                self.out_of_order += 1;
+            } else if self.seen[w] & b != 0 {
+                self.duplicates += 1;
+                // A copy says nothing new about the path's delay either.
+                self.last = Some(now);
+                return;
+            } else {
+                self.seen[w] |= b;
+                self.out_of_order += 1;
+            }
         } else {
-            self.next_seq = h.seq + 1;
+            // Sequences skipped over (next_seq .. seq) have not arrived: forget what their
+            // bits said about the sequences SEQ_WINDOW below them.
+            let skipped = h.seq - self.next_seq;
+            if skipped >= SEQ_WINDOW {
+                self.seen = Default::default();
+            } else {
+                for q in self.next_seq..h.seq {
+                    let (w, b) = Self::bit(q);
+                    self.seen[w] &= !b;
+                }
+            }
+            let (w, b) = Self::bit(h.seq);
+            self.seen[w] |= b;
+            // A hostile sender's u64::MAX must not overflow.
+            self.next_seq = h.seq.saturating_add(1);
         }
+        self.packets += 1;
         let transit = i128::from(arrival_ns) - i128::from(h.send_ns);
         if let Some(prev) = self.last_transit {
             let d = (transit - prev).abs() as f64;
@@ -174,10 +217,11 @@ impl RecvState {
         let expected = sent.unwrap_or(self.next_seq);
         UdpStats {
             packets: self.packets,
-            // Reordered datagrams arrived, so they are not lost; duplicates are not tracked.
+            // Reordered datagrams arrived, so they are not lost; duplicates are not counted
+            // as arrivals, so they do not hide a loss.
             lost: expected.saturating_sub(self.packets),
             out_of_order: self.out_of_order,
-            duplicates: 0,
+            duplicates: self.duplicates,
             jitter_us: self.jitter_ns / 1000.0,
         }
     }
@@ -327,5 +371,58 @@ mod tests {
         let st = s.stats(Some(14));
         assert_eq!(st.packets, 13);
         assert_eq!(st.lost, 1, "only seq 12 is missing");
+    }
+
+    fn header(seq: u64) -> Header {
+        Header {
+            tag: 0,
+            stream: 0,
+            seq,
+            send_ns: seq.wrapping_mul(1000),
+        }
+    }
+
+    #[test]
+    fn duplicates_are_told_from_late_datagrams() {
+        let mut s = RecvState::default();
+        let now = Instant::now();
+        for q in [0, 1, 2, 3, 5, 6] {
+            s.on_packet(&header(q), 100, q * 1000, now);
+        }
+        // A copy of the latest, a copy of an older one, then 4 late (not a copy).
+        s.on_packet(&header(6), 100, 7000, now);
+        s.on_packet(&header(2), 100, 7000, now);
+        s.on_packet(&header(4), 100, 7000, now);
+        assert_eq!((s.duplicates, s.out_of_order, s.packets), (2, 1, 7));
+        // 4 arrived late once; a second copy of it is a duplicate.
+        s.on_packet(&header(4), 100, 7000, now);
+        assert_eq!((s.duplicates, s.out_of_order), (3, 1));
+        let st = s.stats(Some(7));
+        assert_eq!((st.packets, st.lost, st.duplicates), (7, 0, 3));
+        assert_eq!(s.bytes, 1000, "all ten datagrams crossed the path");
+    }
+
+    #[test]
+    fn a_gap_forgets_the_sequences_it_skipped() {
+        let mut s = RecvState::default();
+        let now = Instant::now();
+        s.on_packet(&header(0), 100, 0, now);
+        // Jump by more than the window, then by less: old bits must not pass for new arrivals.
+        s.on_packet(&header(SEQ_WINDOW + 5), 100, 0, now);
+        s.on_packet(&header(SEQ_WINDOW * 2), 100, 0, now);
+        // SEQ_WINDOW + 6 .. 2 * SEQ_WINDOW never arrived: a late one is not a duplicate.
+        s.on_packet(&header(SEQ_WINDOW + 6), 100, 0, now);
+        assert_eq!((s.duplicates, s.out_of_order), (0, 1));
+        // Older than the window: cannot tell, counted late.
+        s.on_packet(&header(1), 100, 0, now);
+        assert_eq!((s.duplicates, s.out_of_order), (0, 2));
+        // A hostile sequence number does not overflow.
+        s.on_packet(&header(u64::MAX), 100, 0, now);
+        s.on_packet(&header(u64::MAX), 100, 0, now);
+        assert_eq!(s.next_seq, u64::MAX);
+        assert_eq!(
+            s.duplicates, 0,
+            "u64::MAX itself is at next_seq, never below it"
+        );
     }
 }

@@ -70,7 +70,8 @@ pub struct TestParams {
     pub congestion: Option<String>,
     /// Send with sendfile(2) from an in-memory file.
     pub zerocopy: bool,
-    /// Latency tests: poll this many µs for a reply before blocking (None = 50 µs; 0 = block at once).
+    /// Latency tests: poll this many µs for a reply before blocking (0 = block at once; None = the
+    /// engine's default, `lat::DEFAULT_SPIN`, which is 0).
     #[serde(default)]
     pub spin_us: Option<u32>,
     /// File transfers: the file the client sends.

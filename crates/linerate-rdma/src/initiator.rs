@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use crate::link::{ctx, Ev, Link, K_DATA, K_LAT};
 use crate::params::{check_size, Op, Params};
 use crate::proto::{read_seq, Ctrl, Mode, CTRL_TIMEOUT, SEQ_MASK};
-use crate::results::{new_histogram, summarize};
+use linerate_stats::LatencyHistogram;
+
+use crate::results::summarize;
 use crate::{pattern, BwResult, IntervalSample, LatResult, RdmaError};
 
 /// The connected active side. Runs are sequential on one connection; a size sweep calls
@@ -338,14 +340,14 @@ impl Initiator {
         if let Err(e) = self.begin(Mode::Latency, size, iterations) {
             return Err((empty, e));
         }
-        let mut h = new_histogram();
+        let mut h = LatencyHistogram::new();
         let start = Instant::now();
         let out = self.lat_loop(size, iterations, start + max_duration, &mut h);
         let res = summarize(size, &h, start.elapsed().as_secs_f64());
         if let Err(e) = out {
             return Err((res, e));
         }
-        match self.end(h.len()) {
+        match self.end(h.count()) {
             Ok(_) => Ok(res),
             Err(e) => Err((res, e)),
         }
@@ -356,7 +358,7 @@ impl Initiator {
         size: usize,
         iterations: u64,
         deadline: Instant,
-        h: &mut hdrhistogram::Histogram<u64>,
+        h: &mut LatencyHistogram,
     ) -> Result<(), RdmaError> {
         let l = self.link.layout;
         let op = self.params.op;
@@ -401,8 +403,7 @@ impl Initiator {
                 self.pump()?;
                 self.check_stall(t0, timeout)?;
             }
-            let ns = t0.elapsed().as_nanos() as u64;
-            h.saturating_record(ns.max(1));
+            h.record(t0.elapsed());
             self.rx_data = self.rx_data.saturating_sub(1);
             self.data_done.clear();
         }

@@ -1,6 +1,6 @@
 //! Results: plain data with their units in their names.
 
-use hdrhistogram::Histogram;
+use linerate_stats::LatencyHistogram;
 use serde::{Deserialize, Serialize};
 
 /// One row of [`crate::Fabric::providers`]: a provider offering message endpoints with RMA/MSG.
@@ -60,6 +60,9 @@ pub struct LatResult {
     pub samples: u64,
     pub min_us: f64,
     pub mean_us: f64,
+    /// Standard deviation of the round trips.
+    #[serde(default)]
+    pub stddev_us: f64,
     pub p50_us: f64,
     pub p90_us: f64,
     pub p99_us: f64,
@@ -71,35 +74,28 @@ pub struct LatResult {
     pub transactions_per_s: f64,
 }
 
-/// A histogram of round-trip times in nanoseconds (3 significant digits: ≤ 0.1% error).
-pub(crate) fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("histogram bounds")
-}
-
-/// Summarises `h` (nanoseconds) over a run of `seconds`.
-pub(crate) fn summarize(size: usize, h: &Histogram<u64>, seconds: f64) -> LatResult {
-    let n = h.len();
-    if n == 0 {
+/// Summarises the round trips of `h` over a run of `seconds`.
+pub(crate) fn summarize(size: usize, h: &LatencyHistogram, seconds: f64) -> LatResult {
+    let Some(l) = h.summary() else {
         return LatResult {
             size,
             ..LatResult::default()
         };
-    }
-    let us = |ns: u64| ns as f64 / 1000.0;
-    let p50 = us(h.value_at_quantile(0.5));
-    let mean = h.mean() / 1000.0;
+    };
+    let n = h.count();
     LatResult {
         size,
         samples: n,
-        min_us: us(h.min()),
-        mean_us: mean,
-        p50_us: p50,
-        p90_us: us(h.value_at_quantile(0.9)),
-        p99_us: us(h.value_at_quantile(0.99)),
-        p999_us: us(h.value_at_quantile(0.999)),
-        max_us: us(h.max()),
-        one_way_p50_us: p50 / 2.0,
-        one_way_mean_us: mean / 2.0,
+        min_us: l.min.unwrap_or(0.0),
+        mean_us: l.mean,
+        stddev_us: l.stddev.unwrap_or(0.0),
+        p50_us: l.p50,
+        p90_us: l.p90,
+        p99_us: l.p99,
+        p999_us: l.p999,
+        max_us: l.max,
+        one_way_p50_us: l.p50 / 2.0,
+        one_way_mean_us: l.mean / 2.0,
         transactions_per_s: if seconds > 0.0 {
             n as f64 / seconds
         } else {
@@ -135,9 +131,9 @@ mod tests {
 
     #[test]
     fn percentiles_of_a_known_distribution() {
-        let mut h = new_histogram();
+        let mut h = LatencyHistogram::new();
         for v in 1..=1000u64 {
-            h.record(v * 1000).unwrap(); // 1..1000 µs
+            h.record_ns(v * 1000); // 1..1000 µs
         }
         let r = summarize(8, &h, 2.0);
         assert_eq!(r.samples, 1000);
@@ -146,13 +142,15 @@ mod tests {
         assert!((r.p99_us - 990.0).abs() < 1.5, "{}", r.p99_us);
         assert!((r.max_us - 1000.0).abs() < 1.0);
         assert!((r.mean_us - 500.5).abs() < 0.6);
+        // Uniform 1..=1000: σ = sqrt((1000² - 1) / 12) = 288.67 (it was reported as 0).
+        assert!((r.stddev_us - 288.67).abs() < 0.5, "{}", r.stddev_us);
         assert_eq!(r.one_way_p50_us, r.p50_us / 2.0);
         assert_eq!(r.transactions_per_s, 500.0);
     }
 
     #[test]
     fn empty_histogram_gives_zeroes() {
-        let r = summarize(8, &new_histogram(), 1.0);
+        let r = summarize(8, &LatencyHistogram::new(), 1.0);
         assert_eq!(r.samples, 0);
         assert_eq!(r.p50_us, 0.0);
     }

@@ -2,9 +2,8 @@
 
 use std::fmt::Write as _;
 
-use linerate_bench::results::{DirStats, FileTransferOut, IntervalOut};
-use linerate_bench::TestResult;
 use linerate_proto::{Direction, TestKind, TestParams};
+use linerate_results::{DirStats, FileTransferOut, IntervalOut, TestResult};
 use serde::Serialize;
 
 use crate::json::{Tool, TOOL};
@@ -105,12 +104,7 @@ fn bytes_iec(b: u64) -> String {
 }
 
 /// `  round trip  p50 … µs   p90 …   mean … µs (σ …)`.
-fn round_trip_line(
-    out: &mut String,
-    l: &linerate_bench::results::LatencyUs,
-    style: Style,
-    sigma: bool,
-) {
+fn round_trip_line(out: &mut String, l: &linerate_results::LatencyUs, style: Style) {
     let _ = writeln!(
         out,
         "  round trip  p50 {} µs   p90 {}   p99 {}   p99.9 {}   max {}   mean {} µs{}",
@@ -120,25 +114,16 @@ fn round_trip_line(
         num(l.p999),
         num(l.max),
         style.bold(&num(l.mean)),
-        if sigma {
-            format!(" (σ {})", num(l.stddev))
-        } else {
-            String::new()
-        }
+        l.stddev
+            .map_or_else(String::new, |s| format!(" (σ {})", num(s)))
     );
 }
 
 /// An RDMA result: provider and device, the rate or the latency, the sweep table.
-fn rdma_block(
-    out: &mut String,
-    t: &TestResult,
-    r: &linerate_bench::results::RdmaOut,
-    style: Style,
-) {
+fn rdma_block(out: &mut String, t: &TestResult, r: &linerate_results::RdmaOut, style: Style) {
     let _ = writeln!(out, "  provider {}, device {}", r.provider, r.device);
     if let Some(l) = &t.latency_us {
-        // The RDMA engine's histogram gives no standard deviation.
-        round_trip_line(out, l, style, false);
+        round_trip_line(out, l, style);
         if let (Some(p50), Some(mean)) = (r.one_way_p50_us, r.one_way_mean_us) {
             let _ = writeln!(
                 out,
@@ -411,7 +396,7 @@ pub fn render_bench(t: &TestResult, style: Style) -> String {
             );
         }
     } else if let Some(l) = &t.latency_us {
-        round_trip_line(&mut out, l, style, true);
+        round_trip_line(&mut out, l, style);
         let _ = writeln!(
             out,
             "  {} transactions/s{}",
@@ -437,15 +422,12 @@ pub fn render_bench(t: &TestResult, style: Style) -> String {
             bytes: t.bytes,
             gbps: t.gbps,
             l2_gbps: t.l2_gbps,
-            sender: t
-                .sender
-                .clone()
-                .unwrap_or(linerate_bench::results::Endpoint {
-                    host: "local",
-                    bytes: 0,
-                    gbps: 0.0,
-                    cpu_percent: 0.0,
-                }),
+            sender: t.sender.clone().unwrap_or(linerate_results::Endpoint {
+                host: "local",
+                bytes: 0,
+                gbps: 0.0,
+                cpu_percent: 0.0,
+            }),
             receiver: t.receiver.clone(),
             retransmits: t.retransmits,
             segments: t.segments,

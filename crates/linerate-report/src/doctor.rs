@@ -86,7 +86,7 @@ fn render_disks(out: &mut String, r: &DoctorReport, style: Style) {
     }
 }
 
-fn test_line(t: &linerate_bench::TestResult) -> (String, String) {
+fn test_line(t: &linerate_results::TestResult) -> (String, String) {
     let name = linerate_doctor::run::describe(&t.params);
     let mut r = String::new();
     if let Some(l) = &t.latency_us {

@@ -466,7 +466,7 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
 <h1>linerate doctor — {t}</h1><p class="muted">linerate {ver} · {secs} s · server {srv}</p>
 <div class="verdict {cls}" id="verdict">{v}</div>"#,
         t = esc(&title),
-        ver = esc(r.tool.get("version").and_then(|v| v.as_str()).unwrap_or("")),
+        ver = esc(r.tool.version),
         secs = num(r.seconds),
         srv = esc(&r.server),
         cls = worst.map_or("ok", |w| if w >= Severity::Warning {

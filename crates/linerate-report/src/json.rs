@@ -5,19 +5,8 @@ use linerate_model::{Ceiling, CeilingInput};
 use linerate_rules::{Analysis, Finding};
 use serde::Serialize;
 
-/// Bumped when a field is renamed or removed; adding fields does not bump it.
-pub const SCHEMA_VERSION: u32 = 1;
-
-#[derive(Debug, Serialize)]
-pub struct Tool {
-    pub name: &'static str,
-    pub version: &'static str,
-}
-
-pub const TOOL: Tool = Tool {
-    name: "linerate",
-    version: env!("CARGO_PKG_VERSION"),
-};
+// The document header lives with the result types, so every producer reuses the same values.
+pub use linerate_results::{Tool, SCHEMA_VERSION, TOOL};
 
 #[derive(Debug, Serialize)]
 pub struct ProbeDoc<'a> {

@@ -33,11 +33,12 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::engine::{self, Access, Job, Outcome, Stop, Watch};
-use crate::latency::{self, LatencyUs};
 use crate::mountinfo::{self, MountEntry};
 use crate::signals;
 use crate::size::{self, fmt_bytes, Medium, SizeError, SizeInput, MIB};
 use crate::sys::{self, IoKind, Uring, ALIGN};
+use linerate_stats::LatencyUs;
+use linerate_units::r3;
 
 /// Largest block: 64 MiB.
 pub const MAX_BLOCK: u32 = 64 << 20;
@@ -453,19 +454,10 @@ impl Drop for TestFile {
     }
 }
 
-/// MemTotal from /proc/meminfo, bytes.
-pub fn parse_mem_total(meminfo: &str) -> Option<u64> {
-    meminfo.lines().find_map(|l| {
-        let rest = l.strip_prefix("MemTotal:")?;
-        let kb: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
-        Some(kb * 1024)
-    })
-}
-
 fn ram_bytes() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|s| parse_mem_total(&s))
+        .and_then(|s| linerate_units::meminfo_bytes(&s, "MemTotal"))
         .unwrap_or(4 << 30)
 }
 
@@ -556,10 +548,6 @@ fn seed() -> u64 {
     let mut b = [0u8; 8];
     let _ = getrandom::getrandom(&mut b);
     u64::from_le_bytes(b) | 1
-}
-
-fn r3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 /// Measure `plan` in the directory `path`. `progress` sees each step as it happens.
@@ -807,13 +795,14 @@ fn result(
         } else {
             (out.ops as f64 / secs).round()
         },
-        latency_us: latency::summarize(&out.hist),
+        // The disk document carries no min or stddev (schemas/disk.schema.json).
+        latency_us: out.hist.summary().map(|l| l.rounded().without_spread()),
         block_bytes: u64::from(plan.block(kind)),
         queue_depth: plan.queue_depth,
         direct: report.direct,
         file_bytes: report.file_bytes,
         engine,
-        seconds: (out.seconds * 1e6).round() / 1e6,
+        seconds: linerate_units::round(out.seconds, 6),
         bytes: out.bytes,
         ops: out.ops,
         filesystem: report.filesystem.clone(),
@@ -905,13 +894,6 @@ mod tests {
             serde_json::to_string(&Engine::IoUring).unwrap(),
             "\"io_uring\""
         );
-    }
-
-    #[test]
-    fn meminfo() {
-        let t = "MemTotal:       24684096 kB\nMemFree:        21294092 kB\n";
-        assert_eq!(parse_mem_total(t), Some(24_684_096 * 1024));
-        assert_eq!(parse_mem_total("nothing"), None);
     }
 
     #[test]

@@ -13,9 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
+use linerate_stats::LatencyHistogram;
 
-use crate::latency;
 use crate::signals;
 use crate::sys::{self, AlignedBuf, Completion, IoKind, Uring};
 
@@ -70,7 +69,7 @@ pub struct Outcome {
     pub ops: u64,
     /// From the first submission to the last completion.
     pub seconds: f64,
-    pub hist: Histogram<u64>,
+    pub hist: LatencyHistogram,
     pub stop: Option<Stop>,
 }
 
@@ -234,7 +233,7 @@ pub fn run_uring(
     progress: &mut dyn FnMut(u64),
 ) -> Outcome {
     let qd = job.qd.min(ring.slots()).max(1);
-    let mut hist = latency::histogram();
+    let mut hist = LatencyHistogram::new();
     let mut rng = Rng::new(job.seed);
     let seq = SeqCursor::new();
     let mut free: Vec<usize> = (0..qd).rev().collect();
@@ -307,7 +306,7 @@ pub fn run_uring(
         let now = Instant::now();
         ring.reap(&mut done);
         for c in done.drain(..) {
-            latency::record(&mut hist, now.duration_since(started[c.slot]));
+            hist.record(now.duration_since(started[c.slot]));
             free.push(c.slot);
             last_end = now;
             match c.result {
@@ -369,7 +368,7 @@ struct WorkerOut {
     bytes: u64,
     ops: u64,
     last_end: Instant,
-    hist: Histogram<u64>,
+    hist: LatencyHistogram,
 }
 
 /// Run `job` on `qd` threads doing pread/pwrite, each with its own buffer.
@@ -403,7 +402,7 @@ pub fn run_sync(
             bytes: 0,
             ops: 0,
             last_end: t0,
-            hist: latency::histogram(),
+            hist: LatencyHistogram::new(),
         };
         loop {
             if halt.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
@@ -421,7 +420,7 @@ pub fn run_sync(
                 IoKind::Write => file.write_at(buf.as_slice(), off),
             };
             let end = Instant::now();
-            latency::record(&mut out.hist, end.duration_since(start));
+            out.hist.record(end.duration_since(start));
             out.last_end = end;
             match r {
                 Ok(0) if job.kind == IoKind::Read => {
@@ -464,13 +463,13 @@ pub fn run_sync(
         }
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
     });
-    let mut hist = latency::histogram();
+    let mut hist = LatencyHistogram::new();
     let (mut bytes, mut ops, mut last_end) = (0, 0, t0);
     for o in outs {
         bytes += o.bytes;
         ops += o.ops;
         last_end = last_end.max(o.last_end);
-        let _ = hist.add(&o.hist);
+        hist += &o.hist;
     }
     Outcome {
         bytes,
@@ -572,7 +571,7 @@ mod tests {
             assert!(o.stop.is_none(), "{:?}", o.stop);
             assert_eq!(o.bytes, 1 << 20);
             assert_eq!(o.ops, 256);
-            assert_eq!(o.hist.len(), 256);
+            assert_eq!(o.hist.count(), 256);
         }
         let j = job(IoKind::Read, Access::Rand, Some(Duration::from_millis(50)));
         for o in both_engines(&j) {

@@ -7,7 +7,6 @@
 
 pub mod disk;
 mod engine;
-pub mod latency;
 pub mod mountinfo;
 mod signals;
 pub mod size;
@@ -17,4 +16,4 @@ pub use disk::{
     run, DiskError, DiskErrorKind, DiskEvent, DiskPlan, DiskReport, DiskTestKind, DiskTestResult,
     Engine, EngineChoice,
 };
-pub use latency::LatencyUs;
+pub use linerate_stats::LatencyUs;

@@ -70,6 +70,18 @@ pub fn r3(x: f64) -> f64 {
     round(x, 3)
 }
 
+/// A field of `/proc/meminfo` in bytes (`MemTotal`, `MemAvailable`, ...). The kernel writes
+/// "kB" there but means KiB (`show_val_kb`: pages << (PAGE_SHIFT - 10)), so the value is
+/// multiplied by 1024; the one parser, so no caller reads it as 1000. `None` when the field is
+/// missing or not a number.
+pub fn meminfo_bytes(meminfo: &str, field: &str) -> Option<u64> {
+    meminfo.lines().find_map(|l| {
+        let rest = l.strip_prefix(field)?.strip_prefix(':')?;
+        let kib: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
+        kib.checked_mul(KIB)
+    })
+}
+
 /// A number as people write it: no trailing zeros, at most five decimals where it has them
 /// (`40`, `13.17`, `10.3125`), else two (`0.33`).
 pub fn fmt_num(x: f64) -> String {
@@ -111,6 +123,21 @@ mod tests {
         assert_eq!(round(-1.5, 0), -2.0);
         assert!(round(f64::NAN, 2).is_nan());
         assert_eq!(round(f64::INFINITY, 2), f64::INFINITY);
+    }
+
+    #[test]
+    fn meminfo() {
+        let t = "MemTotal:       24684096 kB\nMemFree:        21294092 kB\nMemAvailable:   1 kB\n";
+        assert_eq!(meminfo_bytes(t, "MemTotal"), Some(24_684_096 * 1024));
+        assert_eq!(meminfo_bytes(t, "MemAvailable"), Some(1024));
+        // A field whose name starts another's is not it; missing, garbage and overflow are None.
+        assert_eq!(meminfo_bytes(t, "Mem"), None);
+        assert_eq!(meminfo_bytes("nothing", "MemTotal"), None);
+        assert_eq!(meminfo_bytes("MemTotal: lots kB", "MemTotal"), None);
+        assert_eq!(
+            meminfo_bytes("MemTotal: 18446744073709551615 kB", "MemTotal"),
+            None
+        );
     }
 
     #[test]

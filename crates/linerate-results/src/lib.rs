@@ -1,0 +1,504 @@
+//! The plain output data of linerate's tests: a bench result and its parts (per-direction and
+//! per-stream figures, intervals, what held TCP back, UDP, file-copy and RDMA shapes, the
+//! latency summary), and the header every JSON document carries (`schema_version`, `tool`).
+//!
+//! These types sit at the bottom of the dependency graph so that renderers (`linerate-report`)
+//! depend on data, not on the engines that produce it: no sockets, no io_uring, no libfabric.
+//! The assembly of a result from both sides' measurements stays in `linerate-bench`.
+//! Field names are a contract (`schemas/bench.schema.json`, `schemas/doctor.schema.json`).
+
+use std::ops::AddAssign;
+
+use linerate_proto::{Direction, TestParams};
+pub use linerate_stats::LatencyUs;
+use serde::Serialize;
+
+/// Bumped when a field is renamed or removed; adding fields does not bump it.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The `tool` object of every JSON document: which program wrote it.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct Tool {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+/// This program (every crate of the workspace shares its version).
+pub const TOOL: Tool = Tool {
+    name: "linerate",
+    version: env!("CARGO_PKG_VERSION"),
+};
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Endpoint {
+    /// `local` (this host) or `remote` (the server).
+    pub host: &'static str,
+    pub bytes: u64,
+    pub gbps: f64,
+    /// CPU of the threads moving this direction's streams: 100 = one core saturated.
+    pub cpu_percent: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct IntervalOut {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub bytes: u64,
+    pub gbps: f64,
+    /// Per stream, Gb/s.
+    pub streams: Vec<f64>,
+    pub retransmits: Option<u64>,
+    pub lost: Option<u64>,
+    pub omitted: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct StreamOut {
+    pub id: u32,
+    pub bytes: u64,
+    pub gbps: f64,
+    pub sender_cpu_percent: f64,
+    pub receiver_cpu_percent: Option<f64>,
+    pub retransmits: Option<u64>,
+    pub rtt_us: Option<u32>,
+    pub cwnd: Option<u32>,
+    pub loss_percent: Option<f64>,
+    pub jitter_us: Option<f64>,
+}
+
+/// One direction of a bandwidth test.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DirStats {
+    pub direction: Direction,
+    /// Received bytes after the omit period (sent bytes when the receiver's figures are missing).
+    pub bytes: u64,
+    /// The headline: the receiver's rate, Gb/s of payload.
+    pub gbps: f64,
+    /// On-the-wire rate as a switch or shaper counts it (payload + per-packet headers), Gb/s.
+    pub l2_gbps: Option<f64>,
+    pub sender: Endpoint,
+    pub receiver: Option<Endpoint>,
+    pub retransmits: Option<u64>,
+    /// Data segments the sender sent (TCP_INFO), whole test.
+    pub segments: Option<u64>,
+    pub rtt_us: Option<f64>,
+    pub cwnd: Option<u32>,
+    pub mss: Option<u32>,
+    /// What held the senders back, from the kernel's accounting (TCP_INFO, Linux ≥ 4.10).
+    pub tcp_limited: Option<TcpLimitedOut>,
+    pub packets: Option<u64>,
+    pub lost_packets: Option<u64>,
+    pub loss_percent: Option<f64>,
+    pub out_of_order: Option<u64>,
+    pub jitter_us: Option<f64>,
+    pub intervals: Vec<IntervalOut>,
+    pub per_stream: Vec<StreamOut>,
+}
+
+impl DirStats {
+    /// One direction before anything is measured (a direction has no default).
+    pub fn new(direction: Direction) -> Self {
+        Self {
+            direction,
+            bytes: 0,
+            gbps: 0.0,
+            l2_gbps: None,
+            sender: Endpoint::default(),
+            receiver: None,
+            retransmits: None,
+            segments: None,
+            rtt_us: None,
+            cwnd: None,
+            mss: None,
+            tcp_limited: None,
+            packets: None,
+            lost_packets: None,
+            loss_percent: None,
+            out_of_order: None,
+            jitter_us: None,
+            intervals: Vec::new(),
+            per_stream: Vec::new(),
+        }
+    }
+}
+
+/// What held the TCP senders back, from the kernel's accounting (TCP_INFO chrono times summed
+/// over the streams): `busy_percent` of the test they had data queued or in flight; of that
+/// busy time, the share spent waiting on the receiver's window (`tcpi_rwnd_limited`) or on their
+/// own send buffer (`tcpi_sndbuf_limited`). A bulk sender busy nearly all the time and waiting
+/// on neither is not held back by the window.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct TcpLimitedOut {
+    pub busy_s: f64,
+    pub busy_percent: f64,
+    pub receive_window_percent: f64,
+    pub send_buffer_percent: f64,
+}
+
+/// A test result (schemas/bench.schema.json).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TestResult {
+    pub kind: &'static str,
+    pub direction: Direction,
+    pub streams: u32,
+    pub duration_s: f64,
+    pub omit_s: f64,
+    pub bytes: u64,
+    /// Receiver side, Gb/s (both directions summed for bidir).
+    pub gbps: f64,
+    pub l2_gbps: Option<f64>,
+    pub sender: Option<Endpoint>,
+    pub receiver: Option<Endpoint>,
+    pub retransmits: Option<u64>,
+    /// TCP data segments sent (to put retransmits in proportion).
+    pub segments: Option<u64>,
+    pub rtt_us: Option<f64>,
+    pub cwnd: Option<u32>,
+    pub tcp_limited: Option<TcpLimitedOut>,
+    pub packets: Option<u64>,
+    pub lost_packets: Option<u64>,
+    pub loss_percent: Option<f64>,
+    pub out_of_order: Option<u64>,
+    pub jitter_us: Option<f64>,
+    pub latency_us: Option<LatencyUs>,
+    pub transactions_per_s: Option<f64>,
+    pub lost_transactions: Option<u64>,
+    /// Latency distribution: (upper bound µs, count), log-spaced buckets.
+    pub latency_histogram: Option<Vec<(f64, u64)>>,
+    pub intervals: Vec<IntervalOut>,
+    pub per_stream: Vec<StreamOut>,
+    /// Bidir: each direction on its own.
+    pub directions: Vec<DirStats>,
+    pub server: String,
+    pub local: Option<serde_json::Value>,
+    pub remote: Option<serde_json::Value>,
+    pub params: TestParams,
+    /// File transfers: each layer of the copy and the one that held it back.
+    pub file: Option<FileTransferOut>,
+    /// RDMA tests: the operation, provider and device, message rate, the sweep.
+    pub rdma: Option<RdmaOut>,
+    /// Set when the test did not complete; the figures are what was measured until then.
+    pub error: Option<String>,
+}
+
+impl TestResult {
+    /// The result of the test `params` before anything is measured: the test's own figures
+    /// (kind, direction, streams, duration, warm-up) and nothing else. There is no `Default`:
+    /// a result always belongs to a test, and no test is a default one.
+    pub fn new(params: TestParams) -> Self {
+        Self {
+            kind: params.kind.as_str(),
+            direction: params.direction,
+            streams: params.streams,
+            duration_s: params.duration_ms as f64 / 1000.0,
+            omit_s: params.omit_ms as f64 / 1000.0,
+            bytes: 0,
+            gbps: 0.0,
+            l2_gbps: None,
+            sender: None,
+            receiver: None,
+            retransmits: None,
+            segments: None,
+            rtt_us: None,
+            cwnd: None,
+            tcp_limited: None,
+            packets: None,
+            lost_packets: None,
+            loss_percent: None,
+            out_of_order: None,
+            jitter_us: None,
+            latency_us: None,
+            transactions_per_s: None,
+            lost_transactions: None,
+            latency_histogram: None,
+            intervals: Vec::new(),
+            per_stream: Vec::new(),
+            directions: Vec::new(),
+            server: String::new(),
+            local: None,
+            remote: None,
+            params,
+            file: None,
+            rdma: None,
+            error: None,
+        }
+    }
+}
+
+/// The RDMA part of a result.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RdmaOut {
+    pub op: &'static str,
+    /// libfabric provider and domain (device) both ends used.
+    pub provider: String,
+    pub device: String,
+    pub window: u32,
+    pub qps: u32,
+    pub verify: bool,
+    /// Bytes that did not match the pattern, both ends (`verify`).
+    pub verify_errors: u64,
+    pub messages_per_s: Option<f64>,
+    /// Latency tests: half the round trip, as perftest's `*_lat` reports.
+    pub one_way_p50_us: Option<f64>,
+    pub one_way_mean_us: Option<f64>,
+    /// Bandwidth per message size (one row without `--sweep`).
+    pub sizes: Vec<SizeRow>,
+}
+
+/// One layer of a disk → network → disk copy.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Layer {
+    /// `source_read`, `network` or `destination_write`.
+    pub layer: &'static str,
+    /// The rate this layer moved data at while it worked, Gb/s: bytes / its busy seconds.
+    pub gbps: f64,
+    /// Seconds the layer was busy (averaged over streams; the destination includes fsync).
+    pub busy_s: f64,
+    /// Busy seconds as a share of the copy's time, %.
+    pub busy_percent: f64,
+}
+
+/// A file transfer: what was copied and how each layer did.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct FileTransferOut {
+    pub name: String,
+    pub size_bytes: u64,
+    /// Bytes written by the server (equal to the size when complete).
+    pub written_bytes: u64,
+    /// Bytes per read(2)/write(2) and network buffer.
+    pub block_bytes: u32,
+    /// Buffer memory each side held, bytes (streams × buffers × block).
+    pub buffer_bytes: u64,
+    pub fsync: bool,
+    /// Seconds until the last byte reached the server.
+    pub transfer_s: f64,
+    /// fsync(2) on the server at the end, seconds.
+    pub fsync_s: Option<f64>,
+    /// Bytes over the time until the file was on the server's disk (durable when fsync), Gb/s.
+    pub end_to_end_gbps: f64,
+    pub layers: Vec<Layer>,
+    /// The layer with the lowest rate: what held the copy back.
+    pub bottleneck: Option<&'static str>,
+}
+
+/// One message size of an RDMA bandwidth test, all queue pairs together.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct SizeRow {
+    pub size_bytes: usize,
+    pub bytes: u64,
+    pub messages: u64,
+    pub seconds: f64,
+    pub gbps: f64,
+    pub messages_per_s: f64,
+}
+
+// Merging. Counters come from the peer too, so integer sums saturate: a hostile peer's figures
+// cannot overflow them. Rates and percentages are summed at full precision; rounding is for
+// whoever serializes the merged value.
+
+/// Both figures known: their saturating sum; either unknown: unknown (a total over directions
+/// is only given when every direction has the figure).
+fn add_known(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    a.zip(b).map(|(a, b)| a.saturating_add(b))
+}
+
+/// Lost packets as a share of those sent, %: 0 for none sent, unknown when either is.
+pub fn loss_percent(lost: Option<u64>, packets: Option<u64>) -> Option<f64> {
+    match (lost, packets) {
+        (Some(l), Some(n)) if n > 0 => Some(l as f64 / n as f64 * 100.0),
+        (Some(_), Some(_)) => Some(0.0),
+        _ => None,
+    }
+}
+
+/// Two endpoints' traffic together (bidir: both senders, or both receivers).
+impl AddAssign<&Endpoint> for Endpoint {
+    fn add_assign(&mut self, o: &Endpoint) {
+        if self.host != o.host {
+            self.host = "both";
+        }
+        self.bytes = self.bytes.saturating_add(o.bytes);
+        self.gbps += o.gbps;
+        self.cpu_percent += o.cpu_percent;
+    }
+}
+
+/// The same interval of two directions side by side: their streams one after the other.
+impl AddAssign<&IntervalOut> for IntervalOut {
+    fn add_assign(&mut self, o: &IntervalOut) {
+        self.bytes = self.bytes.saturating_add(o.bytes);
+        self.gbps += o.gbps;
+        self.streams.extend_from_slice(&o.streams);
+        self.retransmits = add_known(self.retransmits, o.retransmits);
+        self.lost = add_known(self.lost, o.lost);
+    }
+}
+
+/// Two directions of a test together: the totals of a bidir test.
+impl AddAssign<&DirStats> for DirStats {
+    fn add_assign(&mut self, o: &DirStats) {
+        if self.direction != o.direction {
+            self.direction = Direction::Bidir;
+        }
+        self.bytes = self.bytes.saturating_add(o.bytes);
+        self.gbps += o.gbps;
+        self.l2_gbps = self.l2_gbps.zip(o.l2_gbps).map(|(a, b)| a + b);
+        self.sender += &o.sender;
+        self.receiver = match (self.receiver.take(), &o.receiver) {
+            (Some(mut a), Some(b)) => {
+                a += b;
+                Some(a)
+            }
+            _ => None,
+        };
+        self.retransmits = add_known(self.retransmits, o.retransmits);
+        self.segments = add_known(self.segments, o.segments);
+        // Round trip and jitter are not additive: the first direction that measured them.
+        self.rtt_us = self.rtt_us.or(o.rtt_us);
+        self.jitter_us = self.jitter_us.or(o.jitter_us);
+        // `None` < `Some`: the largest known.
+        self.cwnd = self.cwnd.max(o.cwnd);
+        self.mss = self.mss.max(o.mss);
+        // Shares of each direction's own busy time do not add up: each direction keeps its own.
+        self.tcp_limited = None;
+        self.packets = add_known(self.packets, o.packets);
+        self.lost_packets = add_known(self.lost_packets, o.lost_packets);
+        self.loss_percent = loss_percent(self.lost_packets, self.packets);
+        self.out_of_order = add_known(self.out_of_order, o.out_of_order);
+        // Intervals side by side (as many as both directions have).
+        for (a, b) in self.intervals.iter_mut().zip(&o.intervals) {
+            *a += b;
+        }
+        self.intervals.truncate(o.intervals.len());
+        self.per_stream.extend_from_slice(&o.per_stream);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ep(host: &'static str, bytes: u64, gbps: f64, cpu: f64) -> Endpoint {
+        Endpoint {
+            host,
+            bytes,
+            gbps,
+            cpu_percent: cpu,
+        }
+    }
+
+    fn dir(direction: Direction, n: u64) -> DirStats {
+        DirStats {
+            bytes: n,
+            gbps: n as f64,
+            l2_gbps: Some(n as f64 + 0.5),
+            sender: ep("local", n, n as f64, 10.0),
+            receiver: Some(ep("remote", n, n as f64, 20.0)),
+            retransmits: Some(n),
+            packets: Some(10 * n),
+            lost_packets: Some(n),
+            cwnd: Some(u32::try_from(n).unwrap()),
+            rtt_us: Some(n as f64),
+            intervals: vec![
+                IntervalOut {
+                    bytes: n,
+                    gbps: 1.0,
+                    streams: vec![1.0],
+                    retransmits: Some(1),
+                    lost: None,
+                    ..IntervalOut::default()
+                };
+                usize::try_from(n).unwrap()
+            ],
+            per_stream: vec![StreamOut {
+                id: u32::try_from(n).unwrap(),
+                ..StreamOut::default()
+            }],
+            ..DirStats::new(direction)
+        }
+    }
+
+    #[test]
+    fn directions_merge_into_totals() {
+        let mut a = dir(Direction::Send, 2);
+        let mut b = dir(Direction::Receive, 3);
+        b.sender.host = "remote";
+        b.receiver.as_mut().unwrap().host = "local";
+        b.rtt_us = None;
+        a += &b;
+        assert_eq!(a.direction, Direction::Bidir);
+        assert_eq!((a.bytes, a.gbps, a.l2_gbps), (5, 5.0, Some(6.0)));
+        assert_eq!(a.sender, ep("both", 5, 5.0, 20.0));
+        assert_eq!(a.receiver, Some(ep("both", 5, 5.0, 40.0)));
+        assert_eq!(
+            (a.retransmits, a.packets, a.lost_packets),
+            (Some(5), Some(50), Some(5))
+        );
+        assert_eq!(a.loss_percent, Some(10.0));
+        assert_eq!(
+            (a.cwnd, a.rtt_us, a.tcp_limited),
+            (Some(3), Some(2.0), None)
+        );
+        // Two intervals side by side (the shorter direction has two), streams concatenated.
+        assert_eq!(a.intervals.len(), 2);
+        assert_eq!(a.intervals[0].bytes, 5);
+        assert_eq!(a.intervals[0].gbps, 2.0);
+        assert_eq!(a.intervals[0].streams, [1.0, 1.0]);
+        assert_eq!(a.intervals[0].retransmits, Some(2));
+        assert_eq!(a.intervals[0].lost, None);
+        assert_eq!(
+            a.per_stream.iter().map(|s| s.id).collect::<Vec<_>>(),
+            [2, 3]
+        );
+    }
+
+    #[test]
+    fn a_figure_missing_in_one_direction_is_missing_in_the_total() {
+        let mut a = dir(Direction::Send, 1);
+        let mut b = dir(Direction::Receive, 1);
+        b.receiver = None;
+        b.retransmits = None;
+        b.l2_gbps = None;
+        a += &b;
+        assert_eq!((a.receiver, a.retransmits, a.l2_gbps), (None, None, None));
+        assert_eq!(a.packets, Some(20));
+    }
+
+    #[test]
+    fn hostile_counters_saturate() {
+        let mut a = dir(Direction::Send, 1);
+        a.bytes = u64::MAX - 1;
+        a.retransmits = Some(u64::MAX);
+        a.sender.bytes = u64::MAX;
+        a.intervals[0].bytes = u64::MAX;
+        let b = dir(Direction::Receive, 1);
+        a += &b;
+        assert_eq!(a.bytes, u64::MAX);
+        assert_eq!(a.retransmits, Some(u64::MAX));
+        assert_eq!(a.sender.bytes, u64::MAX);
+        assert_eq!(a.intervals[0].bytes, u64::MAX);
+    }
+
+    #[test]
+    fn loss_of_nothing_sent_is_zero() {
+        assert_eq!(loss_percent(Some(0), Some(0)), Some(0.0));
+        assert_eq!(loss_percent(Some(1), Some(4)), Some(25.0));
+        assert_eq!(loss_percent(None, Some(4)), None);
+    }
+
+    #[test]
+    fn a_new_result_carries_its_test() {
+        let p: TestParams = serde_json::from_str(
+            r#"{"kind":"udp_bw","direction":"bidir","streams":3,"duration_ms":2500,"omit_ms":500,"interval_ms":0,"length":1000,"window":null,"bitrate_bps":0,"congestion":null,"zerocopy":false}"#,
+        )
+        .unwrap();
+        let t = TestResult::new(p.clone());
+        assert_eq!(
+            (t.kind, t.direction, t.streams),
+            ("udp_bw", Direction::Bidir, 3)
+        );
+        assert_eq!((t.duration_s, t.omit_s), (2.5, 0.5));
+        assert_eq!(t.params, p);
+        assert!(t.latency_us.is_none() && t.intervals.is_empty() && t.error.is_none());
+    }
+}
