@@ -10,8 +10,8 @@ use linerate_engine::lat::Rtt;
 use linerate_engine::meter::Stop;
 use linerate_engine::udp;
 use linerate_proto::{
-    random_hex, read_msg, write_msg, FrameError, IntervalSample, Msg, Psk, SideResults, TestKind,
-    TestParams, MAGIC, MAX_RESULTS_FRAME, PROTOCOL_VERSION,
+    defaults, random_hex, read_msg, write_msg, FrameError, IntervalSample, Msg, Psk, SideResults,
+    TestKind, TestParams, MAGIC, MAX_RESULTS_FRAME, PROTOCOL_VERSION,
 };
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use thiserror::Error;
@@ -36,7 +36,7 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     /// How long a connection to the server may take by default.
-    pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+    pub const CONNECT_TIMEOUT: Duration = defaults::CONNECT_TIMEOUT;
 
     /// A client for `params` against `server`: no source address, key, pinning, inventory or
     /// file (set the fields that apply).
@@ -156,7 +156,7 @@ fn run_rdma(
     );
     let _ = write_msg(&mut ctl, &Msg::Done);
     // The server answers once its targets have ended (bounded by its own deadline).
-    let _ = ctl.set_read_timeout(Some(side::GRACE + Duration::from_secs(10)));
+    let _ = ctl.set_read_timeout(Some(side::GRACE + defaults::CONTROL_TIMEOUT));
     let (remote, reader_err) = match read_msg(&mut ctl, MAX_RESULTS_FRAME) {
         Ok(Msg::Results { results }) => (Some(crate::results::sanitize(results, 0)), None),
         Ok(Msg::Error { message }) => (None, Some(format!("the server reported: {message}"))),
@@ -376,8 +376,8 @@ fn open_data(
 pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRun, ClientError> {
     let mut ctl = connect(cfg)?;
     let _ = ctl.set_nodelay(true);
-    let _ = ctl.set_read_timeout(Some(Duration::from_secs(10)));
-    let _ = ctl.set_write_timeout(Some(Duration::from_secs(10)));
+    let _ = ctl.set_read_timeout(Some(defaults::CONTROL_TIMEOUT));
+    let _ = ctl.set_write_timeout(Some(defaults::CONTROL_TIMEOUT));
     let acc = handshake(cfg, &mut ctl)?;
     let (memory, cookie, udp_port, remote_inventory) =
         (acc.memory, acc.cookie, acc.udp_port, acc.inventory);
@@ -408,7 +408,7 @@ pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRu
     // The control reader: remote intervals, then the server's results.
     let (tx, rx) = mpsc::channel::<IntervalSample>();
     let limit =
-        Duration::from_millis(cfg.params.duration_ms) + side::GRACE + Duration::from_secs(10);
+        Duration::from_millis(cfg.params.duration_ms) + side::GRACE + defaults::CONTROL_TIMEOUT;
     let mut reader = ctl
         .try_clone()
         .map_err(|e| ClientError::Protocol(e.to_string()))?;

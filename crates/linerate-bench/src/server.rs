@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use linerate_engine::meter::Stop;
 use linerate_engine::udp;
 use linerate_proto::{
-    random_hex, read_msg, write_msg, FrameError, Limits, Msg, Psk, SideResults, TestKind,
+    defaults, random_hex, read_msg, write_msg, FrameError, Limits, Msg, Psk, SideResults, TestKind,
     TestParams, MAGIC, MAX_CONTROL_FRAME, PROTOCOL_VERSION,
 };
 
@@ -58,12 +58,12 @@ impl std::fmt::Debug for ServerConfig {
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
-            bind: SocketAddr::from(([0, 0, 0, 0], linerate_proto::DEFAULT_PORT)),
+            bind: SocketAddr::from(([0, 0, 0, 0], defaults::PORT)),
             limits: Limits::default(),
             psk: None,
-            handshake_timeout: Duration::from_secs(5),
-            max_pending: 64,
-            max_memory_bytes: 1024 * 1024 * 1024,
+            handshake_timeout: defaults::HANDSHAKE_TIMEOUT,
+            max_pending: defaults::MAX_PENDING,
+            max_memory_bytes: defaults::MAX_MEMORY_BYTES,
             max_served: None,
             inventory: None,
             log: true,
@@ -516,7 +516,7 @@ impl<'a> Control<'a> {
 
     /// Send this side's results and close the writing half.
     fn send_results(&mut self, results: &SideResults) {
-        let _ = self.sock.set_write_timeout(Some(Duration::from_secs(5)));
+        let _ = self.sock.set_write_timeout(Some(defaults::RESULTS_TIMEOUT));
         let _ = write_msg(
             &mut self.sock,
             &Msg::Results {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use linerate_bench::results::IntervalOut;
 use linerate_bench::{ClientConfig, Event};
-use linerate_proto::{Direction, FileSpec, IntervalSample, TestKind, TestParams};
+use linerate_proto::{defaults, Direction, FileSpec, IntervalSample, TestKind, TestParams};
 use linerate_report::bench::{header, interval_line};
 use linerate_report::Style;
 
@@ -78,44 +78,30 @@ pub fn source(a: &BenchArgs) -> anyhow::Result<Option<(std::fs::File, FileSpec)>
 pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<TestParams> {
     let kind = kind(a);
     let time = a.time.unwrap_or(if kind == TestKind::FileTransfer {
-        300_000
+        defaults::FILE_DURATION_MS
     } else {
-        10_000
+        defaults::DURATION_MS
     });
-    if time == 0 {
-        bail!("--time must be positive");
-    }
-    if a.omit >= time {
-        bail!(
-            "--omit ({} s) must be shorter than --time ({} s)",
-            a.omit as f64 / 1000.0,
-            time as f64 / 1000.0
-        );
-    }
+    // Flag combinations the parameters cannot show (they hold no -P for RDMA, no --omit
+    // the server would refuse for a copy): checked here; everything else by proto's shape check.
     if kind == TestKind::FileTransfer && a.omit > 0 {
         bail!("--omit does not apply to --file: every byte of the file counts");
     }
     if kind == TestKind::Rdma && a.parallel > 1 {
         bail!("-P does not apply to --rdma: use --qps N for parallel queue pairs");
     }
-    if kind == TestKind::Rdma && a.latency && a.qps > 1 {
-        bail!("an RDMA latency test runs on one queue pair: drop --qps");
-    }
     if kind.is_latency() && (a.parallel > 1 || a.reverse || a.bidir) {
         bail!("latency tests run one request/response stream: drop -P, -R and --bidir");
     }
     let length = a.length.unwrap_or(match kind {
-        TestKind::TcpBw => linerate_engine::tcp::default_length(a.parallel, a.bidir),
-        TestKind::UdpBw => 1400,
-        TestKind::TcpLat | TestKind::UdpLat => 1,
-        TestKind::FileTransfer => 1024 * 1024,
-        TestKind::Rdma if a.sweep => 8 << 20,
-        TestKind::Rdma if a.latency => 8,
-        TestKind::Rdma => 64 * 1024,
+        TestKind::TcpBw => defaults::default_length(a.parallel, a.bidir),
+        TestKind::UdpBw => defaults::UDP_LENGTH,
+        TestKind::TcpLat | TestKind::UdpLat => defaults::LATENCY_LENGTH,
+        TestKind::FileTransfer => defaults::FILE_LENGTH,
+        TestKind::Rdma if a.sweep => defaults::RDMA_SWEEP_LENGTH,
+        TestKind::Rdma if a.latency => defaults::RDMA_LATENCY_LENGTH,
+        TestKind::Rdma => defaults::RDMA_LENGTH,
     });
-    if kind == TestKind::Rdma && length > linerate_proto::RDMA_MAX_MESSAGE {
-        bail!("-l {length}: an RDMA message is at most 8 MiB");
-    }
     let rdma = (kind == TestKind::Rdma).then(|| linerate_proto::RdmaSpec {
         op: match a.op {
             RdmaOpArg::Write => linerate_proto::RdmaOp::Write,
@@ -124,25 +110,11 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         },
         latency: a.latency,
         provider: a.provider.clone(),
-        window: a.window.unwrap_or(16),
+        window: a.window.unwrap_or(defaults::RDMA_WINDOW),
         qps: a.qps,
         verify: a.verify,
         sweep: a.sweep,
     });
-    if let Some(w) = rdma.as_ref().map(|r| r.window) {
-        if w == 0 || w > linerate_proto::RDMA_MAX_WINDOW {
-            bail!(
-                "--window {w}: with --rdma, between 1 and {} operations outstanding",
-                linerate_proto::RDMA_MAX_WINDOW
-            );
-        }
-    }
-    if kind.is_udp() && length > 65_507 {
-        bail!("-l {length}: a UDP datagram carries at most 65507 bytes");
-    }
-    if kind == TestKind::UdpBw && length < 24 {
-        bail!("-l {length}: UDP datagrams need at least 24 bytes (stream, sequence and timestamp)");
-    }
     let mut p = TestParams {
         kind,
         direction: if a.bidir {
@@ -155,9 +127,10 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         streams: a.parallel,
         duration_ms: time,
         omit_ms: a.omit,
-        interval_ms: a.interval.unwrap_or(1000),
+        interval_ms: a.interval.unwrap_or(defaults::INTERVAL_MS),
+        // A latency request of fewer bytes than its sequence number is sent as that many.
         length: if kind == TestKind::UdpLat {
-            length.max(8)
+            length.max(defaults::UDP_LAT_MIN_LENGTH)
         } else {
             length
         },
@@ -167,9 +140,9 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
             a.window
         },
         bitrate_bps: a.bitrate.unwrap_or(if kind == TestKind::UdpBw {
-            1_000_000_000
+            defaults::UDP_BITRATE_BPS
         } else {
-            0
+            defaults::TCP_BITRATE_BPS
         }),
         congestion: a.congestion.clone(),
         zerocopy: a.zerocopy,
@@ -177,6 +150,8 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         file,
         rdma,
     };
+    p.check_shape()
+        .map_err(|e| anyhow::anyhow!(e.with_option()))?;
     if a.window.is_none() {
         // The default RDMA window: 16, or fewer so the registered region fits a default
         // server's per-test bound (sends and --verify keep a buffer per outstanding message).
