@@ -10,8 +10,8 @@ use linerate_engine::lat::Rtt;
 use linerate_engine::meter::Stop;
 use linerate_engine::udp;
 use linerate_proto::{
-    defaults, random_hex, read_msg, write_msg, FrameError, IntervalSample, Msg, Psk, SideResults,
-    TestKind, TestParams, MAGIC, MAX_RESULTS_FRAME, PROTOCOL_VERSION,
+    defaults, random_hex, read_msg, write_msg, FrameError, IntervalSample, Msg, Psk, RefusalKind,
+    SideResults, TestKind, TestParams, MAGIC, MAX_RESULTS_FRAME, PROTOCOL_VERSION,
 };
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use thiserror::Error;
@@ -72,8 +72,8 @@ pub enum ClientError {
         addr: SocketAddr,
         err: std::io::Error,
     },
-    #[error("the server refused the test: {0}")]
-    Refused(String),
+    #[error("the server refused the test: {reason}")]
+    Refused { kind: RefusalKind, reason: String },
     #[error("the server said: {0}")]
     Server(String),
     #[error("the server at {0} requires a pre-shared key: pass --psk-file")]
@@ -88,6 +88,16 @@ pub enum ClientError {
     Protocol(String),
     #[error("setting up data connections: {0}")]
     Data(String),
+}
+
+impl ClientError {
+    /// The kind of the server's refusal, when the server refused the test.
+    pub fn refusal_kind(&self) -> Option<RefusalKind> {
+        match self {
+            Self::Refused { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
 }
 
 impl From<FrameError> for ClientError {
@@ -320,7 +330,7 @@ fn handshake(cfg: &ClientConfig, ctl: &mut TcpStream) -> Result<Accepted, Client
             inventory,
             rdma,
         }),
-        Msg::Refused { reason } => Err(ClientError::Refused(reason)),
+        Msg::Refused { reason, kind } => Err(ClientError::Refused { kind, reason }),
         Msg::Error { message } => Err(ClientError::Server(message)),
         other => Err(ClientError::Protocol(format!("unexpected {other:?}"))),
     }

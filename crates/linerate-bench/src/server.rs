@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use linerate_engine::meter::Stop;
 use linerate_engine::udp;
 use linerate_proto::{
-    defaults, random_hex, read_msg, write_msg, FrameError, Limits, Msg, Psk, SideResults, TestKind,
-    TestParams, MAGIC, MAX_CONTROL_FRAME, PROTOCOL_VERSION,
+    defaults, random_hex, read_msg, write_msg, FrameError, Limits, Msg, Psk, RefusalKind,
+    SideResults, TestKind, TestParams, MAGIC, MAX_CONTROL_FRAME, PROTOCOL_VERSION,
 };
 
 use crate::side::{self, Conn, SidePlan};
@@ -342,11 +342,12 @@ struct Control<'a> {
 
 impl<'a> Control<'a> {
     /// Tell the client why its test is refused, and log it.
-    fn refuse(&mut self, reason: &str, params: &TestParams) {
+    fn refuse(&mut self, kind: RefusalKind, reason: &str, params: &TestParams) {
         let _ = write_msg(
             &mut self.sock,
             &Msg::Refused {
                 reason: reason.into(),
+                kind,
             },
         );
         self.sh.log(
@@ -431,7 +432,7 @@ impl<'a> Control<'a> {
     fn admit(&mut self, params: &TestParams) -> Option<TestSlot<'a>> {
         let sh = self.sh;
         if let Err(r) = params.validate(&sh.cfg.limits) {
-            self.refuse(&r.0, params);
+            self.refuse(r.kind, &r.reason, params);
             return None;
         }
         let memory = params.server_memory_bytes();
@@ -445,12 +446,12 @@ impl<'a> Control<'a> {
         };
         let limit = sh.cfg.limits.max_tests;
         if running > limit {
-            self.refuse(&format!("server busy: {} tests running, the limit is {limit} (serve --max-tests); try again shortly", running - 1), params);
+            self.refuse(RefusalKind::Busy, &format!("server busy: {} tests running, the limit is {limit} (serve --max-tests); try again shortly", running - 1), params);
             return None;
         }
         let max = sh.cfg.max_memory_bytes;
         if used > max {
-            self.refuse(&format!("server busy: this test needs {memory} bytes of buffers and only {} of {max} are free (serve --max-memory)", max.saturating_sub(used - memory)), params);
+            self.refuse(RefusalKind::Busy, &format!("server busy: this test needs {memory} bytes of buffers and only {} of {max} are free (serve --max-memory)", max.saturating_sub(used - memory)), params);
             return None;
         }
         Some(test_slot)
@@ -462,11 +463,11 @@ impl<'a> Control<'a> {
         match (&params.file, &self.sh.cfg.write_dir) {
             (None, _) => Ok(None),
             (Some(_), None) => {
-                self.refuse("this server accepts no files: its operator can allow them with `linerate serve --write-dir DIR`", params);
+                self.refuse(RefusalKind::NoWriteDir, "this server accepts no files: its operator can allow them with `linerate serve --write-dir DIR`", params);
                 Err(())
             }
             (Some(spec), Some(dir)) => dir.create(spec).map(Some).map_err(|e| {
-                self.refuse(&e, params);
+                self.refuse(RefusalKind::FileRefused, &e, params);
             }),
         }
     }
@@ -489,7 +490,11 @@ impl<'a> Control<'a> {
                 Ok(Some(Arc::new(u)))
             }
             Err(e) => {
-                self.refuse(&format!("cannot open a UDP socket: {e}"), params);
+                self.refuse(
+                    RefusalKind::ServerError,
+                    &format!("cannot open a UDP socket: {e}"),
+                    params,
+                );
                 Err(())
             }
         }
@@ -774,7 +779,7 @@ fn rdma_test(
     let listeners = match crate::rdma::listen(local_ip, r) {
         Ok(l) => l,
         Err(reason) => {
-            c.refuse(&reason, params);
+            c.refuse(RefusalKind::Unsupported, &reason, params);
             return;
         }
     };

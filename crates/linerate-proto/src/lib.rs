@@ -21,8 +21,8 @@ pub use msg::{
     SideResults, StreamResult, TcpLimited, TcpStats, UdpStats, MAGIC, PROTOCOL_VERSION,
 };
 pub use params::{
-    Direction, FileSpec, Limits, Param, RdmaOp, RdmaSpec, Refusal, ShapeError, TestKind,
-    TestParams, FILE_BUFFERS, RDMA_MAX_MESSAGE, RDMA_MAX_QPS, RDMA_MAX_WINDOW,
+    Direction, FileSpec, Limits, Param, RdmaOp, RdmaSpec, Refusal, RefusalKind, ShapeError,
+    TestKind, TestParams, FILE_BUFFERS, RDMA_MAX_MESSAGE, RDMA_MAX_QPS, RDMA_MAX_WINDOW,
 };
 
 /// The default TCP port of `linerate serve` (control and TCP data connections).

@@ -247,9 +247,64 @@ impl Default for Limits {
     }
 }
 
-/// Why a request is refused: the text goes to the client.
+/// Why a request is refused: the kind and the text go to the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal(pub String);
+pub struct Refusal {
+    pub kind: RefusalKind,
+    pub reason: String,
+}
+
+impl Refusal {
+    pub fn new(kind: RefusalKind, reason: impl Into<String>) -> Self {
+        Self {
+            kind,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// What kind of refusal a `refused` message is, so a client can act on it without reading
+/// the text. A refusal from a server that sends no kind, or of a kind this side does not
+/// know yet, is [`RefusalKind::Other`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalKind {
+    /// The parameters do not describe a test, whatever the limits ([`TestParams::check_shape`]).
+    InvalidParams,
+    /// Over one of the operator's limits (streams, duration, length, window, UDP rate,
+    /// file size, RDMA memory): the reason names the `serve` option.
+    OverLimit,
+    /// The server runs as many tests, or holds as much buffer memory, as it may: try later.
+    Busy,
+    /// The server accepts no files: its operator gave no `serve --write-dir`.
+    NoWriteDir,
+    /// The write directory cannot take this file (the name exists, not enough space, ...).
+    FileRefused,
+    /// The server cannot run this kind of test (RDMA: no libfabric, provider or device).
+    Unsupported,
+    /// The server could not set the test up (a UDP socket could not be opened).
+    ServerError,
+    /// No kind given (an older server), or one this side does not know.
+    #[default]
+    #[serde(other)]
+    Other,
+}
+
+impl RefusalKind {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidParams => "invalid_params",
+            Self::OverLimit => "over_limit",
+            Self::Busy => "busy",
+            Self::NoWriteDir => "no_write_dir",
+            Self::FileRefused => "file_refused",
+            Self::Unsupported => "unsupported",
+            Self::ServerError => "server_error",
+            Self::Other => "other",
+        }
+    }
+}
 
 impl TestParams {
     /// Directions × streams: the number of data connections.
@@ -315,7 +370,8 @@ impl TestParams {
 
     /// Check against the server's limits (after [`Self::check_shape`], which it calls).
     pub fn validate(&self, l: &Limits) -> Result<(), Refusal> {
-        self.check_shape().map_err(|e| Refusal(e.message))?;
+        self.check_shape()
+            .map_err(|e| Refusal::new(RefusalKind::InvalidParams, e.message))?;
         self.limits_basic(l)?;
         self.limits_rdma(l)?;
         self.limits_file(l)
@@ -491,7 +547,7 @@ impl TestParams {
 
     /// Streams, duration, length, window and UDP rate against the server's limits.
     fn limits_basic(&self, l: &Limits) -> Result<(), Refusal> {
-        let r = |s: String| Err(Refusal(s));
+        let r = |s: String| Err(Refusal::new(RefusalKind::OverLimit, s));
         if self.streams > l.max_streams {
             return r(format!(
                 "{} streams requested; this server allows at most {} (serve --max-streams)",
@@ -542,14 +598,17 @@ impl TestParams {
             return Ok(());
         };
         if x.qps > RDMA_MAX_QPS.min(l.max_streams) {
-            return Err(Refusal(format!(
-                "{} queue pairs: between 1 and {}",
-                x.qps,
-                RDMA_MAX_QPS.min(l.max_streams)
-            )));
+            return Err(Refusal::new(
+                RefusalKind::OverLimit,
+                format!(
+                    "{} queue pairs: between 1 and {}",
+                    x.qps,
+                    RDMA_MAX_QPS.min(l.max_streams)
+                ),
+            ));
         }
         if self.server_memory_bytes() > l.memory_bound() {
-            return Err(Refusal(format!(
+            return Err(Refusal::new(RefusalKind::OverLimit, format!(
                 "this RDMA test would register {} MiB on the server; it allows at most {} MiB per test (lower -l, --window or --qps)",
                 self.server_memory_bytes() >> 20,
                 l.memory_bound() >> 20
@@ -561,10 +620,13 @@ impl TestParams {
     /// A file transfer's size against the server's limit.
     fn limits_file(&self, l: &Limits) -> Result<(), Refusal> {
         match &self.file {
-            Some(f) if l.max_file_bytes > 0 && f.size > l.max_file_bytes => Err(Refusal(format!(
-                "the file is {} bytes; this server accepts at most {} (serve --max-file-size)",
-                f.size, l.max_file_bytes
-            ))),
+            Some(f) if l.max_file_bytes > 0 && f.size > l.max_file_bytes => Err(Refusal::new(
+                RefusalKind::OverLimit,
+                format!(
+                    "the file is {} bytes; this server accepts at most {} (serve --max-file-size)",
+                    f.size, l.max_file_bytes
+                ),
+            )),
             _ => Ok(()),
         }
     }
@@ -702,7 +764,11 @@ mod tests {
         // receives and 24 control messages of 64 bytes).
         assert_eq!(p.server_memory_bytes(), 2 * (17 * (1 << 20) + 24 * 128));
         p.length = 8 << 20;
-        assert!(p.validate(&l).unwrap_err().0.contains("MiB on the server"));
+        assert!(p
+            .validate(&l)
+            .unwrap_err()
+            .reason
+            .contains("MiB on the server"));
         assert_eq!(p.rdma.as_ref().unwrap().kind(), "rdma_write_bw");
     }
 
@@ -773,7 +839,11 @@ mod tests {
         );
         assert!(p.validate(&l).is_ok());
         p.file.as_mut().unwrap().size = 1001;
-        assert!(p.validate(&l).unwrap_err().0.contains("--max-file-size"));
+        assert!(p
+            .validate(&l)
+            .unwrap_err()
+            .reason
+            .contains("--max-file-size"));
         p.file.as_mut().unwrap().size = 0;
         assert!(p.validate(&l).is_err());
         p.file.as_mut().unwrap().size = 10;
@@ -796,10 +866,14 @@ mod tests {
         assert!(tcp().validate(&l).is_ok());
         let mut p = tcp();
         p.streams = 100_000;
-        assert!(p.validate(&l).unwrap_err().0.contains("--max-streams"));
+        assert!(p.validate(&l).unwrap_err().reason.contains("--max-streams"));
         let mut p = tcp();
         p.duration_ms = 10 * 365 * 24 * 3600 * 1000;
-        assert!(p.validate(&l).unwrap_err().0.contains("--max-duration"));
+        assert!(p
+            .validate(&l)
+            .unwrap_err()
+            .reason
+            .contains("--max-duration"));
         let mut p = tcp();
         p.length = u32::MAX;
         assert!(p.validate(&l).is_err());
