@@ -1,7 +1,6 @@
 //! `linerate serve`: many clients and tests at once, each bounded in memory and time.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
@@ -16,6 +15,7 @@ use linerate_proto::{
     SideResults, TestKind, TestParams, MAGIC, MAX_CONTROL_FRAME, PROTOCOL_VERSION,
 };
 
+use crate::serverlog::{FileLog, Outcome, RdmaRan, ServerLog, TestLog, TestRan};
 use crate::side::{self, Conn, SidePlan};
 use crate::writedir::NewFile;
 
@@ -110,29 +110,11 @@ struct Shared {
 }
 
 impl Shared {
-    fn log(&self, event: &str, fields: &serde_json::Value) {
+    fn log(&self, event: &ServerLog) {
         if self.cfg.log {
-            log(event, fields);
+            event.print();
         }
     }
-}
-
-/// One structured log line (JSON) on stdout.
-fn log(event: &str, fields: &serde_json::Value) {
-    let mut m = serde_json::json!({
-        "ts": std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64()),
-        "event": event,
-    });
-    if let (Some(o), Some(f)) = (m.as_object_mut(), fields.as_object()) {
-        for (k, v) in f {
-            o.insert(k.clone(), v.clone());
-        }
-    }
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{m}");
-    let _ = out.flush();
 }
 
 /// Bind and serve until `max_served` tests have run (forever by default).
@@ -146,17 +128,18 @@ pub fn serve(cfg: ServerConfig) -> std::io::Result<()> {
 pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()> {
     let addr = listener.local_addr()?;
     if cfg.log {
-        log(
-            "listening",
-            &serde_json::json!({
-                "address": addr.to_string(),
-                "protocol": PROTOCOL_VERSION,
-                "auth": cfg.psk.is_some(),
-                "limits": &cfg.limits,
-                "max_memory_bytes": cfg.max_memory_bytes,
-                "write_dir": cfg.write_dir.as_ref().map(|w| w.path().display().to_string()),
-            }),
-        );
+        ServerLog::Listening {
+            address: addr.to_string(),
+            protocol: PROTOCOL_VERSION,
+            auth: cfg.psk.is_some(),
+            limits: cfg.limits.clone(),
+            max_memory_bytes: cfg.max_memory_bytes,
+            write_dir: cfg
+                .write_dir
+                .as_ref()
+                .map(|w| w.path().display().to_string()),
+        }
+        .print();
     }
     let shared = Arc::new(Shared {
         cfg,
@@ -263,10 +246,11 @@ fn handle(sh: &Shared, mut sock: TcpStream, peer: Option<SocketAddr>) {
                         message: "not a linerate client".into(),
                     },
                 );
-                sh.log(
-                    "refused",
-                    &serde_json::json!({"client": peer_s, "reason": "bad magic"}),
-                );
+                sh.log(&ServerLog::Refused {
+                    client: peer_s,
+                    reason: "bad magic".into(),
+                    params: None,
+                });
                 return;
             }
             if protocol != PROTOCOL_VERSION {
@@ -280,10 +264,11 @@ fn handle(sh: &Shared, mut sock: TcpStream, peer: Option<SocketAddr>) {
                         message: message.clone(),
                     },
                 );
-                sh.log(
-                    "refused",
-                    &serde_json::json!({"client": peer_s, "reason": message}),
-                );
+                sh.log(&ServerLog::Refused {
+                    client: peer_s,
+                    reason: message,
+                    params: None,
+                });
                 return;
             }
             if nonce.len() > 128 {
@@ -298,16 +283,17 @@ fn handle(sh: &Shared, mut sock: TcpStream, peer: Option<SocketAddr>) {
                     message: "expected hello".into(),
                 },
             );
-            sh.log(
-                "refused",
-                &serde_json::json!({"client": peer_s, "reason": format!("unexpected first message {}", other.name())}),
-            );
+            sh.log(&ServerLog::Refused {
+                client: peer_s,
+                reason: format!("unexpected first message {}", other.name()),
+                params: None,
+            });
         }
         Err(e) => {
-            sh.log(
-                "dropped",
-                &serde_json::json!({"client": peer_s, "reason": e.to_string()}),
-            );
+            sh.log(&ServerLog::Dropped {
+                client: peer_s,
+                reason: e.to_string(),
+            });
         }
     }
 }
@@ -350,10 +336,11 @@ impl<'a> Control<'a> {
                 kind,
             },
         );
-        self.sh.log(
-            "refused",
-            &serde_json::json!({"client": self.peer, "reason": reason, "params": params}),
-        );
+        self.sh.log(&ServerLog::Refused {
+            client: self.peer.into(),
+            reason: reason.into(),
+            params: Some(params.clone()),
+        });
     }
 
     /// Send the server's hello and, when the server has a key, check the client's proof and
@@ -388,15 +375,16 @@ impl<'a> Control<'a> {
                         message: "authentication failed: wrong pre-shared key".into(),
                     },
                 );
-                self.sh
-                    .log("auth_failed", &serde_json::json!({"client": self.peer}));
+                self.sh.log(&ServerLog::AuthFailed {
+                    client: self.peer.into(),
+                });
                 false
             }
             Err(e) => {
-                self.sh.log(
-                    "dropped",
-                    &serde_json::json!({"client": self.peer, "reason": format!("during authentication: {e}")}),
-                );
+                self.sh.log(&ServerLog::Dropped {
+                    client: self.peer.into(),
+                    reason: format!("during authentication: {e}"),
+                });
                 false
             }
         }
@@ -419,10 +407,10 @@ impl<'a> Control<'a> {
                 None
             }
             Err(e) => {
-                self.sh.log(
-                    "dropped",
-                    &serde_json::json!({"client": self.peer, "reason": format!("waiting for a request: {e}")}),
-                );
+                self.sh.log(&ServerLog::Dropped {
+                    client: self.peer.into(),
+                    reason: format!("waiting for a request: {e}"),
+                });
                 None
             }
         }
@@ -502,10 +490,13 @@ impl<'a> Control<'a> {
 
     /// Log a test that ended before it started.
     fn log_failed(&self, id: u64, kind: &str, error: &str) {
-        self.sh.log(
-            "test",
-            &serde_json::json!({"test_id": id, "client": self.peer, "kind": kind, "result": "error", "error": error}),
-        );
+        self.sh.log(&ServerLog::Test(TestLog::Failed {
+            test_id: id,
+            client: self.peer.into(),
+            kind: kind.into(),
+            result: Outcome::Error,
+            error: error.into(),
+        }));
     }
 
     /// Wait for the client's Start; false (logged) if something else came.
@@ -642,16 +633,9 @@ fn run_test(
         file: new_file.as_ref().map(|f| Arc::clone(&f.file)),
     };
     let mut run = run_side(&c.sock, &plan, conns);
-    let file_log = new_file.map(|f| finish_file(f, params, &mut run.results));
+    let file_log = new_file.and_then(|f| finish_file(f, params, &mut run.results));
     c.send_results(&run.results);
-    log_test(
-        c,
-        id,
-        params,
-        test_slot.memory,
-        &run.results,
-        file_log.as_ref(),
-    );
+    log_test(c, id, params, test_slot.memory, &run.results, file_log);
     sh.served.fetch_add(1, Ordering::SeqCst);
 }
 
@@ -696,7 +680,7 @@ fn log_test(
     params: &TestParams,
     memory: u64,
     results: &SideResults,
-    file_log: Option<&serde_json::Value>,
+    file_log: Option<FileLog>,
 ) {
     let bytes: u64 = results
         .streams
@@ -708,24 +692,21 @@ fn log_test(
         .iter()
         .map(|s| s.seconds)
         .fold(0.0_f64, f64::max);
-    c.sh.log(
-        "test",
-        &serde_json::json!({
-            "test_id": id,
-            "client": c.peer,
-            "kind": params.kind.as_str(),
-            "direction": params.direction,
-            "streams": params.streams,
-            "duration_s": params.duration_ms as f64 / 1000.0,
-            "bytes": bytes,
-            "gbps": if secs > 0.0 { bytes as f64 * 8.0 / secs / 1e9 } else { 0.0 },
-            "cpu_percent": results.cpu.percent,
-            "memory_bytes": memory,
-            "result": if results.error.is_some() { "error" } else { "ok" },
-            "error": results.error,
-            "file": file_log,
-        }),
-    );
+    c.sh.log(&ServerLog::Test(TestLog::Ran(TestRan {
+        test_id: id,
+        client: c.peer.into(),
+        kind: params.kind,
+        direction: params.direction,
+        streams: params.streams,
+        duration_s: params.duration_ms as f64 / 1000.0,
+        bytes,
+        gbps: linerate_units::gbps(bytes, secs),
+        cpu_percent: results.cpu.percent,
+        memory_bytes: memory,
+        result: Outcome::of(results.error.as_ref()),
+        error: results.error.clone(),
+        file: file_log,
+    })));
 }
 
 /// Watch a running test's control connection until the client's `Done`, the test's time
@@ -808,25 +789,22 @@ fn rdma_test(
     let _ = watcher.join();
     c.send_results(&results);
     let t = results.rdma.clone().unwrap_or_default();
-    sh.log(
-        "test",
-        &serde_json::json!({
-            "test_id": id,
-            "client": c.peer,
-            "kind": r.kind(),
-            "provider": t.provider,
-            "domain": t.domain,
-            "qps": r.qps,
-            "length": params.length,
-            "messages": t.messages,
-            "bytes": t.bytes,
-            "verify_errors": t.verify_errors,
-            "cpu_percent": results.cpu.percent,
-            "memory_bytes": memory,
-            "result": if results.error.is_some() { "error" } else { "ok" },
-            "error": results.error,
-        }),
-    );
+    sh.log(&ServerLog::Test(TestLog::Rdma(RdmaRan {
+        test_id: id,
+        client: c.peer.into(),
+        kind: r.kind(),
+        provider: t.provider,
+        domain: t.domain,
+        qps: r.qps,
+        length: params.length,
+        messages: t.messages,
+        bytes: t.bytes,
+        verify_errors: t.verify_errors,
+        cpu_percent: results.cpu.percent,
+        memory_bytes: memory,
+        result: Outcome::of(results.error.as_ref()),
+        error: results.error,
+    })));
     sh.served.fetch_add(1, Ordering::SeqCst);
 }
 
@@ -836,10 +814,8 @@ fn finish_file(
     f: crate::writedir::NewFile,
     params: &linerate_proto::TestParams,
     results: &mut linerate_proto::SideResults,
-) -> serde_json::Value {
-    let Some(spec) = params.file.as_ref() else {
-        return serde_json::Value::Null;
-    };
+) -> Option<FileLog> {
+    let spec = params.file.as_ref()?;
     let written: u64 = results
         .streams
         .iter()
@@ -873,11 +849,11 @@ fn finish_file(
     } else {
         drop(f);
     }
-    serde_json::json!({
-        "path": path,
-        "size": spec.size,
-        "written": written,
-        "kept": kept,
+    Some(FileLog {
+        path,
+        size: spec.size,
+        written,
+        kept,
     })
 }
 

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use linerate_bench::results::IntervalOut;
+use linerate_bench::stream::{Side, StreamEvent};
 use linerate_bench::{ClientConfig, Event};
 use linerate_proto::{defaults, Direction, FileSpec, IntervalSample, TestKind, TestParams};
 use linerate_report::bench::{header, interval_line};
@@ -166,6 +167,16 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
     Ok(p)
 }
 
+/// One `--json-stream` line; a line that cannot be encoded is said on stderr instead.
+fn emit(e: &StreamEvent<'_>) {
+    match e.to_line() {
+        Ok(line) => {
+            let _ = print(&format!("{line}\n"));
+        }
+        Err(err) => eprintln!("linerate: encoding a --json-stream event: {err}"),
+    }
+}
+
 fn resolve(a: &BenchArgs) -> anyhow::Result<SocketAddr> {
     let addrs: Vec<SocketAddr> = (a.host.as_str(), a.port)
         .to_socket_addrs()
@@ -222,8 +233,8 @@ impl Live {
             omitted: sample.omitted,
         };
         if self.stream_json {
-            let v = serde_json::json!({"event": "interval", "side": if remote { "remote" } else { "local" }, "interval": i});
-            let _ = print(&format!("{v}\n"));
+            let side = if remote { Side::Remote } else { Side::Local };
+            emit(&StreamEvent::Interval { side, interval: &i });
         } else if let Some(b) = &self.bar {
             b.set_message(interval_line(self.kind, "", &i));
             b.set_position((sample.end_s * 1000.0) as u64);
@@ -287,8 +298,11 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
             server_memory_bytes,
         } => {
             if a.json_stream {
-                let v = serde_json::json!({"event": "start", "server": server.to_string(), "params": &p, "server_memory_bytes": server_memory_bytes});
-                let _ = print(&format!("{v}\n"));
+                emit(&StreamEvent::Start {
+                    server: server.to_string(),
+                    params: &p,
+                    server_memory_bytes,
+                });
             }
         }
         Event::Local(s) => live.show(&s, false),
@@ -302,8 +316,9 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
         Ok(r) => r,
         Err(e) => {
             if a.json_stream {
-                let v = serde_json::json!({"event": "error", "error": e.to_string()});
-                let _ = print(&format!("{v}\n"));
+                emit(&StreamEvent::Error {
+                    error: e.to_string(),
+                });
             }
             bail!("{e}");
         }
@@ -316,8 +331,10 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
         s.push('\n');
         print(&s)?;
     } else if a.json_stream {
-        let v = serde_json::json!({"event": "end", "result": &tests[0]});
-        print(&format!("{v}\n"))?;
+        print(&format!(
+            "{}\n",
+            StreamEvent::End { result: &tests[0] }.to_line()?
+        ))?;
     } else {
         print(&linerate_report::render_bench(&tests[0], style))?;
     }
