@@ -382,6 +382,64 @@ fn open_data(
     Ok(conns)
 }
 
+/// What the control reader ends with: the server's results, or why there are none.
+type ReaderEnd = (Option<SideResults>, Option<String>);
+
+/// Read the control connection while the test runs: the server's intervals go to `tx`, its
+/// results end the thread. A server that misbehaves or goes away sets `abort`.
+fn control_reader(
+    ctl: &TcpStream,
+    params: &TestParams,
+    start: Instant,
+    tx: mpsc::Sender<IntervalSample>,
+    abort: &Stop,
+) -> Result<thread::JoinHandle<ReaderEnd>, ClientError> {
+    let limit = Duration::from_millis(params.duration_ms) + side::GRACE + defaults::CONTROL_TIMEOUT;
+    let mut reader = ctl
+        .try_clone()
+        .map_err(|e| ClientError::Protocol(e.to_string()))?;
+    let reader_abort = abort.clone();
+    // A server may stream at most this many intervals, each for exactly our connections.
+    let conns_n = params.connections() as usize;
+    let every = params.interval_ms.max(100);
+    let max_samples = 2 * params.duration_ms / every + 10;
+    Ok(thread::spawn(move || -> ReaderEnd {
+        let _ = reader.set_read_timeout(Some(Duration::from_millis(250)));
+        let mut samples: u64 = 0;
+        loop {
+            match read_msg(&mut reader, MAX_RESULTS_FRAME) {
+                Ok(Msg::Interval { sample }) => {
+                    samples += 1;
+                    if sample.bytes.len() != conns_n || samples > max_samples {
+                        reader_abort.set();
+                        return (None, Some(format!("protocol: the server sent {samples} interval(s), the last for {} streams; expected at most {max_samples} for {conns_n}", sample.bytes.len())));
+                    }
+                    let _ = tx.send(sample);
+                }
+                Ok(Msg::Results { results }) => {
+                    return (Some(crate::results::sanitize(results, conns_n)), None)
+                }
+                Ok(Msg::Error { message }) => {
+                    reader_abort.set();
+                    return (None, Some(format!("the server reported: {message}")));
+                }
+                Ok(_) => {}
+                Err(FrameError::Timeout) if start.elapsed() < limit => {}
+                Err(FrameError::Timeout) => {
+                    return (None, Some("the server sent no results in time".into()))
+                }
+                Err(e) => {
+                    reader_abort.set();
+                    return (
+                        None,
+                        Some(format!("lost the control connection to the server: {e}")),
+                    );
+                }
+            }
+        }
+    }))
+}
+
 /// Run one test against a server. `Err` only when nothing could be measured.
 pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRun, ClientError> {
     let mut ctl = connect(cfg)?;
@@ -417,52 +475,8 @@ pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRu
 
     // The control reader: remote intervals, then the server's results.
     let (tx, rx) = mpsc::channel::<IntervalSample>();
-    let limit =
-        Duration::from_millis(cfg.params.duration_ms) + side::GRACE + defaults::CONTROL_TIMEOUT;
-    let mut reader = ctl
-        .try_clone()
-        .map_err(|e| ClientError::Protocol(e.to_string()))?;
     let abort = Stop::new();
-    let reader_abort = abort.clone();
-    // A server may stream at most this many intervals, each for exactly our connections.
-    let conns_n = cfg.params.connections() as usize;
-    let every = cfg.params.interval_ms.max(100);
-    let max_samples = 2 * cfg.params.duration_ms / every + 10;
-    let reader_thread = thread::spawn(move || -> (Option<SideResults>, Option<String>) {
-        let _ = reader.set_read_timeout(Some(Duration::from_millis(250)));
-        let mut samples: u64 = 0;
-        loop {
-            match read_msg(&mut reader, MAX_RESULTS_FRAME) {
-                Ok(Msg::Interval { sample }) => {
-                    samples += 1;
-                    if sample.bytes.len() != conns_n || samples > max_samples {
-                        reader_abort.set();
-                        return (None, Some(format!("protocol: the server sent {samples} interval(s), the last for {} streams; expected at most {max_samples} for {conns_n}", sample.bytes.len())));
-                    }
-                    let _ = tx.send(sample);
-                }
-                Ok(Msg::Results { results }) => {
-                    return (Some(crate::results::sanitize(results, conns_n)), None)
-                }
-                Ok(Msg::Error { message }) => {
-                    reader_abort.set();
-                    return (None, Some(format!("the server reported: {message}")));
-                }
-                Ok(_) => {}
-                Err(FrameError::Timeout) if start.elapsed() < limit => {}
-                Err(FrameError::Timeout) => {
-                    return (None, Some("the server sent no results in time".into()))
-                }
-                Err(e) => {
-                    reader_abort.set();
-                    return (
-                        None,
-                        Some(format!("lost the control connection to the server: {e}")),
-                    );
-                }
-            }
-        }
-    });
+    let reader_thread = control_reader(&ctl, &cfg.params, start, tx, &abort)?;
 
     let plan = SidePlan {
         params: cfg.params.clone(),

@@ -5,7 +5,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use linerate_bench::results::IntervalOut;
 use linerate_bench::stream::{Side, StreamEvent};
-use linerate_bench::{ClientConfig, Event};
+use linerate_bench::{ClientConfig, Event, TestResult};
 use linerate_proto::{defaults, Direction, FileSpec, IntervalSample, TestKind, TestParams};
 use linerate_report::bench::{header, interval_line};
 use linerate_report::Style;
@@ -244,19 +244,19 @@ impl Live {
     }
 }
 
-pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
-    let src = source(a)?;
-    let (file, spec) = src.map_or((None, None), |(f, s)| {
-        (Some(std::sync::Arc::new(f)), Some(s))
-    });
-    let p = params_with(a, spec)?;
-    let server = resolve(a)?;
+/// The client's configuration: the parameters, `-B`, the key, `-A`, the file.
+fn client_config(
+    a: &BenchArgs,
+    server: SocketAddr,
+    p: &TestParams,
+    file: Option<std::sync::Arc<std::fs::File>>,
+) -> anyhow::Result<ClientConfig> {
     let psk = a
         .psk_file
         .as_deref()
         .map(linerate_proto::load_psk)
         .transpose()?;
-    let cfg = ClientConfig {
+    Ok(ClientConfig {
         bind: a.bind,
         psk,
         affinity: a
@@ -269,19 +269,47 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
         inventory: Some(crate::iface::provider()),
         file,
         ..ClientConfig::new(server, p.clone())
-    };
-    let tty = std::io::stdout().is_terminal();
-    let human = !a.json && !a.json_stream;
-    let bar = (human && tty && a.interval.is_none()).then(|| {
-        let b = indicatif::ProgressBar::new(p.duration_ms);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {elapsed:>3} [{bar:30}] {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
-        b.enable_steady_tick(Duration::from_millis(200));
-        b
+    })
+}
+
+/// The terminal's progress bar over the test's duration (ms).
+fn progress_bar(duration_ms: u64) -> indicatif::ProgressBar {
+    let b = indicatif::ProgressBar::new(duration_ms);
+    b.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {elapsed:>3} [{bar:30}] {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    b.enable_steady_tick(Duration::from_millis(200));
+    b
+}
+
+/// The result as asked: one JSON document, the stream's last line, or the terminal view.
+fn print_result(a: &BenchArgs, tests: &[TestResult; 1], style: Style) -> anyhow::Result<()> {
+    if a.json {
+        let mut s = serde_json::to_string_pretty(&linerate_report::bench_doc(tests))?;
+        s.push('\n');
+        print(&s)?;
+    } else if a.json_stream {
+        let line = StreamEvent::End { result: &tests[0] }.to_line()?;
+        print(&format!("{line}\n"))?;
+    } else {
+        print(&linerate_report::render_bench(&tests[0], style))?;
+    }
+    Ok(())
+}
+
+pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
+    let src = source(a)?;
+    let (file, spec) = src.map_or((None, None), |(f, s)| {
+        (Some(std::sync::Arc::new(f)), Some(s))
     });
+    let p = params_with(a, spec)?;
+    let server = resolve(a)?;
+    let cfg = client_config(a, server, &p, file)?;
+    let human = !a.json && !a.json_stream;
+    let bar = (human && std::io::stdout().is_terminal() && a.interval.is_none())
+        .then(|| progress_bar(p.duration_ms));
     let live = Live {
         kind: p.kind,
         direction: p.direction,
@@ -323,22 +351,9 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
             bail!("{e}");
         }
     };
-    let result = linerate_bench::assemble(&run);
-    let failed = result.error.is_some();
-    let tests = [result];
-    if a.json {
-        let mut s = serde_json::to_string_pretty(&linerate_report::bench_doc(&tests))?;
-        s.push('\n');
-        print(&s)?;
-    } else if a.json_stream {
-        print(&format!(
-            "{}\n",
-            StreamEvent::End { result: &tests[0] }.to_line()?
-        ))?;
-    } else {
-        print(&linerate_report::render_bench(&tests[0], style))?;
-    }
-    if failed {
+    let tests = [linerate_bench::assemble(&run)];
+    print_result(a, &tests, style)?;
+    if tests[0].error.is_some() {
         eprintln!(
             "linerate: the test did not complete: {}",
             tests[0].error.as_deref().unwrap_or("")
