@@ -601,11 +601,14 @@ fn run_test(
         inventory: inventory(sh, local_ip),
         rdma: None,
     };
+    // The test now holds a test slot; its data connections need handshake slots of their own.
+    // Released before `accepted` goes out: the client opens its data connections as soon as
+    // it reads it, and with few slots (`--max-pending`) they would be shed while this
+    // connection still held one.
+    slot.release();
     if write_msg(&mut c.sock, &accepted).is_err() {
         return;
     }
-    // The test now holds a test slot; its data connections need handshake slots of their own.
-    slot.release();
     // Collect the data connections, then wait for Start; all within the handshake timeout.
     let left = c.deadline.saturating_duration_since(Instant::now());
     let conns = match collect(params, &rx, udp_sock.as_ref(), left) {

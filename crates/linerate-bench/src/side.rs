@@ -16,12 +16,9 @@ use linerate_proto::{
     FILE_BUFFERS,
 };
 
-/// After the test's duration, a side waits at most this long for its streams to end.
-pub const GRACE: Duration = Duration::from_secs(10);
-/// UDP receivers keep listening this long after the senders' deadline.
-pub const UDP_DRAIN: Duration = Duration::from_millis(500);
-/// A TCP receiver with no data for this long gives up.
-pub const IDLE: Duration = Duration::from_secs(10);
+/// The bounds of a side's run: the grace after the test, the UDP drain, the idle limit
+/// (protocol values, kept with the other defaults).
+pub use linerate_proto::defaults::{GRACE, IDLE, UDP_DRAIN};
 
 /// A data connection of this side.
 #[derive(Debug)]

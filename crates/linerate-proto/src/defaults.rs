@@ -99,6 +99,16 @@ pub const CONNECT_TIMEOUT: Duration = HANDSHAKE_TIMEOUT;
 /// its results past the test's end and grace: twice [`HANDSHAKE_TIMEOUT`], so a server that
 /// gives up on a slow handshake says so before the client gives up on it.
 pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
+/// After the test's duration, a side waits at most this long for its streams to end (a last
+/// write still in a full socket buffer, a receiver draining it); a side still running then
+/// stops its streams and reports what it measured until then.
+pub const GRACE: Duration = Duration::from_secs(10);
+/// UDP receivers keep listening this long after the senders' deadline, so datagrams still in
+/// flight at the end are not counted as lost: far above a LAN's queueing delay, short enough
+/// not to pad the test.
+pub const UDP_DRAIN: Duration = Duration::from_millis(500);
+/// A TCP receiver with no data for this long gives up: the sender is gone or stuck.
+pub const IDLE: Duration = Duration::from_secs(10);
 /// How long a side may take to send its results at the end.
 pub const RESULTS_TIMEOUT: Duration = Duration::from_secs(5);
 
