@@ -153,7 +153,7 @@ pub fn check_validate_params(data: &[u8]) -> Option<bool> {
                 "{p:?} was accepted with no connection"
             );
         }
-        Err(refusal) => assert!(!refusal.0.is_empty(), "{p:?} refused without a reason"),
+        Err(refusal) => assert!(!refusal.reason.is_empty(), "{p:?} refused without a reason"),
     }
     let text = serde_json::to_vec(&p).unwrap_or_else(|e| panic!("{p:?} does not encode: {e}"));
     let back: TestParams = serde_json::from_slice(&text).unwrap_or_else(|e| {

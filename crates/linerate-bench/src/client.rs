@@ -10,8 +10,8 @@ use linerate_engine::lat::Rtt;
 use linerate_engine::meter::Stop;
 use linerate_engine::udp;
 use linerate_proto::{
-    random_hex, read_msg, write_msg, FrameError, IntervalSample, Msg, Psk, SideResults, TestKind,
-    TestParams, MAGIC, MAX_RESULTS_FRAME, PROTOCOL_VERSION,
+    defaults, random_hex, read_msg, write_msg, FrameError, IntervalSample, Msg, Psk, RefusalKind,
+    SideResults, TestKind, TestParams, MAGIC, MAX_RESULTS_FRAME, PROTOCOL_VERSION,
 };
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use thiserror::Error;
@@ -36,7 +36,7 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     /// How long a connection to the server may take by default.
-    pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+    pub const CONNECT_TIMEOUT: Duration = defaults::CONNECT_TIMEOUT;
 
     /// A client for `params` against `server`: no source address, key, pinning, inventory or
     /// file (set the fields that apply).
@@ -72,8 +72,8 @@ pub enum ClientError {
         addr: SocketAddr,
         err: std::io::Error,
     },
-    #[error("the server refused the test: {0}")]
-    Refused(String),
+    #[error("the server refused the test: {reason}")]
+    Refused { kind: RefusalKind, reason: String },
     #[error("the server said: {0}")]
     Server(String),
     #[error("the server at {0} requires a pre-shared key: pass --psk-file")]
@@ -88,6 +88,16 @@ pub enum ClientError {
     Protocol(String),
     #[error("setting up data connections: {0}")]
     Data(String),
+}
+
+impl ClientError {
+    /// The kind of the server's refusal, when the server refused the test.
+    pub fn refusal_kind(&self) -> Option<RefusalKind> {
+        match self {
+            Self::Refused { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
 }
 
 impl From<FrameError> for ClientError {
@@ -156,7 +166,7 @@ fn run_rdma(
     );
     let _ = write_msg(&mut ctl, &Msg::Done);
     // The server answers once its targets have ended (bounded by its own deadline).
-    let _ = ctl.set_read_timeout(Some(side::GRACE + Duration::from_secs(10)));
+    let _ = ctl.set_read_timeout(Some(side::GRACE + defaults::CONTROL_TIMEOUT));
     let (remote, reader_err) = match read_msg(&mut ctl, MAX_RESULTS_FRAME) {
         Ok(Msg::Results { results }) => (Some(crate::peer::sanitize(results, 0)), None),
         Ok(Msg::Error { message }) => (None, Some(format!("the server reported: {message}"))),
@@ -320,7 +330,7 @@ fn handshake(cfg: &ClientConfig, ctl: &mut TcpStream) -> Result<Accepted, Client
             inventory,
             rdma,
         }),
-        Msg::Refused { reason } => Err(ClientError::Refused(reason)),
+        Msg::Refused { reason, kind } => Err(ClientError::Refused { kind, reason }),
         Msg::Error { message } => Err(ClientError::Server(message)),
         other => Err(ClientError::Protocol(format!("unexpected {other:?}"))),
     }
@@ -372,53 +382,28 @@ fn open_data(
     Ok(conns)
 }
 
-/// Run one test against a server. `Err` only when nothing could be measured.
-pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRun, ClientError> {
-    let mut ctl = connect(cfg)?;
-    let _ = ctl.set_nodelay(true);
-    let _ = ctl.set_read_timeout(Some(Duration::from_secs(10)));
-    let _ = ctl.set_write_timeout(Some(Duration::from_secs(10)));
-    let acc = handshake(cfg, &mut ctl)?;
-    let (memory, cookie, udp_port, remote_inventory) =
-        (acc.memory, acc.cookie, acc.udp_port, acc.inventory);
-    let local_addr = ctl.local_addr().ok();
-    let local_ip = local_addr.map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
-    let local_inventory = cfg.inventory.as_ref().and_then(|f| f(local_ip));
-    if let Some(r) = cfg.params.rdma.as_ref() {
-        let listen = acc.rdma.ok_or_else(|| {
-            ClientError::Protocol("the server's answer has no RDMA listeners".into())
-        })?;
-        return run_rdma(
-            cfg,
-            ctl,
-            &listen,
-            r,
-            memory,
-            (local_addr, local_inventory, remote_inventory),
-            events,
-        );
-    }
-    let conns = open_data(cfg, &cookie, udp_port, local_ip)?;
-    write_msg(&mut ctl, &Msg::Start)?;
-    let start = Instant::now();
-    events(Event::Started {
-        server_memory_bytes: memory,
-    });
+/// What the control reader ends with: the server's results, or why there are none.
+type ReaderEnd = (Option<SideResults>, Option<String>);
 
-    // The control reader: remote intervals, then the server's results.
-    let (tx, rx) = mpsc::channel::<IntervalSample>();
-    let limit =
-        Duration::from_millis(cfg.params.duration_ms) + side::GRACE + Duration::from_secs(10);
+/// Read the control connection while the test runs: the server's intervals go to `tx`, its
+/// results end the thread. A server that misbehaves or goes away sets `abort`.
+fn control_reader(
+    ctl: &TcpStream,
+    params: &TestParams,
+    start: Instant,
+    tx: mpsc::Sender<IntervalSample>,
+    abort: &Stop,
+) -> Result<thread::JoinHandle<ReaderEnd>, ClientError> {
+    let limit = Duration::from_millis(params.duration_ms) + side::GRACE + defaults::CONTROL_TIMEOUT;
     let mut reader = ctl
         .try_clone()
         .map_err(|e| ClientError::Protocol(e.to_string()))?;
-    let abort = Stop::new();
     let reader_abort = abort.clone();
     // A server may stream at most this many intervals, each for exactly our connections.
-    let conns_n = cfg.params.connections() as usize;
-    let every = cfg.params.interval_ms.max(100);
-    let max_samples = 2 * cfg.params.duration_ms / every + 10;
-    let reader_thread = thread::spawn(move || -> (Option<SideResults>, Option<String>) {
+    let conns_n = params.connections() as usize;
+    let every = params.interval_ms.max(100);
+    let max_samples = 2 * params.duration_ms / every + 10;
+    Ok(thread::spawn(move || -> ReaderEnd {
         let _ = reader.set_read_timeout(Some(Duration::from_millis(250)));
         let mut samples: u64 = 0;
         loop {
@@ -452,7 +437,46 @@ pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRu
                 }
             }
         }
+    }))
+}
+
+/// Run one test against a server. `Err` only when nothing could be measured.
+pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRun, ClientError> {
+    let mut ctl = connect(cfg)?;
+    let _ = ctl.set_nodelay(true);
+    let _ = ctl.set_read_timeout(Some(defaults::CONTROL_TIMEOUT));
+    let _ = ctl.set_write_timeout(Some(defaults::CONTROL_TIMEOUT));
+    let acc = handshake(cfg, &mut ctl)?;
+    let (memory, cookie, udp_port, remote_inventory) =
+        (acc.memory, acc.cookie, acc.udp_port, acc.inventory);
+    let local_addr = ctl.local_addr().ok();
+    let local_ip = local_addr.map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+    let local_inventory = cfg.inventory.as_ref().and_then(|f| f(local_ip));
+    if let Some(r) = cfg.params.rdma.as_ref() {
+        let listen = acc.rdma.ok_or_else(|| {
+            ClientError::Protocol("the server's answer has no RDMA listeners".into())
+        })?;
+        return run_rdma(
+            cfg,
+            ctl,
+            &listen,
+            r,
+            memory,
+            (local_addr, local_inventory, remote_inventory),
+            events,
+        );
+    }
+    let conns = open_data(cfg, &cookie, udp_port, local_ip)?;
+    write_msg(&mut ctl, &Msg::Start)?;
+    let start = Instant::now();
+    events(Event::Started {
+        server_memory_bytes: memory,
     });
+
+    // The control reader: remote intervals, then the server's results.
+    let (tx, rx) = mpsc::channel::<IntervalSample>();
+    let abort = Stop::new();
+    let reader_thread = control_reader(&ctl, &cfg.params, start, tx, &abort)?;
 
     let plan = SidePlan {
         params: cfg.params.clone(),

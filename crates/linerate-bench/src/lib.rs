@@ -6,7 +6,9 @@ pub mod peer;
 pub mod rdma;
 pub mod results;
 pub mod server;
+pub mod serverlog;
 pub mod side;
+pub mod stream;
 pub mod writedir;
 
 pub use client::{run as run_client, ClientConfig, ClientError, ClientRun, Event};

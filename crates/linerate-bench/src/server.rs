@@ -1,7 +1,6 @@
 //! `linerate serve`: many clients and tests at once, each bounded in memory and time.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
@@ -12,11 +11,13 @@ use std::time::{Duration, Instant};
 use linerate_engine::meter::Stop;
 use linerate_engine::udp;
 use linerate_proto::{
-    random_hex, read_msg, write_msg, FrameError, Limits, Msg, Psk, TestKind, MAGIC,
-    MAX_CONTROL_FRAME, PROTOCOL_VERSION,
+    defaults, random_hex, read_msg, write_msg, FrameError, Limits, Msg, Psk, RefusalKind,
+    SideResults, TestKind, TestParams, MAGIC, MAX_CONTROL_FRAME, PROTOCOL_VERSION,
 };
 
+use crate::serverlog::{FileLog, Outcome, RdmaRan, ServerLog, TestLog, TestRan};
 use crate::side::{self, Conn, SidePlan};
+use crate::writedir::NewFile;
 
 /// Operator settings.
 #[derive(Clone)]
@@ -57,12 +58,12 @@ impl std::fmt::Debug for ServerConfig {
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
-            bind: SocketAddr::from(([0, 0, 0, 0], linerate_proto::DEFAULT_PORT)),
+            bind: SocketAddr::from(([0, 0, 0, 0], defaults::PORT)),
             limits: Limits::default(),
             psk: None,
-            handshake_timeout: Duration::from_secs(5),
-            max_pending: 64,
-            max_memory_bytes: 1024 * 1024 * 1024,
+            handshake_timeout: defaults::HANDSHAKE_TIMEOUT,
+            max_pending: defaults::MAX_PENDING,
+            max_memory_bytes: defaults::MAX_MEMORY_BYTES,
             max_served: None,
             inventory: None,
             log: true,
@@ -109,29 +110,11 @@ struct Shared {
 }
 
 impl Shared {
-    fn log(&self, event: &str, fields: &serde_json::Value) {
+    fn log(&self, event: &ServerLog) {
         if self.cfg.log {
-            log(event, fields);
+            event.print();
         }
     }
-}
-
-/// One structured log line (JSON) on stdout.
-fn log(event: &str, fields: &serde_json::Value) {
-    let mut m = serde_json::json!({
-        "ts": std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64()),
-        "event": event,
-    });
-    if let (Some(o), Some(f)) = (m.as_object_mut(), fields.as_object()) {
-        for (k, v) in f {
-            o.insert(k.clone(), v.clone());
-        }
-    }
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{m}");
-    let _ = out.flush();
 }
 
 /// Bind and serve until `max_served` tests have run (forever by default).
@@ -145,17 +128,18 @@ pub fn serve(cfg: ServerConfig) -> std::io::Result<()> {
 pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()> {
     let addr = listener.local_addr()?;
     if cfg.log {
-        log(
-            "listening",
-            &serde_json::json!({
-                "address": addr.to_string(),
-                "protocol": PROTOCOL_VERSION,
-                "auth": cfg.psk.is_some(),
-                "limits": &cfg.limits,
-                "max_memory_bytes": cfg.max_memory_bytes,
-                "write_dir": cfg.write_dir.as_ref().map(|w| w.path().display().to_string()),
-            }),
-        );
+        ServerLog::Listening {
+            address: addr.to_string(),
+            protocol: PROTOCOL_VERSION,
+            auth: cfg.psk.is_some(),
+            limits: cfg.limits.clone(),
+            max_memory_bytes: cfg.max_memory_bytes,
+            write_dir: cfg
+                .write_dir
+                .as_ref()
+                .map(|w| w.path().display().to_string()),
+        }
+        .print();
     }
     let shared = Arc::new(Shared {
         cfg,
@@ -262,10 +246,11 @@ fn handle(sh: &Shared, mut sock: TcpStream, peer: Option<SocketAddr>) {
                         message: "not a linerate client".into(),
                     },
                 );
-                sh.log(
-                    "refused",
-                    &serde_json::json!({"client": peer_s, "reason": "bad magic"}),
-                );
+                sh.log(&ServerLog::Refused {
+                    client: peer_s,
+                    reason: "bad magic".into(),
+                    params: None,
+                });
                 return;
             }
             if protocol != PROTOCOL_VERSION {
@@ -279,10 +264,11 @@ fn handle(sh: &Shared, mut sock: TcpStream, peer: Option<SocketAddr>) {
                         message: message.clone(),
                     },
                 );
-                sh.log(
-                    "refused",
-                    &serde_json::json!({"client": peer_s, "reason": message}),
-                );
+                sh.log(&ServerLog::Refused {
+                    client: peer_s,
+                    reason: message,
+                    params: None,
+                });
                 return;
             }
             if nonce.len() > 128 {
@@ -297,16 +283,17 @@ fn handle(sh: &Shared, mut sock: TcpStream, peer: Option<SocketAddr>) {
                     message: "expected hello".into(),
                 },
             );
-            sh.log(
-                "refused",
-                &serde_json::json!({"client": peer_s, "reason": format!("unexpected first message {}", other.name())}),
-            );
+            sh.log(&ServerLog::Refused {
+                client: peer_s,
+                reason: format!("unexpected first message {}", other.name()),
+                params: None,
+            });
         }
         Err(e) => {
-            sh.log(
-                "dropped",
-                &serde_json::json!({"client": peer_s, "reason": e.to_string()}),
-            );
+            sh.log(&ServerLog::Dropped {
+                client: peer_s,
+                reason: e.to_string(),
+            });
         }
     }
 }
@@ -330,155 +317,268 @@ impl Drop for TestSlot<'_> {
     }
 }
 
-#[allow(clippy::too_many_lines)]
-fn control(
-    sh: &Shared,
-    mut sock: TcpStream,
-    peer: &str,
-    client_nonce: &str,
-    slot: &mut HandshakeSlot<'_>,
+/// A control connection past its hello: the socket, who is on the other end, and the
+/// handshake's deadline.
+struct Control<'a> {
+    sh: &'a Shared,
+    sock: TcpStream,
+    peer: &'a str,
     deadline: Instant,
-) {
-    let server_nonce = random_hex(16);
-    let hello = Msg::ServerHello {
-        protocol: PROTOCOL_VERSION,
-        version: env!("CARGO_PKG_VERSION").into(),
-        auth: sh.cfg.psk.is_some(),
-        nonce: server_nonce.clone(),
-    };
-    if write_msg(&mut sock, &hello).is_err() {
-        return;
+}
+
+impl<'a> Control<'a> {
+    /// Tell the client why its test is refused, and log it.
+    fn refuse(&mut self, kind: RefusalKind, reason: &str, params: &TestParams) {
+        let _ = write_msg(
+            &mut self.sock,
+            &Msg::Refused {
+                reason: reason.into(),
+                kind,
+            },
+        );
+        self.sh.log(&ServerLog::Refused {
+            client: self.peer.into(),
+            reason: reason.into(),
+            params: Some(params.clone()),
+        });
     }
-    if let Some(psk) = &sh.cfg.psk {
-        match read_by(&sock, deadline) {
+
+    /// Send the server's hello and, when the server has a key, check the client's proof and
+    /// prove the server's. False: the connection is done (refused or gone).
+    fn authenticate(&mut self, client_nonce: &str) -> bool {
+        let server_nonce = random_hex(16);
+        let hello = Msg::ServerHello {
+            protocol: PROTOCOL_VERSION,
+            version: env!("CARGO_PKG_VERSION").into(),
+            auth: self.sh.cfg.psk.is_some(),
+            nonce: server_nonce.clone(),
+        };
+        if write_msg(&mut self.sock, &hello).is_err() {
+            return false;
+        }
+        let Some(psk) = &self.sh.cfg.psk else {
+            return true;
+        };
+        match read_by(&self.sock, self.deadline) {
             Ok(Msg::Auth { proof }) if psk.verify_client(&server_nonce, client_nonce, &proof) => {
                 let ok = Msg::AuthOk {
                     proof: psk.server_proof(client_nonce, &server_nonce),
                 };
-                if write_msg(&mut sock, &ok).is_err() {
-                    return;
-                }
+                write_msg(&mut self.sock, &ok).is_ok()
             }
             Ok(_) => {
                 // Wait a moment so guessing keys is slow, then refuse.
                 thread::sleep(Duration::from_millis(200));
                 let _ = write_msg(
-                    &mut sock,
+                    &mut self.sock,
                     &Msg::Error {
                         message: "authentication failed: wrong pre-shared key".into(),
                     },
                 );
-                sh.log("auth_failed", &serde_json::json!({"client": peer}));
-                return;
+                self.sh.log(&ServerLog::AuthFailed {
+                    client: self.peer.into(),
+                });
+                false
             }
             Err(e) => {
-                sh.log(
-                    "dropped",
-                    &serde_json::json!({"client": peer, "reason": format!("during authentication: {e}")}),
+                self.sh.log(&ServerLog::Dropped {
+                    client: self.peer.into(),
+                    reason: format!("during authentication: {e}"),
+                });
+                false
+            }
+        }
+    }
+
+    /// The client's request, fitted to the server's limits (not yet validated).
+    fn read_request(&mut self) -> Option<TestParams> {
+        match read_by(&self.sock, self.deadline) {
+            Ok(Msg::Request { mut params }) => {
+                params.fit(&self.sh.cfg.limits);
+                Some(params)
+            }
+            Ok(other) => {
+                let _ = write_msg(
+                    &mut self.sock,
+                    &Msg::Error {
+                        message: format!("expected request, got {}", other.name()),
+                    },
                 );
-                return;
+                None
             }
-        }
-    }
-    let params = match read_by(&sock, deadline) {
-        Ok(Msg::Request { mut params }) => {
-            params.fit(&sh.cfg.limits);
-            params
-        }
-        Ok(other) => {
-            let _ = write_msg(
-                &mut sock,
-                &Msg::Error {
-                    message: format!("expected request, got {}", other.name()),
-                },
-            );
-            return;
-        }
-        Err(e) => {
-            sh.log(
-                "dropped",
-                &serde_json::json!({"client": peer, "reason": format!("waiting for a request: {e}")}),
-            );
-            return;
-        }
-    };
-    let refuse = |sock: &mut TcpStream, reason: String| {
-        let _ = write_msg(
-            sock,
-            &Msg::Refused {
-                reason: reason.clone(),
-            },
-        );
-        sh.log(
-            "refused",
-            &serde_json::json!({"client": peer, "reason": reason, "params": &params}),
-        );
-    };
-    if let Err(r) = params.validate(&sh.cfg.limits) {
-        refuse(&mut sock, r.0);
-        return;
-    }
-
-    let memory = params.server_memory_bytes();
-    // Reserve a test slot and its memory atomically enough: check after increment.
-    let running = sh.tests.fetch_add(1, Ordering::SeqCst) + 1;
-    let used = sh.memory.fetch_add(memory, Ordering::SeqCst) + memory;
-    let cookie = random_hex(16);
-    let test_slot = TestSlot {
-        sh,
-        memory,
-        cookie: cookie.clone(),
-    };
-    if running > sh.cfg.limits.max_tests {
-        refuse(&mut sock, format!("server busy: {} tests running, the limit is {} (serve --max-tests); try again shortly", running - 1, sh.cfg.limits.max_tests));
-        return;
-    }
-    if used > sh.cfg.max_memory_bytes {
-        refuse(&mut sock, format!("server busy: this test needs {memory} bytes of buffers and only {} of {} are free (serve --max-memory)", sh.cfg.max_memory_bytes.saturating_sub(used - memory), sh.cfg.max_memory_bytes));
-        return;
-    }
-    if let (TestKind::Rdma, Some(r)) = (params.kind, params.rdma.clone()) {
-        rdma_test(sh, sock, &params, &r, peer, slot, deadline, memory);
-        drop(test_slot);
-        return;
-    }
-    // File transfers: the file, created now so a refusal says why before anything is sent.
-    let new_file = match (&params.file, &sh.cfg.write_dir) {
-        (None, _) => None,
-        (Some(_), None) => {
-            refuse(&mut sock, "this server accepts no files: its operator can allow them with `linerate serve --write-dir DIR`".into());
-            return;
-        }
-        (Some(spec), Some(dir)) => match dir.create(spec) {
-            Ok(f) => Some(f),
             Err(e) => {
-                refuse(&mut sock, e);
-                return;
+                self.sh.log(&ServerLog::Dropped {
+                    client: self.peer.into(),
+                    reason: format!("waiting for a request: {e}"),
+                });
+                None
             }
-        },
-    };
-    let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
-    let local_ip = sock
-        .local_addr()
-        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
-    let tag = udp::tag(&cookie);
+        }
+    }
 
-    // UDP tests use a socket of their own on the control connection's address.
-    let udp_sock = if params.kind.is_udp() {
+    /// Validate the request and reserve a test slot and its memory; None: refused.
+    fn admit(&mut self, params: &TestParams) -> Option<TestSlot<'a>> {
+        let sh = self.sh;
+        if let Err(r) = params.validate(&sh.cfg.limits) {
+            self.refuse(r.kind, &r.reason, params);
+            return None;
+        }
+        let memory = params.server_memory_bytes();
+        // Reserve a test slot and its memory atomically enough: check after increment.
+        let running = sh.tests.fetch_add(1, Ordering::SeqCst) + 1;
+        let used = sh.memory.fetch_add(memory, Ordering::SeqCst) + memory;
+        let test_slot = TestSlot {
+            sh,
+            memory,
+            cookie: random_hex(16),
+        };
+        let limit = sh.cfg.limits.max_tests;
+        if running > limit {
+            self.refuse(RefusalKind::Busy, &format!("server busy: {} tests running, the limit is {limit} (serve --max-tests); try again shortly", running - 1), params);
+            return None;
+        }
+        let max = sh.cfg.max_memory_bytes;
+        if used > max {
+            self.refuse(RefusalKind::Busy, &format!("server busy: this test needs {memory} bytes of buffers and only {} of {max} are free (serve --max-memory)", max.saturating_sub(used - memory)), params);
+            return None;
+        }
+        Some(test_slot)
+    }
+
+    /// A file transfer's file, created now so a refusal says why before anything is sent.
+    /// Ok(None): not a file transfer; Err: refused.
+    fn create_file(&mut self, params: &TestParams) -> Result<Option<NewFile>, ()> {
+        match (&params.file, &self.sh.cfg.write_dir) {
+            (None, _) => Ok(None),
+            (Some(_), None) => {
+                self.refuse(RefusalKind::NoWriteDir, "this server accepts no files: its operator can allow them with `linerate serve --write-dir DIR`", params);
+                Err(())
+            }
+            (Some(spec), Some(dir)) => dir.create(spec).map(Some).map_err(|e| {
+                self.refuse(RefusalKind::FileRefused, &e, params);
+            }),
+        }
+    }
+
+    /// UDP tests use a socket of their own on the control connection's address.
+    /// Ok(None): not a UDP test; Err: refused.
+    fn udp_socket(
+        &mut self,
+        params: &TestParams,
+        local_ip: IpAddr,
+    ) -> Result<Option<Arc<UdpSocket>>, ()> {
+        if !params.kind.is_udp() {
+            return Ok(None);
+        }
         match UdpSocket::bind(SocketAddr::new(local_ip, 0)) {
             Ok(u) => {
                 let s2 = socket2::SockRef::from(&u);
-                let _ = s2.set_recv_buffer_size(8 * 1024 * 1024);
-                let _ = s2.set_send_buffer_size(8 * 1024 * 1024);
-                Some(Arc::new(u))
+                let _ = s2.set_recv_buffer_size(UDP_SOCKET_BUFFER);
+                let _ = s2.set_send_buffer_size(UDP_SOCKET_BUFFER);
+                Ok(Some(Arc::new(u)))
             }
             Err(e) => {
-                refuse(&mut sock, format!("cannot open a UDP socket: {e}"));
-                return;
+                self.refuse(
+                    RefusalKind::ServerError,
+                    &format!("cannot open a UDP socket: {e}"),
+                    params,
+                );
+                Err(())
             }
         }
+    }
+
+    /// Log a test that ended before it started.
+    fn log_failed(&self, id: u64, kind: &str, error: &str) {
+        self.sh.log(&ServerLog::Test(TestLog::Failed {
+            test_id: id,
+            client: self.peer.into(),
+            kind: kind.into(),
+            result: Outcome::Error,
+            error: error.into(),
+        }));
+    }
+
+    /// Wait for the client's Start; false (logged) if something else came.
+    fn wait_start(&self, id: u64, kind: &str) -> bool {
+        match read_by(&self.sock, self.deadline) {
+            Ok(Msg::Start) => true,
+            other => {
+                self.log_failed(id, kind, &format!("expected start, got {other:?}"));
+                false
+            }
+        }
+    }
+
+    /// Send this side's results and close the writing half.
+    fn send_results(&mut self, results: &SideResults) {
+        let _ = self.sock.set_write_timeout(Some(defaults::RESULTS_TIMEOUT));
+        let _ = write_msg(
+            &mut self.sock,
+            &Msg::Results {
+                results: results.clone(),
+            },
+        );
+        let _ = self.sock.shutdown(Shutdown::Write);
+    }
+}
+
+/// Socket buffers of a UDP test's server socket: room for bursts at high rates.
+const UDP_SOCKET_BUFFER: usize = 8 * 1024 * 1024;
+
+/// A control connection: authentication, the request, admission, then the test.
+fn control(
+    sh: &Shared,
+    sock: TcpStream,
+    peer: &str,
+    client_nonce: &str,
+    slot: &mut HandshakeSlot<'_>,
+    deadline: Instant,
+) {
+    let mut c = Control {
+        sh,
+        sock,
+        peer,
+        deadline,
+    };
+    if !c.authenticate(client_nonce) {
+        return;
+    }
+    let Some(params) = c.read_request() else {
+        return;
+    };
+    let Some(test_slot) = c.admit(&params) else {
+        return;
+    };
+    if let (TestKind::Rdma, Some(r)) = (params.kind, params.rdma.clone()) {
+        rdma_test(&mut c, &params, &r, slot, test_slot.memory);
     } else {
-        None
+        run_test(&mut c, &params, slot, &test_slot);
+    }
+    drop(test_slot);
+}
+
+/// A TCP, UDP, latency or file test, once admitted: accept it, collect its data
+/// connections, run this side, exchange results.
+fn run_test(
+    c: &mut Control<'_>,
+    params: &TestParams,
+    slot: &mut HandshakeSlot<'_>,
+    test_slot: &TestSlot<'_>,
+) {
+    let sh = c.sh;
+    let Ok(new_file) = c.create_file(params) else {
+        return;
+    };
+    let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
+    let local_ip = c
+        .sock
+        .local_addr()
+        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+    let cookie = &test_slot.cookie;
+    let tag = udp::tag(cookie);
+    let Ok(udp_sock) = c.udp_socket(params, local_ip) else {
+        return;
     };
     let (tx, rx) = mpsc::sync_channel::<DataConn>(params.connections() as usize);
     if matches!(
@@ -497,47 +597,56 @@ fn control(
             .as_ref()
             .and_then(|u| u.local_addr().ok())
             .map(|a| a.port()),
-        memory_bytes: memory,
+        memory_bytes: test_slot.memory,
         inventory: inventory(sh, local_ip),
         rdma: None,
     };
-    if write_msg(&mut sock, &accepted).is_err() {
+    // The test now holds a test slot; its data connections need handshake slots of their own.
+    // Released before `accepted` goes out: the client opens its data connections as soon as
+    // it reads it, and with few slots (`--max-pending`) they would be shed while this
+    // connection still held one.
+    slot.release();
+    if write_msg(&mut c.sock, &accepted).is_err() {
         return;
     }
-    // The test now holds a test slot; its data connections need handshake slots of their own.
-    slot.release();
     // Collect the data connections, then wait for Start; all within the handshake timeout.
-    let left = deadline.saturating_duration_since(Instant::now());
-    let conns = match collect(&params, &rx, udp_sock.as_ref(), left) {
-        Ok(c) => c,
+    let left = c.deadline.saturating_duration_since(Instant::now());
+    let conns = match collect(params, &rx, udp_sock.as_ref(), left) {
+        Ok(conns) => conns,
         Err(reason) => {
             let _ = write_msg(
-                &mut sock,
+                &mut c.sock,
                 &Msg::Error {
                     message: reason.clone(),
                 },
             );
-            sh.log(
-                "test",
-                &serde_json::json!({"test_id": id, "client": peer, "kind": params.kind.as_str(), "result": "error", "error": reason}),
-            );
+            c.log_failed(id, params.kind.as_str(), &reason);
             return;
         }
     };
-    match read_by(&sock, deadline) {
-        Ok(Msg::Start) => {}
-        other => {
-            sh.log(
-                "test",
-                &serde_json::json!({"test_id": id, "client": peer, "kind": params.kind.as_str(), "result": "error", "error": format!("expected start, got {other:?}")}),
-            );
-            return;
-        }
+    if !c.wait_start(id, params.kind.as_str()) {
+        return;
     }
-    let start = Instant::now();
+    let plan = SidePlan {
+        params: params.clone(),
+        is_client: false,
+        tag,
+        start: Instant::now(),
+        affinity: Vec::new(),
+        file: new_file.as_ref().map(|f| Arc::clone(&f.file)),
+    };
+    let mut run = run_side(&c.sock, &plan, conns);
+    let file_log = new_file.and_then(|f| finish_file(f, params, &mut run.results));
+    c.send_results(&run.results);
+    log_test(c, id, params, test_slot.memory, &run.results, file_log);
+    sh.served.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Run the server's side of a started test: intervals go out on the control connection;
+/// Done, an error or a close come in. When the client goes away, its data connections are
+/// shut down so the streams end at once.
+fn run_side(sock: &TcpStream, plan: &SidePlan, conns: Vec<Conn>) -> side::SideRun {
     let stop = Stop::new();
-    // The control connection: intervals go out; Done, an error or a close come in.
-    // When the client goes away, its data connections are shut down so the streams end at once.
     let data_handles: Vec<TcpStream> = conns
         .iter()
         .filter_map(|c| match c {
@@ -545,11 +654,10 @@ fn control(
             Conn::Udp { .. } => None,
         })
         .collect();
-    let writer = Arc::new(Mutex::new(sock.try_clone().ok()));
     let watcher = watch_control(
-        &sock,
-        start,
-        Duration::from_millis(params.duration_ms) + side::GRACE,
+        sock,
+        plan.start,
+        Duration::from_millis(plan.params.duration_ms) + side::GRACE,
         &stop,
         move || {
             for h in &data_handles {
@@ -557,67 +665,51 @@ fn control(
             }
         },
     );
-    let plan = SidePlan {
-        params: params.clone(),
-        is_client: false,
-        tag,
-        start,
-        affinity: Vec::new(),
-        file: new_file.as_ref().map(|f| Arc::clone(&f.file)),
-    };
-    let w = Arc::clone(&writer);
+    let mut writer = sock.try_clone().ok();
     let mut sink = move |s: &linerate_proto::IntervalSample| {
-        if let Some(c) = w
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .as_mut()
-        {
-            let _ = write_msg(c, &Msg::Interval { sample: s.clone() });
+        if let Some(w) = writer.as_mut() {
+            let _ = write_msg(w, &Msg::Interval { sample: s.clone() });
         }
     };
-    let mut run = side::run(&plan, conns, &mut sink, &stop);
+    let run = side::run(plan, conns, &mut sink, &stop);
     let _ = watcher.join();
-    let file_log = new_file.map(|f| finish_file(f, &params, &mut run.results));
-    let _ = sock.set_write_timeout(Some(Duration::from_secs(5)));
-    let _ = write_msg(
-        &mut sock,
-        &Msg::Results {
-            results: run.results.clone(),
-        },
-    );
-    let _ = sock.shutdown(Shutdown::Write);
-    let bytes: u64 = run
-        .results
+    run
+}
+
+/// The log line of a test that ran.
+fn log_test(
+    c: &Control<'_>,
+    id: u64,
+    params: &TestParams,
+    memory: u64,
+    results: &SideResults,
+    file_log: Option<FileLog>,
+) {
+    let bytes: u64 = results
         .streams
         .iter()
         .map(|s| s.bytes_received + s.bytes_sent)
         .sum();
-    let secs = run
-        .results
+    let secs = results
         .streams
         .iter()
         .map(|s| s.seconds)
         .fold(0.0_f64, f64::max);
-    sh.log(
-        "test",
-        &serde_json::json!({
-            "test_id": id,
-            "client": peer,
-            "kind": params.kind.as_str(),
-            "direction": params.direction,
-            "streams": params.streams,
-            "duration_s": params.duration_ms as f64 / 1000.0,
-            "bytes": bytes,
-            "gbps": if secs > 0.0 { bytes as f64 * 8.0 / secs / 1e9 } else { 0.0 },
-            "cpu_percent": run.results.cpu.percent,
-            "memory_bytes": memory,
-            "result": if run.results.error.is_some() { "error" } else { "ok" },
-            "error": run.results.error,
-            "file": file_log,
-        }),
-    );
-    sh.served.fetch_add(1, Ordering::SeqCst);
-    drop(test_slot);
+    c.sh.log(&ServerLog::Test(TestLog::Ran(TestRan {
+        test_id: id,
+        client: c.peer.into(),
+        kind: params.kind,
+        direction: params.direction,
+        streams: params.streams,
+        duration_s: params.duration_ms as f64 / 1000.0,
+        bytes,
+        gbps: linerate_units::gbps(bytes, secs),
+        cpu_percent: results.cpu.percent,
+        memory_bytes: memory,
+        result: Outcome::of(results.error.as_ref()),
+        error: results.error.clone(),
+        file: file_log,
+    })));
 }
 
 /// Watch a running test's control connection until the client's `Done`, the test's time
@@ -655,34 +747,23 @@ fn watch_control(
 
 /// An RDMA test: libfabric listeners instead of data connections, the engine's target
 /// threads instead of stream threads; the same handshake, watcher and results.
-#[allow(clippy::too_many_arguments)]
 fn rdma_test(
-    sh: &Shared,
-    mut sock: TcpStream,
-    params: &linerate_proto::TestParams,
+    c: &mut Control<'_>,
+    params: &TestParams,
     r: &linerate_proto::RdmaSpec,
-    peer: &str,
     slot: &mut HandshakeSlot<'_>,
-    deadline: Instant,
     memory: u64,
 ) {
+    let sh = c.sh;
     let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
-    let local_ip = sock
+    let local_ip = c
+        .sock
         .local_addr()
         .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
     let listeners = match crate::rdma::listen(local_ip, r) {
         Ok(l) => l,
         Err(reason) => {
-            let _ = write_msg(
-                &mut sock,
-                &Msg::Refused {
-                    reason: reason.clone(),
-                },
-            );
-            sh.log(
-                "refused",
-                &serde_json::json!({"client": peer, "reason": reason, "params": params}),
-            );
+            c.refuse(RefusalKind::Unsupported, &reason, params);
             return;
         }
     };
@@ -694,56 +775,39 @@ fn rdma_test(
         inventory: inventory(sh, local_ip),
         rdma: Some(listeners.listen.clone()),
     };
-    if write_msg(&mut sock, &accepted).is_err() {
+    if write_msg(&mut c.sock, &accepted).is_err() {
         return;
     }
     slot.release();
-    match read_by(&sock, deadline) {
-        Ok(Msg::Start) => {}
-        other => {
-            sh.log(
-                "test",
-                &serde_json::json!({"test_id": id, "client": peer, "kind": "rdma", "result": "error", "error": format!("expected start, got {other:?}")}),
-            );
-            return;
-        }
+    if !c.wait_start(id, "rdma") {
+        return;
     }
     let start = Instant::now();
     let limit = Duration::from_millis(params.duration_ms) + side::GRACE;
     let stop = Stop::new();
     // The engine's targets end when the initiators are done; a client gone stops them.
-    let watcher = watch_control(&sock, start, limit, &stop, || {});
+    let watcher = watch_control(&c.sock, start, limit, &stop, || {});
     let results = crate::rdma::serve(listeners, params, r, &stop, start + limit);
     stop.set();
     let _ = watcher.join();
-    let _ = sock.set_write_timeout(Some(Duration::from_secs(5)));
-    let _ = write_msg(
-        &mut sock,
-        &Msg::Results {
-            results: results.clone(),
-        },
-    );
-    let _ = sock.shutdown(Shutdown::Write);
+    c.send_results(&results);
     let t = results.rdma.clone().unwrap_or_default();
-    sh.log(
-        "test",
-        &serde_json::json!({
-            "test_id": id,
-            "client": peer,
-            "kind": r.kind(),
-            "provider": t.provider,
-            "domain": t.domain,
-            "qps": r.qps,
-            "length": params.length,
-            "messages": t.messages,
-            "bytes": t.bytes,
-            "verify_errors": t.verify_errors,
-            "cpu_percent": results.cpu.percent,
-            "memory_bytes": memory,
-            "result": if results.error.is_some() { "error" } else { "ok" },
-            "error": results.error,
-        }),
-    );
+    sh.log(&ServerLog::Test(TestLog::Rdma(RdmaRan {
+        test_id: id,
+        client: c.peer.into(),
+        kind: r.kind(),
+        provider: t.provider,
+        domain: t.domain,
+        qps: r.qps,
+        length: params.length,
+        messages: t.messages,
+        bytes: t.bytes,
+        verify_errors: t.verify_errors,
+        cpu_percent: results.cpu.percent,
+        memory_bytes: memory,
+        result: Outcome::of(results.error.as_ref()),
+        error: results.error,
+    })));
     sh.served.fetch_add(1, Ordering::SeqCst);
 }
 
@@ -753,10 +817,8 @@ fn finish_file(
     f: crate::writedir::NewFile,
     params: &linerate_proto::TestParams,
     results: &mut linerate_proto::SideResults,
-) -> serde_json::Value {
-    let Some(spec) = params.file.as_ref() else {
-        return serde_json::Value::Null;
-    };
+) -> Option<FileLog> {
+    let spec = params.file.as_ref()?;
     let written: u64 = results
         .streams
         .iter()
@@ -790,11 +852,11 @@ fn finish_file(
     } else {
         drop(f);
     }
-    serde_json::json!({
-        "path": path,
-        "size": spec.size,
-        "written": written,
-        "kept": kept,
+    Some(FileLog {
+        path,
+        size: spec.size,
+        written,
+        kept,
     })
 }
 

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use linerate_bench::{assemble, run_client, ClientConfig, ClientError, ServerConfig, WriteDir};
 use linerate_proto::{
-    read_msg, write_msg, Direction, FileSpec, Limits, Msg, TestKind, TestParams, MAGIC,
-    MAX_RESULTS_FRAME, PROTOCOL_VERSION,
+    read_msg, write_msg, Direction, FileSpec, Limits, Msg, RefusalKind, TestKind, TestParams,
+    MAGIC, MAX_RESULTS_FRAME, PROTOCOL_VERSION,
 };
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -146,7 +146,10 @@ fn refusals_are_clear_and_write_nothing() {
     // A server that accepts no files.
     let open = start_server(None, Limits::default());
     match bench(client(open, params("a", 100_000, 1), &src)) {
-        Err(ClientError::Refused(r)) => assert!(r.contains("--write-dir"), "{r}"),
+        Err(ClientError::Refused { kind, reason: r }) => {
+            assert!(r.contains("--write-dir"), "{r}");
+            assert_eq!(kind, RefusalKind::NoWriteDir);
+        }
         other => panic!("expected a refusal, got {other:?}"),
     }
     let root = tempfile::tempdir().unwrap();
@@ -163,7 +166,7 @@ fn refusals_are_clear_and_write_nothing() {
         params(name, size, 1),
         &src,
     )) {
-        Err(ClientError::Refused(r)) => assert!(r.contains(what), "{name}: {r}"),
+        Err(ClientError::Refused { reason: r, .. }) => assert!(r.contains(what), "{name}: {r}"),
         other => panic!("{name}: expected a refusal, got {other:?}"),
     };
     refused("../escape", 100_000, "not a path");
@@ -311,7 +314,10 @@ fn a_full_disk_is_a_clear_error_and_leaves_nothing() {
     let src = src_dir.path().join("s");
     std::fs::write(&src, pattern(20 << 20, 5)).unwrap();
     match bench(client(addr, params("big", 20 << 20, 1), &src)) {
-        Err(ClientError::Refused(r)) => assert!(r.contains("not enough space"), "{r}"),
+        Err(ClientError::Refused { kind, reason: r }) => {
+            assert!(r.contains("not enough space"), "{r}");
+            assert_eq!(kind, RefusalKind::FileRefused);
+        }
         other => panic!("expected a refusal, got {other:?}"),
     }
     // Mid-transfer: the space goes after the check (another writer fills the disk).

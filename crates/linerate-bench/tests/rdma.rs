@@ -8,7 +8,7 @@ use std::thread;
 use std::time::Duration;
 
 use linerate_bench::{assemble, run_client, ClientConfig, ClientError, ServerConfig, TestResult};
-use linerate_proto::{Direction, Limits, RdmaOp, RdmaSpec, TestKind, TestParams};
+use linerate_proto::{Direction, Limits, RdmaOp, RdmaSpec, RefusalKind, TestKind, TestParams};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -147,15 +147,18 @@ fn bad_requests_are_clear_refusals() {
             r.provider = Some("nosuchprovider".into());
         }),
     ) {
-        Err(ClientError::Refused(m)) => assert!(m.contains("no RDMA provider"), "{m}"),
+        Err(ClientError::Refused { kind, reason: m }) => {
+            assert!(m.contains("no RDMA provider"), "{m}");
+            assert_eq!(kind, RefusalKind::Unsupported);
+        }
         other => panic!("expected a refusal, got {other:?}"),
     }
     match bench(addr, params(RdmaOp::Write, 16 << 20, |_| {})) {
-        Err(ClientError::Refused(m)) => assert!(m.contains("8 MiB"), "{m}"),
+        Err(ClientError::Refused { reason: m, .. }) => assert!(m.contains("8 MiB"), "{m}"),
         other => panic!("expected a refusal, got {other:?}"),
     }
     match bench(addr, params(RdmaOp::Write, 4096, |r| r.window = 0)) {
-        Err(ClientError::Refused(m)) => assert!(m.contains("window"), "{m}"),
+        Err(ClientError::Refused { reason: m, .. }) => assert!(m.contains("window"), "{m}"),
         other => panic!("expected a refusal, got {other:?}"),
     }
 }

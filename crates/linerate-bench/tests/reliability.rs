@@ -17,7 +17,7 @@ use linerate_bench::{
     assemble, run_client, ClientConfig, ClientError, ClientRun, Event, ServerConfig,
 };
 use linerate_proto::{
-    read_msg, write_msg, Direction, Limits, Msg, Psk, TestKind, TestParams, MAGIC,
+    read_msg, write_msg, Direction, Limits, Msg, Psk, RefusalKind, TestKind, TestParams, MAGIC,
     MAX_CONTROL_FRAME, PROTOCOL_VERSION,
 };
 
@@ -150,7 +150,7 @@ fn bench_until_accepted(
         );
         let accepted = rx.try_recv().is_ok();
         let retry = match &result {
-            Err(ClientError::Refused(reason)) => reason.contains("busy"),
+            Err(ClientError::Refused { reason, .. }) => reason.contains("busy"),
             // A connection shed by max_pending: closed before any answer.
             Err(ClientError::Protocol(_) | ClientError::Connect { .. }) => true,
             _ => false,
@@ -232,7 +232,7 @@ fn request_raw(addr: SocketAddr, params: &TestParams) -> (TcpStream, Msg) {
 
 fn refusal(addr: SocketAddr, params: &TestParams) -> String {
     let (s, answer) = request_raw(addr, params);
-    let Msg::Refused { reason } = answer else {
+    let Msg::Refused { reason, .. } = answer else {
         panic!("expected refused for {params:?}, got {answer:?}");
     };
     assert!(
@@ -686,7 +686,10 @@ fn absurd_parameters_are_refused_naming_the_limit() {
         ),
         Duration::from_secs(10),
     ) {
-        Err(ClientError::Refused(reason)) => assert!(reason.contains("--max-streams")),
+        Err(ClientError::Refused { kind, reason }) => {
+            assert!(reason.contains("--max-streams"));
+            assert_eq!(kind, RefusalKind::OverLimit);
+        }
         other => panic!("expected a refusal, got {other:?}"),
     }
     // A UDP test within the rate limit runs.
@@ -732,8 +735,9 @@ fn max_tests_one_refuses_a_second_test_while_the_first_runs() {
         ClientConfig::new(addr, tcp_params(1000)),
         Duration::from_secs(10),
     ) {
-        Err(ClientError::Refused(reason)) => {
+        Err(ClientError::Refused { kind, reason }) => {
             assert!(reason.contains("busy"), "{reason}");
+            assert_eq!(kind, RefusalKind::Busy);
             assert!(reason.contains("--max-tests"), "{reason}");
         }
         other => panic!("a second concurrent test must be refused as busy, got {other:?}"),
@@ -1152,7 +1156,7 @@ fn psk_is_required_checked_and_works() {
         with_key(Some(b"a-wrong-key-of-enough-length")),
         Duration::from_secs(10),
     ) {
-        Err(e @ (ClientError::Server(_) | ClientError::Refused(_))) => {
+        Err(e @ (ClientError::Server(_) | ClientError::Refused { .. })) => {
             assert!(e.to_string().contains("authentication failed"), "{e}");
         }
         other => panic!("wrong key: expected an authentication failure, got {other:?}"),
@@ -1238,6 +1242,7 @@ fn fake_auth_server(auth: bool) -> (SocketAddr, thread::JoinHandle<bool>) {
                     &mut ctl,
                     &Msg::Refused {
                         reason: "fake server got a request".into(),
+                        kind: RefusalKind::Other,
                     },
                 );
                 true

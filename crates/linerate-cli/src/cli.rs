@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use linerate_model::spec::{LINK_FORMS, PCIE_FORMS};
+use linerate_proto::defaults;
 
 /// Is this link running at line rate, and if not, exactly why?
 #[derive(Debug, Parser)]
@@ -75,16 +76,16 @@ pub struct ServeArgs {
     #[arg(short = 'B', long, value_name = "ADDR", default_value = "0.0.0.0")]
     pub bind: std::net::IpAddr,
     /// Most tests running at once.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, default_value_t = defaults::MAX_TESTS, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_tests: u32,
     /// Most streams per test (per direction).
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, default_value_t = defaults::MAX_STREAMS, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub max_streams: u32,
     /// Longest test, seconds.
-    #[arg(long, value_name = "SECS", default_value = "300", value_parser = secs)]
+    #[arg(long, value_name = "SECS", default_value_t = defaults::MAX_DURATION_MS / 1000, value_parser = secs)]
     pub max_duration: u64,
     /// Highest UDP rate per stream (e.g. 10G); 0 = no limit.
-    #[arg(long, value_name = "RATE", default_value = "0", value_parser = rate)]
+    #[arg(long, value_name = "RATE", default_value_t = defaults::MAX_UDP_BITRATE_BPS, value_parser = rate)]
     pub max_udp_bitrate: u64,
     /// Largest read/write length a client may ask for.
     #[arg(long, value_name = "BYTES", default_value = "1M", value_parser = size)]
@@ -96,10 +97,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<PathBuf>,
     /// Seconds a new connection has to complete its handshake.
-    #[arg(long, value_name = "SECS", default_value = "5", value_parser = secs)]
+    #[arg(long, value_name = "SECS", default_value_t = defaults::HANDSHAKE_TIMEOUT.as_secs(), value_parser = secs)]
     pub handshake_timeout: u64,
     /// Most connections in their handshake at once; more are closed immediately.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    #[arg(long, default_value_t = defaults::MAX_PENDING, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_pending: u32,
     /// Exit after serving one test.
     #[arg(long)]
@@ -109,7 +110,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     pub write_dir: Option<PathBuf>,
     /// Largest file a client may send (with --write-dir); 0 = bounded by free space only.
-    #[arg(long, value_name = "BYTES", default_value = "0", value_parser = file_size, requires = "write_dir")]
+    #[arg(long, value_name = "BYTES", default_value_t = defaults::MAX_FILE_BYTES, value_parser = file_size, requires = "write_dir")]
     pub max_file_size: u64,
 }
 
@@ -426,4 +427,30 @@ pub struct DiskArgs {
 
 pub fn parse() -> Cli {
     Cli::parse()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The defaults written as text for `--help` ("1M", "1G") are proto's defaults.
+    #[test]
+    fn serve_defaults_are_protos() {
+        let Command::Serve(a) = Cli::try_parse_from(["linerate", "serve"]).unwrap().command else {
+            panic!("not serve");
+        };
+        assert_eq!(a.port, defaults::PORT);
+        assert_eq!(a.max_tests, defaults::MAX_TESTS);
+        assert_eq!(a.max_streams, defaults::MAX_STREAMS);
+        assert_eq!(a.max_duration, defaults::MAX_DURATION_MS);
+        assert_eq!(a.max_udp_bitrate, defaults::MAX_UDP_BITRATE_BPS);
+        assert_eq!(a.max_length, defaults::MAX_LENGTH);
+        assert_eq!(u64::from(a.max_memory), defaults::MAX_MEMORY_BYTES);
+        assert_eq!(
+            a.handshake_timeout,
+            u64::try_from(defaults::HANDSHAKE_TIMEOUT.as_millis()).unwrap()
+        );
+        assert_eq!(a.max_pending, defaults::MAX_PENDING);
+        assert_eq!(a.max_file_size, defaults::MAX_FILE_BYTES);
+    }
 }

@@ -167,6 +167,210 @@ fn live_output_and_json_stream() {
     assert!(events.iter().any(|e| e["event"] == "interval"));
 }
 
+/// Every `--json-stream` line of a run, checked against `bench-stream.schema.json`.
+fn stream_events(out: &std::process::Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let e: Value = serde_json::from_str(l).expect("every line is one JSON object");
+            schema::assert_matches("bench-stream.schema.json", &e);
+            e
+        })
+        .collect()
+}
+
+#[test]
+fn json_stream_events_match_their_schema() {
+    let s = server(&["--max-streams", "4"]);
+    let mut sides = std::collections::BTreeSet::new();
+    for args in [
+        &["-t", "1.5", "-i", "0.5", "--json-stream"][..],
+        &["-t", "1.5", "-i", "0.5", "-R", "--json-stream"][..],
+        &["-t", "1", "-i", "0.5", "-u", "-b", "100M", "--json-stream"][..],
+        &["-t", "1", "-i", "0.5", "--latency", "--json-stream"][..],
+    ] {
+        let out = bench(s.port, args);
+        assert!(out.status.success(), "{args:?}");
+        let events = stream_events(&out);
+        assert_eq!(events.first().unwrap()["event"], "start", "{args:?}");
+        assert_eq!(events.last().unwrap()["event"], "end", "{args:?}");
+        sides.extend(
+            events
+                .iter()
+                .filter(|e| e["event"] == "interval")
+                .map(|e| e["side"].as_str().unwrap().to_string()),
+        );
+    }
+    assert_eq!(
+        sides,
+        ["local", "remote"].map(String::from).into(),
+        "intervals of both sides were checked"
+    );
+    // A refused test: one error event.
+    let out = bench(s.port, &["-t", "1", "-P", "100", "--json-stream"]);
+    assert_eq!(out.status.code(), Some(2));
+    let events = stream_events(&out);
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["event"], "error");
+    assert!(events[0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("--max-streams"));
+}
+
+/// A server whose log (stdout) is kept, for [`log_lines`].
+fn logging_server(extra: &[&str]) -> (Child, u16) {
+    let port = free_port();
+    let child = StdCommand::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["serve", "-B", "127.0.0.1", "-p", &port.to_string()])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, port)
+}
+
+/// Stop the server and return its log lines, each checked against `serve-log.schema.json`.
+fn log_lines(mut child: Child) -> Vec<Value> {
+    use std::io::Read;
+    // Lines are flushed as they are written: give the last one a moment, then stop the server.
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = child.kill();
+    let mut text = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    let _ = child.wait();
+    text.lines()
+        .map(|l| {
+            let e: Value = serde_json::from_str(l).expect("every log line is one JSON object");
+            schema::assert_matches("serve-log.schema.json", &e);
+            e
+        })
+        .collect()
+}
+
+/// A control connection that asks for a test and then never opens its data connections.
+fn abandon_a_test(port: u16) {
+    use linerate_proto::{read_msg, write_msg, Direction, Msg, TestKind, TestParams};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write_msg(
+        &mut s,
+        &Msg::Hello {
+            magic: linerate_proto::MAGIC.into(),
+            protocol: linerate_proto::PROTOCOL_VERSION,
+            version: "test".into(),
+            nonce: "00".repeat(16),
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        read_msg(&mut s, 1 << 24).unwrap(),
+        Msg::ServerHello { .. }
+    ));
+    let params = TestParams {
+        kind: TestKind::TcpBw,
+        direction: Direction::Send,
+        streams: 1,
+        duration_ms: 1000,
+        omit_ms: 0,
+        interval_ms: 0,
+        length: 1024,
+        window: None,
+        bitrate_bps: 0,
+        congestion: None,
+        zerocopy: false,
+        spin_us: None,
+        file: None,
+        rdma: None,
+    };
+    write_msg(&mut s, &Msg::Request { params }).unwrap();
+    assert!(matches!(
+        read_msg(&mut s, 1 << 24).unwrap(),
+        Msg::Accepted { .. }
+    ));
+    // The server gives up on the data connections after its handshake timeout.
+    let answer = read_msg(&mut s, 1 << 24).unwrap();
+    assert!(matches!(answer, Msg::Error { .. }), "{answer:?}");
+}
+
+#[test]
+fn serve_log_lines_match_their_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.bin");
+    std::fs::write(&src, vec![7u8; 100_000]).unwrap();
+    let dst = tempfile::tempdir().unwrap();
+    let (child, port) = logging_server(&[
+        "--max-streams",
+        "4",
+        "--handshake-timeout",
+        "1",
+        "--write-dir",
+        dst.path().to_str().unwrap(),
+    ]);
+    assert!(bench(port, &["-t", "1", "-i", "0"]).status.success());
+    let out = bench(port, &["--file", src.to_str().unwrap(), "--remove-after"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        bench(port, &["-t", "1", "-P", "100"]).status.code(),
+        Some(2)
+    );
+    abandon_a_test(port);
+    // Not a linerate client: dropped.
+    {
+        use std::io::Write;
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let _ = s.write_all(b"GET / HTTP/1.1\r\n\r\n");
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        let _ = std::io::Read::read_to_end(&mut s, &mut Vec::new());
+    }
+    let lines = log_lines(child);
+    let events: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    for e in ["listening", "test", "refused", "dropped"] {
+        assert!(events.contains(&e), "no {e} in {events:?}");
+    }
+    let tests: Vec<&Value> = lines.iter().filter(|l| l["event"] == "test").collect();
+    assert!(tests
+        .iter()
+        .any(|t| t["result"] == "ok" && t["file"].is_null()));
+    assert!(tests.iter().any(|t| t["file"]["size"] == 100_000));
+    assert!(tests
+        .iter()
+        .any(|t| t["result"] == "error" && t.get("bytes").is_none()));
+    assert!(lines
+        .iter()
+        .any(|l| l["event"] == "refused" && l["params"]["streams"] == 100));
+
+    // A server with a key: a client with the wrong one is logged as such.
+    let key = dir.path().join("key");
+    std::fs::write(&key, "correct horse battery staple\n").unwrap();
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "incorrect horse battery staple\n").unwrap();
+    let (child, port) = logging_server(&["--psk-file", key.to_str().unwrap()]);
+    let out = bench(port, &["-t", "1", "--psk-file", wrong.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let lines = log_lines(child);
+    assert!(
+        lines.iter().any(|l| l["event"] == "auth_failed"),
+        "{lines:?}"
+    );
+    assert_eq!(lines[0]["auth"], true);
+}
+
 #[test]
 fn refusals_and_auth_are_clear_errors() {
     let s = server(&["--max-streams", "4"]);

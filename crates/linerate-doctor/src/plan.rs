@@ -1,6 +1,6 @@
 //! The test plan: short and sensible by default.
 
-use linerate_proto::{Direction, TestKind, TestParams};
+use linerate_proto::{defaults, Direction, TestKind, TestParams};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Depth {
@@ -28,14 +28,12 @@ pub(crate) fn p(
         omit_ms: (omit * 1000.0) as u64,
         interval_ms: 500,
         length: match kind {
-            TestKind::TcpBw => {
-                linerate_engine::tcp::default_length(streams, direction == Direction::Bidir)
-            }
-            TestKind::UdpBw => 1400,
-            TestKind::TcpLat => 1,
-            TestKind::UdpLat => 8,
-            TestKind::FileTransfer => 1024 * 1024,
-            TestKind::Rdma => 64 * 1024,
+            TestKind::TcpBw => defaults::default_length(streams, direction == Direction::Bidir),
+            TestKind::UdpBw => defaults::UDP_LENGTH,
+            TestKind::TcpLat => defaults::LATENCY_LENGTH,
+            TestKind::UdpLat => defaults::UDP_LAT_MIN_LENGTH,
+            TestKind::FileTransfer => defaults::FILE_LENGTH,
+            TestKind::Rdma => defaults::RDMA_LENGTH,
         },
         window: None,
         bitrate_bps: 0,

@@ -9,7 +9,7 @@ use linerate_bench::{ClientConfig, InventoryFn, ServerConfig, TestResult};
 use linerate_engine::mem::{self, MemOp};
 use linerate_inventory::Inventory;
 use linerate_model::{host_stack_ceiling, HostStackCeiling, HostStackInput};
-use linerate_proto::{Direction, Psk, TestKind, TestParams};
+use linerate_proto::{Direction, Psk, RefusalKind, TestKind, TestParams};
 use linerate_rules::{diagnose, CounterDelta, DiagnoseInput, EndFacts, Finding, Measured, Verdict};
 use serde::Serialize;
 use thiserror::Error;
@@ -508,7 +508,7 @@ fn copy_step(
             };
             Some((t, to))
         }
-        Err(e) if e.contains("accepts no files") => {
+        Err(e) if e.kind == Some(RefusalKind::NoWriteDir) => {
             pyramid_notes.push(format!("the server's disk was not measured: {e}"));
             None
         }
@@ -797,6 +797,28 @@ fn copy_size(depth: Depth) -> u64 {
     }
 }
 
+/// Why the file copy did not run: the server's refusal (with its kind) or a local error.
+#[derive(Debug)]
+struct CopyFailed {
+    kind: Option<RefusalKind>,
+    message: String,
+}
+
+impl From<String> for CopyFailed {
+    fn from(message: String) -> Self {
+        Self {
+            kind: None,
+            message,
+        }
+    }
+}
+
+impl std::fmt::Display for CopyFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// Write a source file in `dir`, drop it from the page cache, and copy it to the server
 /// (which removes its copy once measured). `Err` carries the server's refusal.
 fn file_copy(
@@ -804,7 +826,7 @@ fn file_copy(
     server: SocketAddr,
     dir: &std::path::Path,
     progress: &mut dyn FnMut(&str),
-) -> Result<TestResult, String> {
+) -> Result<TestResult, CopyFailed> {
     use std::io::Write;
     let size = copy_size(o.depth);
     let src_path = dir.join("source.bin");
@@ -850,7 +872,10 @@ fn file_copy(
         }
         Err(e) => {
             progress(&format!("  → not run: {e}"));
-            Err(e.to_string())
+            Err(CopyFailed {
+                kind: e.refusal_kind(),
+                message: e.to_string(),
+            })
         }
     }
 }

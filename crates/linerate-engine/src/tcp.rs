@@ -20,20 +20,8 @@ pub struct SendPlan {
     pub zerocopy: bool,
 }
 
-/// The default bytes per write and per read for a TCP bulk test of `streams` streams (twice as
-/// many connections with `bidir`): about 2 MiB of user buffer across the connections, each a
-/// power of two between 128 KiB and 1 MiB.
-///
-/// Chosen by benchmark (`bench/compare.sh`, alternating runs on loopback and veth): one stream
-/// moved 1.2-1.4 × more with 1 MiB than with 256 KiB (fewer system calls and wake-ups per byte),
-/// 4 MiB was slower again on veth (the buffer no longer stays in cache while the kernel copies
-/// it), and with 8 streams 256 KiB beat 1 MiB by a fifth for the same reason.
-pub fn default_length(streams: u32, bidir: bool) -> u32 {
-    const BUDGET: u32 = 2 << 20;
-    let connections = streams.saturating_mul(if bidir { 2 } else { 1 });
-    let per = (BUDGET / connections.max(1)).clamp(128 << 10, 1 << 20);
-    1 << per.ilog2()
-}
+/// The default bytes per write and per read: a protocol default, kept with the others.
+pub use linerate_proto::defaults::default_length;
 
 /// A send that makes no progress for this long fails the stream.
 pub const STALL: Duration = Duration::from_secs(10);
@@ -159,25 +147,5 @@ fn describe(e: &std::io::Error, what: &str) -> String {
             format!("{what}: the peer closed the connection ({e})")
         }
         _ => format!("{what}: {e}"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::default_length;
-
-    #[test]
-    fn default_length_shrinks_with_the_number_of_connections() {
-        assert_eq!(default_length(0, false), 1 << 20);
-        assert_eq!(default_length(1, false), 1 << 20);
-        assert_eq!(default_length(1, true), 1 << 20);
-        assert_eq!(default_length(2, false), 1 << 20);
-        assert_eq!(default_length(3, false), 512 << 10);
-        assert_eq!(default_length(2, true), 512 << 10);
-        assert_eq!(default_length(4, false), 512 << 10);
-        assert_eq!(default_length(8, false), 256 << 10);
-        assert_eq!(default_length(4, true), 256 << 10);
-        assert_eq!(default_length(16, false), 128 << 10);
-        assert_eq!(default_length(u32::MAX, true), 128 << 10);
     }
 }

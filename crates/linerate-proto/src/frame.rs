@@ -101,6 +101,7 @@ mod tests {
     fn roundtrip() {
         let m = Msg::Refused {
             reason: "busy".into(),
+            kind: crate::RefusalKind::Busy,
         };
         let mut buf = Vec::new();
         write_msg(&mut buf, &m).unwrap();

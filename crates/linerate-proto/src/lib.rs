@@ -7,6 +7,7 @@
 //! attaches a data stream to an accepted test.
 
 mod auth;
+pub mod defaults;
 mod frame;
 mod msg;
 mod params;
@@ -20,12 +21,12 @@ pub use msg::{
     SideResults, StreamResult, TcpLimited, TcpStats, UdpStats, MAGIC, PROTOCOL_VERSION,
 };
 pub use params::{
-    Direction, FileSpec, Limits, RdmaOp, RdmaSpec, Refusal, TestKind, TestParams, FILE_BUFFERS,
-    RDMA_MAX_MESSAGE, RDMA_MAX_QPS, RDMA_MAX_WINDOW,
+    Direction, FileSpec, Limits, Param, RdmaOp, RdmaSpec, Refusal, RefusalKind, ShapeError,
+    TestKind, TestParams, FILE_BUFFERS, RDMA_MAX_MESSAGE, RDMA_MAX_QPS, RDMA_MAX_WINDOW,
 };
 
 /// The default TCP port of `linerate serve` (control and TCP data connections).
-pub const DEFAULT_PORT: u16 = 5301;
+pub const DEFAULT_PORT: u16 = defaults::PORT;
 
 /// A random token, hex encoded (cookies and nonces).
 pub fn random_hex(bytes: usize) -> String {

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::TestParams;
+use crate::{RefusalKind, TestParams};
 
 /// Sent in every Hello so a stray client of another protocol is recognised at once.
 pub const MAGIC: &str = "linerate";
@@ -50,7 +50,12 @@ pub enum Msg {
         rdma: Option<RdmaListen>,
     },
     /// Server → client: the request was not accepted; the reason says which limit.
-    Refused { reason: String },
+    Refused {
+        reason: String,
+        /// What kind of refusal (absent from older servers: `other`).
+        #[serde(default)]
+        kind: RefusalKind,
+    },
     /// First frame of a data connection.
     DataHello { cookie: String, stream: u32 },
     /// Client → server: every data connection is up; go.
@@ -230,4 +235,63 @@ pub struct SideResults {
     /// RDMA tests, the server: what its targets saw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rdma: Option<RdmaTargetStats>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(json: &str) -> Msg {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn refusals_carry_their_kind() {
+        let m = Msg::Refused {
+            reason: "server busy".into(),
+            kind: RefusalKind::Busy,
+        };
+        let json = serde_json::to_string(&m).unwrap();
+        assert_eq!(
+            json,
+            r#"{"type":"refused","reason":"server busy","kind":"busy"}"#
+        );
+        assert_eq!(decode(&json), m);
+    }
+
+    #[test]
+    fn a_refusal_without_a_kind_or_of_an_unknown_kind_is_other() {
+        for json in [
+            r#"{"type":"refused","reason":"r"}"#,
+            r#"{"type":"refused","reason":"r","kind":"from_the_future"}"#,
+        ] {
+            assert_eq!(
+                decode(json),
+                Msg::Refused {
+                    reason: "r".into(),
+                    kind: RefusalKind::Other
+                },
+                "{json}"
+            );
+        }
+    }
+
+    #[test]
+    fn kinds_have_their_wire_names() {
+        for k in [
+            RefusalKind::InvalidParams,
+            RefusalKind::OverLimit,
+            RefusalKind::Busy,
+            RefusalKind::NoWriteDir,
+            RefusalKind::FileRefused,
+            RefusalKind::Unsupported,
+            RefusalKind::ServerError,
+            RefusalKind::Other,
+        ] {
+            assert_eq!(
+                serde_json::to_value(k).unwrap(),
+                serde_json::Value::from(k.as_str())
+            );
+        }
+    }
 }

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::defaults;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TestKind {
@@ -235,20 +237,75 @@ impl Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_tests: 8,
-            max_streams: 64,
-            max_duration_ms: 300_000,
-            max_udp_bitrate_bps: 0,
-            max_length: 1024 * 1024,
-            max_window: 256 * 1024 * 1024,
-            max_file_bytes: 0,
+            max_tests: defaults::MAX_TESTS,
+            max_streams: defaults::MAX_STREAMS,
+            max_duration_ms: defaults::MAX_DURATION_MS,
+            max_udp_bitrate_bps: defaults::MAX_UDP_BITRATE_BPS,
+            max_length: defaults::MAX_LENGTH,
+            max_window: defaults::MAX_WINDOW,
+            max_file_bytes: defaults::MAX_FILE_BYTES,
         }
     }
 }
 
-/// Why a request is refused: the text goes to the client.
+/// Why a request is refused: the kind and the text go to the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal(pub String);
+pub struct Refusal {
+    pub kind: RefusalKind,
+    pub reason: String,
+}
+
+impl Refusal {
+    pub fn new(kind: RefusalKind, reason: impl Into<String>) -> Self {
+        Self {
+            kind,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// What kind of refusal a `refused` message is, so a client can act on it without reading
+/// the text. A refusal from a server that sends no kind, or of a kind this side does not
+/// know yet, is [`RefusalKind::Other`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalKind {
+    /// The parameters do not describe a test, whatever the limits ([`TestParams::check_shape`]).
+    InvalidParams,
+    /// Over one of the operator's limits (streams, duration, length, window, UDP rate,
+    /// file size, RDMA memory): the reason names the `serve` option.
+    OverLimit,
+    /// The server runs as many tests, or holds as much buffer memory, as it may: try later.
+    Busy,
+    /// The server accepts no files: its operator gave no `serve --write-dir`.
+    NoWriteDir,
+    /// The write directory cannot take this file (the name exists, not enough space, ...).
+    FileRefused,
+    /// The server cannot run this kind of test (RDMA: no libfabric, provider or device).
+    Unsupported,
+    /// The server could not set the test up (a UDP socket could not be opened).
+    ServerError,
+    /// No kind given (an older server), or one this side does not know.
+    #[default]
+    #[serde(other)]
+    Other,
+}
+
+impl RefusalKind {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidParams => "invalid_params",
+            Self::OverLimit => "over_limit",
+            Self::Busy => "busy",
+            Self::NoWriteDir => "no_write_dir",
+            Self::FileRefused => "file_refused",
+            Self::Unsupported => "unsupported",
+            Self::ServerError => "server_error",
+            Self::Other => "other",
+        }
+    }
+}
 
 impl TestParams {
     /// Directions × streams: the number of data connections.
@@ -302,20 +359,201 @@ impl TestParams {
         }
     }
 
-    /// Check against the server's limits.
+    /// Is this a test at all, whatever a server allows? The client checks this before it
+    /// connects; the server checks it first in [`Self::validate`].
+    pub fn check_shape(&self) -> Result<(), ShapeError> {
+        self.shape_timing()?;
+        self.shape_length()?;
+        self.shape_rdma()?;
+        self.shape_file()?;
+        self.shape_names()
+    }
+
+    /// Check against the server's limits (after [`Self::check_shape`], which it calls).
     pub fn validate(&self, l: &Limits) -> Result<(), Refusal> {
-        let r = |s: String| Err(Refusal(s));
+        self.check_shape()
+            .map_err(|e| Refusal::new(RefusalKind::InvalidParams, e.message))?;
+        self.limits_basic(l)?;
+        self.limits_rdma(l)?;
+        self.limits_file(l)
+    }
+
+    fn shape_timing(&self) -> Result<(), ShapeError> {
+        let e = |param, message: &str| Err(ShapeError::new(param, message));
         if self.streams == 0 {
-            return r("streams must be at least 1".into());
+            return e(Param::Streams, "streams must be at least 1");
         }
+        if self.duration_ms == 0 {
+            return e(Param::Duration, "duration must be positive");
+        }
+        if self.omit_ms >= self.duration_ms {
+            return e(Param::Omit, "--omit must be shorter than the test");
+        }
+        if self.interval_ms != 0 && self.interval_ms < defaults::MIN_INTERVAL_MS {
+            return e(
+                Param::Interval,
+                "interval must be at least 0.1 s (or 0 for none)",
+            );
+        }
+        if self.spin_us.is_some_and(|u| u > defaults::MAX_SPIN_US) {
+            return e(Param::Spin, "spin must be at most 10000 µs");
+        }
+        Ok(())
+    }
+
+    fn shape_length(&self) -> Result<(), ShapeError> {
+        let e = |message: String| Err(ShapeError::new(Param::Length, &message));
+        if self.length == 0 {
+            return e("length must be at least 1 byte".into());
+        }
+        if self.kind.is_udp() && self.length > defaults::UDP_MAX_LENGTH {
+            return e(format!(
+                "UDP length {} bytes exceeds the 65507-byte maximum datagram payload",
+                self.length
+            ));
+        }
+        if self.kind == TestKind::UdpBw && self.length < defaults::UDP_BW_MIN_LENGTH {
+            return e(
+                "UDP length must be at least 24 bytes (stream, sequence number and timestamp)"
+                    .into(),
+            );
+        }
+        if self.kind == TestKind::UdpLat && self.length < defaults::UDP_LAT_MIN_LENGTH {
+            return e("UDP request length must be at least 8 bytes (sequence number)".into());
+        }
+        Ok(())
+    }
+
+    fn shape_rdma(&self) -> Result<(), ShapeError> {
+        let e = |param, message: String| Err(ShapeError::new(param, &message));
+        let x = match (&self.rdma, self.kind) {
+            (None, TestKind::Rdma) => {
+                return e(Param::Rdma, "an RDMA test needs its operation".into())
+            }
+            (Some(_), k) if k != TestKind::Rdma => {
+                return e(
+                    Param::Rdma,
+                    format!("a {} test carries no RDMA parameters", k.as_str()),
+                )
+            }
+            (Some(x), _) => x,
+            (None, _) => return Ok(()),
+        };
+        if self.length > RDMA_MAX_MESSAGE {
+            return e(
+                Param::Length,
+                format!(
+                    "RDMA message of {} bytes: at most {RDMA_MAX_MESSAGE} (8 MiB)",
+                    self.length
+                ),
+            );
+        }
+        if x.window == 0 || x.window > RDMA_MAX_WINDOW {
+            return e(
+                Param::Window,
+                format!("RDMA window {}: between 1 and {RDMA_MAX_WINDOW}", x.window),
+            );
+        }
+        if x.qps == 0 || x.qps > RDMA_MAX_QPS {
+            return e(
+                Param::Qps,
+                format!("{} queue pairs: between 1 and {RDMA_MAX_QPS}", x.qps),
+            );
+        }
+        if x.latency && x.qps > 1 {
+            return e(
+                Param::Qps,
+                "an RDMA latency test runs on one queue pair".into(),
+            );
+        }
+        if x.sweep && x.qps > 1 {
+            return e(Param::Qps, "an RDMA sweep runs on one queue pair".into());
+        }
+        if x.provider.as_ref().is_some_and(|p| {
+            p.is_empty()
+                || p.len() > 32
+                || !p
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b';')
+        }) {
+            return e(
+                Param::Provider,
+                "the RDMA provider name is not valid".into(),
+            );
+        }
+        if self.direction != Direction::Send {
+            return e(
+                Param::Direction,
+                "an RDMA test runs from the client (no -R or --bidir; use --op read to pull)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    fn shape_file(&self) -> Result<(), ShapeError> {
+        let e = |param, message: String| Err(ShapeError::new(param, &message));
+        let f = match (&self.file, self.kind) {
+            (None, TestKind::FileTransfer) => {
+                return e(
+                    Param::File,
+                    "a file transfer needs the file's name and size".into(),
+                )
+            }
+            (Some(_), k) if k != TestKind::FileTransfer => {
+                return e(
+                    Param::File,
+                    format!("a {} test carries no file", k.as_str()),
+                )
+            }
+            (Some(f), _) => f,
+            (None, _) => return Ok(()),
+        };
+        FileSpec::check_name(&f.name).or_else(|m| e(Param::FileName, m))?;
+        if f.size == 0 {
+            return e(Param::File, "the file is empty: nothing to transfer".into());
+        }
+        if self.direction != Direction::Send {
+            return e(
+                Param::Direction,
+                "a file transfer goes from the client to the server (no -R or --bidir)".into(),
+            );
+        }
+        if u64::from(self.streams) > f.size {
+            return e(
+                Param::Streams,
+                format!(
+                    "{} streams for a {}-byte file: use at most one stream per byte",
+                    self.streams, f.size
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    fn shape_names(&self) -> Result<(), ShapeError> {
+        if let Some(c) = &self.congestion {
+            if c.is_empty()
+                || c.len() > 16
+                || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
+                return Err(ShapeError::new(
+                    Param::Congestion,
+                    &format!("congestion control `{c}` is not a valid algorithm name"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Streams, duration, length, window and UDP rate against the server's limits.
+    fn limits_basic(&self, l: &Limits) -> Result<(), Refusal> {
+        let r = |s: String| Err(Refusal::new(RefusalKind::OverLimit, s));
         if self.streams > l.max_streams {
             return r(format!(
                 "{} streams requested; this server allows at most {} (serve --max-streams)",
                 self.streams, l.max_streams
             ));
-        }
-        if self.duration_ms == 0 {
-            return r("duration must be positive".into());
         }
         if self.duration_ms > l.max_duration_ms {
             return r(format!(
@@ -324,35 +562,11 @@ impl TestParams {
                 l.max_duration_ms / 1000
             ));
         }
-        if self.omit_ms >= self.duration_ms {
-            return r("--omit must be shorter than the test".into());
-        }
-        if self.interval_ms != 0 && self.interval_ms < 100 {
-            return r("interval must be at least 0.1 s (or 0 for none)".into());
-        }
-        if self.length == 0 {
-            return r("length must be at least 1 byte".into());
-        }
         if self.length > l.max_length && self.kind != TestKind::Rdma {
             return r(format!(
                 "length {} bytes requested; this server allows at most {} (serve --max-length)",
                 self.length, l.max_length
             ));
-        }
-        if self.kind.is_udp() && self.length > 65_507 {
-            return r(format!(
-                "UDP length {} bytes exceeds the 65507-byte maximum datagram payload",
-                self.length
-            ));
-        }
-        if self.kind == TestKind::UdpBw && self.length < 24 {
-            return r(
-                "UDP length must be at least 24 bytes (stream, sequence number and timestamp)"
-                    .into(),
-            );
-        }
-        if self.kind == TestKind::UdpLat && self.length < 8 {
-            return r("UDP request length must be at least 8 bytes (sequence number)".into());
         }
         if let Some(w) = self.window {
             if w > l.max_window {
@@ -366,118 +580,125 @@ impl TestParams {
             && l.max_udp_bitrate_bps > 0
             && (self.bitrate_bps == 0 || self.bitrate_bps > l.max_udp_bitrate_bps)
         {
-            {
-                return r(format!(
-                    "UDP at {} requested; this server allows at most {} bit/s per stream (serve --max-udp-bitrate)",
-                    if self.bitrate_bps == 0 {
-                        "unlimited rate".to_string()
-                    } else {
-                        format!("{} bit/s", self.bitrate_bps)
-                    },
-                    l.max_udp_bitrate_bps
-                ));
-            }
-        }
-        match (&self.rdma, self.kind) {
-            (None, TestKind::Rdma) => return r("an RDMA test needs its operation".into()),
-            (Some(_), k) if k != TestKind::Rdma => {
-                return r(format!("a {} test carries no RDMA parameters", k.as_str()))
-            }
-            (Some(x), _) => {
-                if self.length > RDMA_MAX_MESSAGE {
-                    return r(format!(
-                        "RDMA message of {} bytes: at most {RDMA_MAX_MESSAGE} (8 MiB)",
-                        self.length
-                    ));
-                }
-                if x.window == 0 || x.window > RDMA_MAX_WINDOW {
-                    return r(format!(
-                        "RDMA window {}: between 1 and {RDMA_MAX_WINDOW}",
-                        x.window
-                    ));
-                }
-                if x.qps == 0 || x.qps > RDMA_MAX_QPS.min(l.max_streams) {
-                    return r(format!(
-                        "{} queue pairs: between 1 and {}",
-                        x.qps,
-                        RDMA_MAX_QPS.min(l.max_streams)
-                    ));
-                }
-                if x.latency && x.qps > 1 {
-                    return r("an RDMA latency test runs on one queue pair".into());
-                }
-                if x.sweep && x.qps > 1 {
-                    return r("an RDMA sweep runs on one queue pair".into());
-                }
-                if x.provider.as_ref().is_some_and(|p| {
-                    p.is_empty()
-                        || p.len() > 32
-                        || !p.bytes().all(|b| {
-                            b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b';'
-                        })
-                }) {
-                    return r("the RDMA provider name is not valid".into());
-                }
-                if self.direction != Direction::Send {
-                    return r("an RDMA test runs from the client (no -R or --bidir; use --op read to pull)".into());
-                }
-                if self.server_memory_bytes() > l.memory_bound() {
-                    return r(format!(
-                        "this RDMA test would register {} MiB on the server; it allows at most {} MiB per test (lower -l, --window or --qps)",
-                        self.server_memory_bytes() >> 20,
-                        l.memory_bound() >> 20
-                    ));
-                }
-            }
-            (None, _) => {}
-        }
-        match (&self.file, self.kind) {
-            (None, TestKind::FileTransfer) => {
-                return r("a file transfer needs the file's name and size".into())
-            }
-            (Some(_), k) if k != TestKind::FileTransfer => {
-                return r(format!("a {} test carries no file", k.as_str()))
-            }
-            (Some(f), _) => {
-                FileSpec::check_name(&f.name).map_err(Refusal)?;
-                if f.size == 0 {
-                    return r("the file is empty: nothing to transfer".into());
-                }
-                if self.direction != Direction::Send {
-                    return r(
-                        "a file transfer goes from the client to the server (no -R or --bidir)"
-                            .into(),
-                    );
-                }
-                if l.max_file_bytes > 0 && f.size > l.max_file_bytes {
-                    return r(format!(
-                        "the file is {} bytes; this server accepts at most {} (serve --max-file-size)",
-                        f.size, l.max_file_bytes
-                    ));
-                }
-                if u64::from(self.streams) > f.size {
-                    return r(format!(
-                        "{} streams for a {}-byte file: use at most one stream per byte",
-                        self.streams, f.size
-                    ));
-                }
-            }
-            (None, _) => {}
-        }
-        if self.spin_us.is_some_and(|u| u > 10_000) {
-            return r("spin must be at most 10000 µs".into());
-        }
-        if let Some(c) = &self.congestion {
-            if c.is_empty()
-                || c.len() > 16
-                || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-            {
-                return r(format!(
-                    "congestion control `{c}` is not a valid algorithm name"
-                ));
-            }
+            return r(format!(
+                "UDP at {} requested; this server allows at most {} bit/s per stream (serve --max-udp-bitrate)",
+                if self.bitrate_bps == 0 {
+                    "unlimited rate".to_string()
+                } else {
+                    format!("{} bit/s", self.bitrate_bps)
+                },
+                l.max_udp_bitrate_bps
+            ));
         }
         Ok(())
+    }
+
+    /// An RDMA test's queue pairs and registered memory against the server's limits.
+    fn limits_rdma(&self, l: &Limits) -> Result<(), Refusal> {
+        let Some(x) = self.rdma.as_ref().filter(|_| self.kind == TestKind::Rdma) else {
+            return Ok(());
+        };
+        if x.qps > RDMA_MAX_QPS.min(l.max_streams) {
+            return Err(Refusal::new(
+                RefusalKind::OverLimit,
+                format!(
+                    "{} queue pairs: between 1 and {}",
+                    x.qps,
+                    RDMA_MAX_QPS.min(l.max_streams)
+                ),
+            ));
+        }
+        if self.server_memory_bytes() > l.memory_bound() {
+            return Err(Refusal::new(RefusalKind::OverLimit, format!(
+                "this RDMA test would register {} MiB on the server; it allows at most {} MiB per test (lower -l, --window or --qps)",
+                self.server_memory_bytes() >> 20,
+                l.memory_bound() >> 20
+            )));
+        }
+        Ok(())
+    }
+
+    /// A file transfer's size against the server's limit.
+    fn limits_file(&self, l: &Limits) -> Result<(), Refusal> {
+        match &self.file {
+            Some(f) if l.max_file_bytes > 0 && f.size > l.max_file_bytes => Err(Refusal::new(
+                RefusalKind::OverLimit,
+                format!(
+                    "the file is {} bytes; this server accepts at most {} (serve --max-file-size)",
+                    f.size, l.max_file_bytes
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The parameter a [`ShapeError`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Param {
+    Streams,
+    Duration,
+    Omit,
+    Interval,
+    Spin,
+    Length,
+    Window,
+    Qps,
+    Provider,
+    Direction,
+    File,
+    FileName,
+    Congestion,
+    Rdma,
+}
+
+impl Param {
+    /// The `linerate bench` option that sets it.
+    pub fn option(self) -> &'static str {
+        match self {
+            Self::Streams => "-P",
+            Self::Duration => "--time",
+            Self::Omit => "--omit",
+            Self::Interval => "--interval",
+            Self::Spin => "--spin",
+            Self::Length => "-l",
+            Self::Window => "--window",
+            Self::Qps => "--qps",
+            Self::Provider => "--provider",
+            Self::Direction => "-R/--bidir",
+            Self::File => "--file",
+            Self::FileName => "--file-name",
+            Self::Congestion => "-C",
+            Self::Rdma => "--rdma",
+        }
+    }
+}
+
+/// A request that is not a test whatever the server's limits: which parameter, and what was
+/// expected of it (the text a server sends back).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ShapeError {
+    pub param: Param,
+    pub message: String,
+}
+
+impl ShapeError {
+    fn new(param: Param, message: &str) -> Self {
+        Self {
+            param,
+            message: message.into(),
+        }
+    }
+
+    /// The message for the command line: prefixed with the option, unless it names it.
+    pub fn with_option(&self) -> String {
+        let o = self.param.option();
+        if self.message.starts_with(o) {
+            self.message.clone()
+        } else {
+            format!("{o}: {}", self.message)
+        }
     }
 }
 
@@ -544,7 +765,11 @@ mod tests {
         // receives and 24 control messages of 64 bytes).
         assert_eq!(p.server_memory_bytes(), 2 * (17 * (1 << 20) + 24 * 128));
         p.length = 8 << 20;
-        assert!(p.validate(&l).unwrap_err().0.contains("MiB on the server"));
+        assert!(p
+            .validate(&l)
+            .unwrap_err()
+            .reason
+            .contains("MiB on the server"));
         assert_eq!(p.rdma.as_ref().unwrap().kind(), "rdma_write_bw");
     }
 
@@ -615,7 +840,11 @@ mod tests {
         );
         assert!(p.validate(&l).is_ok());
         p.file.as_mut().unwrap().size = 1001;
-        assert!(p.validate(&l).unwrap_err().0.contains("--max-file-size"));
+        assert!(p
+            .validate(&l)
+            .unwrap_err()
+            .reason
+            .contains("--max-file-size"));
         p.file.as_mut().unwrap().size = 0;
         assert!(p.validate(&l).is_err());
         p.file.as_mut().unwrap().size = 10;
@@ -638,10 +867,14 @@ mod tests {
         assert!(tcp().validate(&l).is_ok());
         let mut p = tcp();
         p.streams = 100_000;
-        assert!(p.validate(&l).unwrap_err().0.contains("--max-streams"));
+        assert!(p.validate(&l).unwrap_err().reason.contains("--max-streams"));
         let mut p = tcp();
         p.duration_ms = 10 * 365 * 24 * 3600 * 1000;
-        assert!(p.validate(&l).unwrap_err().0.contains("--max-duration"));
+        assert!(p
+            .validate(&l)
+            .unwrap_err()
+            .reason
+            .contains("--max-duration"));
         let mut p = tcp();
         p.length = u32::MAX;
         assert!(p.validate(&l).is_err());

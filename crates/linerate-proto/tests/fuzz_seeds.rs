@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 
 use linerate_proto::{
     write_msg, CpuUsage, Direction, FileSpec, FileStats, IntervalSample, LatencyStats, Msg,
-    RdmaListen, RdmaOp, RdmaSpec, RdmaTargetStats, SideResults, StreamResult, TcpLimited, TcpStats,
-    TestKind, TestParams, UdpStats, MAGIC, MAX_CONTROL_FRAME, PROTOCOL_VERSION,
+    RdmaListen, RdmaOp, RdmaSpec, RdmaTargetStats, RefusalKind, SideResults, StreamResult,
+    TcpLimited, TcpStats, TestKind, TestParams, UdpStats, MAGIC, MAX_CONTROL_FRAME,
+    PROTOCOL_VERSION,
 };
 
 #[path = "../../../fuzz/src/lib.rs"]
@@ -353,6 +354,7 @@ fn decode_frame_seeds_generated() -> Vec<(String, Vec<u8>)> {
             "07-refused",
             Msg::Refused {
                 reason: "65 streams requested; this server allows at most 64".into(),
+                kind: RefusalKind::OverLimit,
             },
         ),
         (
@@ -400,6 +402,20 @@ fn decode_frame_seeds_generated() -> Vec<(String, Vec<u8>)> {
         "20-malformed-fields.bin".into(),
         raw_frame(
             br#"{"type":"accepted","test_id":18446744073709551616,"cookie":"\ud800","udp_port":70000,"memory_bytes":-1,"inventory":[1e999]}"#,
+        ),
+    ));
+    // A refusal of a kind a newer server may send: decodes, as `other`.
+    // An older server's refusal, without a kind: decodes, as `other`.
+    out.push((
+        "22-refused-without-kind.bin".into(),
+        raw_frame(
+            br#"{"type":"refused","reason":"65 streams requested; this server allows at most 64"}"#,
+        ),
+    ));
+    out.push((
+        "21-refused-unknown-kind.bin".into(),
+        raw_frame(
+            br#"{"type":"refused","reason":"a newer server's reason","kind":"from_the_future"}"#,
         ),
     ));
     out

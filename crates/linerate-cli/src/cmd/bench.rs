@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use linerate_bench::results::IntervalOut;
-use linerate_bench::{ClientConfig, Event};
-use linerate_proto::{Direction, FileSpec, IntervalSample, TestKind, TestParams};
+use linerate_bench::stream::{Side, StreamEvent};
+use linerate_bench::{ClientConfig, Event, TestResult};
+use linerate_proto::{defaults, Direction, FileSpec, IntervalSample, TestKind, TestParams};
 use linerate_report::bench::{header, interval_line};
 use linerate_report::Style;
 
@@ -78,44 +79,30 @@ pub fn source(a: &BenchArgs) -> anyhow::Result<Option<(std::fs::File, FileSpec)>
 pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<TestParams> {
     let kind = kind(a);
     let time = a.time.unwrap_or(if kind == TestKind::FileTransfer {
-        300_000
+        defaults::FILE_DURATION_MS
     } else {
-        10_000
+        defaults::DURATION_MS
     });
-    if time == 0 {
-        bail!("--time must be positive");
-    }
-    if a.omit >= time {
-        bail!(
-            "--omit ({} s) must be shorter than --time ({} s)",
-            a.omit as f64 / 1000.0,
-            time as f64 / 1000.0
-        );
-    }
+    // Flag combinations the parameters cannot show (they hold no -P for RDMA, no --omit
+    // the server would refuse for a copy): checked here; everything else by proto's shape check.
     if kind == TestKind::FileTransfer && a.omit > 0 {
         bail!("--omit does not apply to --file: every byte of the file counts");
     }
     if kind == TestKind::Rdma && a.parallel > 1 {
         bail!("-P does not apply to --rdma: use --qps N for parallel queue pairs");
     }
-    if kind == TestKind::Rdma && a.latency && a.qps > 1 {
-        bail!("an RDMA latency test runs on one queue pair: drop --qps");
-    }
     if kind.is_latency() && (a.parallel > 1 || a.reverse || a.bidir) {
         bail!("latency tests run one request/response stream: drop -P, -R and --bidir");
     }
     let length = a.length.unwrap_or(match kind {
-        TestKind::TcpBw => linerate_engine::tcp::default_length(a.parallel, a.bidir),
-        TestKind::UdpBw => 1400,
-        TestKind::TcpLat | TestKind::UdpLat => 1,
-        TestKind::FileTransfer => 1024 * 1024,
-        TestKind::Rdma if a.sweep => 8 << 20,
-        TestKind::Rdma if a.latency => 8,
-        TestKind::Rdma => 64 * 1024,
+        TestKind::TcpBw => defaults::default_length(a.parallel, a.bidir),
+        TestKind::UdpBw => defaults::UDP_LENGTH,
+        TestKind::TcpLat | TestKind::UdpLat => defaults::LATENCY_LENGTH,
+        TestKind::FileTransfer => defaults::FILE_LENGTH,
+        TestKind::Rdma if a.sweep => defaults::RDMA_SWEEP_LENGTH,
+        TestKind::Rdma if a.latency => defaults::RDMA_LATENCY_LENGTH,
+        TestKind::Rdma => defaults::RDMA_LENGTH,
     });
-    if kind == TestKind::Rdma && length > linerate_proto::RDMA_MAX_MESSAGE {
-        bail!("-l {length}: an RDMA message is at most 8 MiB");
-    }
     let rdma = (kind == TestKind::Rdma).then(|| linerate_proto::RdmaSpec {
         op: match a.op {
             RdmaOpArg::Write => linerate_proto::RdmaOp::Write,
@@ -124,25 +111,11 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         },
         latency: a.latency,
         provider: a.provider.clone(),
-        window: a.window.unwrap_or(16),
+        window: a.window.unwrap_or(defaults::RDMA_WINDOW),
         qps: a.qps,
         verify: a.verify,
         sweep: a.sweep,
     });
-    if let Some(w) = rdma.as_ref().map(|r| r.window) {
-        if w == 0 || w > linerate_proto::RDMA_MAX_WINDOW {
-            bail!(
-                "--window {w}: with --rdma, between 1 and {} operations outstanding",
-                linerate_proto::RDMA_MAX_WINDOW
-            );
-        }
-    }
-    if kind.is_udp() && length > 65_507 {
-        bail!("-l {length}: a UDP datagram carries at most 65507 bytes");
-    }
-    if kind == TestKind::UdpBw && length < 24 {
-        bail!("-l {length}: UDP datagrams need at least 24 bytes (stream, sequence and timestamp)");
-    }
     let mut p = TestParams {
         kind,
         direction: if a.bidir {
@@ -155,9 +128,10 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         streams: a.parallel,
         duration_ms: time,
         omit_ms: a.omit,
-        interval_ms: a.interval.unwrap_or(1000),
+        interval_ms: a.interval.unwrap_or(defaults::INTERVAL_MS),
+        // A latency request of fewer bytes than its sequence number is sent as that many.
         length: if kind == TestKind::UdpLat {
-            length.max(8)
+            length.max(defaults::UDP_LAT_MIN_LENGTH)
         } else {
             length
         },
@@ -167,9 +141,9 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
             a.window
         },
         bitrate_bps: a.bitrate.unwrap_or(if kind == TestKind::UdpBw {
-            1_000_000_000
+            defaults::UDP_BITRATE_BPS
         } else {
-            0
+            defaults::TCP_BITRATE_BPS
         }),
         congestion: a.congestion.clone(),
         zerocopy: a.zerocopy,
@@ -177,6 +151,8 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         file,
         rdma,
     };
+    p.check_shape()
+        .map_err(|e| anyhow::anyhow!(e.with_option()))?;
     if a.window.is_none() {
         // The default RDMA window: 16, or fewer so the registered region fits a default
         // server's per-test bound (sends and --verify keep a buffer per outstanding message).
@@ -189,6 +165,16 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         }
     }
     Ok(p)
+}
+
+/// One `--json-stream` line; a line that cannot be encoded is said on stderr instead.
+fn emit(e: &StreamEvent<'_>) {
+    match e.to_line() {
+        Ok(line) => {
+            let _ = print(&format!("{line}\n"));
+        }
+        Err(err) => eprintln!("linerate: encoding a --json-stream event: {err}"),
+    }
 }
 
 fn resolve(a: &BenchArgs) -> anyhow::Result<SocketAddr> {
@@ -247,8 +233,8 @@ impl Live {
             omitted: sample.omitted,
         };
         if self.stream_json {
-            let v = serde_json::json!({"event": "interval", "side": if remote { "remote" } else { "local" }, "interval": i});
-            let _ = print(&format!("{v}\n"));
+            let side = if remote { Side::Remote } else { Side::Local };
+            emit(&StreamEvent::Interval { side, interval: &i });
         } else if let Some(b) = &self.bar {
             b.set_message(interval_line(self.kind, "", &i));
             b.set_position((sample.end_s * 1000.0) as u64);
@@ -258,19 +244,19 @@ impl Live {
     }
 }
 
-pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
-    let src = source(a)?;
-    let (file, spec) = src.map_or((None, None), |(f, s)| {
-        (Some(std::sync::Arc::new(f)), Some(s))
-    });
-    let p = params_with(a, spec)?;
-    let server = resolve(a)?;
+/// The client's configuration: the parameters, `-B`, the key, `-A`, the file.
+fn client_config(
+    a: &BenchArgs,
+    server: SocketAddr,
+    p: &TestParams,
+    file: Option<std::sync::Arc<std::fs::File>>,
+) -> anyhow::Result<ClientConfig> {
     let psk = a
         .psk_file
         .as_deref()
         .map(linerate_proto::load_psk)
         .transpose()?;
-    let cfg = ClientConfig {
+    Ok(ClientConfig {
         bind: a.bind,
         psk,
         affinity: a
@@ -283,19 +269,47 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
         inventory: Some(crate::iface::provider()),
         file,
         ..ClientConfig::new(server, p.clone())
-    };
-    let tty = std::io::stdout().is_terminal();
-    let human = !a.json && !a.json_stream;
-    let bar = (human && tty && a.interval.is_none()).then(|| {
-        let b = indicatif::ProgressBar::new(p.duration_ms);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {elapsed:>3} [{bar:30}] {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
-        b.enable_steady_tick(Duration::from_millis(200));
-        b
+    })
+}
+
+/// The terminal's progress bar over the test's duration (ms).
+fn progress_bar(duration_ms: u64) -> indicatif::ProgressBar {
+    let b = indicatif::ProgressBar::new(duration_ms);
+    b.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {elapsed:>3} [{bar:30}] {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    b.enable_steady_tick(Duration::from_millis(200));
+    b
+}
+
+/// The result as asked: one JSON document, the stream's last line, or the terminal view.
+fn print_result(a: &BenchArgs, tests: &[TestResult; 1], style: Style) -> anyhow::Result<()> {
+    if a.json {
+        let mut s = serde_json::to_string_pretty(&linerate_report::bench_doc(tests))?;
+        s.push('\n');
+        print(&s)?;
+    } else if a.json_stream {
+        let line = StreamEvent::End { result: &tests[0] }.to_line()?;
+        print(&format!("{line}\n"))?;
+    } else {
+        print(&linerate_report::render_bench(&tests[0], style))?;
+    }
+    Ok(())
+}
+
+pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
+    let src = source(a)?;
+    let (file, spec) = src.map_or((None, None), |(f, s)| {
+        (Some(std::sync::Arc::new(f)), Some(s))
     });
+    let p = params_with(a, spec)?;
+    let server = resolve(a)?;
+    let cfg = client_config(a, server, &p, file)?;
+    let human = !a.json && !a.json_stream;
+    let bar = (human && std::io::stdout().is_terminal() && a.interval.is_none())
+        .then(|| progress_bar(p.duration_ms));
     let live = Live {
         kind: p.kind,
         direction: p.direction,
@@ -312,8 +326,11 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
             server_memory_bytes,
         } => {
             if a.json_stream {
-                let v = serde_json::json!({"event": "start", "server": server.to_string(), "params": &p, "server_memory_bytes": server_memory_bytes});
-                let _ = print(&format!("{v}\n"));
+                emit(&StreamEvent::Start {
+                    server: server.to_string(),
+                    params: &p,
+                    server_memory_bytes,
+                });
             }
         }
         Event::Local(s) => live.show(&s, false),
@@ -327,26 +344,16 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
         Ok(r) => r,
         Err(e) => {
             if a.json_stream {
-                let v = serde_json::json!({"event": "error", "error": e.to_string()});
-                let _ = print(&format!("{v}\n"));
+                emit(&StreamEvent::Error {
+                    error: e.to_string(),
+                });
             }
             bail!("{e}");
         }
     };
-    let result = linerate_bench::assemble(&run);
-    let failed = result.error.is_some();
-    let tests = [result];
-    if a.json {
-        let mut s = serde_json::to_string_pretty(&linerate_report::bench_doc(&tests))?;
-        s.push('\n');
-        print(&s)?;
-    } else if a.json_stream {
-        let v = serde_json::json!({"event": "end", "result": &tests[0]});
-        print(&format!("{v}\n"))?;
-    } else {
-        print(&linerate_report::render_bench(&tests[0], style))?;
-    }
-    if failed {
+    let tests = [linerate_bench::assemble(&run)];
+    print_result(a, &tests, style)?;
+    if tests[0].error.is_some() {
         eprintln!(
             "linerate: the test did not complete: {}",
             tests[0].error.as_deref().unwrap_or("")

@@ -1,0 +1,147 @@
+//! `linerate serve`'s log: one JSON object a line on stdout, tagged by `event`
+//! (`schemas/serve-log.schema.json`).
+
+use std::io::Write;
+
+use linerate_proto::{Direction, Limits, TestKind, TestParams};
+use serde::Serialize;
+
+/// One event of the server's log.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum ServerLog {
+    /// The server is up.
+    Listening {
+        address: String,
+        protocol: u32,
+        auth: bool,
+        limits: Limits,
+        max_memory_bytes: u64,
+        /// `--write-dir`, if file transfers are allowed.
+        write_dir: Option<String>,
+    },
+    /// A connection or a test was refused: why, and the test asked for when there was one.
+    Refused {
+        client: String,
+        reason: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        params: Option<TestParams>,
+    },
+    /// A connection that misbehaved or timed out in its handshake.
+    Dropped { client: String, reason: String },
+    /// A client with a wrong pre-shared key.
+    AuthFailed { client: String },
+    /// A test ended.
+    Test(TestLog),
+}
+
+/// How a test ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Ok,
+    Error,
+}
+
+impl Outcome {
+    pub fn of(error: Option<&String>) -> Self {
+        if error.is_some() {
+            Self::Error
+        } else {
+            Self::Ok
+        }
+    }
+}
+
+/// The `test` event: its fields depend on how far the test got and what it was.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum TestLog {
+    Ran(TestRan),
+    Rdma(RdmaRan),
+    /// Accepted, but it failed before it started (data connections, start).
+    Failed {
+        test_id: u64,
+        client: String,
+        /// The test kind (`tcp_bw`, ..., `rdma`).
+        kind: String,
+        result: Outcome,
+        error: String,
+    },
+}
+
+/// A TCP, UDP, latency or file test that ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct TestRan {
+    pub test_id: u64,
+    pub client: String,
+    pub kind: TestKind,
+    pub direction: Direction,
+    pub streams: u32,
+    pub duration_s: f64,
+    /// Bytes both ways, all streams, after the warm-up.
+    pub bytes: u64,
+    /// `bytes` over the longest stream's seconds, Gb/s.
+    pub gbps: f64,
+    pub cpu_percent: f64,
+    pub memory_bytes: u64,
+    pub result: Outcome,
+    pub error: Option<String>,
+    /// File transfers: the file.
+    pub file: Option<FileLog>,
+}
+
+/// A file transfer's file, once the test ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileLog {
+    pub path: String,
+    pub size: u64,
+    /// Bytes written to the disk.
+    pub written: u64,
+    /// Complete and kept (not `--remove-after`).
+    pub kept: bool,
+}
+
+/// An RDMA test that ran (the target's side).
+#[derive(Debug, Clone, Serialize)]
+pub struct RdmaRan {
+    pub test_id: u64,
+    pub client: String,
+    /// `rdma_write_bw`, ...
+    pub kind: &'static str,
+    pub provider: String,
+    pub domain: String,
+    pub qps: u32,
+    pub length: u32,
+    pub messages: u64,
+    pub bytes: u64,
+    pub verify_errors: u64,
+    pub cpu_percent: f64,
+    pub memory_bytes: u64,
+    pub result: Outcome,
+    pub error: Option<String>,
+}
+
+impl ServerLog {
+    /// The event as one line of JSON (no newline) stamped with `ts`, seconds since the Unix
+    /// epoch. Through a `serde_json::Value`, so the keys come sorted, as they always have.
+    pub fn to_line(&self, ts: f64) -> Result<String, serde_json::Error> {
+        let mut v = serde_json::to_value(self)?;
+        if let serde_json::Value::Object(m) = &mut v {
+            m.insert("ts".into(), ts.into());
+        }
+        Ok(v.to_string())
+    }
+
+    /// Write the event as one line on stdout, stamped with the time now. Logging is best
+    /// effort: a line that cannot be encoded or written is skipped, the server goes on.
+    pub fn print(&self) {
+        let ts = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let Ok(line) = self.to_line(ts) else { return };
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+}
