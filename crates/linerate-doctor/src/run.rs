@@ -202,8 +202,8 @@ fn mem_out(r: &mem::MemResult) -> MemOut {
         kind: r.op.as_str(),
         threads: r.threads,
         buffer_bytes: r.buffer_bytes,
-        gb_per_s: (r.gb_per_s() * 100.0).round() / 100.0,
-        gbps: (r.gb_per_s() * 8.0 * 10.0).round() / 10.0,
+        gb_per_s: linerate_units::r2(r.gb_per_s()),
+        gbps: linerate_units::r1(r.gb_per_s() * 8.0),
     }
 }
 

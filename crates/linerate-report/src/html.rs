@@ -276,7 +276,7 @@ fn timeline(r: &DoctorReport) -> String {
             r##"<text x="{tx}" y="{ty:.1}" text-anchor="end" class="val">{v}</text><line x1="{l}" y1="{ty2:.1}" x2="{x1}" y2="{ty2:.1}" stroke="#e2e8f0"/>"##,
             tx = l - 6.0,
             ty = y(g) + 4.0,
-            v = linerate_model::ceiling::fmt_num((g * 1000.0).round() / 1000.0),
+            v = linerate_model::ceiling::fmt_num(linerate_units::r3(g)),
             ty2 = y(g),
             x1 = w - 20.0
         );
@@ -291,7 +291,7 @@ fn timeline(r: &DoctorReport) -> String {
             y0 = h - b,
             y1 = h - b + 4.0,
             ty = h - b + 16.0,
-            v = linerate_model::ceiling::fmt_num((ts * 1000.0).round() / 1000.0)
+            v = linerate_model::ceiling::fmt_num(linerate_units::r3(ts))
         );
         ts += xstep;
     }

@@ -166,7 +166,7 @@ pub fn tcp_buffers(inv: &Inventory, port: &str, gbps: f64, rtt_us: f64, out: &mu
             fmt_num(rtt_us),
             fmt_bytes(need),
             fmt_bytes(bdp_bytes(gbps, rtt_us)),
-            fmt_num((cap * 10.0).round() / 10.0)
+            fmt_num(linerate_units::r1(cap))
         ))
         .fix(format!(
             "sysctl -w net.core.rmem_max={target} net.core.wmem_max={target} net.ipv4.tcp_rmem='4096 131072 {target}' net.ipv4.tcp_wmem='4096 16384 {target}' (persist in /etc/sysctl.d/90-linerate.conf)"

@@ -282,7 +282,7 @@ fn pcie_fix(link_gbps: f64, have: PcieLink, card: PcieLink) -> String {
         return format!(
             "The card's own interface, {}, carries about {} Gb/s, below its link rate: this card cannot reach line rate in any slot.{best} Nothing in software recovers PCIe bandwidth.",
             card.label(),
-            fmt_num((card_payload * 10.0).round() / 10.0)
+            fmt_num(linerate_units::r1(card_payload))
         );
     }
     // The smallest link of the card's generation that carries the link rate.

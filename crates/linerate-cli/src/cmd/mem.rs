@@ -31,9 +31,9 @@ fn test(r: &MemResult, node: Option<u32>) -> MemTest {
         node,
         buffer_bytes: r.buffer_bytes,
         bytes: r.bytes,
-        seconds: (r.seconds * 1000.0).round() / 1000.0,
-        gb_per_s: (r.gb_per_s() * 100.0).round() / 100.0,
-        gbps: (r.gb_per_s() * 8.0 * 10.0).round() / 10.0,
+        seconds: linerate_units::r3(r.seconds),
+        gb_per_s: linerate_units::r2(r.gb_per_s()),
+        gbps: linerate_units::r1(r.gb_per_s() * 8.0),
     }
 }
 
@@ -81,7 +81,7 @@ pub fn run(a: &MemArgs, style: Style) -> anyhow::Result<u8> {
             "dram": {
                 "dimms": dimms,
                 // Upper bound: every DIMM on its own channel.
-                "theoretical_gb_per_s": (peak > 0.0).then_some((peak * 10.0).round() / 10.0),
+                "theoretical_gb_per_s": (peak > 0.0).then_some(linerate_units::r1(peak)),
             },
         });
         let mut s = serde_json::to_string_pretty(&doc)?;
