@@ -3,7 +3,7 @@
 set -euo pipefail
 export CARGO_TERM_COLOR=never
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup-tests.sh
 echo "== cargo fmt --check" >&2
 cargo fmt --all --check
 echo "== cargo clippy -D warnings" >&2
