@@ -33,7 +33,8 @@ case "${1:-}" in
         exit 1
     fi
     # --locked: the same dependency versions as every other build of this tree.
-    cargo deb -p linerate --locked -q
+    # --strip: the release profile keeps line tables for perf; the package ships without them.
+    cargo deb -p linerate --locked --strip
     ;;
 *)
     echo "usage: scripts/package.sh [--regen]" >&2
