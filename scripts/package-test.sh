@@ -136,8 +136,12 @@ fi
 # --- man pages ---------------------------------------------------------------------------------
 # One page per subcommand the binary has, plus linerate.1.
 pages=$(grep -c '^/usr/share/man/man1/linerate.*\.1\.gz$' "$work/files")
-subcommands=$(/usr/bin/linerate --help | awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }' | grep -vcx help)
+names=$(/usr/bin/linerate --help | awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }' | grep -vx help)
+subcommands=$(wc -w <<<"$names")
 bad=
+for name in $names; do
+    grep -qx "/usr/share/man/man1/linerate-$name.1.gz" "$work/files" || bad+=" no page for linerate $name;"
+done
 for page in $(grep '^/usr/share/man/man1/linerate.*\.1\.gz$' "$work/files"); do
     warnings=$(MANWIDTH=80 timeout 20 man -l --warnings -E UTF-8 "$page" 2>&1 >"$work/page.txt")
     if [ -n "$warnings" ] || ! grep -q '^NAME' "$work/page.txt" || ! grep -q '^SYNOPSIS' "$work/page.txt"; then

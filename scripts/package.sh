@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# One place for the completion files' names: the .deb's assets and tests/generated.rs use them too.
+# The completion files' names; the .deb's assets (crates/linerate-cli/Cargo.toml) and
+# crates/linerate-cli/tests/generated.rs name the same files.
 COMPLETIONS=(bash:linerate.bash zsh:_linerate fish:linerate.fish elvish:linerate.elv powershell:_linerate.ps1)
 
 regen() {
