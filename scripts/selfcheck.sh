@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up, build, and check this machine with `linerate doctor`: no second host needed.
+# Build, and check this machine with `linerate doctor`: no second host needed, nothing installed
+# beyond what building needs (scripts/setup.sh).
 # Extra arguments go to doctor (e.g. --quick, --report report.html, --json).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 //! RDMA tests through `serve` and `bench` over libfabric's tcp provider on 127.0.0.1: real data
-//! moves and is verified. CI installs libfabric1 (scripts/setup.sh); without it these fail and say
+//! moves and is verified. CI installs libfabric1 (scripts/setup-tests.sh); without it these fail and say
 //! so. Every run is bounded in time.
 
 use std::net::{SocketAddr, TcpListener};
@@ -18,7 +18,7 @@ fn serial() -> MutexGuard<'static, ()> {
 
 fn require_libfabric() {
     if let Err(e) = linerate_rdma::Fabric::load() {
-        panic!("{e}: run scripts/setup.sh (it installs libfabric1)");
+        panic!("{e}: run scripts/setup-tests.sh (it installs libfabric1)");
     }
 }
 

@@ -50,6 +50,35 @@ pub enum Command {
     /// Measure a directory's disk (or tmpfs, NFS, SMB mount): sequential and random read/write
     /// throughput, IOPS and latency, in a test file of its own that it deletes.
     Disk(DiskArgs),
+    /// Write the man pages, or a shell's completion script, from these same definitions (for
+    /// packages and installs from source).
+    Generate(GenerateArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  linerate generate man /usr/local/share/man/man1\n  linerate generate completions bash > ~/.local/share/bash-completion/completions/linerate\n  linerate generate completions zsh > ~/.zfunc/_linerate"
+)]
+pub struct GenerateArgs {
+    #[command(subcommand)]
+    pub what: GenerateWhat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GenerateWhat {
+    /// Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating
+    /// it if needed; existing pages of the same names are replaced.
+    Man {
+        /// The directory to write the pages to (e.g. /usr/local/share/man/man1).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// Print the completion script for SHELL on stdout.
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum, value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
 }
 
 fn rate(s: &str) -> Result<u64, String> {

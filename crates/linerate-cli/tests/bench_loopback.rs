@@ -513,7 +513,7 @@ fn serve_refuses_a_bad_write_dir() {
 #[test]
 fn rdma_over_the_tcp_provider() {
     if let Err(e) = linerate_rdma::Fabric::load() {
-        panic!("{e}: run scripts/setup.sh (it installs libfabric1)");
+        panic!("{e}: run scripts/setup-tests.sh (it installs libfabric1)");
     }
     let s = server(&[]);
     let d = json_of(&bench(
@@ -556,7 +556,7 @@ fn rdma_over_the_tcp_provider() {
 #[test]
 fn rdma_server_killed_mid_test_keeps_what_was_measured() {
     if let Err(e) = linerate_rdma::Fabric::load() {
-        panic!("{e}: run scripts/setup.sh (it installs libfabric1)");
+        panic!("{e}: run scripts/setup-tests.sh (it installs libfabric1)");
     }
     let mut s = server(&[]);
     let port = s.port.to_string();

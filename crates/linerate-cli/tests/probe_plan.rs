@@ -98,7 +98,7 @@ fn probe_on_this_machine_works() {
         .find(|p| p["name"] == "lo")
         .expect("lo listed");
     assert_eq!(lo["ceiling"]["limited_by"], "unknown");
-    // libfabric is installed by scripts/setup.sh: its tcp provider serves loopback.
+    // libfabric is installed by scripts/setup-tests.sh: its tcp provider serves loopback.
     let rdma = &doc["rdma"];
     assert!(rdma["libfabric"].is_string(), "libfabric not seen: {rdma}");
     assert!(

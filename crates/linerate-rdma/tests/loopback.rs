@@ -1,6 +1,6 @@
 //! Real data over libfabric's tcp provider on 127.0.0.1, both sides in this process.
 //!
-//! These tests need libfabric1 (scripts/setup.sh installs it). They fail, never skip, without it.
+//! These tests need libfabric1 (scripts/setup-tests.sh installs it). They fail, never skip, without it.
 #![allow(clippy::result_large_err)] // the engine returns partial results with its errors, by value
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
@@ -16,7 +16,7 @@ const T: Duration = Duration::from_secs(5);
 fn fabric() -> Fabric {
     match Fabric::load() {
         Ok(f) => f,
-        Err(e) => panic!("{e}: these tests move real data through libfabric; run scripts/setup.sh (installs libfabric1)"),
+        Err(e) => panic!("{e}: these tests move real data through libfabric; run scripts/setup-tests.sh (installs libfabric1)"),
     }
 }
 

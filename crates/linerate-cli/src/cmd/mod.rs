@@ -8,6 +8,7 @@ use linerate_rules::Severity;
 mod bench;
 mod disk;
 mod doctor;
+mod generate;
 mod mem;
 mod plan;
 mod probe;
@@ -26,6 +27,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Serve(a) => serve::run(&a),
         Command::Bench(a) => bench::run(&a, style),
         Command::Disk(a) => disk::run(&a, style),
+        Command::Generate(a) => generate::run(&a),
     };
     match r {
         Ok(code) => ExitCode::from(code),

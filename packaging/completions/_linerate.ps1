@@ -1,0 +1,292 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'linerate'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'linerate' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('probe', 'probe', [CompletionResultType]::ParameterValue, 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings')
+            [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'The ceiling chain for hardware you do not have yet')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Explain the gap between what a link carries and what its hardware could: with HOST, the path to a `linerate serve`; without, a self-check of this machine')
+            [CompletionResult]::new('mem', 'mem', [CompletionResultType]::ParameterValue, 'Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time')
+            [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Measure TCP/UDP throughput or latency against a `linerate serve`')
+            [CompletionResult]::new('disk', 'disk', [CompletionResultType]::ParameterValue, 'Measure a directory''s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes')
+            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write the man pages, or a shell''s completion script, from these same definitions (for packages and installs from source)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'linerate;probe' {
+            [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'Read sysfs and procfs under this directory instead of `/` (a copy or a fixture tree)')
+            [CompletionResult]::new('--fail-on', '--fail-on', [CompletionResultType]::ParameterName, 'Exit with status 1 when a finding of at least this severity is present')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (schemas/probe.schema.json) instead of the terminal view')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'linerate;plan' {
+            [CompletionResult]::new('--link', '--link', [CompletionResultType]::ParameterName, 'The link: `4x-qdr`, `4x-fdr`, `hdr`, `1x-edr`, `10gbe`, `100gbe`, ...')
+            [CompletionResult]::new('--pcie', '--pcie', [CompletionResultType]::ParameterName, 'The PCIe link the card gets: `gen2x4`, `gen3x16`, ... (omit to ignore PCIe)')
+            [CompletionResult]::new('--mtu', '--mtu', [CompletionResultType]::ParameterName, 'MTU of the IP interface, to add the TCP goodput stage')
+            [CompletionResult]::new('--ipoib', '--ipoib', [CompletionResultType]::ParameterName, 'IPoIB mode for an InfiniBand link with --mtu (default: connected above 4092, else datagram)')
+            [CompletionResult]::new('--mps', '--mps', [CompletionResultType]::ParameterName, 'PCIe max payload size in bytes, if you know it (`lspci -vv` as root: DevCtl MaxPayload)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object with the ceiling instead of the terminal view')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'linerate;doctor' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Server port')
+            [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'Server port')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Also write a self-contained HTML report with charts')
+            [CompletionResult]::new('--fail-on', '--fail-on', [CompletionResultType]::ParameterName, 'Exit with status 1 when a finding of at least this severity is present')
+            [CompletionResult]::new('-B', '-B ', [CompletionResultType]::ParameterName, 'Local address to test from')
+            [CompletionResult]::new('--bind', '--bind', [CompletionResultType]::ParameterName, 'Local address to test from')
+            [CompletionResult]::new('--psk-file', '--psk-file', [CompletionResultType]::ParameterName, 'Pre-shared key file, when the server requires one')
+            [CompletionResult]::new('--disk', '--disk', [CompletionResultType]::ParameterName, 'A directory whose disk joins the storage pyramid (repeatable; default: the current directory). The first also holds the source of a disk-to-disk copy through the path')
+            [CompletionResult]::new('--rdma-provider', '--rdma-provider', [CompletionResultType]::ParameterName, 'Measure RDMA beside TCP with this libfabric provider (by default doctor does so with `verbs` when this end of the path is an InfiniBand or RoCE port)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
+            [CompletionResult]::new('--quick', '--quick', [CompletionResultType]::ParameterName, 'A shorter plan (about 10 s)')
+            [CompletionResult]::new('--thorough', '--thorough', [CompletionResultType]::ParameterName, 'A longer plan (about a minute): longer runs, reverse multi-stream, bidirectional, UDP latency')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (schemas/doctor.schema.json)')
+            [CompletionResult]::new('--no-disk', '--no-disk', [CompletionResultType]::ParameterName, 'Leave disks out: memory and network only')
+            [CompletionResult]::new('--no-rdma', '--no-rdma', [CompletionResultType]::ParameterName, 'Do not measure RDMA')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'linerate;mem' {
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Seconds per test')
+            [CompletionResult]::new('--time', '--time', [CompletionResultType]::ParameterName, 'Seconds per test')
+            [CompletionResult]::new('--size', '--size', [CompletionResultType]::ParameterName, 'Bytes per buffer (each thread has two for copy); far larger than the caches')
+            [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'Threads for the all-cores tests (default: every online CPU)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'linerate;serve' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'TCP port for control and data connections')
+            [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'TCP port for control and data connections')
+            [CompletionResult]::new('-B', '-B ', [CompletionResultType]::ParameterName, 'Address to listen on (`::` for IPv6 and IPv4)')
+            [CompletionResult]::new('--bind', '--bind', [CompletionResultType]::ParameterName, 'Address to listen on (`::` for IPv6 and IPv4)')
+            [CompletionResult]::new('--max-tests', '--max-tests', [CompletionResultType]::ParameterName, 'Most tests running at once')
+            [CompletionResult]::new('--max-streams', '--max-streams', [CompletionResultType]::ParameterName, 'Most streams per test (per direction)')
+            [CompletionResult]::new('--max-duration', '--max-duration', [CompletionResultType]::ParameterName, 'Longest test, seconds')
+            [CompletionResult]::new('--max-udp-bitrate', '--max-udp-bitrate', [CompletionResultType]::ParameterName, 'Highest UDP rate per stream (e.g. 10G); 0 = no limit')
+            [CompletionResult]::new('--max-length', '--max-length', [CompletionResultType]::ParameterName, 'Largest read/write length a client may ask for')
+            [CompletionResult]::new('--max-memory', '--max-memory', [CompletionResultType]::ParameterName, 'Total buffer memory of all running tests')
+            [CompletionResult]::new('--psk-file', '--psk-file', [CompletionResultType]::ParameterName, 'Require clients to prove they know the key in this file (challenge-response; the key never crosses the wire)')
+            [CompletionResult]::new('--handshake-timeout', '--handshake-timeout', [CompletionResultType]::ParameterName, 'Seconds a new connection has to complete its handshake')
+            [CompletionResult]::new('--max-pending', '--max-pending', [CompletionResultType]::ParameterName, 'Most connections in their handshake at once; more are closed immediately')
+            [CompletionResult]::new('--write-dir', '--write-dir', [CompletionResultType]::ParameterName, 'Accept file transfers (`bench --file`) into this directory, and nowhere else: names are single path components, existing files are never overwritten, incomplete copies removed')
+            [CompletionResult]::new('--max-file-size', '--max-file-size', [CompletionResultType]::ParameterName, 'Largest file a client may send (with --write-dir); 0 = bounded by free space only')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
+            [CompletionResult]::new('--once', '--once', [CompletionResultType]::ParameterName, 'Exit after serving one test')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'linerate;bench' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Server port')
+            [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'Server port')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Seconds to run (default 10; with --file, the time limit of the copy, default 300)')
+            [CompletionResult]::new('--time', '--time', [CompletionResultType]::ParameterName, 'Seconds to run (default 10; with --file, the time limit of the copy, default 300)')
+            [CompletionResult]::new('-P', '-P ', [CompletionResultType]::ParameterName, 'Parallel streams, one thread each')
+            [CompletionResult]::new('--parallel', '--parallel', [CompletionResultType]::ParameterName, 'Parallel streams, one thread each')
+            [CompletionResult]::new('-O', '-O ', [CompletionResultType]::ParameterName, 'Seconds of warm-up to leave out of the totals')
+            [CompletionResult]::new('--omit', '--omit', [CompletionResultType]::ParameterName, 'Seconds of warm-up to leave out of the totals')
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Seconds between interval reports (0 = none)')
+            [CompletionResult]::new('--interval', '--interval', [CompletionResultType]::ParameterName, 'Seconds between interval reports (0 = none)')
+            [CompletionResult]::new('-l', '-l', [CompletionResultType]::ParameterName, 'Bytes per write and read (TCP, default 1M for up to 2 connections, halved per doubling down to 128K), per datagram (UDP, default 1400) or per request (latency, default 1)')
+            [CompletionResult]::new('--length', '--length', [CompletionResultType]::ParameterName, 'Bytes per write and read (TCP, default 1M for up to 2 connections, halved per doubling down to 128K), per datagram (UDP, default 1400) or per request (latency, default 1)')
+            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Socket buffer size to request (SO_SNDBUF/SO_RCVBUF); with --rdma, the number of operations outstanding per queue pair (default 16)')
+            [CompletionResult]::new('--window', '--window', [CompletionResultType]::ParameterName, 'Socket buffer size to request (SO_SNDBUF/SO_RCVBUF); with --rdma, the number of operations outstanding per queue pair (default 16)')
+            [CompletionResult]::new('-b', '-b', [CompletionResultType]::ParameterName, 'Target rate per stream, bit/s with K/M/G suffix; 0 = as fast as possible (UDP default 1G, TCP default 0)')
+            [CompletionResult]::new('--bitrate', '--bitrate', [CompletionResultType]::ParameterName, 'Target rate per stream, bit/s with K/M/G suffix; 0 = as fast as possible (UDP default 1G, TCP default 0)')
+            [CompletionResult]::new('-B', '-B ', [CompletionResultType]::ParameterName, 'Local address to send from')
+            [CompletionResult]::new('--bind', '--bind', [CompletionResultType]::ParameterName, 'Local address to send from')
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'TCP congestion control algorithm (e.g. cubic, bbr)')
+            [CompletionResult]::new('--congestion', '--congestion', [CompletionResultType]::ParameterName, 'TCP congestion control algorithm (e.g. cubic, bbr)')
+            [CompletionResult]::new('-A', '-A ', [CompletionResultType]::ParameterName, 'Pin this host''s stream threads to these CPUs, round robin (e.g. 1 or 0,1)')
+            [CompletionResult]::new('--affinity', '--affinity', [CompletionResultType]::ParameterName, 'Pin this host''s stream threads to these CPUs, round robin (e.g. 1 or 0,1)')
+            [CompletionResult]::new('--spin', '--spin', [CompletionResultType]::ParameterName, 'Latency: poll this many µs for each reply before blocking (both ends), so replies that come quickly cost no scheduler wake-up. Needs idle cores on both hosts; 0 (the default) blocks at once, as netperf and sockperf do')
+            [CompletionResult]::new('--test', '--test', [CompletionResultType]::ParameterName, 'The test to run')
+            [CompletionResult]::new('--psk-file', '--psk-file', [CompletionResultType]::ParameterName, 'Pre-shared key file, when the server requires one')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'Copy this file to the server''s write directory (`serve --write-dir`): disk → network → disk, with the time of each layer, to tell which one held the copy back')
+            [CompletionResult]::new('--file-name', '--file-name', [CompletionResultType]::ParameterName, 'The name to give the copy on the server (default: SRC''s file name)')
+            [CompletionResult]::new('--provider', '--provider', [CompletionResultType]::ParameterName, 'libfabric provider: verbs (InfiniBand/RoCE), tcp, ... (default: the first offering RMA)')
+            [CompletionResult]::new('--op', '--op', [CompletionResultType]::ParameterName, 'RDMA operation')
+            [CompletionResult]::new('--qps', '--qps', [CompletionResultType]::ParameterName, 'Queue pairs (connections), each on its own thread')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
+            [CompletionResult]::new('-R', '-R ', [CompletionResultType]::ParameterName, 'Reverse: the server sends, this host receives')
+            [CompletionResult]::new('--reverse', '--reverse', [CompletionResultType]::ParameterName, 'Reverse: the server sends, this host receives')
+            [CompletionResult]::new('--bidir', '--bidir', [CompletionResultType]::ParameterName, 'Both directions at once')
+            [CompletionResult]::new('-u', '-u', [CompletionResultType]::ParameterName, 'UDP instead of TCP')
+            [CompletionResult]::new('--udp', '--udp', [CompletionResultType]::ParameterName, 'UDP instead of TCP')
+            [CompletionResult]::new('-4', '-4', [CompletionResultType]::ParameterName, 'IPv4 only')
+            [CompletionResult]::new('--version4', '--version4', [CompletionResultType]::ParameterName, 'IPv4 only')
+            [CompletionResult]::new('-6', '-6', [CompletionResultType]::ParameterName, 'IPv6 only')
+            [CompletionResult]::new('--version6', '--version6', [CompletionResultType]::ParameterName, 'IPv6 only')
+            [CompletionResult]::new('-Z', '-Z ', [CompletionResultType]::ParameterName, 'Send with sendfile(2) from an in-memory file (no copy from user space)')
+            [CompletionResult]::new('--zerocopy', '--zerocopy', [CompletionResultType]::ParameterName, 'Send with sendfile(2) from an in-memory file (no copy from user space)')
+            [CompletionResult]::new('--latency', '--latency', [CompletionResultType]::ParameterName, 'Measure request/response round trips (same as --test tcp_lat, or udp_lat with -u)')
+            [CompletionResult]::new('-J', '-J ', [CompletionResultType]::ParameterName, 'Print one JSON document at the end (schemas/bench.schema.json)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document at the end (schemas/bench.schema.json)')
+            [CompletionResult]::new('--json-stream', '--json-stream', [CompletionResultType]::ParameterName, 'Print one JSON object per line as events happen')
+            [CompletionResult]::new('--no-fsync', '--no-fsync', [CompletionResultType]::ParameterName, 'Do not make the copy durable (fsync) on the server before measuring the end')
+            [CompletionResult]::new('--remove-after', '--remove-after', [CompletionResultType]::ParameterName, 'Ask the server to delete the copy once measured (for repeated benchmarks)')
+            [CompletionResult]::new('--rdma', '--rdma', [CompletionResultType]::ParameterName, 'RDMA through libfabric (bandwidth; with --latency, latency), negotiated with the server over the control connection')
+            [CompletionResult]::new('--sweep', '--sweep', [CompletionResultType]::ParameterName, 'Every message size from 2 bytes to -l (default 8M) in powers of two, like perftest''s -a')
+            [CompletionResult]::new('--verify', '--verify', [CompletionResultType]::ParameterName, 'Check every byte of every RDMA message against a pattern (counts mismatches)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'linerate;disk' {
+            [CompletionResult]::new('--size', '--size', [CompletionResultType]::ParameterName, 'Test file size (e.g. 64M, 20G); refused if it does not fit with a 5% margin')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Seconds per test')
+            [CompletionResult]::new('--time', '--time', [CompletionResultType]::ParameterName, 'Seconds per test')
+            [CompletionResult]::new('--block', '--block', [CompletionResultType]::ParameterName, 'Block of the sequential tests (a multiple of 4K); random tests use 4K')
+            [CompletionResult]::new('--qd', '--qd', [CompletionResultType]::ParameterName, 'Operations in flight (io_uring) or threads (sync)')
+            [CompletionResult]::new('--tests', '--tests', [CompletionResultType]::ParameterName, 'Tests to run, in order')
+            [CompletionResult]::new('--engine', '--engine', [CompletionResultType]::ParameterName, 'I/O engine: io_uring, a pool of threads doing pread/pwrite, or io_uring when available')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
+            [CompletionResult]::new('--buffered', '--buffered', [CompletionResultType]::ParameterName, 'Do not try O_DIRECT: measure through the page cache')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document: {schema_version, tests: [...]}')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'linerate;generate' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print the completion script for SHELL on stdout')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'linerate;generate;man' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'linerate;generate;completions' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'linerate;generate;help' {
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print the completion script for SHELL on stdout')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'linerate;generate;help;man' {
+            break
+        }
+        'linerate;generate;help;completions' {
+            break
+        }
+        'linerate;generate;help;help' {
+            break
+        }
+        'linerate;help' {
+            [CompletionResult]::new('probe', 'probe', [CompletionResultType]::ParameterValue, 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings')
+            [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'The ceiling chain for hardware you do not have yet')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Explain the gap between what a link carries and what its hardware could: with HOST, the path to a `linerate serve`; without, a self-check of this machine')
+            [CompletionResult]::new('mem', 'mem', [CompletionResultType]::ParameterValue, 'Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time')
+            [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Measure TCP/UDP throughput or latency against a `linerate serve`')
+            [CompletionResult]::new('disk', 'disk', [CompletionResultType]::ParameterValue, 'Measure a directory''s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes')
+            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write the man pages, or a shell''s completion script, from these same definitions (for packages and installs from source)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'linerate;help;probe' {
+            break
+        }
+        'linerate;help;plan' {
+            break
+        }
+        'linerate;help;doctor' {
+            break
+        }
+        'linerate;help;mem' {
+            break
+        }
+        'linerate;help;serve' {
+            break
+        }
+        'linerate;help;bench' {
+            break
+        }
+        'linerate;help;disk' {
+            break
+        }
+        'linerate;help;generate' {
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print the completion script for SHELL on stdout')
+            break
+        }
+        'linerate;help;generate;man' {
+            break
+        }
+        'linerate;help;generate;completions' {
+            break
+        }
+        'linerate;help;help' {
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

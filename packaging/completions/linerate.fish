@@ -1,0 +1,209 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_linerate_global_optspecs
+    string join \n color= h/help V/version
+end
+
+function __fish_linerate_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_linerate_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_linerate_using_subcommand
+    set -l cmd (__fish_linerate_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c linerate -n "__fish_linerate_needs_command" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_needs_command" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_needs_command" -s V -l version -d 'Print version'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "probe" -d 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "plan" -d 'The ceiling chain for hardware you do not have yet'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "doctor" -d 'Explain the gap between what a link carries and what its hardware could: with HOST, the path to a `linerate serve`; without, a self-check of this machine'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "mem" -d 'Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "serve" -d 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "bench" -d 'Measure TCP/UDP throughput or latency against a `linerate serve`'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "disk" -d 'Measure a directory\'s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "generate" -d 'Write the man pages, or a shell\'s completion script, from these same definitions (for packages and installs from source)'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c linerate -n "__fish_linerate_using_subcommand probe" -l root -d 'Read sysfs and procfs under this directory instead of `/` (a copy or a fixture tree)' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand probe" -l fail-on -d 'Exit with status 1 when a finding of at least this severity is present' -r -f -a "error\t''
+warning\t''
+info\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand probe" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand probe" -l json -d 'Print one JSON document (schemas/probe.schema.json) instead of the terminal view'
+complete -c linerate -n "__fish_linerate_using_subcommand probe" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand probe" -s V -l version -d 'Print version'
+complete -c linerate -n "__fish_linerate_using_subcommand plan" -l link -d 'The link: `4x-qdr`, `4x-fdr`, `hdr`, `1x-edr`, `10gbe`, `100gbe`, ...' -r
+complete -c linerate -n "__fish_linerate_using_subcommand plan" -l pcie -d 'The PCIe link the card gets: `gen2x4`, `gen3x16`, ... (omit to ignore PCIe)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand plan" -l mtu -d 'MTU of the IP interface, to add the TCP goodput stage' -r
+complete -c linerate -n "__fish_linerate_using_subcommand plan" -l ipoib -d 'IPoIB mode for an InfiniBand link with --mtu (default: connected above 4092, else datagram)' -r -f -a "connected\t''
+datagram\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand plan" -l mps -d 'PCIe max payload size in bytes, if you know it (`lspci -vv` as root: DevCtl MaxPayload)' -r -f -a "128\t''
+256\t''
+512\t''
+1024\t''
+2048\t''
+4096\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand plan" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand plan" -l json -d 'Print one JSON object with the ceiling instead of the terminal view'
+complete -c linerate -n "__fish_linerate_using_subcommand plan" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand plan" -s V -l version -d 'Print version'
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -s p -l port -d 'Server port' -r
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l report -d 'Also write a self-contained HTML report with charts' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l fail-on -d 'Exit with status 1 when a finding of at least this severity is present' -r -f -a "error\t''
+warning\t''
+info\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -s B -l bind -d 'Local address to test from' -r
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l psk-file -d 'Pre-shared key file, when the server requires one' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l disk -d 'A directory whose disk joins the storage pyramid (repeatable; default: the current directory). The first also holds the source of a disk-to-disk copy through the path' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l rdma-provider -d 'Measure RDMA beside TCP with this libfabric provider (by default doctor does so with `verbs` when this end of the path is an InfiniBand or RoCE port)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l quick -d 'A shorter plan (about 10 s)'
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l thorough -d 'A longer plan (about a minute): longer runs, reverse multi-stream, bidirectional, UDP latency'
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l json -d 'Print one JSON document (schemas/doctor.schema.json)'
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l no-disk -d 'Leave disks out: memory and network only'
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l no-rdma -d 'Do not measure RDMA'
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -s V -l version -d 'Print version'
+complete -c linerate -n "__fish_linerate_using_subcommand mem" -s t -l time -d 'Seconds per test' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mem" -l size -d 'Bytes per buffer (each thread has two for copy); far larger than the caches' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mem" -l threads -d 'Threads for the all-cores tests (default: every online CPU)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mem" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand mem" -l json -d 'Print one JSON document'
+complete -c linerate -n "__fish_linerate_using_subcommand mem" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand mem" -s V -l version -d 'Print version'
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -s p -l port -d 'TCP port for control and data connections' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -s B -l bind -d 'Address to listen on (`::` for IPv6 and IPv4)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-tests -d 'Most tests running at once' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-streams -d 'Most streams per test (per direction)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-duration -d 'Longest test, seconds' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-udp-bitrate -d 'Highest UDP rate per stream (e.g. 10G); 0 = no limit' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-length -d 'Largest read/write length a client may ask for' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-memory -d 'Total buffer memory of all running tests' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l psk-file -d 'Require clients to prove they know the key in this file (challenge-response; the key never crosses the wire)' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l handshake-timeout -d 'Seconds a new connection has to complete its handshake' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-pending -d 'Most connections in their handshake at once; more are closed immediately' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l write-dir -d 'Accept file transfers (`bench --file`) into this directory, and nowhere else: names are single path components, existing files are never overwritten, incomplete copies removed' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-file-size -d 'Largest file a client may send (with --write-dir); 0 = bounded by free space only' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l once -d 'Exit after serving one test'
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -s V -l version -d 'Print version'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s p -l port -d 'Server port' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s t -l time -d 'Seconds to run (default 10; with --file, the time limit of the copy, default 300)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s P -l parallel -d 'Parallel streams, one thread each' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s O -l omit -d 'Seconds of warm-up to leave out of the totals' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s i -l interval -d 'Seconds between interval reports (0 = none)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s l -l length -d 'Bytes per write and read (TCP, default 1M for up to 2 connections, halved per doubling down to 128K), per datagram (UDP, default 1400) or per request (latency, default 1)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s w -l window -d 'Socket buffer size to request (SO_SNDBUF/SO_RCVBUF); with --rdma, the number of operations outstanding per queue pair (default 16)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s b -l bitrate -d 'Target rate per stream, bit/s with K/M/G suffix; 0 = as fast as possible (UDP default 1G, TCP default 0)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s B -l bind -d 'Local address to send from' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s C -l congestion -d 'TCP congestion control algorithm (e.g. cubic, bbr)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s A -l affinity -d 'Pin this host\'s stream threads to these CPUs, round robin (e.g. 1 or 0,1)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l spin -d 'Latency: poll this many µs for each reply before blocking (both ends), so replies that come quickly cost no scheduler wake-up. Needs idle cores on both hosts; 0 (the default) blocks at once, as netperf and sockperf do' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l test -d 'The test to run' -r -f -a "tcp-bw\t''
+udp-bw\t''
+tcp-lat\t''
+udp-lat\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l psk-file -d 'Pre-shared key file, when the server requires one' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l file -d 'Copy this file to the server\'s write directory (`serve --write-dir`): disk → network → disk, with the time of each layer, to tell which one held the copy back' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l file-name -d 'The name to give the copy on the server (default: SRC\'s file name)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l provider -d 'libfabric provider: verbs (InfiniBand/RoCE), tcp, ... (default: the first offering RMA)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l op -d 'RDMA operation' -r -f -a "write\t''
+read\t''
+send\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l qps -d 'Queue pairs (connections), each on its own thread' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s R -l reverse -d 'Reverse: the server sends, this host receives'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l bidir -d 'Both directions at once'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s u -l udp -d 'UDP instead of TCP'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s 4 -l version4 -d 'IPv4 only'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s 6 -l version6 -d 'IPv6 only'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s Z -l zerocopy -d 'Send with sendfile(2) from an in-memory file (no copy from user space)'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l latency -d 'Measure request/response round trips (same as --test tcp_lat, or udp_lat with -u)'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s J -l json -d 'Print one JSON document at the end (schemas/bench.schema.json)'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l json-stream -d 'Print one JSON object per line as events happen'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l no-fsync -d 'Do not make the copy durable (fsync) on the server before measuring the end'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l remove-after -d 'Ask the server to delete the copy once measured (for repeated benchmarks)'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l rdma -d 'RDMA through libfabric (bandwidth; with --latency, latency), negotiated with the server over the control connection'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l sweep -d 'Every message size from 2 bytes to -l (default 8M) in powers of two, like perftest\'s -a'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l verify -d 'Check every byte of every RDMA message against a pattern (counts mismatches)'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s V -l version -d 'Print version'
+complete -c linerate -n "__fish_linerate_using_subcommand disk" -l size -d 'Test file size (e.g. 64M, 20G); refused if it does not fit with a 5% margin' -r
+complete -c linerate -n "__fish_linerate_using_subcommand disk" -s t -l time -d 'Seconds per test' -r
+complete -c linerate -n "__fish_linerate_using_subcommand disk" -l block -d 'Block of the sequential tests (a multiple of 4K); random tests use 4K' -r
+complete -c linerate -n "__fish_linerate_using_subcommand disk" -l qd -d 'Operations in flight (io_uring) or threads (sync)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand disk" -l tests -d 'Tests to run, in order' -r -f -a "seq_read\t''
+seq_write\t''
+rand_read\t''
+rand_write\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand disk" -l engine -d 'I/O engine: io_uring, a pool of threads doing pread/pwrite, or io_uring when available' -r -f -a "auto\t''
+io_uring\t''
+sync\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand disk" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand disk" -l buffered -d 'Do not try O_DIRECT: measure through the page cache'
+complete -c linerate -n "__fish_linerate_using_subcommand disk" -l json -d 'Print one JSON document: {schema_version, tests: [...]}'
+complete -c linerate -n "__fish_linerate_using_subcommand disk" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand disk" -s V -l version -d 'Print version'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -s V -l version -d 'Print version'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -f -a "man" -d 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -f -a "completions" -d 'Print the completion script for SHELL on stdout'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from man" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from man" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from man" -s V -l version -d 'Print version'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from completions" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from completions" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from completions" -s V -l version -d 'Print version'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from help" -f -a "man" -d 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from help" -f -a "completions" -d 'Print the completion script for SHELL on stdout'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "probe" -d 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "plan" -d 'The ceiling chain for hardware you do not have yet'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "doctor" -d 'Explain the gap between what a link carries and what its hardware could: with HOST, the path to a `linerate serve`; without, a self-check of this machine'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "mem" -d 'Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "serve" -d 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "bench" -d 'Measure TCP/UDP throughput or latency against a `linerate serve`'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "disk" -d 'Measure a directory\'s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "generate" -d 'Write the man pages, or a shell\'s completion script, from these same definitions (for packages and installs from source)'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and __fish_seen_subcommand_from generate" -f -a "man" -d 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and __fish_seen_subcommand_from generate" -f -a "completions" -d 'Print the completion script for SHELL on stdout'

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# What the tests need on a fresh Debian 12 machine, on top of scripts/setup.sh (the build's):
+# scripts/test.sh runs it. Idempotent: installs only what is missing. Needs root for apt
+# (CI and the dev machines are root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+
+# python3: fixtures/sysfs/build.py --check; iproute2, util-linux: the network-namespace tests;
+# libfabric1: the RDMA tests; chromium: checks doctor's HTML report (LINERATE_NO_BROWSER=1 leaves
+# it out); man-db, bash-completion, systemd (systemd-analyze): scripts/package-test.sh, which checks
+# the .deb's man pages, completion and unit. The peer tools are bench/compare.sh --install's.
+PACKAGES=(python3 iproute2 util-linux libfabric1 man-db bash-completion systemd)
+if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then
+    PACKAGES+=(chromium)
+fi
+
+need=()
+for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if ((${#need[@]})); then
+    echo "setup-tests: installing ${need[*]}" >&2
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "setup-tests: need root to install ${need[*]} (run as root, or install them yourself)" >&2
+        exit 1
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+for c in rustfmt clippy; do
+    if ! cargo "$c" --version >/dev/null 2>&1; then
+        rustup component add "$c" >&2
+    fi
+done
+
+# cargo-deb builds the .deb that scripts/package-test.sh installs; from the crate registry, at a
+# pinned minor version (the maintainer scripts it writes are part of what the test checks).
+if ! cargo deb --version >/dev/null 2>&1; then
+    echo "setup-tests: installing cargo-deb (cargo install, a few minutes)" >&2
+    cargo install cargo-deb --version '~3.8' --locked --quiet
+fi
