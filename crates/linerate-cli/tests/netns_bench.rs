@@ -159,7 +159,7 @@ fn l2_factor() -> f64 {
 #[test]
 fn tcp_one_stream_across_namespaces() {
     let _g = serial();
-    let Some(net) = Net::new("tcp_one_stream_across_namespaces", 1500) else {
+    let Some(net) = Net::new(1500) else {
         return;
     };
     let b = net.bench(&["-t", "3", "-J"]);
@@ -254,7 +254,7 @@ fn rel(x: f64, want: f64) -> f64 {
 /// let through.
 fn shaped(test: &str, rate_gbit: u32, burst: &str, must_fill: bool) {
     let _g = serial();
-    let Some(net) = Net::new(test, 1500) else {
+    let Some(net) = Net::new(1500) else {
         return;
     };
     let rate = format!("{rate_gbit}gbit");
@@ -339,7 +339,7 @@ fn accuracy_tbf_10gbit() {
 #[test]
 fn udp_500m_across_namespaces() {
     let _g = serial();
-    let Some(net) = Net::new("udp_500m_across_namespaces", 1500) else {
+    let Some(net) = Net::new(1500) else {
         return;
     };
     let b = net.bench(&["-u", "-b", "500M", "-t", "3", "-J"]);
@@ -368,7 +368,7 @@ fn udp_500m_across_namespaces() {
 #[test]
 fn latency_across_namespaces() {
     let _g = serial();
-    let Some(net) = Net::new("latency_across_namespaces", 1500) else {
+    let Some(net) = Net::new(1500) else {
         return;
     };
     let b = net.bench(&["--latency", "-t", "3", "-J"]);
@@ -392,7 +392,7 @@ fn latency_across_namespaces() {
 #[test]
 fn reverse_and_bidir_across_namespaces() {
     let _g = serial();
-    let Some(net) = Net::new("reverse_and_bidir_across_namespaces", 1500) else {
+    let Some(net) = Net::new(1500) else {
         return;
     };
     let b = net.bench(&["-R", "-t", "3", "-J"]);
@@ -432,7 +432,7 @@ fn reverse_and_bidir_across_namespaces() {
 #[test]
 fn nothing_listening_exits_2_naming_the_address() {
     let _g = serial();
-    let Some(net) = Net::new("nothing_listening_exits_2_naming_the_address", 1500) else {
+    let Some(net) = Net::new(1500) else {
         return;
     };
     let port = PORT + 1;
@@ -466,7 +466,7 @@ fn nothing_listening_exits_2_naming_the_address() {
 #[test]
 fn interval_retransmits_are_the_senders() {
     let _g = serial();
-    let Some(net) = Net::new("interval_retransmits_are_the_senders", 1500) else {
+    let Some(net) = Net::new(1500) else {
         return;
     };
     // A shallow tbf queue on each side drops enough to force retransmits both ways.
@@ -535,7 +535,7 @@ fn interval_retransmits_are_the_senders() {
 #[test]
 fn l2_gbps_with_omit_counts_the_measured_segments_only() {
     let _g = serial();
-    let Some(net) = Net::new("l2_gbps_with_omit_counts_the_measured_segments_only", 1500) else {
+    let Some(net) = Net::new(1500) else {
         return;
     };
     net.tc(&[
@@ -572,7 +572,7 @@ fn l2_gbps_with_omit_counts_the_measured_segments_only() {
 #[test]
 fn bidir_cpu_percent_is_rounded() {
     let _g = serial();
-    let Some(net) = Net::new("bidir_cpu_percent_is_rounded", 1500) else {
+    let Some(net) = Net::new(1500) else {
         return;
     };
     // Whether the sum shows binary noise depends on the figures (about one run in three
