@@ -237,6 +237,11 @@ fn shaped(test: &str, check_direction: bool) {
         "{}",
         f["message"]
     );
+    // The real tbf, read through linerate-inventory's rtnetlink dump (`qdisc::shapers_of`):
+    // this replaces the LINERATE_QDISC_EXPECT hook of its unit test, which nothing set.
+    let shapers = doc["path"]["local"]["shapers"].as_array().expect("shapers");
+    assert_eq!(shapers.len(), 1, "one shaper on {}: {shapers:?}", net.va);
+    assert_eq!(shapers[0]["kind"], "tbf", "{shapers:?}");
     assert_eq!(num(doc, "/path/local/shapers/0/rate_bps"), 2e9);
 
     let v = &doc["verdict"];
