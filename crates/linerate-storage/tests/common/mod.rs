@@ -132,11 +132,13 @@ impl Drop for Mount {
     }
 }
 
-/// Fill the filesystem holding `dir` with a file of our own until it is full.
+/// Fill the filesystem holding `dir` with a file of our own until it is full (the tests'
+/// mounts are tens of MiB; the loop stops at 1 GiB whatever happens, and says so).
 pub fn hog(dir: &Path) {
     use std::io::Write;
     let mut f = std::fs::File::create(dir.join("hog")).unwrap();
     let chunk = vec![7u8; 64 << 10];
-    while f.write_all(&chunk).is_ok() {}
+    let full = (0..1 << 14).any(|_| f.write_all(&chunk).is_err());
+    assert!(full, "{} took 1 GiB without filling up", dir.display());
     let _ = f.sync_all();
 }
