@@ -278,7 +278,7 @@ struct SmallFs(tempfile::TempDir);
 impl SmallFs {
     fn mount(size: &str) -> Option<Self> {
         if !is_root() {
-            println!("SKIP: mounting a small tmpfs needs root");
+            linerate_testkit::skip("mounting a small tmpfs needs root");
             return None;
         }
         let d = tempfile::tempdir().unwrap();
@@ -348,7 +348,7 @@ fn a_full_disk_is_a_clear_error_and_leaves_nothing() {
 fn a_read_only_directory_is_refused_at_start() {
     let _g = serial();
     if !is_root() {
-        println!("SKIP: mounting a read-only tmpfs needs root");
+        linerate_testkit::skip("mounting a read-only tmpfs needs root");
         return;
     }
     let d = tempfile::tempdir().unwrap();

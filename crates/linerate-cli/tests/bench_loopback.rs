@@ -91,7 +91,9 @@ fn every_kind_produces_valid_json_with_sensible_figures() {
     let t = &d["tests"][0];
     assert_eq!(t["kind"], "tcp_bw");
     assert_eq!(t["direction"], "send");
-    assert!(t["gbps"].as_f64().unwrap() > 0.1, "{t}");
+    // Data flowed; how fast depends on this machine, so no figure is asserted.
+    assert!(t["gbps"].as_f64().unwrap() > 0.0, "{t}");
+    assert!(t["bytes"].as_u64().unwrap() > 0, "{t}");
     assert!(t["receiver"]["cpu_percent"].as_f64().unwrap() > 0.0);
     assert!(t["sender"]["cpu_percent"].as_f64().unwrap() > 0.0);
     assert!(t["retransmits"].is_u64());
@@ -142,8 +144,21 @@ fn every_kind_produces_valid_json_with_sensible_figures() {
             l["max"].as_f64().unwrap(),
         );
         assert!(p50 > 0.0 && p50 <= p99 && p99 <= max, "{l}");
-        assert!(t["transactions_per_s"].as_f64().unwrap() > 100.0);
+        assert_consistent_rate(t);
     }
+}
+
+/// Transactions run one at a time, so their rate and their mean round trip, measured in
+/// the same run, bound each other: rate × mean ≤ 1 s. The margin (10%) covers the
+/// rounding of both figures and the test's clock against the transactions'.
+fn assert_consistent_rate(t: &Value) {
+    let tps = t["transactions_per_s"].as_f64().unwrap();
+    let mean_us = t["latency_us"]["mean"].as_f64().unwrap();
+    assert!(tps > 0.0 && mean_us > 0.0, "{t}");
+    assert!(
+        tps * mean_us <= 1e6 * 1.10,
+        "{tps} transactions/s one at a time cannot each take {mean_us} µs on average"
+    );
 }
 
 #[test]

@@ -206,15 +206,11 @@ fn the_html_report_renders_in_chromium() {
             |_| "no `chromium` or `chromium-browser` on the PATH or in /usr/bin".to_string(),
             |c| format!("$CHROMIUM={c} is not a file"),
         );
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but Chromium is not installed ({looked}): CI must install it \
-             (`apt-get install -y chromium`)"
-        );
-        println!(
-            "SKIPPED: Chromium is not installed ({looked}); `apt-get install -y chromium` to run \
-             this test"
-        );
+        // A skip, counted as one by scripts/test.sh; CI (LINERATE_REQUIRE_PRIVILEGED=1,
+        // set by .ci/run) fails here instead: scripts/setup.sh installs Chromium there.
+        linerate_testkit::skip(format_args!(
+            "Chromium is not installed ({looked}); `apt-get install -y chromium` to run this test"
+        ));
         return;
     };
     let tmp = tempfile::tempdir().unwrap();

@@ -279,19 +279,11 @@ mod tests {
     }
 
     /// The real socket: loopback normally has no shaper, and the call works without root.
-    /// With `LINERATE_QDISC_EXPECT=IFNAME:BPS` (set by the namespace tests) it checks a real tbf.
+    /// A real tbf is read through this dump by the namespace tests (`netns_doctor`'s
+    /// shaper scenarios install `tbf rate 2gbit` and check doctor's `shapers[].rate_bps`).
     #[test]
     fn live_dump() {
         let out = shapers(1).expect("rtnetlink dump works");
         assert!(out.iter().all(|s| s.rate_bps > 0));
-        if let Ok(spec) = std::env::var("LINERATE_QDISC_EXPECT") {
-            let (name, bps) = spec.split_once(':').unwrap();
-            let got = shapers_of(std::path::Path::new("/"), name).unwrap();
-            assert!(
-                got.iter()
-                    .any(|s| s.rate_bps == bps.parse::<u64>().unwrap()),
-                "{got:?}"
-            );
-        }
     }
 }

@@ -15,7 +15,7 @@ const ALL: [DiskTestKind; 4] = DiskTestKind::ALL;
 #[test]
 fn tmpfs_all_tests() {
     if !Path::new("/dev/shm").is_dir() {
-        eprintln!("skipped: no /dev/shm");
+        linerate_testkit::skip("no /dev/shm (tmpfs) on this machine");
         return;
     }
     let dir = tempfile::tempdir_in("/dev/shm").unwrap();

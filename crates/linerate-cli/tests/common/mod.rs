@@ -2,8 +2,9 @@
 //! joined by a veth pair, `linerate serve` in the second, the client run in the first
 //! through `ip netns exec`; all of it removed on drop.
 //!
-//! Needs root (`ip netns`, `tc`); `Net::new` returns `None`, after printing why, where
-//! namespaces cannot be made, and the test then passes. The tests share this machine's
+//! Needs root (`ip netns`, `tc`); `Net::new` returns `None` where namespaces cannot be
+//! made, after recording the skip with `linerate_testkit::skip` (counted as skipped by
+//! `scripts/test.sh`; a failure under `LINERATE_REQUIRE_PRIVILEGED=1`), and the test returns. The tests share this machine's
 //! CPUs and their figures are only meaningful one at a time, so each holds `serial()`: a
 //! mutex in this process and a lock file across processes (another `cargo test` running
 //! one of these binaries at the same time waits its turn).
@@ -108,15 +109,15 @@ pub struct Net {
 }
 
 impl Net {
-    /// `None`, after printing why, when this machine cannot make namespaces.
-    pub fn new(test: &str, mtu: u32) -> Option<Net> {
-        Net::with_mtus(test, mtu, mtu)
+    /// `None`, after recording the skip, when this machine cannot make namespaces.
+    pub fn new(mtu: u32) -> Option<Net> {
+        Net::with_mtus(mtu, mtu)
     }
 
     /// Like [`Net::new`] with a different MTU on each end (`mtu_a` on the client's veth).
-    pub fn with_mtus(test: &str, mtu_a: u32, mtu_b: u32) -> Option<Net> {
+    pub fn with_mtus(mtu_a: u32, mtu_b: u32) -> Option<Net> {
         if !is_root() {
-            println!("SKIP {test}: needs root for ip netns and tc");
+            linerate_testkit::skip("needs root for ip netns and tc");
             return None;
         }
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -133,11 +134,13 @@ impl Net {
             write_dir: tempfile::tempdir().expect("a temporary directory"),
         };
         if let Err(e) = run("ip", &["netns", "add", &net.a]) {
-            println!("SKIP {test}: cannot create a network namespace: {e}");
+            linerate_testkit::skip(format_args!("cannot create a network namespace: {e}"));
             return None;
         }
         if let Err(e) = run("ip", &["netns", "add", &net.b]) {
-            println!("SKIP {test}: cannot create a second network namespace: {e}");
+            linerate_testkit::skip(format_args!(
+                "cannot create a second network namespace: {e}"
+            ));
             return None;
         }
         if let Err(e) = run(
@@ -146,7 +149,7 @@ impl Net {
                 "link", "add", &net.va, "type", "veth", "peer", "name", &net.vb,
             ],
         ) {
-            println!("SKIP {test}: cannot create a veth pair: {e}");
+            linerate_testkit::skip(format_args!("cannot create a veth pair: {e}"));
             return None;
         }
         let (mtu_a, mtu_b) = (mtu_a.to_string(), mtu_b.to_string());

@@ -86,24 +86,26 @@ impl Mount {
         self.dir.path()
     }
 
-    /// `mount ARGS... DIR` on a new directory; `None` (with the reason printed) when not root
-    /// or the mount is refused.
+    /// `mount ARGS... DIR` on a new directory; `None` (the skip recorded with
+    /// `linerate_testkit::skip`) when not root or the mount is refused.
     pub fn new(test: &str, args: &[&str]) -> Option<Self> {
         if !is_root() {
-            eprintln!("{test}: skipped: needs root to mount");
+            linerate_testkit::skip(format_args!("{test}: needs root to mount"));
             return None;
         }
         let dir = disk_dir();
-        let out = Command::new("mount")
-            .args(args)
-            .arg(dir.path())
-            .output()
-            .ok()?;
+        let out = match Command::new("mount").args(args).arg(dir.path()).output() {
+            Ok(out) => out,
+            Err(e) => {
+                linerate_testkit::skip(format_args!("{test}: cannot run mount: {e}"));
+                return None;
+            }
+        };
         if !out.status.success() {
-            eprintln!(
-                "{test}: skipped: mount {args:?} failed: {}",
+            linerate_testkit::skip(format_args!(
+                "{test}: mount {args:?} failed: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
-            );
+            ));
             return None;
         }
         Some(Self { dir })
@@ -130,11 +132,13 @@ impl Drop for Mount {
     }
 }
 
-/// Fill the filesystem holding `dir` with a file of our own until it is full.
+/// Fill the filesystem holding `dir` with a file of our own until it is full (the tests'
+/// mounts are tens of MiB; the loop stops at 1 GiB whatever happens, and says so).
 pub fn hog(dir: &Path) {
     use std::io::Write;
     let mut f = std::fs::File::create(dir.join("hog")).unwrap();
     let chunk = vec![7u8; 64 << 10];
-    while f.write_all(&chunk).is_ok() {}
+    let full = (0..1 << 14).any(|_| f.write_all(&chunk).is_err());
+    assert!(full, "{} took 1 GiB without filling up", dir.display());
     let _ = f.sync_all();
 }
