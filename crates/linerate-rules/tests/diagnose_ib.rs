@@ -932,17 +932,45 @@ fn tcp_info_clears_a_window_an_inflated_rtt_suggests() {
 #[test]
 fn an_idle_sender_leaves_the_window_to_the_estimate() {
     // Tiny buffers on a short path: the socket drains before the sender runs again, which the
-    // kernel counts as idle time (busy 80%), not as waiting on the window.
-    let (local, remote) = buffered_ends();
+    // kernel counts as idle time (busy 80%), not as waiting on the window. 2 Gb/s × 40 µs =
+    // 10 kB in flight against 16 KiB buffers (an 8 KiB window): the estimate names the window.
+    let (mut local, _) = buffered_ends();
+    local.sockets.tcp_rmem = Some([4096, 8192, 16_384]);
+    local.sockets.tcp_wmem = Some([4096, 8192, 16_384]);
+    let tiny = Measured {
+        rtt_us: Some(40.0),
+        tcp_busy_percent: Some(80.0),
+        rwnd_limited_percent: Some(1.0),
+        sndbuf_limited_percent: Some(0.0),
+        ..tcp("send", 1, 2.0)
+    };
     let d = run(
         "tcp_info idle",
+        &input(local.clone(), Some(local), vec![tiny]),
+    );
+    let f = one(&d, "tcp.buffers_small", "test:tcp_bw send 1 stream(s)");
+    // No more than the send buffer can be in flight.
+    let shown: f64 = f.evidence["bytes_in_flight"].parse().unwrap();
+    assert!(shown <= 16_384.0, "{shown}");
+}
+
+#[test]
+fn a_loaded_hosts_inflated_rtt_does_not_make_a_large_window_the_limit() {
+    // Seen on a healthy veth path with the other core busy: the smoothed RTT rose to 1.4 ms,
+    // so rate × RTT came near the 3 MiB window, while the kernel counted the senders waiting
+    // on the window 0.3% of the time (their queues ran empty while their threads waited for a
+    // core, busy 80%). The kernel's accounting wins: not a window limit.
+    let (local, remote) = buffered_ends();
+    let d = run(
+        "loaded host",
         &input(
             local,
             Some(remote),
-            vec![windowed(1200.0, Some((80.0, 1.0, 0.0)))],
+            vec![windowed(1200.0, Some((80.0, 0.3, 0.0)))],
         ),
     );
-    one(&d, "tcp.buffers_small", "test:tcp_bw send 1 stream(s)");
+    assert!(find(&d, "tcp.buffers_small").is_empty(), "{:?}", ids(&d));
+    assert_ne!(d.verdict.limited_by.as_str(), "tcp_buffers");
 }
 
 #[test]
