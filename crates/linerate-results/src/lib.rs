@@ -13,6 +13,8 @@ use linerate_proto::{Direction, TestParams};
 pub use linerate_stats::LatencyUs;
 use serde::Serialize;
 
+pub mod disk;
+
 /// Bumped when a field is renamed or removed; adding fields does not bump it.
 pub const SCHEMA_VERSION: u32 = 1;
 
