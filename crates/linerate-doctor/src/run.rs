@@ -10,11 +10,16 @@ use linerate_engine::mem::{self, MemOp};
 use linerate_inventory::Inventory;
 use linerate_model::{host_stack_ceiling, HostStackCeiling, HostStackInput};
 use linerate_proto::{Direction, Psk, RefusalKind, TestKind, TestParams};
-use linerate_rules::{diagnose, CounterDelta, DiagnoseInput, EndFacts, Finding, Measured, Verdict};
+use linerate_rules::{diagnose, CounterDelta, DiagnoseInput, EndFacts, Measured};
 use serde::Serialize;
 use thiserror::Error;
 
 use crate::plan::{plan, Depth};
+
+// The report is plain data in `linerate-rules` and `describe` a pure function in
+// `linerate-results`, so renderers need not depend on this crate; re-exported under the old paths.
+pub use linerate_results::describe;
+pub use linerate_rules::report::{DoctorReport, Inventories, MemOut, PathFacts};
 
 #[derive(Clone)]
 pub struct DoctorOptions {
@@ -60,61 +65,6 @@ pub enum DoctorError {
     LocalServer(std::io::Error),
     #[error(transparent)]
     Client(#[from] linerate_bench::ClientError),
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct MemOut {
-    pub kind: &'static str,
-    pub threads: usize,
-    pub buffer_bytes: usize,
-    /// 10^9 bytes per second.
-    pub gb_per_s: f64,
-    /// The same in Gb/s, to set beside the network.
-    pub gbps: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Inventories {
-    /// `linerate probe --json` of this host.
-    pub local: serde_json::Value,
-    /// The server's probe document, when testing against one.
-    pub remote: Option<serde_json::Value>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PathFacts {
-    pub local: EndFacts,
-    pub remote: Option<EndFacts>,
-    /// Interfaces that carried the tests.
-    pub local_interface: Option<String>,
-    pub remote_interface: Option<String>,
-    pub counter_deltas: Vec<CounterDelta>,
-    /// The host stack's upper bound for one TCP stream (one memory copy per byte on each core
-    /// the stream runs on), Gb/s: the ceiling of a path without hardware.
-    pub stack_ceiling_gbps: Option<f64>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct DoctorReport {
-    pub schema_version: u32,
-    pub tool: linerate_results::Tool,
-    /// `self_check` or `two_hosts`.
-    pub mode: &'static str,
-    pub server: String,
-    pub verdict: Verdict,
-    pub findings: Vec<Finding>,
-    pub tests: Vec<TestResult>,
-    pub inventory: Inventories,
-    pub path: PathFacts,
-    pub memory: Vec<MemOut>,
-    /// `linerate disk` of each directory given (a short plan).
-    pub disks: Vec<linerate_storage::DiskReport>,
-    /// Memory, disks and network side by side; what limits a disk-to-disk copy.
-    pub pyramid: linerate_rules::pyramid::Pyramid,
-    pub checked: Vec<String>,
-    /// Tests that could not run or did not complete.
-    pub errors: Vec<String>,
-    pub seconds: f64,
 }
 
 /// CPU use of this host during one test.
@@ -920,46 +870,6 @@ fn route_interface(server: SocketAddr) -> Option<String> {
     let u = std::net::UdpSocket::bind(bind).ok()?;
     u.connect(server).ok()?;
     linerate_engine::sys::interface_of(u.local_addr().ok()?.ip())
-}
-
-/// `TCP send, 1 stream, 4 s`
-pub fn describe(p: &TestParams) -> String {
-    let dir = match p.direction {
-        Direction::Send => "send",
-        Direction::Receive => "receive",
-        Direction::Bidir => "bidir",
-    };
-    let secs = p.duration_ms as f64 / 1000.0;
-    match p.kind {
-        TestKind::TcpBw => format!(
-            "TCP {dir}, {} stream{}, {secs} s",
-            p.streams,
-            if p.streams == 1 { "" } else { "s" }
-        ),
-        TestKind::UdpBw => format!(
-            "UDP {dir} at {:.2} Gb/s, {secs} s",
-            p.bitrate_bps as f64 / 1e9
-        ),
-        TestKind::TcpLat => format!("TCP latency, {secs} s"),
-        TestKind::UdpLat => format!("UDP latency, {secs} s"),
-        TestKind::FileTransfer => format!(
-            "file copy to the server, {} MB",
-            p.file.as_ref().map_or(0, |f| f.size) / 1_000_000
-        ),
-        TestKind::Rdma => {
-            let r = p.rdma.as_ref();
-            format!(
-                "RDMA {} {}, {} KiB messages, {secs} s",
-                r.map_or("?", |r| r.op.as_str()),
-                if r.is_some_and(|r| r.latency) {
-                    "latency"
-                } else {
-                    "bandwidth"
-                },
-                p.length / 1024
-            )
-        }
-    }
 }
 
 fn short_result(t: &TestResult) -> String {

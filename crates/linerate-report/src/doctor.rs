@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use linerate_doctor::DoctorReport;
+use linerate_rules::report::DoctorReport;
 use linerate_rules::Severity;
 
 use crate::bench::num;
@@ -11,7 +11,7 @@ use crate::Style;
 
 /// `memory copy, 1 thread` over buffers larger than the caches, `cache copy, 1 thread` over
 /// cache-sized ones.
-fn memory_label(m: &linerate_doctor::MemOut) -> String {
+fn memory_label(m: &linerate_rules::report::MemOut) -> String {
     format!(
         "{} copy, {} thread{}",
         if m.buffer_bytes >= 64 << 20 {
@@ -87,7 +87,7 @@ fn render_disks(out: &mut String, r: &DoctorReport, style: Style) {
 }
 
 fn test_line(t: &linerate_results::TestResult) -> (String, String) {
-    let name = linerate_doctor::run::describe(&t.params);
+    let name = linerate_results::describe(&t.params);
     let mut r = String::new();
     if let Some(l) = &t.latency_us {
         let _ = write!(

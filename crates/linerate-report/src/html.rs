@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use linerate_doctor::DoctorReport;
+use linerate_rules::report::DoctorReport;
 use linerate_rules::Severity;
 
 use crate::bench::num;
@@ -353,7 +353,7 @@ fn timeline(r: &DoctorReport) -> String {
     let _ = write!(
         s,
         "<p class=\"cap\">{}: {} Gb/s in total</p>",
-        esc(&linerate_doctor::run::describe(&t.params)),
+        esc(&linerate_results::describe(&t.params)),
         num(t.gbps)
     );
     s
@@ -538,7 +538,7 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
         let _ = write!(
             o,
             "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&linerate_doctor::run::describe(&t.params)),
+            esc(&linerate_results::describe(&t.params)),
             esc(&res),
             esc(&cpu)
         );

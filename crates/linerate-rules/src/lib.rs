@@ -8,6 +8,7 @@ mod host;
 mod link;
 mod pcie;
 pub mod pyramid;
+pub mod report;
 
 use linerate_inventory::Inventory;
 use linerate_model::Ceiling;

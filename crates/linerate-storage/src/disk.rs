@@ -20,7 +20,6 @@
 //!   (plus the final fdatasync for writes); latency of every operation from its submission to its
 //!   completion, in an HDR histogram.
 
-use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -29,7 +28,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use thiserror::Error;
 
 use crate::engine::{self, Access, Job, Outcome, Stop, Watch};
@@ -37,8 +35,11 @@ use crate::mountinfo::{self, MountEntry};
 use crate::signals;
 use crate::size::{self, fmt_bytes, Medium, SizeError, SizeInput, MIB};
 use crate::sys::{self, IoKind, Uring, ALIGN};
-use linerate_stats::LatencyUs;
 use linerate_units::r3;
+
+// The output data lives in `linerate-results` (renderers depend on it, not on this crate);
+// re-exported here so `linerate_storage::disk::DiskReport` and the rest keep their paths.
+pub use linerate_results::disk::{DiskReport, DiskTestKind, DiskTestResult, Engine};
 
 /// Largest block: 64 MiB.
 pub const MAX_BLOCK: u32 = 64 << 20;
@@ -49,57 +50,6 @@ pub const MAX_QUEUE_DEPTH: u32 = 1024;
 /// Prefix of every test file's name.
 pub const FILE_PREFIX: &str = ".linerate-disk-";
 
-/// One test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum DiskTestKind {
-    #[serde(rename = "disk_seq_read")]
-    SeqRead,
-    #[serde(rename = "disk_seq_write")]
-    SeqWrite,
-    #[serde(rename = "disk_rand_read")]
-    RandRead,
-    #[serde(rename = "disk_rand_write")]
-    RandWrite,
-}
-
-impl DiskTestKind {
-    pub const ALL: [Self; 4] = [
-        Self::SeqRead,
-        Self::SeqWrite,
-        Self::RandRead,
-        Self::RandWrite,
-    ];
-
-    /// `disk_seq_read`, ...: the `kind` of the JSON result.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::SeqRead => "disk_seq_read",
-            Self::SeqWrite => "disk_seq_write",
-            Self::RandRead => "disk_rand_read",
-            Self::RandWrite => "disk_rand_write",
-        }
-    }
-
-    /// `seq_read`, ...: the name on the command line.
-    pub fn short(self) -> &'static str {
-        &self.as_str()["disk_".len()..]
-    }
-
-    pub fn is_write(self) -> bool {
-        matches!(self, Self::SeqWrite | Self::RandWrite)
-    }
-
-    pub fn is_seq(self) -> bool {
-        matches!(self, Self::SeqRead | Self::SeqWrite)
-    }
-}
-
-impl fmt::Display for DiskTestKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.short())
-    }
-}
-
 /// Which engine to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EngineChoice {
@@ -108,24 +58,6 @@ pub enum EngineChoice {
     Auto,
     IoUring,
     Sync,
-}
-
-/// The engine that ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Engine {
-    #[serde(rename = "io_uring")]
-    IoUring,
-    #[serde(rename = "sync")]
-    Sync,
-}
-
-impl Engine {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::IoUring => "io_uring",
-            Self::Sync => "sync",
-        }
-    }
 }
 
 /// What to run.
@@ -238,53 +170,6 @@ impl DiskPlan {
         }
         Ok(())
     }
-}
-
-/// One test's result (`linerate disk --json`: `tests[]`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct DiskTestResult {
-    pub kind: DiskTestKind,
-    /// 10^9 bit/s.
-    pub gbps: f64,
-    /// 10^9 byte/s.
-    pub gb_per_s: f64,
-    /// Operations per second.
-    pub iops: f64,
-    /// `None` when no operation completed.
-    pub latency_us: Option<LatencyUs>,
-    pub block_bytes: u64,
-    pub queue_depth: u32,
-    /// O_DIRECT (true) or through the page cache (false).
-    pub direct: bool,
-    pub file_bytes: u64,
-    pub engine: Engine,
-    /// Measured time, s (writes include the final fdatasync).
-    pub seconds: f64,
-    pub bytes: u64,
-    pub ops: u64,
-    /// The mount holding the path: `ext4 /dev/vda`, `tmpfs`, `nfs4 server:/export`.
-    pub filesystem: String,
-    /// Set when the test stopped early; the figures are what was measured until then.
-    pub error: Option<String>,
-}
-
-/// The whole run.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct DiskReport {
-    /// The directory measured (as given).
-    pub path: PathBuf,
-    pub filesystem: String,
-    pub mount_point: Option<PathBuf>,
-    /// 0 when the run stopped before the size was chosen.
-    pub file_bytes: u64,
-    /// Bytes of I/O buffers held (`queue_depth × largest block`).
-    pub buffer_bytes: u64,
-    pub direct: bool,
-    pub engine: Option<Engine>,
-    pub tests: Vec<DiskTestResult>,
-    /// What a reader needs to interpret the figures (buffered I/O, memory filesystem, ...).
-    pub notes: Vec<String>,
-    pub error: Option<String>,
 }
 
 /// Progress, as it happens.
@@ -880,20 +765,6 @@ mod tests {
         assert!(bad(&|p| p.tests = vec![DiskTestKind::SeqRead; 2]).contains("twice"));
         assert!(bad(&|p| p.size = Some(4096)).contains("smaller than one block"));
         assert!(bad(&|p| p.duration = Duration::ZERO).contains("positive"));
-    }
-
-    #[test]
-    fn kinds() {
-        assert_eq!(DiskTestKind::RandWrite.as_str(), "disk_rand_write");
-        assert_eq!(DiskTestKind::SeqRead.short(), "seq_read");
-        assert_eq!(
-            serde_json::to_string(&DiskTestKind::RandRead).unwrap(),
-            "\"disk_rand_read\""
-        );
-        assert_eq!(
-            serde_json::to_string(&Engine::IoUring).unwrap(),
-            "\"io_uring\""
-        );
     }
 
     #[test]
