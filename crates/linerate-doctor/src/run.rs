@@ -1,6 +1,5 @@
 //! Running doctor: probe, tests, counters, memory, then the rules.
 
-use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -873,31 +872,5 @@ fn route_interface(server: SocketAddr) -> Option<String> {
 }
 
 fn short_result(t: &TestResult) -> String {
-    if let Some(f) = &t.file {
-        return format!(
-            "{:.2} GB/s end to end; slowest layer: {}",
-            f.end_to_end_gbps / 8.0,
-            f.bottleneck.unwrap_or("?")
-        );
-    }
-    if let Some(l) = &t.latency_us {
-        return format!(
-            "p50 {:.1} µs, p99 {:.1} µs, {:.0} transactions/s",
-            l.p50,
-            l.p99,
-            t.transactions_per_s.unwrap_or(0.0)
-        );
-    }
-    let mut s = format!("{:.2} Gb/s", t.gbps);
-    if let Some(l) = t.loss_percent {
-        let _ = write!(s, ", loss {l:.2}%");
-    }
-    if let (Some(a), Some(b)) = (&t.sender, &t.receiver) {
-        let _ = write!(
-            s,
-            ", CPU sender {:.0}% receiver {:.0}%",
-            a.cpu_percent, b.cpu_percent
-        );
-    }
-    s
+    t.summary_parts().join(", ")
 }

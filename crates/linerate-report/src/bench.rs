@@ -231,19 +231,7 @@ fn file_block(out: &mut String, f: &FileTransferOut, style: Style) {
 }
 
 /// Numbers with three significant digits where that reads well.
-pub fn num(x: f64) -> String {
-    if x == 0.0 {
-        "0".into()
-    } else if x.abs() >= 100.0 {
-        format!("{x:.0}")
-    } else if x.abs() >= 10.0 {
-        format!("{x:.1}")
-    } else if x.abs() >= 1.0 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.3}")
-    }
-}
+pub use linerate_units::fmt_sig as num;
 
 fn bytes(b: u64) -> String {
     let b = b as f64;

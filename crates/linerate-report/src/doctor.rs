@@ -87,42 +87,15 @@ fn render_disks(out: &mut String, r: &DoctorReport, style: Style) {
 }
 
 fn test_line(t: &linerate_results::TestResult) -> (String, String) {
-    let name = linerate_results::describe(&t.params);
-    let mut r = String::new();
-    if let Some(l) = &t.latency_us {
-        let _ = write!(
-            r,
-            "p50 {} µs   p99 {} µs   {} transactions/s",
-            num(l.p50),
-            num(l.p99),
-            num(t.transactions_per_s.unwrap_or(0.0))
-        );
-    } else {
-        let _ = write!(r, "{:>8} Gb/s", num(t.gbps));
-        if let Some(l) = t.loss_percent {
-            let _ = write!(
-                r,
-                "   loss {}%   jitter {} µs",
-                num(l),
-                num(t.jitter_us.unwrap_or(0.0))
-            );
-        }
-        if let (Some(s), Some(rc)) = (&t.sender, &t.receiver) {
-            let _ = write!(
-                r,
-                "   CPU sender {}% receiver {}%",
-                num(s.cpu_percent),
-                num(rc.cpu_percent)
-            );
-        }
-        if let Some(x) = t.retransmits.filter(|x| *x > 0) {
-            let _ = write!(r, "   retransmits {x}");
-        }
+    let mut parts = t.summary_parts().into_iter();
+    let first = parts.next().unwrap_or_default();
+    let rest: Vec<String> = parts.collect();
+    let mut r = format!("{first:>13}");
+    if !rest.is_empty() {
+        r.push_str("   ");
+        r.push_str(&rest.join("   "));
     }
-    if let Some(e) = &t.error {
-        let _ = write!(r, "   (incomplete: {e})");
-    }
-    (name, r)
+    (linerate_results::describe(&t.params), r)
 }
 
 /// The whole report for a terminal.

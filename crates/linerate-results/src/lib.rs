@@ -227,6 +227,55 @@ impl TestResult {
     }
 }
 
+impl TestResult {
+    /// The result in a few short phrases, most important first, for one line of text: doctor's
+    /// progress lines join them with ", ", the report's table with wider gaps.
+    pub fn summary_parts(&self) -> Vec<String> {
+        use linerate_units::fmt_sig;
+        let mut v = Vec::new();
+        if let Some(f) = &self.file {
+            v.push(format!(
+                "{} GB/s end to end",
+                fmt_sig(linerate_units::gbps_to_gb_per_s(f.end_to_end_gbps))
+            ));
+            if let Some(b) = f.bottleneck {
+                v.push(format!("slowest layer: {b}"));
+            }
+        } else if let Some(l) = &self.latency_us {
+            v.push(format!("p50 {} µs", fmt_sig(l.p50)));
+            v.push(format!("p99 {} µs", fmt_sig(l.p99)));
+            v.push(format!(
+                "{} transactions/s",
+                fmt_sig(self.transactions_per_s.unwrap_or(0.0))
+            ));
+        } else {
+            v.push(format!("{} Gb/s", fmt_sig(self.gbps)));
+            if let Some(l) = self.loss_percent {
+                v.push(format!("loss {}%", fmt_sig(l)));
+                if let Some(j) = self.jitter_us {
+                    v.push(format!("jitter {} µs", fmt_sig(j)));
+                }
+            }
+        }
+        if self.file.is_none() && self.latency_us.is_none() {
+            if let (Some(s), Some(r)) = (&self.sender, &self.receiver) {
+                v.push(format!(
+                    "CPU sender {}% receiver {}%",
+                    fmt_sig(s.cpu_percent),
+                    fmt_sig(r.cpu_percent)
+                ));
+            }
+            if let Some(x) = self.retransmits.filter(|x| *x > 0) {
+                v.push(format!("retransmits {x}"));
+            }
+        }
+        if let Some(e) = &self.error {
+            v.push(format!("(incomplete: {e})"));
+        }
+        v
+    }
+}
+
 /// The RDMA part of a result.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct RdmaOut {

@@ -94,6 +94,23 @@ pub fn fmt_num(x: f64) -> String {
     format!("{x:.2}")
 }
 
+/// A measured figure for people to read: three significant digits (`37.0`, `4.82`, `0.573`,
+/// `171`), `0` for zero. [`fmt_num`] is for exact figures (rate tables, evidence) where every
+/// digit counts; this one is for measurements, where the fourth digit is noise.
+pub fn fmt_sig(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1}")
+    } else if x.abs() >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
 /// A number rounded to `decimals` places, then written as [`fmt_num`] does (`37.02`, `40`).
 pub fn fmt_round(x: f64, decimals: u32) -> String {
     fmt_num(round(x, decimals))
@@ -148,5 +165,10 @@ mod tests {
         assert_eq!(fmt_num(1.0 / 3.0), "0.33");
         assert_eq!(fmt_round(37.021, 2), "37.02");
         assert_eq!(fmt_round(40.0, 2), "40");
+        assert_eq!(fmt_sig(0.0), "0");
+        assert_eq!(fmt_sig(171.4), "171");
+        assert_eq!(fmt_sig(37.04), "37.0");
+        assert_eq!(fmt_sig(4.8249), "4.82");
+        assert_eq!(fmt_sig(0.5734), "0.573");
     }
 }
