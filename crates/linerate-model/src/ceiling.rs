@@ -83,6 +83,21 @@ pub enum StageKind {
     State,
 }
 
+impl StageKind {
+    /// The stage's name in JSON and text (`pcie_payload`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Signalling => "signalling",
+            Self::Encoding => "encoding",
+            Self::PcieLink => "pcie_link",
+            Self::PcieEncoding => "pcie_encoding",
+            Self::PciePayload => "pcie_payload",
+            Self::TcpGoodput => "tcp_goodput",
+            Self::State => "state",
+        }
+    }
+}
+
 /// What limits the ceiling (JSON contract values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -422,6 +437,21 @@ pub use linerate_units::fmt_num;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stage_names_are_their_json_names() {
+        for k in [
+            StageKind::Signalling,
+            StageKind::Encoding,
+            StageKind::PcieLink,
+            StageKind::PcieEncoding,
+            StageKind::PciePayload,
+            StageKind::TcpGoodput,
+            StageKind::State,
+        ] {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+    }
     use crate::{IbSpeed, PcieGen};
 
     fn ib(speed: IbSpeed, width: u8) -> Option<LinkInput> {

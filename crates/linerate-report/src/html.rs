@@ -84,11 +84,7 @@ fn waterfall(r: &DoctorReport) -> String {
         }
     } else {
         for s in &chain {
-            let name = serde_json::to_value(s.stage)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
-            bars.push((name, s.gbps, "#94a3b8"));
+            bars.push((s.stage.as_str().to_string(), s.gbps, "#94a3b8"));
         }
     }
     let ends = std::iter::once(("local", &r.path.local))

@@ -33,10 +33,7 @@ fn limited_by_words(l: LimitedBy) -> &'static str {
 pub fn render_chain(out: &mut String, c: &Ceiling, style: Style, indent: &str) {
     let top = c.chain.iter().map(|s| s.gbps).fold(0.0_f64, f64::max);
     for s in &c.chain {
-        let stage = serde_json::to_value(s.stage)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
+        let stage = s.stage.as_str();
         let frac = if top > 0.0 { s.gbps / top } else { 0.0 };
         let _ = writeln!(
             out,
