@@ -358,7 +358,25 @@ fn dir_block(out: &mut String, d: &DirStats, style: Style, indent: &str) {
 /// The summary of a finished test.
 pub fn render_bench(t: &TestResult, style: Style) -> String {
     let mut out = String::new();
-    let p = &t.params;
+    title_line(&mut out, t, style);
+    if let Some(r) = &t.rdma {
+        rdma_block(&mut out, t, r, style);
+    } else if let Some(f) = &t.file {
+        file_summary(&mut out, t, f, style);
+    } else if let Some(l) = &t.latency_us {
+        latency_summary(&mut out, t, l, style);
+    } else if t.directions.is_empty() {
+        dir_block(&mut out, &flat_direction(t), style, "  ");
+    } else {
+        directions_summary(&mut out, t, style);
+    }
+    streams_line(&mut out, t);
+    error_line(&mut out, t, style);
+    out
+}
+
+/// "TCP → server via eth0": what ran, where to, and through which local interface.
+fn title_line(out: &mut String, t: &TestResult, style: Style) {
     let via = t
         .local
         .as_ref()
@@ -368,85 +386,101 @@ pub fn render_bench(t: &TestResult, style: Style) -> String {
     let _ = writeln!(
         out,
         "{}{via}",
-        style.bold(&format!("{} → {}", kind_words(p), t.server))
+        style.bold(&format!("{} → {}", kind_words(&t.params), t.server))
     );
-    if let Some(r) = &t.rdma {
-        rdma_block(&mut out, t, r, style);
-    } else if let Some(f) = &t.file {
-        file_block(&mut out, f, style);
-        if let (Some(s), Some(r)) = (&t.sender, &t.receiver) {
-            let _ = writeln!(
-                out,
-                "  network {} Gb/s received; CPU {}% (this host), {}% (server)",
-                num(r.gbps),
-                num(s.cpu_percent),
-                num(r.cpu_percent)
-            );
-        }
-    } else if let Some(l) = &t.latency_us {
-        round_trip_line(&mut out, l, style);
+}
+
+/// A file transfer: the file block, then the network side of it.
+fn file_summary(out: &mut String, t: &TestResult, f: &FileTransferOut, style: Style) {
+    file_block(out, f, style);
+    if let (Some(s), Some(r)) = (&t.sender, &t.receiver) {
         let _ = writeln!(
             out,
-            "  {} transactions/s{}",
-            num(t.transactions_per_s.unwrap_or(0.0)),
-            t.lost_transactions
-                .filter(|l| *l > 0)
-                .map_or(String::new(), |l| format!(
-                    ", {l} lost (no reply in 200 ms)"
-                ))
+            "  network {} Gb/s received; CPU {}% (this host), {}% (server)",
+            num(r.gbps),
+            num(s.cpu_percent),
+            num(r.cpu_percent)
         );
-        if let (Some(s), Some(r)) = (&t.sender, &t.receiver) {
-            let _ = writeln!(
-                out,
-                "  CPU {}% (this host), {}% (server)",
-                num(s.cpu_percent),
-                num(r.cpu_percent)
-            );
-        }
-    } else if t.directions.is_empty() {
-        // One direction: rebuild its block from the flat fields.
-        let d = DirStats {
-            direction: t.direction,
-            bytes: t.bytes,
-            gbps: t.gbps,
-            l2_gbps: t.l2_gbps,
-            sender: t.sender.clone().unwrap_or(linerate_results::Endpoint {
-                host: "local",
-                bytes: 0,
-                gbps: 0.0,
-                cpu_percent: 0.0,
-            }),
-            receiver: t.receiver.clone(),
-            retransmits: t.retransmits,
-            segments: t.segments,
-            rtt_us: t.rtt_us,
-            cwnd: t.cwnd,
-            mss: None,
-            tcp_limited: t.tcp_limited,
-            packets: t.packets,
-            lost_packets: t.lost_packets,
-            loss_percent: t.loss_percent,
-            out_of_order: t.out_of_order,
-            jitter_us: t.jitter_us,
-            intervals: Vec::new(),
-            per_stream: t.per_stream.clone(),
-        };
-        dir_block(&mut out, &d, style, "  ");
-    } else {
-        for d in &t.directions {
-            let _ = writeln!(
-                out,
-                "  {}:",
-                if d.direction == Direction::Send {
-                    "this host → server"
-                } else {
-                    "server → this host"
-                }
-            );
-            dir_block(&mut out, d, style, "    ");
-        }
-        let _ = writeln!(out, "  total {} Gb/s", style.bold(&num(t.gbps)));
     }
+}
+
+/// A latency test: round trips, transaction rate and lost transactions, CPU.
+fn latency_summary(
+    out: &mut String,
+    t: &TestResult,
+    l: &linerate_results::LatencyUs,
+    style: Style,
+) {
+    round_trip_line(out, l, style);
+    let _ = writeln!(
+        out,
+        "  {} transactions/s{}",
+        num(t.transactions_per_s.unwrap_or(0.0)),
+        t.lost_transactions
+            .filter(|l| *l > 0)
+            .map_or(String::new(), |l| format!(
+                ", {l} lost (no reply in 200 ms)"
+            ))
+    );
+    if let (Some(s), Some(r)) = (&t.sender, &t.receiver) {
+        let _ = writeln!(
+            out,
+            "  CPU {}% (this host), {}% (server)",
+            num(s.cpu_percent),
+            num(r.cpu_percent)
+        );
+    }
+}
+
+/// One direction: rebuild its block from the flat fields of the result.
+fn flat_direction(t: &TestResult) -> DirStats {
+    DirStats {
+        direction: t.direction,
+        bytes: t.bytes,
+        gbps: t.gbps,
+        l2_gbps: t.l2_gbps,
+        sender: t.sender.clone().unwrap_or(linerate_results::Endpoint {
+            host: "local",
+            bytes: 0,
+            gbps: 0.0,
+            cpu_percent: 0.0,
+        }),
+        receiver: t.receiver.clone(),
+        retransmits: t.retransmits,
+        segments: t.segments,
+        rtt_us: t.rtt_us,
+        cwnd: t.cwnd,
+        mss: None,
+        tcp_limited: t.tcp_limited,
+        packets: t.packets,
+        lost_packets: t.lost_packets,
+        loss_percent: t.loss_percent,
+        out_of_order: t.out_of_order,
+        jitter_us: t.jitter_us,
+        intervals: Vec::new(),
+        per_stream: t.per_stream.clone(),
+    }
+}
+
+/// Both directions (bidirectional test): one block each, then the total.
+fn directions_summary(out: &mut String, t: &TestResult, style: Style) {
+    for d in &t.directions {
+        let _ = writeln!(
+            out,
+            "  {}:",
+            if d.direction == Direction::Send {
+                "this host → server"
+            } else {
+                "server → this host"
+            }
+        );
+        dir_block(out, d, style, "    ");
+    }
+    let _ = writeln!(out, "  total {} Gb/s", style.bold(&num(t.gbps)));
+}
+
+/// Per-stream rates, only when there was more than one stream.
+fn streams_line(out: &mut String, t: &TestResult) {
     if t.per_stream.len() > 1 {
         let per: Vec<String> = t
             .per_stream
@@ -462,6 +496,10 @@ pub fn render_bench(t: &TestResult, style: Style) -> String {
             .collect();
         let _ = writeln!(out, "  streams  {}", per.join(", "));
     }
+}
+
+/// The error that ended the test early, if any.
+fn error_line(out: &mut String, t: &TestResult, style: Style) {
     if let Some(e) = &t.error {
         let _ = writeln!(
             out,
@@ -469,5 +507,4 @@ pub fn render_bench(t: &TestResult, style: Style) -> String {
             style.severity(linerate_rules::Severity::Error, "error:")
         );
     }
-    out
 }
