@@ -101,6 +101,18 @@ fn test_line(t: &linerate_results::TestResult) -> (String, String) {
 /// The whole report for a terminal.
 pub fn render_doctor(r: &DoctorReport, style: Style) -> String {
     let mut out = String::new();
+    title_and_verdict(&mut out, r, style);
+    tests_section(&mut out, r, style);
+    pyramid_section(&mut out, r, style);
+    findings_section(&mut out, r, style);
+    path_section(&mut out, r, style);
+    footer(&mut out, r, style);
+    out
+}
+
+/// The title (self-check or the server, and the local interface), then the verdict coloured by
+/// the most severe finding.
+fn title_and_verdict(out: &mut String, r: &DoctorReport, style: Style) {
     let title = if r.mode == "self_check" {
         format!(
             "linerate doctor: self-check of this machine{}",
@@ -132,7 +144,10 @@ pub fn render_doctor(r: &DoctorReport, style: Style) -> String {
         verdict_style("VERDICT"),
         style.bold(&r.verdict.summary)
     );
+}
 
+/// One line per test run, then the tests that did not complete.
+fn tests_section(out: &mut String, r: &DoctorReport, style: Style) {
     let _ = writeln!(out, "{}", style.bold("tests"));
     for t in &r.tests {
         let (a, b) = test_line(t);
@@ -146,12 +161,41 @@ pub fn render_doctor(r: &DoctorReport, style: Style) -> String {
         );
     }
     out.push('\n');
+}
 
+/// The layers from memory up to the file copy, all in Gb/s so they compare.
+fn pyramid_section(out: &mut String, r: &DoctorReport, style: Style) {
     let _ = writeln!(
         out,
         "{}",
         style.bold("the pyramid (Gb/s, so the layers compare)")
     );
+    memory_rows(out, r);
+    ceiling_rows(out, r);
+    let best_net = r
+        .pyramid
+        .rows
+        .iter()
+        .find(|x| x.layer == "network")
+        .map_or(r.verdict.gbps, |x| x.gbps);
+    let _ = writeln!(
+        out,
+        "    network, best TCP result   {:>9} Gb/s",
+        num(best_net)
+    );
+    render_disks(out, r, style);
+    file_copy_row(out, r);
+    if let Some(c) = &r.pyramid.copy {
+        let _ = writeln!(out, "    {}", c.sentence);
+    }
+    for n in &r.pyramid.notes {
+        let _ = writeln!(out, "    {}", style.dim(n));
+    }
+    out.push('\n');
+}
+
+/// One row per memory-copy measurement.
+fn memory_rows(out: &mut String, r: &DoctorReport) {
     for m in &r.memory {
         let _ = writeln!(
             out,
@@ -169,6 +213,10 @@ pub fn render_doctor(r: &DoctorReport, style: Style) -> String {
             }
         );
     }
+}
+
+/// The host TCP stack's upper bound and the port ceilings of both ends, where known.
+fn ceiling_rows(out: &mut String, r: &DoctorReport) {
     if let Some(s) = r.path.stack_ceiling_gbps {
         let _ = writeln!(
             out,
@@ -198,18 +246,10 @@ pub fn render_doctor(r: &DoctorReport, style: Style) -> String {
             c.limited_by.as_str()
         );
     }
-    let best_net = r
-        .pyramid
-        .rows
-        .iter()
-        .find(|x| x.layer == "network")
-        .map_or(r.verdict.gbps, |x| x.gbps);
-    let _ = writeln!(
-        out,
-        "    network, best TCP result   {:>9} Gb/s",
-        num(best_net)
-    );
-    render_disks(&mut out, r, style);
+}
+
+/// The measured file copy and, when known, the layers it went through.
+fn file_copy_row(out: &mut String, r: &DoctorReport) {
     if let Some(copy) = r.pyramid.rows.iter().find(|x| x.layer == "file_copy") {
         let layers = r.pyramid.copy.as_ref().map_or(String::new(), |c| {
             c.layers
@@ -232,53 +272,26 @@ pub fn render_doctor(r: &DoctorReport, style: Style) -> String {
             }
         );
     }
-    if let Some(c) = &r.pyramid.copy {
-        let _ = writeln!(out, "    {}", c.sentence);
-    }
-    for n in &r.pyramid.notes {
-        let _ = writeln!(out, "    {}", style.dim(n));
-    }
-    out.push('\n');
+}
 
+/// The findings, most severe first.
+fn findings_section(out: &mut String, r: &DoctorReport, style: Style) {
     let _ = writeln!(out, "{}", style.bold("findings (most severe first)"));
     if r.findings.is_empty() {
         let _ = writeln!(out, "    none");
     }
     for f in &r.findings {
-        render_finding(&mut out, f, style, "    ");
+        render_finding(out, f, style, "    ");
     }
     out.push('\n');
+}
+
+/// Both ends of the path, then the counters that rose during the tests.
+fn path_section(out: &mut String, r: &DoctorReport, style: Style) {
     let _ = writeln!(out, "{}", style.bold("path"));
-    let end = |out: &mut String, label: &str, f: &linerate_rules::EndFacts| {
-        let _ = writeln!(
-            out,
-            "    {label:<7} {} ({})   MTU {}{}{}",
-            f.netdev.as_deref().unwrap_or("?"),
-            f.port_kind
-                .map_or("?", linerate_inventory::PortKind::as_str),
-            f.mtu.map_or("?".into(), |m| m.to_string()),
-            f.ipoib_mode
-                .map_or(String::new(), |m| format!("   IPoIB {}", m.as_str())),
-            if f.shapers.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "   shaper {}",
-                    f.shapers
-                        .iter()
-                        .map(|s| format!("{} {} Gbit/s", s.kind, num(s.rate_bps as f64 / 1e9)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            }
-        );
-        if let Some(c) = &f.ceiling {
-            let _ = writeln!(out, "            {}", style.dim(&c.summary));
-        }
-    };
-    end(&mut out, "local", &r.path.local);
+    path_end(out, "local", &r.path.local, style);
     if let Some(rm) = &r.path.remote {
-        end(&mut out, "remote", rm);
+        path_end(out, "remote", rm, style);
     }
     for c in &r.path.counter_deltas {
         let _ = writeln!(
@@ -287,6 +300,47 @@ pub fn render_doctor(r: &DoctorReport, style: Style) -> String {
             c.name, c.delta
         );
     }
+}
+
+/// One end of the path: interface, port kind, MTU, IPoIB mode, shapers, and its ceiling.
+fn path_end(out: &mut String, label: &str, f: &linerate_rules::EndFacts, style: Style) {
+    let _ = writeln!(
+        out,
+        "    {label:<7} {} ({})   MTU {}{}{}",
+        f.netdev.as_deref().unwrap_or("?"),
+        f.port_kind
+            .map_or("?", linerate_inventory::PortKind::as_str),
+        f.mtu.map_or("?".into(), |m| m.to_string()),
+        f.ipoib_mode
+            .map_or(String::new(), |m| format!("   IPoIB {}", m.as_str())),
+        shapers_words(f)
+    );
+    if let Some(c) = &f.ceiling {
+        let _ = writeln!(out, "            {}", style.dim(&c.summary));
+    }
+}
+
+/// "   shaper tbf 5 Gbit/s, ..." or nothing when no shaper limits this end.
+fn shapers_words(f: &linerate_rules::EndFacts) -> String {
+    if f.shapers.is_empty() {
+        return String::new();
+    }
+    format!(
+        "   shaper {}",
+        f.shapers
+            .iter()
+            .map(|s| format!(
+                "{} {} Gbit/s",
+                s.kind,
+                num(linerate_units::bps_to_gbps(s.rate_bps as f64))
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// What was checked, and how long doctor took.
+fn footer(out: &mut String, r: &DoctorReport, style: Style) {
     let _ = writeln!(
         out,
         "\n{} {}",
@@ -298,5 +352,4 @@ pub fn render_doctor(r: &DoctorReport, style: Style) -> String {
         "{}",
         style.dim(&format!("doctor took {} s", num(r.seconds)))
     );
-    out
 }
