@@ -232,33 +232,76 @@ fn timeline(r: &DoctorReport) -> String {
     let Some(t) = t else {
         return "<p>No throughput test completed.</p>".into();
     };
-    let n = t
-        .intervals
-        .iter()
-        .map(|i| i.streams.len())
-        .max()
-        .unwrap_or(0);
-    let tmax = t
-        .intervals
-        .iter()
-        .map(|i| i.end_s)
-        .fold(0.0_f64, f64::max)
-        .max(1e-9);
-    let gtop = t
-        .intervals
-        .iter()
-        .flat_map(|i| i.streams.iter().copied().chain(std::iter::once(i.gbps)))
-        .fold(0.0_f64, f64::max)
-        .max(1e-9);
-    let ystep = nice_step(gtop, 4.0);
-    let gmax = (gtop / ystep).ceil() * ystep;
-    let xstep = nice_step(tmax, 6.0);
-    let (w, h, l, b) = (760.0, 280.0, 60.0, 40.0);
-    let x = |s: f64| l + (w - l - 20.0) * s / tmax;
-    let y = |g: f64| h - b - (h - b - 25.0) * g / gmax;
+    let frame = TimeFrame::new(&t.intervals);
+    let (w, h) = (frame.w, frame.h);
     let mut s = format!(
         r#"<svg class="chart" id="timeline" role="img" aria-label="throughput over time" viewBox="0 0 {w} {h}" width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg">"#
     );
+    timeline_axes(&mut s, &frame);
+    timeline_lines(&mut s, &frame, &t.intervals);
+    s.push_str("</svg>");
+    let _ = write!(
+        s,
+        "<p class=\"cap\">{}: {} Gb/s in total</p>",
+        esc(&linerate_results::describe(&t.params)),
+        num(t.gbps)
+    );
+    s
+}
+
+/// The timeline's geometry: the SVG size, its left and bottom margins, and the data range
+/// (seconds on x, Gb/s on y) rounded out to whole tick steps on y.
+struct TimeFrame {
+    w: f64,
+    h: f64,
+    l: f64,
+    b: f64,
+    tmax: f64,
+    gmax: f64,
+    xstep: f64,
+    ystep: f64,
+}
+
+impl TimeFrame {
+    fn new(intervals: &[linerate_results::IntervalOut]) -> Self {
+        // Both maxima stay above zero so an all-zero test still has a scale to divide by.
+        let tmax = intervals
+            .iter()
+            .map(|i| i.end_s)
+            .fold(0.0_f64, f64::max)
+            .max(1e-9);
+        let gtop = intervals
+            .iter()
+            .flat_map(|i| i.streams.iter().copied().chain(std::iter::once(i.gbps)))
+            .fold(0.0_f64, f64::max)
+            .max(1e-9);
+        let ystep = nice_step(gtop, 4.0);
+        Self {
+            w: 760.0,
+            h: 280.0,
+            l: 60.0,
+            b: 40.0,
+            tmax,
+            gmax: (gtop / ystep).ceil() * ystep,
+            xstep: nice_step(tmax, 6.0),
+            ystep,
+        }
+    }
+
+    /// Seconds to the SVG x coordinate.
+    fn x(&self, s: f64) -> f64 {
+        self.l + (self.w - self.l - 20.0) * s / self.tmax
+    }
+
+    /// Gb/s to the SVG y coordinate.
+    fn y(&self, g: f64) -> f64 {
+        self.h - self.b - (self.h - self.b - 25.0) * g / self.gmax
+    }
+}
+
+/// Both axes, the Gb/s grid and ticks, the seconds ticks, and the axis names.
+fn timeline_axes(s: &mut String, f: &TimeFrame) {
+    let TimeFrame { w, h, l, b, .. } = *f;
     let _ = write!(
         s,
         r##"<line x1="{l}" y1="{y0}" x2="{x1}" y2="{y0}" stroke="#334155"/><line x1="{l}" y1="25" x2="{l}" y2="{y0}" stroke="#334155"/>"##,
@@ -266,30 +309,30 @@ fn timeline(r: &DoctorReport) -> String {
         x1 = w - 20.0
     );
     let mut g = 0.0;
-    while g <= gmax + 1e-9 {
+    while g <= f.gmax + 1e-9 {
         let _ = write!(
             s,
             r##"<text x="{tx}" y="{ty:.1}" text-anchor="end" class="val">{v}</text><line x1="{l}" y1="{ty2:.1}" x2="{x1}" y2="{ty2:.1}" stroke="#e2e8f0"/>"##,
             tx = l - 6.0,
-            ty = y(g) + 4.0,
+            ty = f.y(g) + 4.0,
             v = linerate_model::ceiling::fmt_num(linerate_units::r3(g)),
-            ty2 = y(g),
+            ty2 = f.y(g),
             x1 = w - 20.0
         );
-        g += ystep;
+        g += f.ystep;
     }
     let mut ts = 0.0;
-    while ts <= tmax + 1e-9 {
+    while ts <= f.tmax + 1e-9 {
         let _ = write!(
             s,
             r##"<line x1="{xx:.1}" y1="{y0}" x2="{xx:.1}" y2="{y1}" stroke="#334155"/><text x="{xx:.1}" y="{ty}" text-anchor="middle" class="val">{v}</text>"##,
-            xx = x(ts),
+            xx = f.x(ts),
             y0 = h - b,
             y1 = h - b + 4.0,
             ty = h - b + 16.0,
             v = linerate_model::ceiling::fmt_num(linerate_units::r3(ts))
         );
-        ts += xstep;
+        ts += f.xstep;
     }
     let _ = write!(
         s,
@@ -298,11 +341,18 @@ fn timeline(r: &DoctorReport) -> String {
         ly = h - 6.0,
         my = h / 2.0
     );
+}
+
+/// The series to draw: one per stream, plus the total when there is more than one stream.
+fn timeline_series(
+    intervals: &[linerate_results::IntervalOut],
+) -> Vec<(String, Vec<f64>, &'static str)> {
+    let n = intervals.iter().map(|i| i.streams.len()).max().unwrap_or(0);
     let mut series: Vec<(String, Vec<f64>, &str)> = (0..n)
         .map(|k| {
             (
                 format!("stream {k}"),
-                t.intervals
+                intervals
                     .iter()
                     .map(|i| i.streams.get(k).copied().unwrap_or(0.0))
                     .collect(),
@@ -313,19 +363,23 @@ fn timeline(r: &DoctorReport) -> String {
     if n > 1 {
         series.push((
             "total".into(),
-            t.intervals.iter().map(|i| i.gbps).collect(),
+            intervals.iter().map(|i| i.gbps).collect(),
             "#0f172a",
         ));
     }
-    for (k, (name, vals, color)) in series.iter().enumerate() {
-        let pts: Vec<String> = t
-            .intervals
+    series
+}
+
+/// Each series as a step line, with its legend entry along the top.
+fn timeline_lines(s: &mut String, f: &TimeFrame, intervals: &[linerate_results::IntervalOut]) {
+    for (k, (name, vals, color)) in timeline_series(intervals).iter().enumerate() {
+        let pts: Vec<String> = intervals
             .iter()
             .zip(vals)
             .flat_map(|(i, g)| {
                 [
-                    format!("{:.1},{:.1}", x(i.start_s), y(*g)),
-                    format!("{:.1},{:.1}", x(i.end_s), y(*g)),
+                    format!("{:.1},{:.1}", f.x(i.start_s), f.y(*g)),
+                    format!("{:.1},{:.1}", f.x(i.end_s), f.y(*g)),
                 ]
             })
             .collect();
@@ -339,20 +393,12 @@ fn timeline(r: &DoctorReport) -> String {
             s,
             r#"<rect x="{lx}" y="{ly}" width="12" height="3" fill="{color}"/><text x="{tx}" y="{ty}" class="val">{}</text>"#,
             esc(name),
-            lx = l + 10.0 + 90.0 * k as f64,
+            lx = f.l + 10.0 + 90.0 * k as f64,
             ly = 8.0,
-            tx = l + 26.0 + 90.0 * k as f64,
+            tx = f.l + 26.0 + 90.0 * k as f64,
             ty = 13.0
         );
     }
-    s.push_str("</svg>");
-    let _ = write!(
-        s,
-        "<p class=\"cap\">{}: {} Gb/s in total</p>",
-        esc(&linerate_results::describe(&t.params)),
-        num(t.gbps)
-    );
-    s
 }
 
 /// Latency distribution: transactions per log-spaced bucket, on a log count scale so the tail shows.
@@ -441,6 +487,32 @@ fn sev_class(s: Severity) -> &'static str {
 /// The report as one HTML document.
 pub fn render_html(r: &DoctorReport) -> String {
     let mut o = String::new();
+    html_head(&mut o, r);
+    let _ = write!(
+        o,
+        "<h2>From the signalling rate down to what was measured</h2>{}",
+        waterfall(r)
+    );
+    let _ = write!(
+        o,
+        "<h2>Throughput over time, per stream</h2>{}",
+        timeline(r)
+    );
+    let _ = write!(o, "<h2>Latency distribution</h2>{}", latency(r));
+    findings_table(&mut o, r);
+    tests_table(&mut o, r);
+    pyramid_table(&mut o, r);
+    copy_notes(&mut o, r);
+    let _ = writeln!(
+        o,
+        "<p class=\"muted\">Checked: {}</p></main></body></html>",
+        esc(&r.checked.join("; "))
+    );
+    o
+}
+
+/// The document head, its style sheet, the title and the verdict banner.
+fn html_head(o: &mut String, r: &DoctorReport) {
     let title = if r.mode == "self_check" {
         "self-check of this machine".to_string()
     } else {
@@ -472,17 +544,10 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
         }),
         v = esc(&r.verdict.summary),
     );
-    let _ = write!(
-        o,
-        "<h2>From the signalling rate down to what was measured</h2>{}",
-        waterfall(r)
-    );
-    let _ = write!(
-        o,
-        "<h2>Throughput over time, per stream</h2>{}",
-        timeline(r)
-    );
-    let _ = write!(o, "<h2>Latency distribution</h2>{}", latency(r));
+}
+
+/// The findings, one row each with the evidence and the fix.
+fn findings_table(o: &mut String, r: &DoctorReport) {
     let _ = write!(o, "<h2>Findings</h2><table id=\"findings\"><tr><th>severity</th><th>finding</th><th>what and why</th></tr>");
     for f in &r.findings {
         let ev: Vec<String> = f
@@ -502,35 +567,14 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
         );
     }
     o.push_str("</table>");
+}
+
+/// One row per test: what ran, its result, the CPU of both ends.
+fn tests_table(o: &mut String, r: &DoctorReport) {
     let _ = write!(o, "<h2>Tests</h2><table id=\"tests\"><tr><th>test</th><th>result</th><th>CPU sender / receiver</th></tr>");
     for t in &r.tests {
-        let res = match &t.latency_us {
-            Some(l) => format!(
-                "p50 {} µs, p99 {} µs, {} transactions/s",
-                num(l.p50),
-                num(l.p99),
-                num(t.transactions_per_s.unwrap_or(0.0))
-            ),
-            None => {
-                let mut s = format!("{} Gb/s", num(t.gbps));
-                if let Some(l) = t.loss_percent {
-                    let _ = write!(s, ", loss {}%", num(l));
-                }
-                if let Some(x) = t.retransmits {
-                    let _ = write!(s, ", {x} retransmits");
-                }
-                s
-            }
-        };
-        let cpu = format!(
-            "{} / {}",
-            t.sender
-                .as_ref()
-                .map_or("?".into(), |e| format!("{}%", num(e.cpu_percent))),
-            t.receiver
-                .as_ref()
-                .map_or("?".into(), |e| format!("{}%", num(e.cpu_percent)))
-        );
+        let res = test_result_cell(t);
+        let cpu = cpu_cell(t);
         let _ = write!(
             o,
             "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -540,6 +584,45 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
         );
     }
     o.push_str("</table>");
+}
+
+/// A test's result cell: percentiles and rate for latency, Gb/s with loss or retransmits otherwise.
+fn test_result_cell(t: &linerate_results::TestResult) -> String {
+    match &t.latency_us {
+        Some(l) => format!(
+            "p50 {} µs, p99 {} µs, {} transactions/s",
+            num(l.p50),
+            num(l.p99),
+            num(t.transactions_per_s.unwrap_or(0.0))
+        ),
+        None => {
+            let mut s = format!("{} Gb/s", num(t.gbps));
+            if let Some(l) = t.loss_percent {
+                let _ = write!(s, ", loss {}%", num(l));
+            }
+            if let Some(x) = t.retransmits {
+                let _ = write!(s, ", {x} retransmits");
+            }
+            s
+        }
+    }
+}
+
+/// "sender% / receiver%", with "?" for an end that did not report.
+fn cpu_cell(t: &linerate_results::TestResult) -> String {
+    format!(
+        "{} / {}",
+        t.sender
+            .as_ref()
+            .map_or("?".into(), |e| format!("{}%", num(e.cpu_percent))),
+        t.receiver
+            .as_ref()
+            .map_or("?".into(), |e| format!("{}%", num(e.cpu_percent)))
+    )
+}
+
+/// The pyramid as a table (memory, network, disks, copy), then as a chart.
+fn pyramid_table(o: &mut String, r: &DoctorReport) {
     let _ = write!(o, "<h2>The pyramid</h2><table id=\"pyramid\">");
     for m in &r.memory {
         let _ = write!(
@@ -575,6 +658,10 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
     }
     o.push_str("</table>");
     o.push_str(&pyramid_chart(r));
+}
+
+/// The measured copy's layers and its sentence, then the pyramid's notes.
+fn copy_notes(o: &mut String, r: &DoctorReport) {
     if let Some(c) = &r.pyramid.copy {
         if !c.layers.is_empty() {
             let layers: Vec<String> = c
@@ -600,12 +687,6 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
     for n in &r.pyramid.notes {
         let _ = write!(o, "<p class=\"muted\">{}</p>", esc(n));
     }
-    let _ = writeln!(
-        o,
-        "<p class=\"muted\">Checked: {}</p></main></body></html>",
-        esc(&r.checked.join("; "))
-    );
-    o
 }
 
 #[cfg(test)]
