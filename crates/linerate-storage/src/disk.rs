@@ -445,39 +445,13 @@ pub fn run(
 ) -> Result<DiskReport, DiskError> {
     plan.validate().map_err(DiskErrorKind::InvalidPlan)?;
     let _armed = signals::Armed::new();
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => return Err(DiskErrorKind::NotADirectory { path: path.into() }.into()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(DiskErrorKind::NotFound { path: path.into() }.into())
-        }
-        Err(e) => return Err(classify(path, "unknown", "looking at the directory", e).into()),
-    }
+    check_dir(path)?;
     let dir = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let mount: Option<MountEntry> = mountinfo::lookup(&dir);
     let filesystem = mount
         .as_ref()
         .map_or_else(|| "unknown".to_string(), MountEntry::describe);
-    let mut report = DiskReport {
-        path: path.to_path_buf(),
-        filesystem: filesystem.clone(),
-        mount_point: mount.as_ref().map(|m| m.mount_point.clone()),
-        file_bytes: 0,
-        buffer_bytes: plan.buffer_bytes(),
-        direct: false,
-        engine: None,
-        tests: Vec::new(),
-        notes: Vec::new(),
-        error: None,
-    };
-    let fail = |report: DiskReport, kind: DiskErrorKind| {
-        let mut report = report;
-        report.error = Some(kind.to_string());
-        DiskError {
-            kind,
-            partial: Some(Box::new(report)),
-        }
-    };
+    let mut report = empty_report(path, plan, &filesystem, mount.as_ref());
     if mount.as_ref().is_some_and(|m| m.read_only) {
         let kind = DiskErrorKind::ReadOnly {
             path: path.into(),
@@ -495,54 +469,18 @@ pub fn run(
         }
     };
     report.direct = tf.direct;
-    let medium = match &mount {
-        Some(m) if m.is_memory() => Medium::Memory,
-        Some(m) if m.is_network() => Medium::Network,
-        _ => Medium::Local,
-    };
+    let medium = medium(mount.as_ref());
     let space = sys::statvfs(&dir).ok();
     let free = space.filter(|s| s.total_bytes > 0).map(|s| s.avail_bytes);
     let ram = ram_bytes();
-    let size_input = SizeInput {
-        requested: plan.size,
-        ram_bytes: ram,
-        free_bytes: free,
-        direct: tf.direct,
-        medium,
-        block_bytes: u64::from(plan.seq_block),
-    };
-    let file_bytes = match size::choose(&size_input) {
+    let file_bytes = match file_size(path, plan, &tf, medium, free, ram) {
         Ok(s) => s,
-        Err(cause) => {
-            let kind = DiskErrorKind::NoSpace {
-                path: path.into(),
-                cause,
-            };
-            return Err(fail(report, kind));
-        }
+        Err(kind) => return Err(fail(report, kind)),
     };
     report.file_bytes = file_bytes;
-
-    // The engine.
-    let qd = plan.queue_depth as usize;
-    let max_block = plan.max_block() as usize;
-    let mut runner = match plan.engine {
-        EngineChoice::Sync => Runner::Sync,
-        EngineChoice::IoUring | EngineChoice::Auto => match Uring::new(&tf.file, qd, max_block) {
-            Ok(r) => Runner::Uring(Box::new(r)),
-            Err(e) if plan.engine == EngineChoice::IoUring => {
-                let kind = DiskErrorKind::EngineUnavailable {
-                    reason: e.to_string(),
-                };
-                return Err(fail(report, kind));
-            }
-            Err(e) => {
-                report.notes.push(format!(
-                    "io_uring is not available ({e}): {qd} threads doing pread/pwrite instead"
-                ));
-                Runner::Sync
-            }
-        },
+    let mut runner = match open_runner(plan, &tf, &mut report.notes) {
+        Ok(r) => r,
+        Err(kind) => return Err(fail(report, kind)),
     };
     let engine = runner.engine();
     report.engine = Some(engine);
@@ -560,87 +498,21 @@ pub fn run(
         let kind = stop_error(path, &filesystem, "preparing", stop);
         return Err(fail(report, kind));
     }
-
-    // Fill with non-zero data: reads must read something, and sparse files read as zeros.
-    let seed = seed();
-    let kernel_copies = medium == Medium::Memory || !tf.direct;
-    let fill = Job {
-        kind: IoKind::Write,
-        access: Access::Seq,
-        block: plan.seq_block as usize,
-        qd,
+    let session = Session {
+        path,
+        filesystem: &filesystem,
+        plan,
+        tf: &tf,
         file_bytes,
-        duration: None,
-        drop_on_wrap: false,
-        registered: engine::registered_buffers_pay(plan.seq_block as usize, kernel_copies),
-        eager_submit: engine::submit_each(kernel_copies),
-        seed,
+        seed: seed(),
+        kernel_copies: medium == Medium::Memory || !tf.direct,
     };
-    let out = runner.run(&tf.file, &fill, &mut watch, &mut |done| {
-        progress(&DiskEvent::Filling {
-            done_bytes: done,
-            total_bytes: file_bytes,
-        });
-    });
-    let during = "filling the test file";
-    if let Some(stop) = out.stop {
-        let kind = stop_error(path, &filesystem, during, stop);
+    if let Err(kind) = session.fill(&mut runner, &mut watch, &mut progress) {
         return Err(fail(report, kind));
     }
-    if let Err(e) = tf.file.sync_data() {
-        let kind = classify(path, &filesystem, during, e);
-        return Err(fail(report, kind));
-    }
-    progress(&DiskEvent::Filling {
-        done_bytes: file_bytes,
-        total_bytes: file_bytes,
-    });
-
     for (i, &kind) in plan.tests.iter().enumerate() {
-        if !tf.direct {
-            // Start from a cold cache (the medium, not RAM).
-            let _ = tf.file.sync_data();
-            let _ = sys::drop_cache(&tf.file);
-        }
-        progress(&DiskEvent::TestStarted {
-            kind,
-            duration: plan.duration,
-        });
-        let job = Job {
-            kind: if kind.is_write() {
-                IoKind::Write
-            } else {
-                IoKind::Read
-            },
-            access: if kind.is_seq() {
-                Access::Seq
-            } else {
-                Access::Rand
-            },
-            block: plan.block(kind) as usize,
-            qd,
-            file_bytes,
-            duration: Some(plan.duration),
-            drop_on_wrap: !tf.direct && kind == DiskTestKind::SeqRead,
-            registered: engine::registered_buffers_pay(plan.block(kind) as usize, kernel_copies),
-            eager_submit: engine::submit_each(kernel_copies),
-            seed: seed.wrapping_add(i as u64 + 1),
-        };
-        let mut out = runner.run(&tf.file, &job, &mut watch, &mut |_| {});
-        if kind.is_write() && out.stop.is_none() {
-            // Count the time to get the data onto the medium.
-            let t = Instant::now();
-            if let Err(e) = tf.file.sync_data() {
-                out.stop = Some(Stop::Io(e));
-            }
-            out.seconds += t.elapsed().as_secs_f64();
-        }
-        let during = format!("running {kind}");
-        let err = out
-            .stop
-            .take()
-            .map(|s| stop_error(path, &filesystem, &during, s));
-        let result = result(kind, plan, &out, &report, engine, err.as_ref());
+        let (result, err) =
+            session.measure(i, kind, &mut runner, &mut watch, &mut progress, &report);
         progress(&DiskEvent::TestDone(&result));
         report.tests.push(result);
         if let Some(kind) = err {
@@ -655,6 +527,232 @@ pub fn run(
         ));
     }
     Ok(report)
+}
+
+/// `path` must be an existing directory.
+fn check_dir(path: &Path) -> Result<(), DiskError> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(DiskErrorKind::NotADirectory { path: path.into() }.into()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(DiskErrorKind::NotFound { path: path.into() }.into())
+        }
+        Err(e) => Err(classify(path, "unknown", "looking at the directory", e).into()),
+    }
+}
+
+/// The report before anything is measured: where, on what, with which buffers.
+fn empty_report(
+    path: &Path,
+    plan: &DiskPlan,
+    filesystem: &str,
+    mount: Option<&MountEntry>,
+) -> DiskReport {
+    DiskReport {
+        path: path.to_path_buf(),
+        filesystem: filesystem.to_string(),
+        mount_point: mount.map(|m| m.mount_point.clone()),
+        file_bytes: 0,
+        buffer_bytes: plan.buffer_bytes(),
+        direct: false,
+        engine: None,
+        tests: Vec::new(),
+        notes: Vec::new(),
+        error: None,
+    }
+}
+
+/// The error `kind`, carrying the report so far (with the error in it) as `partial`.
+fn fail(mut report: DiskReport, kind: DiskErrorKind) -> DiskError {
+    report.error = Some(kind.to_string());
+    DiskError {
+        kind,
+        partial: Some(Box::new(report)),
+    }
+}
+
+/// What holds the data: RAM (tmpfs), another machine (NFS, SMB), or a local device.
+fn medium(mount: Option<&MountEntry>) -> Medium {
+    match mount {
+        Some(m) if m.is_memory() => Medium::Memory,
+        Some(m) if m.is_network() => Medium::Network,
+        _ => Medium::Local,
+    }
+}
+
+/// The test file's size: the plan's, or one that defeats caches, within the free space.
+fn file_size(
+    path: &Path,
+    plan: &DiskPlan,
+    tf: &TestFile,
+    medium: Medium,
+    free: Option<u64>,
+    ram: u64,
+) -> Result<u64, DiskErrorKind> {
+    let size_input = SizeInput {
+        requested: plan.size,
+        ram_bytes: ram,
+        free_bytes: free,
+        direct: tf.direct,
+        medium,
+        block_bytes: u64::from(plan.seq_block),
+    };
+    size::choose(&size_input).map_err(|cause| DiskErrorKind::NoSpace {
+        path: path.into(),
+        cause,
+    })
+}
+
+/// The engine the plan asks for; with `Auto`, the thread pool when io_uring is unavailable
+/// (and a note in `notes` saying so).
+fn open_runner<'f>(
+    plan: &DiskPlan,
+    tf: &'f TestFile,
+    notes: &mut Vec<String>,
+) -> Result<Runner<'f>, DiskErrorKind> {
+    let qd = plan.queue_depth as usize;
+    let max_block = plan.max_block() as usize;
+    Ok(match plan.engine {
+        EngineChoice::Sync => Runner::Sync,
+        EngineChoice::IoUring | EngineChoice::Auto => match Uring::new(&tf.file, qd, max_block) {
+            Ok(r) => Runner::Uring(Box::new(r)),
+            Err(e) if plan.engine == EngineChoice::IoUring => {
+                return Err(DiskErrorKind::EngineUnavailable {
+                    reason: e.to_string(),
+                })
+            }
+            Err(e) => {
+                notes.push(format!(
+                    "io_uring is not available ({e}): {qd} threads doing pread/pwrite instead"
+                ));
+                Runner::Sync
+            }
+        },
+    })
+}
+
+/// What every step of a run shares once the test file is sized and the engine chosen.
+struct Session<'a> {
+    path: &'a Path,
+    filesystem: &'a str,
+    plan: &'a DiskPlan,
+    tf: &'a TestFile,
+    file_bytes: u64,
+    seed: u64,
+    /// The kernel copies the data (page cache or RAM filesystem): decides registered buffers
+    /// and eager submission.
+    kernel_copies: bool,
+}
+
+impl Session<'_> {
+    /// Fill the file with non-zero data: reads must read something, and sparse files read as
+    /// zeros.
+    fn fill(
+        &self,
+        runner: &mut Runner<'_>,
+        watch: &mut Watch<'_>,
+        progress: &mut dyn FnMut(&DiskEvent),
+    ) -> Result<(), DiskErrorKind> {
+        let (plan, file_bytes) = (self.plan, self.file_bytes);
+        let fill = Job {
+            kind: IoKind::Write,
+            access: Access::Seq,
+            block: plan.seq_block as usize,
+            qd: plan.queue_depth as usize,
+            file_bytes,
+            duration: None,
+            drop_on_wrap: false,
+            registered: engine::registered_buffers_pay(plan.seq_block as usize, self.kernel_copies),
+            eager_submit: engine::submit_each(self.kernel_copies),
+            seed: self.seed,
+        };
+        let out = runner.run(&self.tf.file, &fill, watch, &mut |done| {
+            progress(&DiskEvent::Filling {
+                done_bytes: done,
+                total_bytes: file_bytes,
+            });
+        });
+        let during = "filling the test file";
+        if let Some(stop) = out.stop {
+            return Err(stop_error(self.path, self.filesystem, during, stop));
+        }
+        if let Err(e) = self.tf.file.sync_data() {
+            return Err(classify(self.path, self.filesystem, during, e));
+        }
+        progress(&DiskEvent::Filling {
+            done_bytes: file_bytes,
+            total_bytes: file_bytes,
+        });
+        Ok(())
+    }
+
+    /// Run test number `i` of the plan: its result, and the error that stopped it if any.
+    fn measure(
+        &self,
+        i: usize,
+        kind: DiskTestKind,
+        runner: &mut Runner<'_>,
+        watch: &mut Watch<'_>,
+        progress: &mut dyn FnMut(&DiskEvent),
+        report: &DiskReport,
+    ) -> (DiskTestResult, Option<DiskErrorKind>) {
+        let (plan, tf) = (self.plan, self.tf);
+        if !tf.direct {
+            // Start from a cold cache (the medium, not RAM).
+            let _ = tf.file.sync_data();
+            let _ = sys::drop_cache(&tf.file);
+        }
+        progress(&DiskEvent::TestStarted {
+            kind,
+            duration: plan.duration,
+        });
+        let job = self.job(i, kind);
+        let mut out = runner.run(&tf.file, &job, watch, &mut |_| {});
+        if kind.is_write() && out.stop.is_none() {
+            // Count the time to get the data onto the medium.
+            let t = Instant::now();
+            if let Err(e) = tf.file.sync_data() {
+                out.stop = Some(Stop::Io(e));
+            }
+            out.seconds += t.elapsed().as_secs_f64();
+        }
+        let during = format!("running {kind}");
+        let err = out
+            .stop
+            .take()
+            .map(|s| stop_error(self.path, self.filesystem, &during, s));
+        let engine = runner.engine();
+        let result = result(kind, plan, &out, report, engine, err.as_ref());
+        (result, err)
+    }
+
+    /// The job for test number `i`: its direction, access pattern and block, for the plan's time.
+    fn job(&self, i: usize, kind: DiskTestKind) -> Job {
+        let plan = self.plan;
+        Job {
+            kind: if kind.is_write() {
+                IoKind::Write
+            } else {
+                IoKind::Read
+            },
+            access: if kind.is_seq() {
+                Access::Seq
+            } else {
+                Access::Rand
+            },
+            block: plan.block(kind) as usize,
+            qd: plan.queue_depth as usize,
+            file_bytes: self.file_bytes,
+            duration: Some(plan.duration),
+            drop_on_wrap: !self.tf.direct && kind == DiskTestKind::SeqRead,
+            registered: engine::registered_buffers_pay(
+                plan.block(kind) as usize,
+                self.kernel_copies,
+            ),
+            eager_submit: engine::submit_each(self.kernel_copies),
+            seed: self.seed.wrapping_add(i as u64 + 1),
+        }
+    }
 }
 
 fn result(
