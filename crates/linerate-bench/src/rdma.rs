@@ -232,6 +232,49 @@ fn run_qp(
     out
 }
 
+/// Wait for the queue pairs' threads: their results, and the user and system CPU seconds
+/// they used in all. A queue pair's error, or its thread's panic, goes to `errors`.
+fn join_qps(
+    handles: Vec<thread::JoinHandle<linerate_engine::Timed<QpOut>>>,
+    errors: &mut Vec<String>,
+) -> (Vec<QpOut>, f64, f64) {
+    let (mut user, mut system) = (0.0, 0.0);
+    let mut outs = Vec::new();
+    for (i, h) in handles.into_iter().enumerate() {
+        match h.join() {
+            Ok((o, u, s)) => {
+                user += u;
+                system += s;
+                if let Some(e) = &o.error {
+                    errors.push(format!("queue pair {i}: {e}"));
+                }
+                outs.push(o);
+            }
+            Err(_) => errors.push(format!("queue pair {i}: the thread panicked")),
+        }
+    }
+    (outs, user, system)
+}
+
+/// One message size's row: the queue pairs' results at that size, summed.
+fn size_row(size: usize, per: &[&BwResult]) -> SizeRow {
+    let bytes: u64 = per.iter().map(|b| b.bytes).sum();
+    let messages: u64 = per.iter().map(|b| b.messages).sum();
+    let seconds = per.iter().map(|b| b.seconds).fold(0.0_f64, f64::max);
+    SizeRow {
+        size_bytes: size,
+        bytes,
+        messages,
+        seconds,
+        gbps: linerate_units::gbps(bytes, seconds),
+        messages_per_s: if seconds > 0.0 {
+            messages as f64 / seconds
+        } else {
+            0.0
+        },
+    }
+}
+
 /// Connect every queue pair to the server's listeners and run the test.
 /// `live` receives queue pair 0's intervals as they happen.
 pub fn run_client(
@@ -297,23 +340,7 @@ pub fn run_client(
         run.intervals.push(s.clone());
         live(s);
     }
-    let (mut user, mut system) = (0.0, 0.0);
-    let mut outs = Vec::new();
-    for (i, h) in handles.into_iter().enumerate() {
-        match h.join() {
-            Ok((o, u, s)) => {
-                user += u;
-                system += s;
-                if let Some(e) = &o.error {
-                    run.errors.push(format!("queue pair {i}: {e}"));
-                }
-                outs.push(o);
-            }
-            Err(_) => run
-                .errors
-                .push(format!("queue pair {i}: the thread panicked")),
-        }
-    }
+    let (outs, user, system) = join_qps(handles, &mut run.errors);
     if let Some(o) = outs.iter().find(|o| !o.domain.is_empty()) {
         run.provider.clone_from(&o.provider);
         run.domain.clone_from(&o.domain);
@@ -327,22 +354,8 @@ pub fn run_client(
         if per.is_empty() {
             continue;
         }
-        let bytes: u64 = per.iter().map(|b| b.bytes).sum();
-        let messages: u64 = per.iter().map(|b| b.messages).sum();
-        let seconds = per.iter().map(|b| b.seconds).fold(0.0_f64, f64::max);
         run.verify_errors += per.iter().map(|b| b.verify_errors).sum::<u64>();
-        run.rows.push(SizeRow {
-            size_bytes: size,
-            bytes,
-            messages,
-            seconds,
-            gbps: linerate_units::gbps(bytes, seconds),
-            messages_per_s: if seconds > 0.0 {
-                messages as f64 / seconds
-            } else {
-                0.0
-            },
-        });
+        run.rows.push(size_row(size, &per));
     }
     run.latency = outs.iter().find_map(|o| o.lat.clone());
     let wall = start.elapsed().as_secs_f64().max(1e-9);

@@ -1,6 +1,8 @@
 //! Both sides' measurements → one test result (the `bench --json` shape).
 
-use linerate_proto::{Direction, IntervalSample, LatencyStats, SideResults, TestKind, TestParams};
+use linerate_proto::{
+    Direction, IntervalSample, LatencyStats, SideResults, StreamResult, TestKind, TestParams,
+};
 pub use linerate_results::{
     DirStats, Endpoint, FileTransferOut, IntervalOut, LatencyUs, Layer, RdmaOut, SizeRow,
     StreamOut, TcpLimitedOut, TestResult,
@@ -159,44 +161,18 @@ fn intervals_for(samples: &[IntervalSample], ids: &[u32]) -> Vec<IntervalOut> {
 fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
     let p = &run.params;
     let sender_is_client = dir == Direction::Send;
-    let ids: Vec<u32> = (0..p.connections())
-        .filter(|i| {
-            sends(p, *i, sender_is_client)
-                && (p.direction != Direction::Bidir || (*i < p.streams) == sender_is_client)
-        })
-        .collect();
+    let ids = stream_ids(p, sender_is_client);
     let snd = side_of(run, sender_is_client);
     let rcv = side_of(run, !sender_is_client);
-    // Stream threads run for the whole test, warm-up included: CPU is over the whole duration
-    // (a file transfer's duration is a time limit: its streams end when the file is sent).
-    let duration = if p.kind == TestKind::FileTransfer {
-        [snd, rcv]
-            .into_iter()
-            .flatten()
-            .flat_map(|s| s.streams.iter().map(|x| x.seconds))
-            .fold(0.0_f64, f64::max)
-    } else {
-        p.duration_ms as f64 / 1000.0
-    };
-    let pick = |s: Option<&SideResults>| -> Vec<linerate_proto::StreamResult> {
-        s.map(|s| {
-            s.streams
-                .iter()
-                .filter(|x| ids.contains(&x.id))
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default()
-    };
-    let ss = pick(snd);
-    let rs = pick(rcv);
+    let duration = cpu_duration(p, snd, rcv);
+    let ss = streams_of(snd, &ids);
+    let rs = streams_of(rcv, &ids);
     let sent: u64 = ssum(ss.iter().map(|s| s.bytes_sent));
-    let sent_secs = ss.iter().map(|s| s.seconds).fold(0.0_f64, f64::max);
+    let sent_secs = longest(&ss);
     let recv: u64 = ssum(rs.iter().map(|s| s.bytes_received));
-    let recv_secs = rs.iter().map(|s| s.seconds).fold(0.0_f64, f64::max);
-    let cpu = |v: &[linerate_proto::StreamResult]| {
-        v.iter().map(|s| s.cpu_s).sum::<f64>() / duration.max(1e-9) * 100.0
-    };
+    let recv_secs = longest(&rs);
+    let cpu =
+        |v: &[StreamResult]| v.iter().map(|s| s.cpu_s).sum::<f64>() / duration.max(1e-9) * 100.0;
     let sender = Endpoint {
         host: if sender_is_client { "local" } else { "remote" },
         bytes: sent,
@@ -215,7 +191,6 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
     } else {
         (sent, gbps(sent, sent_secs))
     };
-    let tcp: Vec<_> = ss.iter().filter_map(|s| s.tcp).collect();
     let v6 = run.server.is_ipv6();
     let mut out = DirStats {
         bytes,
@@ -224,68 +199,16 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
         receiver,
         ..DirStats::new(dir)
     };
-    if p.kind == TestKind::TcpBw && !tcp.is_empty() {
-        out.retransmits = Some(ssum(tcp.iter().map(|t| t.retransmits)));
-        out.rtt_us = Some(r3(
-            tcp.iter().map(|t| f64::from(t.rtt_us)).sum::<f64>() / tcp.len() as f64
-        ));
-        out.cwnd = tcp.iter().map(|t| t.cwnd).max();
-        out.tcp_limited = tcp_limited(&tcp, p.duration_ms as f64 / 1000.0);
-        out.mss = tcp.iter().map(|t| t.mss).max();
-        let segs: u64 = ssum(tcp.iter().map(|t| t.data_segs_out));
-        out.segments = (segs > 0).then_some(segs);
-        if segs > 0 && sent > 0 {
-            let hdr = if v6 {
-                TCP_L2_OVERHEAD_V4 + 20.0
-            } else {
-                TCP_L2_OVERHEAD_V4
-            };
-            // TCP_INFO counts segments over the whole test: relate them to all bytes sent.
-            let total_sent: u64 = ssum(ss.iter().map(|s| s.total_bytes.max(s.bytes_sent)));
-            let factor = 1.0 + hdr * segs as f64 / total_sent.max(1) as f64;
-            out.l2_gbps = Some(r3(head * factor.min(2.0)));
-        }
+    if p.kind == TestKind::TcpBw {
+        tcp_stats(&mut out, p, &ss, sent, head, v6);
     }
     if p.kind == TestKind::UdpBw {
-        let sent_pk: u64 = ssum(ss.iter().filter_map(|s| s.udp).map(|u| u.packets));
-        let got_pk: u64 = ssum(rs.iter().filter_map(|s| s.udp).map(|u| u.packets));
-        out.packets = Some(sent_pk);
-        if have_rcv {
-            let lost = sent_pk.saturating_sub(got_pk);
-            out.lost_packets = Some(lost);
-            out.loss_percent = Some(if sent_pk == 0 {
-                0.0
-            } else {
-                r3(lost as f64 / sent_pk as f64 * 100.0)
-            });
-            out.out_of_order = Some(ssum(
-                rs.iter().filter_map(|s| s.udp).map(|u| u.out_of_order),
-            ));
-            let j: Vec<f64> = rs
-                .iter()
-                .filter_map(|s| s.udp)
-                .map(|u| u.jitter_us)
-                .collect();
-            out.jitter_us = (!j.is_empty()).then(|| r3(j.iter().sum::<f64>() / j.len() as f64));
-            let hdr = if v6 {
-                UDP_L2_OVERHEAD_V4 + 20.0
-            } else {
-                UDP_L2_OVERHEAD_V4
-            };
-            out.l2_gbps = Some(r3(gbps(
-                recv.saturating_add((got_pk as f64 * hdr) as u64),
-                recv_secs,
-            )));
-        }
+        udp_stats(&mut out, &ss, &rs, (recv, recv_secs), v6);
     }
     let rcv_samples: &[IntervalSample] = if !have_rcv {
         snd.map_or(&[], |s| s.intervals.as_slice())
-    } else if sender_is_client {
-        if run.remote_intervals.is_empty() {
-            rcv.map_or(&[], |s| s.intervals.as_slice())
-        } else {
-            &run.remote_intervals
-        }
+    } else if sender_is_client && !run.remote_intervals.is_empty() {
+        &run.remote_intervals
     } else {
         rcv.map_or(&[], |s| s.intervals.as_slice())
     };
@@ -302,33 +225,164 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
         .map(|id| {
             let s = ss.iter().find(|x| x.id == *id);
             let r = rs.iter().find(|x| x.id == *id);
-            let (b, secs) = match r {
-                Some(r) => (r.bytes_received, r.seconds),
-                None => s.map_or((0, 0.0), |s| (s.bytes_sent, s.seconds)),
-            };
-            let u_s = s.and_then(|s| s.udp);
-            let u_r = r.and_then(|r| r.udp);
-            StreamOut {
-                id: *id,
-                bytes: b,
-                gbps: r3(gbps(b, secs)),
-                sender_cpu_percent: s.map_or(0.0, |s| r1(s.cpu_s / duration.max(1e-9) * 100.0)),
-                receiver_cpu_percent: r.map(|r| r1(r.cpu_s / duration.max(1e-9) * 100.0)),
-                retransmits: s.and_then(|s| s.tcp).map(|t| t.retransmits),
-                rtt_us: s.and_then(|s| s.tcp).map(|t| t.rtt_us),
-                cwnd: s.and_then(|s| s.tcp).map(|t| t.cwnd),
-                loss_percent: u_s.zip(u_r).map(|(a, b)| {
-                    if a.packets == 0 {
-                        0.0
-                    } else {
-                        r3(a.packets.saturating_sub(b.packets) as f64 / a.packets as f64 * 100.0)
-                    }
-                }),
-                jitter_us: u_r.map(|u| r3(u.jitter_us)),
-            }
+            stream_out(*id, s, r, duration)
         })
         .collect();
     out
+}
+
+/// The streams of one direction: those its sender sends on (in a bidir test, the client
+/// sends on the first `streams` connections and receives on the rest).
+fn stream_ids(p: &TestParams, sender_is_client: bool) -> Vec<u32> {
+    (0..p.connections())
+        .filter(|i| {
+            sends(p, *i, sender_is_client)
+                && (p.direction != Direction::Bidir || (*i < p.streams) == sender_is_client)
+        })
+        .collect()
+}
+
+/// The seconds CPU time is spread over.
+fn cpu_duration(p: &TestParams, snd: Option<&SideResults>, rcv: Option<&SideResults>) -> f64 {
+    // Stream threads run for the whole test, warm-up included: CPU is over the whole duration
+    // (a file transfer's duration is a time limit: its streams end when the file is sent).
+    if p.kind == TestKind::FileTransfer {
+        [snd, rcv]
+            .into_iter()
+            .flatten()
+            .flat_map(|s| s.streams.iter().map(|x| x.seconds))
+            .fold(0.0_f64, f64::max)
+    } else {
+        p.duration_ms as f64 / 1000.0
+    }
+}
+
+/// One side's results of the streams `ids`; none when the side did not report.
+fn streams_of(side: Option<&SideResults>, ids: &[u32]) -> Vec<StreamResult> {
+    side.map(|s| {
+        s.streams
+            .iter()
+            .filter(|x| ids.contains(&x.id))
+            .cloned()
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// The longest of the streams' times.
+fn longest(streams: &[StreamResult]) -> f64 {
+    streams.iter().map(|s| s.seconds).fold(0.0_f64, f64::max)
+}
+
+/// TCP figures of a direction from its senders' TCP_INFO (`head`: its headline Gb/s).
+fn tcp_stats(
+    out: &mut DirStats,
+    p: &TestParams,
+    ss: &[StreamResult],
+    sent: u64,
+    head: f64,
+    v6: bool,
+) {
+    let tcp: Vec<_> = ss.iter().filter_map(|s| s.tcp).collect();
+    if tcp.is_empty() {
+        return;
+    }
+    out.retransmits = Some(ssum(tcp.iter().map(|t| t.retransmits)));
+    out.rtt_us = Some(r3(
+        tcp.iter().map(|t| f64::from(t.rtt_us)).sum::<f64>() / tcp.len() as f64
+    ));
+    out.cwnd = tcp.iter().map(|t| t.cwnd).max();
+    out.tcp_limited = tcp_limited(&tcp, p.duration_ms as f64 / 1000.0);
+    out.mss = tcp.iter().map(|t| t.mss).max();
+    let segs: u64 = ssum(tcp.iter().map(|t| t.data_segs_out));
+    out.segments = (segs > 0).then_some(segs);
+    if segs > 0 && sent > 0 {
+        let hdr = if v6 {
+            TCP_L2_OVERHEAD_V4 + 20.0
+        } else {
+            TCP_L2_OVERHEAD_V4
+        };
+        // TCP_INFO counts segments over the whole test: relate them to all bytes sent.
+        let total_sent: u64 = ssum(ss.iter().map(|s| s.total_bytes.max(s.bytes_sent)));
+        let factor = 1.0 + hdr * segs as f64 / total_sent.max(1) as f64;
+        out.l2_gbps = Some(r3(head * factor.min(2.0)));
+    }
+}
+
+/// UDP figures of a direction: packets sent, and with the receiver's report, loss, order,
+/// jitter and the L2 rate (`received`: bytes and seconds of the receivers).
+fn udp_stats(
+    out: &mut DirStats,
+    ss: &[StreamResult],
+    rs: &[StreamResult],
+    received: (u64, f64),
+    v6: bool,
+) {
+    let sent_pk: u64 = ssum(ss.iter().filter_map(|s| s.udp).map(|u| u.packets));
+    let got_pk: u64 = ssum(rs.iter().filter_map(|s| s.udp).map(|u| u.packets));
+    out.packets = Some(sent_pk);
+    if rs.is_empty() {
+        return;
+    }
+    let lost = sent_pk.saturating_sub(got_pk);
+    out.lost_packets = Some(lost);
+    out.loss_percent = Some(if sent_pk == 0 {
+        0.0
+    } else {
+        r3(lost as f64 / sent_pk as f64 * 100.0)
+    });
+    out.out_of_order = Some(ssum(
+        rs.iter().filter_map(|s| s.udp).map(|u| u.out_of_order),
+    ));
+    let j: Vec<f64> = rs
+        .iter()
+        .filter_map(|s| s.udp)
+        .map(|u| u.jitter_us)
+        .collect();
+    out.jitter_us = (!j.is_empty()).then(|| r3(j.iter().sum::<f64>() / j.len() as f64));
+    let hdr = if v6 {
+        UDP_L2_OVERHEAD_V4 + 20.0
+    } else {
+        UDP_L2_OVERHEAD_V4
+    };
+    let (recv, recv_secs) = received;
+    out.l2_gbps = Some(r3(gbps(
+        recv.saturating_add((got_pk as f64 * hdr) as u64),
+        recv_secs,
+    )));
+}
+
+/// One stream's line: the receiver's count when it reported, else the sender's.
+fn stream_out(
+    id: u32,
+    s: Option<&StreamResult>,
+    r: Option<&StreamResult>,
+    duration: f64,
+) -> StreamOut {
+    let (b, secs) = match r {
+        Some(r) => (r.bytes_received, r.seconds),
+        None => s.map_or((0, 0.0), |s| (s.bytes_sent, s.seconds)),
+    };
+    let u_s = s.and_then(|s| s.udp);
+    let u_r = r.and_then(|r| r.udp);
+    StreamOut {
+        id,
+        bytes: b,
+        gbps: r3(gbps(b, secs)),
+        sender_cpu_percent: s.map_or(0.0, |s| r1(s.cpu_s / duration.max(1e-9) * 100.0)),
+        receiver_cpu_percent: r.map(|r| r1(r.cpu_s / duration.max(1e-9) * 100.0)),
+        retransmits: s.and_then(|s| s.tcp).map(|t| t.retransmits),
+        rtt_us: s.and_then(|s| s.tcp).map(|t| t.rtt_us),
+        cwnd: s.and_then(|s| s.tcp).map(|t| t.cwnd),
+        loss_percent: u_s.zip(u_r).map(|(a, b)| {
+            if a.packets == 0 {
+                0.0
+            } else {
+                r3(a.packets.saturating_sub(b.packets) as f64 / a.packets as f64 * 100.0)
+            }
+        }),
+        jitter_us: u_r.map(|u| r3(u.jitter_us)),
+    }
 }
 
 /// The client's round-trip statistics (full precision on the wire) for the document.
@@ -457,7 +511,6 @@ fn rdma_result(
 /// Assemble the result of a finished (or interrupted) run.
 pub fn assemble(run: &ClientRun) -> TestResult {
     let p = &run.params;
-    let duration_s = p.duration_ms as f64 / 1000.0;
     let mut t = TestResult {
         server: run.server.to_string(),
         local: run.local_inventory.as_ref().map(port_view),
@@ -467,55 +520,66 @@ pub fn assemble(run: &ClientRun) -> TestResult {
     };
     if let (Some(spec), Some(rr)) = (p.rdma.as_ref(), run.rdma.as_ref()) {
         rdma_result(&mut t, spec, rr, run);
-        return t;
+    } else if p.kind.is_latency() {
+        latency_result(&mut t, run);
+    } else {
+        bandwidth_result(&mut t, run);
     }
-    if p.kind.is_latency() {
-        if let Some(l) = &run.local.latency {
-            t.latency_us = Some(latency_us(l));
-            let secs = run
-                .local
-                .streams
-                .first()
-                .map_or(duration_s, |s| s.seconds)
-                .max(1e-9);
-            t.transactions_per_s = Some((l.transactions as f64 / secs).round());
-            t.lost_transactions = (p.kind == TestKind::UdpLat).then_some(l.lost);
-        }
-        t.latency_histogram = run.rtt.as_ref().map(linerate_engine::lat::Rtt::buckets);
-        t.intervals = run
+    t
+}
+
+/// A latency test: round-trip statistics, transactions per interval, each side's CPU.
+fn latency_result(t: &mut TestResult, run: &ClientRun) {
+    let p = &run.params;
+    if let Some(l) = &run.local.latency {
+        t.latency_us = Some(latency_us(l));
+        let secs = run
             .local
-            .intervals
-            .iter()
-            .map(|s| IntervalOut {
-                start_s: r3(s.start_s),
-                end_s: r3(s.end_s),
-                bytes: 0,
-                gbps: 0.0,
-                streams: Vec::new(),
-                retransmits: None,
-                lost: None,
-                omitted: s.omitted,
-            })
-            .collect();
-        // Interval "bytes" of a latency test count transactions; expose them as such.
-        for (o, s) in t.intervals.iter_mut().zip(&run.local.intervals) {
-            o.bytes = ssum(s.bytes.iter().copied());
-        }
-        let cpu = |s: Option<&SideResults>| s.map(|s| r1(s.cpu.percent));
-        t.sender = Some(Endpoint {
-            host: "local",
-            bytes: 0,
-            gbps: 0.0,
-            cpu_percent: cpu(Some(&run.local)).unwrap_or(0.0),
-        });
-        t.receiver = cpu(run.remote.as_ref()).map(|c| Endpoint {
-            host: "remote",
-            bytes: 0,
-            gbps: 0.0,
-            cpu_percent: c,
-        });
-        return t;
+            .streams
+            .first()
+            .map_or(p.duration_ms as f64 / 1000.0, |s| s.seconds)
+            .max(1e-9);
+        t.transactions_per_s = Some((l.transactions as f64 / secs).round());
+        t.lost_transactions = (p.kind == TestKind::UdpLat).then_some(l.lost);
     }
+    t.latency_histogram = run.rtt.as_ref().map(linerate_engine::lat::Rtt::buckets);
+    t.intervals = run
+        .local
+        .intervals
+        .iter()
+        .map(|s| IntervalOut {
+            start_s: r3(s.start_s),
+            end_s: r3(s.end_s),
+            bytes: 0,
+            gbps: 0.0,
+            streams: Vec::new(),
+            retransmits: None,
+            lost: None,
+            omitted: s.omitted,
+        })
+        .collect();
+    // Interval "bytes" of a latency test count transactions; expose them as such.
+    for (o, s) in t.intervals.iter_mut().zip(&run.local.intervals) {
+        o.bytes = ssum(s.bytes.iter().copied());
+    }
+    let cpu = |s: Option<&SideResults>| s.map(|s| r1(s.cpu.percent));
+    t.sender = Some(Endpoint {
+        host: "local",
+        bytes: 0,
+        gbps: 0.0,
+        cpu_percent: cpu(Some(&run.local)).unwrap_or(0.0),
+    });
+    t.receiver = cpu(run.remote.as_ref()).map(|c| Endpoint {
+        host: "remote",
+        bytes: 0,
+        gbps: 0.0,
+        cpu_percent: c,
+    });
+}
+
+/// A bandwidth test (or file copy): each direction's figures and their totals.
+fn bandwidth_result(t: &mut TestResult, run: &ClientRun) {
+    let p = &run.params;
     let dirs: Vec<DirStats> = match p.direction {
         Direction::Bidir => vec![
             dir_stats(run, Direction::Send),
@@ -528,6 +592,21 @@ pub fn assemble(run: &ClientRun) -> TestResult {
     for d in &dirs[1..] {
         total += d;
     }
+    set_totals(t, total);
+    if dirs.len() > 1 {
+        t.directions = dirs;
+    }
+    if p.kind == TestKind::FileTransfer {
+        t.file = file_transfer(p, &run.local, run.remote.as_ref());
+        if let Some(f) = &t.file {
+            // The headline of a copy is the rate it reached the disk at, not the wire's.
+            t.gbps = f.end_to_end_gbps;
+        }
+    }
+}
+
+/// The headline figures of the result: the totals over its directions, rounded.
+fn set_totals(t: &mut TestResult, total: DirStats) {
     let endpoint = |e: Endpoint| Endpoint {
         gbps: r3(e.gbps),
         cpu_percent: r1(e.cpu_percent),
@@ -558,15 +637,4 @@ pub fn assemble(run: &ClientRun) -> TestResult {
         })
         .collect();
     t.per_stream = total.per_stream;
-    if dirs.len() > 1 {
-        t.directions = dirs;
-    }
-    if p.kind == TestKind::FileTransfer {
-        t.file = file_transfer(p, &run.local, run.remote.as_ref());
-        if let Some(f) = &t.file {
-            // The headline of a copy is the rate it reached the disk at, not the wire's.
-            t.gbps = f.end_to_end_gbps;
-        }
-    }
-    t
 }

@@ -337,23 +337,17 @@ fn silent_client_is_dropped_while_another_test_runs() {
     assert_good_run(run, "a test next to a silent connection");
 }
 
-#[test]
-fn malformed_first_frames_are_dropped_and_the_server_keeps_serving() {
-    let _g = serial();
-    // A long handshake timeout: every close below must come from the error, not the timer.
-    let cfg = ServerConfig {
-        handshake_timeout: Duration::from_secs(6),
-        ..server_config()
-    };
-    let addr = start_server(cfg);
-    let prompt = Duration::from_secs(4);
+/// A control frame: a big-endian u32 length, then `body`.
+fn frame(body: &[u8]) -> Vec<u8> {
+    let mut f = u32::try_from(body.len()).unwrap().to_be_bytes().to_vec();
+    f.extend_from_slice(body);
+    f
+}
 
-    let frame = |body: &[u8]| {
-        let mut f = u32::try_from(body.len()).unwrap().to_be_bytes().to_vec();
-        f.extend_from_slice(body);
-        f
-    };
-    let silent_drops: Vec<(&str, Vec<u8>)> = vec![
+/// First frames the server must drop without an answer: not linerate, oversized, not JSON,
+/// not a message, or a hello it cannot accept.
+fn silent_drop_frames() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
         ("HTTP request", b"GET / HTTP/1.1\r\n\r\n".to_vec()),
         ("length 0xFFFFFFFF", {
             let mut v = vec![0xff, 0xff, 0xff, 0xff];
@@ -384,8 +378,21 @@ fn malformed_first_frames_are_dropped_and_the_server_keeps_serving() {
             ),
         ),
         ("empty frame", frame(b"")),
-    ];
-    for (what, bytes) in &silent_drops {
+    ]
+}
+
+#[test]
+fn malformed_first_frames_are_dropped_and_the_server_keeps_serving() {
+    let _g = serial();
+    // A long handshake timeout: every close below must come from the error, not the timer.
+    let cfg = ServerConfig {
+        handshake_timeout: Duration::from_secs(6),
+        ..server_config()
+    };
+    let addr = start_server(cfg);
+    let prompt = Duration::from_secs(4);
+
+    for (what, bytes) in &silent_drop_frames() {
         let mut s = raw(addr);
         s.write_all(bytes).unwrap();
         let t = wait_closed(&s, prompt);
@@ -534,26 +541,18 @@ fn slow_drip_hello_is_dropped_after_the_handshake_timeout() {
 // Limits
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-fn absurd_parameters_are_refused_naming_the_limit() {
-    let _g = serial();
-    let cfg = ServerConfig {
-        limits: Limits {
-            max_tests: 1,
-            max_udp_bitrate_bps: 100_000_000,
-            ..server_config().limits
-        },
-        max_memory_bytes: 2 * 1024 * 1024,
-        ..server_config()
-    };
-    let addr = start_server(cfg);
-    let base = tcp_params(2000);
-    let udp = TestParams {
-        kind: TestKind::UdpBw,
-        length: 1400,
-        ..base.clone()
-    };
-    let cases: Vec<(&str, TestParams, Vec<&str>)> = vec![
+/// Requests over the limits of `absurd_parameters_are_refused_naming_the_limit`'s server
+/// (`base`: a TCP test it accepts, `udp`: a UDP one), each with the words its refusal must
+/// contain.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a table, one request per limit, read top to bottom; splitting it would only scatter the rows"
+)]
+fn over_limit_cases(
+    base: &TestParams,
+    udp: &TestParams,
+) -> Vec<(&'static str, TestParams, Vec<&'static str>)> {
+    vec![
         (
             "100000 streams",
             TestParams {
@@ -668,8 +667,29 @@ fn absurd_parameters_are_refused_naming_the_limit() {
             },
             vec!["busy", "--max-memory"],
         ),
-    ];
-    for (what, params, needles) in &cases {
+    ]
+}
+
+#[test]
+fn absurd_parameters_are_refused_naming_the_limit() {
+    let _g = serial();
+    let cfg = ServerConfig {
+        limits: Limits {
+            max_tests: 1,
+            max_udp_bitrate_bps: 100_000_000,
+            ..server_config().limits
+        },
+        max_memory_bytes: 2 * 1024 * 1024,
+        ..server_config()
+    };
+    let addr = start_server(cfg);
+    let base = tcp_params(2000);
+    let udp = TestParams {
+        kind: TestKind::UdpBw,
+        length: 1400,
+        ..base.clone()
+    };
+    for (what, params, needles) in &over_limit_cases(&base, &udp) {
         let reason = refusal(addr, params);
         for n in needles {
             assert!(reason.contains(n), "{what}: reason `{reason}` lacks `{n}`");

@@ -199,25 +199,9 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-#[test]
-fn the_html_report_renders_in_chromium() {
-    let Some(bin) = chromium() else {
-        let looked = std::env::var("CHROMIUM").map_or_else(
-            |_| "no `chromium` or `chromium-browser` on the PATH or in /usr/bin".to_string(),
-            |c| format!("$CHROMIUM={c} is not a file"),
-        );
-        // A skip, counted as one by scripts/test.sh; CI (LINERATE_REQUIRE_PRIVILEGED=1,
-        // set by .ci/run) fails here instead: scripts/setup.sh installs Chromium there.
-        linerate_testkit::skip(format_args!(
-            "Chromium is not installed ({looked}); `apt-get install -y chromium` to run this test"
-        ));
-        return;
-    };
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let report = dir.join("report.html");
-
-    // The report, from the real binary.
+/// `linerate doctor --quick --json --report` on this machine: its JSON document, and the
+/// HTML report it wrote to `report`.
+fn doctor_report(dir: &Path, report: &Path) -> (Value, String) {
     let mut doctor = Command::new(env!("CARGO_BIN_EXE_linerate"));
     doctor.args([
         "doctor",
@@ -227,25 +211,18 @@ fn the_html_report_renders_in_chromium() {
         "never",
         "--disk",
     ]);
-    doctor.arg(dir).arg("--report").arg(&report);
+    doctor.arg(dir).arg("--report").arg(report);
     let d = run(doctor, dir, "doctor", DOCTOR_TIMEOUT);
     assert!(d.status.success(), "doctor: {}\n{}", d.status, d.stderr);
     let doc: Value = serde_json::from_str(&d.stdout)
         .unwrap_or_else(|e| panic!("doctor --json: {e}\n{}", d.stdout));
-    let summary = doc["verdict"]["summary"].as_str().expect("verdict.summary");
-    println!("doctor verdict: {summary}");
-    assert_eq!(doc["mode"], "self_check");
-    let html = std::fs::read_to_string(&report).expect("--report wrote the file");
+    let html = std::fs::read_to_string(report).expect("--report wrote the file");
+    (doc, html)
+}
 
-    // Self-contained: no scripts, nothing fetched from the network.
-    let refs = network_references(&html);
-    assert!(
-        refs.is_empty(),
-        "the report fetches from the network: {refs:?}"
-    );
-    assert!(!html.contains("<script"), "the report has a script");
-
-    // Control: the console check catches an error on a page (so its silence below means something).
+/// Control: the console check catches an error on a page (so its silence on the report
+/// means something).
+fn assert_console_check_sees_errors(bin: &Path, dir: &Path) {
     let bad = dir.join("bad.html");
     std::fs::write(
         &bad,
@@ -255,7 +232,7 @@ fn the_html_report_renders_in_chromium() {
     .unwrap();
     let c = run(
         browser(
-            &bin,
+            bin,
             dir,
             "control",
             &[logging(), vec!["--dump-dom".into()]].concat(),
@@ -272,15 +249,17 @@ fn the_html_report_renders_in_chromium() {
         "the console check does not see a page's errors; browser log:\n{}",
         c.stderr
     );
+}
 
-    // The DOM, and the console while loading it.
+/// The report's DOM as Chromium built it; the console must stay silent while loading it.
+fn dump_dom(bin: &Path, dir: &Path, report: &Path) -> String {
     let r = run(
         browser(
-            &bin,
+            bin,
             dir,
             "dom",
             &[logging(), vec!["--dump-dom".into()]].concat(),
-            &report,
+            report,
         ),
         dir,
         "dump-dom",
@@ -292,15 +271,14 @@ fn the_html_report_renders_in_chromium() {
         r.status,
         r.stderr
     );
-    let dom = r.stdout;
-    let problems = console_problems(&r.stderr, &report);
+    let problems = console_problems(&r.stderr, report);
     assert!(problems.is_empty(), "console errors: {problems:#?}");
+    r.stdout
+}
 
-    let verdict = element(&dom, "div", "verdict").expect("div#verdict");
-    let text = &verdict[verdict.find('>').unwrap() + 1..verdict.len() - "</div>".len()];
-    assert_eq!(unescape(text), summary, "the verdict in the page");
-
-    let waterfall = element(&dom, "svg", "waterfall").expect("svg#waterfall");
+/// The waterfall has bars of positive width, the measured one among them; returns how many.
+fn assert_waterfall(dom: &str) -> usize {
+    let waterfall = element(dom, "svg", "waterfall").expect("svg#waterfall");
     let bars = waterfall.matches("<rect").count();
     assert!(bars >= 2, "waterfall has {bars} bars: {waterfall}");
     for w in attr_values(waterfall, "width").into_iter().skip(1) {
@@ -308,15 +286,12 @@ fn the_html_report_renders_in_chromium() {
         assert!(w > 0.0, "a waterfall bar of width {w}");
     }
     assert!(waterfall.contains("measured (best TCP)"), "{waterfall}");
+    bars
+}
 
-    let pyramid = element(&dom, "svg", "pyramid-chart").expect("svg#pyramid-chart");
-    assert!(
-        pyramid.matches("<rect").count() >= 4,
-        "the pyramid chart has too few bars: {pyramid}"
-    );
-    assert!(pyramid.contains("disk write"), "{pyramid}");
-
-    let timeline = element(&dom, "svg", "timeline").expect("svg#timeline");
+/// The timeline has a line of finite points going forward in time; returns its lines.
+fn assert_timeline(dom: &str) -> Vec<Vec<(f64, f64)>> {
+    let timeline = element(dom, "svg", "timeline").expect("svg#timeline");
     let lines: Vec<Vec<(f64, f64)>> = attr_values(timeline, "points")
         .into_iter()
         .map(|p| {
@@ -342,32 +317,23 @@ fn the_html_report_renders_in_chromium() {
             "x goes backwards: {l:?}"
         );
     }
+    lines
+}
 
-    let latency = element(&dom, "svg", "latency").expect("svg#latency");
-    let lbars = latency.matches("<rect").count();
-    assert!(lbars >= 1, "latency chart has no bars: {latency}");
-
-    // Every finding is in the table.
-    for f in doc["findings"].as_array().unwrap() {
-        let id = f["id"].as_str().unwrap();
-        assert!(
-            dom.contains(&format!("<b>{id}</b>")),
-            "finding {id} not shown"
-        );
-    }
-
-    // The screenshot.
+/// A 1100×2400 screenshot of the report, copied to `target/report-screenshot.png`;
+/// returns its size in bytes and where the copy is.
+fn screenshot(bin: &Path, dir: &Path, report: &Path) -> (usize, PathBuf) {
     let shot = dir.join("report.png");
     let s = run(
         browser(
-            &bin,
+            bin,
             dir,
             "shot",
             &[
                 format!("--screenshot={}", shot.display()),
                 "--window-size=1100,2400".into(),
             ],
-            &report,
+            report,
         ),
         dir,
         "screenshot",
@@ -385,12 +351,81 @@ fn the_html_report_renders_in_chromium() {
     let keep = repo().join("target/report-screenshot.png");
     std::fs::create_dir_all(keep.parent().unwrap()).unwrap();
     std::fs::copy(&shot, &keep).unwrap();
-    let keep = keep.canonicalize().unwrap_or(keep);
+    (png.len(), keep.canonicalize().unwrap_or(keep))
+}
+
+#[test]
+fn the_html_report_renders_in_chromium() {
+    let Some(bin) = chromium() else {
+        let looked = std::env::var("CHROMIUM").map_or_else(
+            |_| "no `chromium` or `chromium-browser` on the PATH or in /usr/bin".to_string(),
+            |c| format!("$CHROMIUM={c} is not a file"),
+        );
+        // A skip, counted as one by scripts/test.sh; CI (LINERATE_REQUIRE_PRIVILEGED=1,
+        // set by .ci/run) fails here instead: scripts/setup.sh installs Chromium there.
+        linerate_testkit::skip(format_args!(
+            "Chromium is not installed ({looked}); `apt-get install -y chromium` to run this test"
+        ));
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let report = dir.join("report.html");
+
+    // The report, from the real binary.
+    let (doc, html) = doctor_report(dir, &report);
+    let summary = doc["verdict"]["summary"].as_str().expect("verdict.summary");
+    println!("doctor verdict: {summary}");
+    assert_eq!(doc["mode"], "self_check");
+
+    // Self-contained: no scripts, nothing fetched from the network.
+    let refs = network_references(&html);
+    assert!(
+        refs.is_empty(),
+        "the report fetches from the network: {refs:?}"
+    );
+    assert!(!html.contains("<script"), "the report has a script");
+
+    assert_console_check_sees_errors(&bin, dir);
+
+    // The DOM, and the console while loading it.
+    let dom = dump_dom(&bin, dir, &report);
+
+    let verdict = element(&dom, "div", "verdict").expect("div#verdict");
+    let text = &verdict[verdict.find('>').unwrap() + 1..verdict.len() - "</div>".len()];
+    assert_eq!(unescape(text), summary, "the verdict in the page");
+
+    let bars = assert_waterfall(&dom);
+
+    let pyramid = element(&dom, "svg", "pyramid-chart").expect("svg#pyramid-chart");
+    assert!(
+        pyramid.matches("<rect").count() >= 4,
+        "the pyramid chart has too few bars: {pyramid}"
+    );
+    assert!(pyramid.contains("disk write"), "{pyramid}");
+
+    let lines = assert_timeline(&dom);
+
+    let latency = element(&dom, "svg", "latency").expect("svg#latency");
+    let lbars = latency.matches("<rect").count();
+    assert!(lbars >= 1, "latency chart has no bars: {latency}");
+
+    // Every finding is in the table.
+    for f in doc["findings"].as_array().unwrap() {
+        let id = f["id"].as_str().unwrap();
+        assert!(
+            dom.contains(&format!("<b>{id}</b>")),
+            "finding {id} not shown"
+        );
+    }
+
+    // The screenshot.
+    let (png_len, keep) = screenshot(&bin, dir, &report);
     println!(
         "waterfall {bars} bars, timeline {} line(s), latency {lbars} bars; screenshot ({} bytes) \
          copied to {}",
         lines.len(),
-        png.len(),
+        png_len,
         keep.display()
     );
 }

@@ -201,6 +201,41 @@ fn write_counted(
     Ok(())
 }
 
+/// The receiver's disk thread: write each filled buffer at its offset and hand it back,
+/// until the network side hangs up or a write fails. Returns the bytes written, the time
+/// spent in write(2), and the error that ended it.
+fn disk_writer(
+    file: &File,
+    full_rx: &Receiver<Filled>,
+    empty_tx: &SyncSender<Vec<u8>>,
+) -> (u64, Duration, Option<String>) {
+    let mut busy = Duration::ZERO;
+    let mut written: u64 = 0;
+    while let Ok((buf, n, off)) = full_rx.recv() {
+        let t = Instant::now();
+        let r = file.write_all_at(&buf[..n], off);
+        busy += t.elapsed();
+        if let Err(e) = r {
+            return (written, busy, Some(write_error(off, &e)));
+        }
+        written += n as u64;
+        // The network side may have finished: the rest queued is still written.
+        let _ = empty_tx.send(buf);
+    }
+    (written, busy, None)
+}
+
+/// A failed write at byte `off`, with the usual causes (full disk, quota) named.
+fn write_error(off: u64, e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::ENOSPC) => {
+            format!("writing the file at byte {off}: no space left on the device")
+        }
+        Some(libc::EDQUOT) => format!("writing the file at byte {off}: disk quota exceeded"),
+        _ => format!("writing the file at byte {off}: {e}"),
+    }
+}
+
 /// Receiver: receive exactly `range.len` bytes on `sock` and write them at
 /// `range.offset` of `file` on a disk thread. Ends at the peer's end of stream,
 /// an error, `stop`, or `idle` without data.
@@ -224,32 +259,7 @@ pub fn recv_range(
     let mut got: u64 = 0;
     let end = range.offset + range.len;
     let (written, busy, disk_err) = thread::scope(|s| {
-        let writer = s.spawn(move || {
-            let mut busy = Duration::ZERO;
-            let mut written: u64 = 0;
-            let mut err = None;
-            while let Ok((buf, n, off)) = full_rx.recv() {
-                let t = Instant::now();
-                let r = file.write_all_at(&buf[..n], off);
-                busy += t.elapsed();
-                if let Err(e) = r {
-                    err = Some(match e.raw_os_error() {
-                        Some(libc::ENOSPC) => {
-                            format!("writing the file at byte {off}: no space left on the device")
-                        }
-                        Some(libc::EDQUOT) => {
-                            format!("writing the file at byte {off}: disk quota exceeded")
-                        }
-                        _ => format!("writing the file at byte {off}: {e}"),
-                    });
-                    break;
-                }
-                written += n as u64;
-                // The network side may have finished: the rest queued is still written.
-                let _ = empty_tx.send(buf);
-            }
-            (written, busy, err)
-        });
+        let writer = s.spawn(move || disk_writer(file, &full_rx, &empty_tx));
         let mut off = range.offset;
         'stream: loop {
             if stop.is_set() {

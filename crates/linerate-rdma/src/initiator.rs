@@ -35,6 +35,38 @@ struct Run {
     last_progress: Option<Instant>,
 }
 
+/// The interval a bandwidth run is counting: when it began, and what completed since.
+struct Interval {
+    start: Instant,
+    bytes: u64,
+    messages: u64,
+}
+
+impl Interval {
+    fn starting(start: Instant) -> Interval {
+        Interval {
+            start,
+            bytes: 0,
+            messages: 0,
+        }
+    }
+
+    /// The sample of the interval ending `now` (times relative to the run's `origin`);
+    /// the next interval starts at `now`.
+    fn close(&mut self, origin: Instant, now: Instant) -> IntervalSample {
+        let s = now.duration_since(self.start).as_secs_f64();
+        let sample = IntervalSample {
+            start_s: self.start.duration_since(origin).as_secs_f64(),
+            end_s: now.duration_since(origin).as_secs_f64(),
+            bytes: self.bytes,
+            messages: self.messages,
+            gbps: self.bytes as f64 * 8.0 / s / 1e9,
+        };
+        *self = Interval::starting(now);
+        sample
+    }
+}
+
 impl Initiator {
     pub(crate) fn new(link: Link, params: Params) -> Initiator {
         Initiator {
@@ -207,9 +239,7 @@ impl Initiator {
         let acked_at_start = self.acked;
         let write_acks = p.verify && p.op == Op::Write;
         let end = start + duration;
-        let mut iv_start = start;
-        let mut iv_bytes = 0u64;
-        let mut iv_msgs = 0u64;
+        let mut iv = Interval::starting(start);
         let mut stalled_since = start;
         let mut draining = false;
         loop {
@@ -268,8 +298,8 @@ impl Initiator {
                 run.completed += 1;
                 res.messages += 1;
                 res.bytes += size as u64;
-                iv_bytes += size as u64;
-                iv_msgs += 1;
+                iv.bytes += size as u64;
+                iv.messages += 1;
                 if p.verify && p.op == Op::Read {
                     let s31 = (seq & SEQ_MASK) as u32;
                     let slot = s31 as usize % l.slots;
@@ -280,38 +310,38 @@ impl Initiator {
                         .with_bytes(l.data(slot), size, |b| pattern::mismatches(b, want));
                 }
             }
-            if run.posted > run.completed && now.duration_since(stalled_since) > p.op_timeout {
-                return Err(RdmaError::Timeout {
-                    what: format!(
-                        "{} of {} operations outstanding {}: no completion",
-                        run.posted - run.completed,
-                        run.posted,
-                        self.link.peer
-                    ),
-                    after: p.op_timeout,
-                });
+            if now.duration_since(stalled_since) > p.op_timeout {
+                self.check_stalled(run, write_acks && draining)?;
             }
-            if write_acks && draining && now.duration_since(stalled_since) > p.op_timeout {
-                return Err(RdmaError::Timeout {
-                    what: format!("waiting for the target to check writes {}", self.link.peer),
-                    after: p.op_timeout,
-                });
-            }
-            if now.duration_since(iv_start) >= p.interval {
-                let s = now.duration_since(iv_start).as_secs_f64();
-                let sample = IntervalSample {
-                    start_s: iv_start.duration_since(start).as_secs_f64(),
-                    end_s: now.duration_since(start).as_secs_f64(),
-                    bytes: iv_bytes,
-                    messages: iv_msgs,
-                    gbps: iv_bytes as f64 * 8.0 / s / 1e9,
-                };
+            if now.duration_since(iv.start) >= p.interval {
+                let sample = iv.close(start, now);
                 on_interval(sample);
                 res.intervals.push(sample);
-                iv_start = now;
-                iv_bytes = 0;
-                iv_msgs = 0;
             }
+        }
+        Ok(())
+    }
+
+    /// Called once nothing completed for `op_timeout`: an error when operations are
+    /// outstanding, or when the run waits for the target to check its writes.
+    fn check_stalled(&self, run: &Run, awaiting_write_acks: bool) -> Result<(), RdmaError> {
+        let after = self.params.op_timeout;
+        if run.posted > run.completed {
+            return Err(RdmaError::Timeout {
+                what: format!(
+                    "{} of {} operations outstanding {}: no completion",
+                    run.posted - run.completed,
+                    run.posted,
+                    self.link.peer
+                ),
+                after,
+            });
+        }
+        if awaiting_write_acks {
+            return Err(RdmaError::Timeout {
+                what: format!("waiting for the target to check writes {}", self.link.peer),
+                after,
+            });
         }
         Ok(())
     }
