@@ -291,6 +291,10 @@ pub struct BenchArgs {
     /// Pre-shared key file, when the server requires one.
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<PathBuf>,
+    /// Seconds to wait for the server to answer the connection (a firewall that drops the
+    /// port shows as this time-out).
+    #[arg(long, value_name = "SECS", default_value_t = defaults::CONNECT_TIMEOUT.as_secs(), value_parser = secs)]
+    pub connect_timeout: u64,
     /// Copy this file to the server's write directory (`serve --write-dir`): disk → network →
     /// disk, with the time of each layer, to tell which one held the copy back.
     #[arg(long, value_name = "SRC", conflicts_with_all = ["udp", "latency", "test", "reverse", "bidir", "zerocopy", "bitrate"])]
