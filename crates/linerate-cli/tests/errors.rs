@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_linerate");
+mod common;
+use common::{is_root, BIN};
 
 struct Server {
     child: Child,
@@ -349,18 +350,6 @@ fn permission_errors_name_the_file_and_the_user() {
             "writable by the user running `linerate serve`",
         ],
     );
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .map(|euid| euid == "0")
-        })
-        .unwrap_or(false)
 }
 
 /// A port whose packets are dropped: the connection times out after `--connect-timeout`, and
