@@ -147,6 +147,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--spin', '--spin', [CompletionResultType]::ParameterName, 'Latency: poll this many µs for each reply before blocking (both ends), so replies that come quickly cost no scheduler wake-up. Needs idle cores on both hosts; 0 (the default) blocks at once, as netperf and sockperf do')
             [CompletionResult]::new('--test', '--test', [CompletionResultType]::ParameterName, 'The test to run')
             [CompletionResult]::new('--psk-file', '--psk-file', [CompletionResultType]::ParameterName, 'Pre-shared key file, when the server requires one')
+            [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Seconds to wait for the server to answer the connection (a firewall that drops the port shows as this time-out)')
             [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'Copy this file to the server''s write directory (`serve --write-dir`): disk → network → disk, with the time of each layer, to tell which one held the copy back')
             [CompletionResult]::new('--file-name', '--file-name', [CompletionResultType]::ParameterName, 'The name to give the copy on the server (default: SRC''s file name)')
             [CompletionResult]::new('--provider', '--provider', [CompletionResultType]::ParameterName, 'libfabric provider: verbs (InfiniBand/RoCE), tcp, ... (default: the first offering RMA)')

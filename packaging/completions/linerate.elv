@@ -138,6 +138,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand --spin 'Latency: poll this many µs for each reply before blocking (both ends), so replies that come quickly cost no scheduler wake-up. Needs idle cores on both hosts; 0 (the default) blocks at once, as netperf and sockperf do'
             cand --test 'The test to run'
             cand --psk-file 'Pre-shared key file, when the server requires one'
+            cand --connect-timeout 'Seconds to wait for the server to answer the connection (a firewall that drops the port shows as this time-out)'
             cand --file 'Copy this file to the server''s write directory (`serve --write-dir`): disk → network → disk, with the time of each layer, to tell which one held the copy back'
             cand --file-name 'The name to give the copy on the server (default: SRC''s file name)'
             cand --provider 'libfabric provider: verbs (InfiniBand/RoCE), tcp, ... (default: the first offering RMA)'

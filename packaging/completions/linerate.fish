@@ -131,6 +131,7 @@ udp-bw\t''
 tcp-lat\t''
 udp-lat\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l psk-file -d 'Pre-shared key file, when the server requires one' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l connect-timeout -d 'Seconds to wait for the server to answer the connection (a firewall that drops the port shows as this time-out)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l file -d 'Copy this file to the server\'s write directory (`serve --write-dir`): disk → network → disk, with the time of each layer, to tell which one held the copy back' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l file-name -d 'The name to give the copy on the server (default: SRC\'s file name)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l provider -d 'libfabric provider: verbs (InfiniBand/RoCE), tcp, ... (default: the first offering RMA)' -r

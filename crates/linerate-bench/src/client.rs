@@ -67,16 +67,19 @@ impl std::fmt::Debug for ClientConfig {
 /// Failures before any measurement: nothing to report but the reason.
 #[derive(Debug, Error)]
 pub enum ClientError {
-    #[error("connecting to {addr}: {err}")]
+    /// The control connection could not be made; the message says what to do about it.
+    #[error("connecting to {addr}: {err}{}", connect_hint(*.addr, .err, *.timeout))]
     Connect {
         addr: SocketAddr,
         err: std::io::Error,
+        /// How long the connection was given (named when it timed out).
+        timeout: Duration,
     },
     #[error("the server refused the test: {reason}")]
     Refused { kind: RefusalKind, reason: String },
     #[error("the server said: {0}")]
     Server(String),
-    #[error("the server at {0} requires a pre-shared key: pass --psk-file")]
+    #[error("the server at {0} requires a pre-shared key: pass --psk-file FILE, a file holding the same key as the one given to its `linerate serve --psk-file`")]
     NeedsKey(SocketAddr),
     #[error(
         "the server failed to prove it knows the pre-shared key: refusing to trust its results"
@@ -97,6 +100,37 @@ impl ClientError {
             Self::Refused { kind, .. } => Some(*kind),
             _ => None,
         }
+    }
+}
+
+/// What to do about a failed connection, after the OS error: the cases a first-time user meets.
+fn connect_hint(addr: SocketAddr, err: &std::io::Error, timeout: Duration) -> String {
+    use std::io::ErrorKind as K;
+    let (ip, port) = (addr.ip(), addr.port());
+    match err.kind() {
+        K::ConnectionRefused if port == linerate_proto::DEFAULT_PORT => format!(
+            ": no `linerate serve` listens on port {port} of {ip}; start one there with `linerate serve`, or pass -p PORT if it listens on another port"
+        ),
+        K::ConnectionRefused => format!(
+            ": no `linerate serve` listens on port {port} of {ip}; start one there with `linerate serve -p {port}`, or pass the port it listens on with -p PORT (default {})",
+            linerate_proto::DEFAULT_PORT
+        ),
+        // A SYN that gets no answer at all: a firewall that drops rather than rejects is by
+        // far the most common cause; a host that is down or a wrong address are the others.
+        K::TimedOut | K::WouldBlock => format!(
+            ": no answer within {} s; packets to TCP port {port} are probably dropped by a firewall on {ip} or on the way (or the host is down): open TCP port {port} there, or run the server on a port that is open and pass it with -p PORT",
+            linerate_units::fmt_round(timeout.as_secs_f64(), 1)
+        ),
+        K::HostUnreachable | K::NetworkUnreachable => format!(
+            ": this host has no route to {ip}; check the address, and the route with `ip route get {ip}`"
+        ),
+        K::AddrNotAvailable => {
+            ": the local address given with -B is not an address of this host".to_string()
+        }
+        K::PermissionDenied => format!(
+            ": a firewall rule or security policy on this host forbids connecting to {addr}"
+        ),
+        _ => String::new(),
     }
 }
 
@@ -214,6 +248,7 @@ fn connect(cfg: &ClientConfig) -> Result<TcpStream, ClientError> {
     let err = |e: std::io::Error| ClientError::Connect {
         addr: cfg.server,
         err: e,
+        timeout: cfg.connect_timeout,
     };
     let s = Socket::new(
         Domain::for_address(cfg.server),
@@ -281,11 +316,21 @@ fn handshake(cfg: &ClientConfig, ctl: &mut TcpStream) -> Result<Accepted, Client
             nonce: nonce.clone(),
         },
     )?;
-    let (auth, server_nonce) = match read_msg(ctl, MAX_RESULTS_FRAME)? {
+    let hello = read_msg(ctl, MAX_RESULTS_FRAME).map_err(|e| match e {
+        // A server over its `--max-pending` closes new connections before any answer.
+        FrameError::Closed => ClientError::Protocol(format!(
+            "the server at {} closed the connection before answering: it is busy with other connections (serve --max-pending), or it is not a linerate server; try again shortly",
+            cfg.server
+        )),
+        e => e.into(),
+    })?;
+    let (auth, server_nonce) = match hello {
         Msg::ServerHello { protocol, auth, nonce, .. } if protocol == PROTOCOL_VERSION => (auth, nonce),
         Msg::ServerHello { protocol, version, .. } => {
             return Err(ClientError::Protocol(format!(
-                "the server (linerate {version}) speaks protocol {protocol}, this client {PROTOCOL_VERSION}: use matching versions"
+                "the server at {} runs linerate {version} (protocol {protocol}), this host linerate {} (protocol {PROTOCOL_VERSION}): install the same linerate version on both hosts",
+                cfg.server,
+                env!("CARGO_PKG_VERSION")
             )))
         }
         Msg::Error { message } => return Err(ClientError::Server(message)),
@@ -305,7 +350,12 @@ fn handshake(cfg: &ClientConfig, ctl: &mut TcpStream) -> Result<Accepted, Client
         match read_msg(ctl, MAX_RESULTS_FRAME)? {
             Msg::AuthOk { proof } if psk.verify_server(&nonce, &server_nonce, &proof) => {}
             Msg::AuthOk { .. } => return Err(ClientError::ServerProof),
-            Msg::Error { message } => return Err(ClientError::Server(message)),
+            // The only error a server sends here is a wrong key.
+            Msg::Error { message } => {
+                return Err(ClientError::Server(format!(
+                    "{message}; --psk-file must hold the same key as the one given to the server's `linerate serve --psk-file`"
+                )))
+            }
             other => return Err(ClientError::Protocol(format!("unexpected {other:?}"))),
         }
     }

@@ -119,9 +119,30 @@ impl Shared {
 
 /// Bind and serve until `max_served` tests have run (forever by default).
 pub fn serve(cfg: ServerConfig) -> std::io::Result<()> {
-    let listener = TcpListener::bind(cfg.bind)
-        .map_err(|e| std::io::Error::new(e.kind(), format!("binding {}: {e}", cfg.bind)))?;
+    let listener = TcpListener::bind(cfg.bind).map_err(|e| {
+        let hint = bind_hint(cfg.bind, &e);
+        std::io::Error::new(e.kind(), format!("binding {}: {e}{hint}", cfg.bind))
+    })?;
     serve_on(&listener, cfg)
+}
+
+/// What to do when the listening socket cannot be bound, after the OS error.
+fn bind_hint(bind: SocketAddr, e: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    let port = bind.port();
+    match e.kind() {
+        K::AddrInUse => format!(
+            "; another program (perhaps another `linerate serve`) already listens on port {port}: stop it, or listen on another port with -p PORT (clients then pass the same -p PORT)"
+        ),
+        K::PermissionDenied if port < 1024 => format!(
+            "; port {port} is privileged (below 1024): run as root or with CAP_NET_BIND_SERVICE, or pick a port above 1023 with -p PORT"
+        ),
+        K::AddrNotAvailable => format!(
+            "; {} is not an address of this host: give one of its addresses with -B ADDR, or leave -B out to listen on all of them",
+            bind.ip()
+        ),
+        _ => String::new(),
+    }
 }
 
 /// Serve on an already bound listener.

@@ -35,14 +35,24 @@ impl WriteDir {
             Mode::empty(),
         )
         .map_err(|e| match e {
-            Errno::NOENT => format!("--write-dir {}: no such directory", path.display()),
-            Errno::NOTDIR => format!("--write-dir {}: not a directory", path.display()),
+            Errno::NOENT => format!(
+                "--write-dir {0}: no such directory; create it first (`mkdir -p {0}`), writable by the user running `linerate serve`",
+                path.display()
+            ),
+            Errno::NOTDIR => format!(
+                "--write-dir {}: not a directory; give the directory the copies go into",
+                path.display()
+            ),
+            Errno::ACCESS | Errno::PERM => format!(
+                "--write-dir {}: {e}: the user running `linerate serve` cannot open it; give it access (chown or chmod), or choose a directory it owns",
+                path.display()
+            ),
             e => format!("--write-dir {}: {e}", path.display()),
         })?;
         rustix::fs::accessat(&fd, ".", rustix::fs::Access::WRITE_OK, AtFlags::empty()).map_err(
             |e| {
                 format!(
-                    "--write-dir {}: cannot write into it ({e}); it must be writable by the server",
+                    "--write-dir {}: cannot write into it ({e}); it must be writable by the user running `linerate serve` (chown or chmod it, or choose a directory that user owns)",
                     path.display()
                 )
             },

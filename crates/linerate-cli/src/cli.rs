@@ -55,10 +55,20 @@ pub enum Command {
     Generate(GenerateArgs),
 }
 
+// Every subcommand's `--help` ends with an `Examples:` section: a `# comment` line, then the
+// command, for two or three commands that work as written (`server1` stands for a host running
+// `linerate serve`). The tests below parse every example with these same definitions.
+
+const GENERATE_EXAMPLES: &str = "Examples:
+  # the man pages, where man finds them
+  linerate generate man /usr/local/share/man/man1
+  # bash completion for this user
+  linerate generate completions bash > ~/.local/share/bash-completion/completions/linerate
+  # zsh completion (with ~/.zfunc in fpath)
+  linerate generate completions zsh > ~/.zfunc/_linerate";
+
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  linerate generate man /usr/local/share/man/man1\n  linerate generate completions bash > ~/.local/share/bash-completion/completions/linerate\n  linerate generate completions zsh > ~/.zfunc/_linerate"
-)]
+#[command(after_help = GENERATE_EXAMPLES)]
 pub struct GenerateArgs {
     #[command(subcommand)]
     pub what: GenerateWhat,
@@ -68,12 +78,22 @@ pub struct GenerateArgs {
 pub enum GenerateWhat {
     /// Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating
     /// it if needed; existing pages of the same names are replaced.
+    #[command(after_help = "Examples:
+  # system-wide, where man finds them
+  linerate generate man /usr/local/share/man/man1
+  # into ./man, to read one with `man -l man/linerate-doctor.1`
+  linerate generate man man")]
     Man {
         /// The directory to write the pages to (e.g. /usr/local/share/man/man1).
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
     /// Print the completion script for SHELL on stdout.
+    #[command(after_help = "Examples:
+  # bash, for this user
+  linerate generate completions bash > ~/.local/share/bash-completion/completions/linerate
+  # fish, for this user
+  linerate generate completions fish > ~/.config/fish/completions/linerate.fish")]
     Completions {
         /// The shell to complete in.
         #[arg(value_enum, value_name = "SHELL")]
@@ -95,7 +115,16 @@ fn secs(s: &str) -> Result<u64, String> {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "The server writes one JSON line per event on stdout (listening, test, refused, dropped).\nData connections use the same TCP port as control; UDP tests use an ephemeral UDP port per test."
+    after_help = "The server writes one JSON line per event on stdout (listening, test, refused, dropped).
+Data connections use the same TCP port as control; UDP tests use an ephemeral UDP port per test.
+
+Examples:
+  # port 5301 on all addresses
+  linerate serve
+  # only clients with the key in ./key (make one: head -c 32 /dev/urandom | base64 > key)
+  linerate serve --psk-file key --max-tests 4
+  # also accept `bench --file` copies, into /srv/incoming and nowhere else
+  linerate serve --write-dir /srv/incoming"
 )]
 pub struct ServeArgs {
     /// TCP port for control and data connections.
@@ -145,7 +174,15 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Exit status: 0 healthy, 1 a finding at or above --fail-on, 2 could not run."
+    after_help = "Exit status: 0 healthy, 1 a finding at or above --fail-on, 2 could not run.
+
+Examples:
+  # a self-check of this machine: memory, disks, loopback
+  linerate doctor
+  # the path to server1 (which runs `linerate serve`), in about 10 s
+  linerate doctor server1 --quick
+  # the longer plan, with an HTML report to share
+  linerate doctor server1 --thorough --report report.html"
 )]
 pub struct DoctorArgs {
     /// A host running `linerate serve`; without it, doctor checks this machine alone.
@@ -191,6 +228,11 @@ pub struct DoctorArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  # copy, read and write bandwidth: one thread, all cores, each NUMA node
+  linerate mem
+  # 3 s per test with 4 threads, as JSON
+  linerate mem -t 3 --threads 4 --json")]
 pub struct MemArgs {
     /// Seconds per test.
     #[arg(short = 't', long = "time", value_name = "SECS", default_value = "1", value_parser = secs)]
@@ -215,6 +257,13 @@ pub enum TestArg {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  # TCP for 10 s, this host sending to server1 (which runs `linerate serve`)
+  linerate bench server1
+  # 4 streams, server1 sending (reverse), one line per second
+  linerate bench server1 -P 4 -R -i 1
+  # copy a file into server1's `serve --write-dir`, timing disk, network and disk
+  linerate bench server1 --file big.iso")]
 #[allow(clippy::struct_excessive_bools)]
 pub struct BenchArgs {
     /// The host running `linerate serve`.
@@ -291,6 +340,10 @@ pub struct BenchArgs {
     /// Pre-shared key file, when the server requires one.
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<PathBuf>,
+    /// Seconds to wait for the server to answer the connection (a firewall that drops the
+    /// port shows as this time-out).
+    #[arg(long, value_name = "SECS", default_value_t = defaults::CONNECT_TIMEOUT.as_secs(), value_parser = secs)]
+    pub connect_timeout: u64,
     /// Copy this file to the server's write directory (`serve --write-dir`): disk → network →
     /// disk, with the time of each layer, to tell which one held the copy back.
     #[arg(long, value_name = "SRC", conflicts_with_all = ["udp", "latency", "test", "reverse", "bidir", "zerocopy", "bitrate"])]
@@ -333,6 +386,11 @@ pub enum RdmaOpArg {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  # every port of this machine: ceiling chain and findings
+  linerate probe
+  # as JSON, exit status 1 on any warning or error (for scripts)
+  linerate probe --json --fail-on warning")]
 pub struct ProbeArgs {
     /// Read sysfs and procfs under this directory instead of `/` (a copy or a fixture tree).
     #[arg(long, value_name = "DIR", default_value = "/")]
@@ -352,7 +410,13 @@ pub enum IpoibModeArg {
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = format!("LINK forms: {LINK_FORMS}\nPCIE forms: {PCIE_FORMS}\n\nExample: what will a ConnectX-3 (FDR) give in an M.2 gen3 x4 slot?\n  linerate plan --link 4x-fdr --pcie gen3x4 --mtu 65520"))]
+#[command(after_help = format!("LINK forms: {LINK_FORMS}\nPCIE forms: {PCIE_FORMS}
+
+Examples:
+  # what will a ConnectX-3 (FDR) give in an M.2 gen3 x4 slot?
+  linerate plan --link 4x-fdr --pcie gen3x4 --mtu 65520
+  # 100 GbE in a PCIe 3.0 x16 slot with jumbo frames, as JSON
+  linerate plan --link 100gbe --pcie gen3x16 --mtu 9000 --json"))]
 pub struct PlanArgs {
     /// The link: `4x-qdr`, `4x-fdr`, `hdr`, `1x-edr`, `10gbe`, `100gbe`, ...
     #[arg(long, value_name = "LINK")]
@@ -417,7 +481,15 @@ pub enum DiskEngineArg {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "The test file (.linerate-disk-<pid>-<random>) is deleted at the end, on error and on Ctrl-C.\nDefault size: min(2 x RAM, 25% of free space), at least 256 MiB; 4 GiB with O_DIRECT on a local disk; 1 GiB on tmpfs.\nGB/s = 10^9 bytes/s, Gb/s = 10^9 bits/s. Exit status: 0 done, 2 could not run or a test stopped early."
+    after_help = "The test file (.linerate-disk-<pid>-<random>) is deleted at the end, on error and on Ctrl-C.
+Default size: min(2 x RAM, 25% of free space), at least 256 MiB; 4 GiB with O_DIRECT on a local disk; 1 GiB on tmpfs.
+GB/s = 10^9 bytes/s, Gb/s = 10^9 bits/s. Exit status: 0 done, 2 could not run or a test stopped early.
+
+Examples:
+  # the disk holding /var/tmp, all four tests
+  linerate disk /var/tmp
+  # sequential reads and writes only, in a 1 GiB file, 10 s each, as JSON
+  linerate disk /var/tmp --tests seq_read,seq_write --size 1G -t 10 --json"
 )]
 pub struct DiskArgs {
     /// The directory to test in: a local disk, tmpfs, an NFS or SMB mount.
@@ -461,6 +533,92 @@ pub fn parse() -> Cli {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
+
+    /// Every subcommand's path (`["bench"]`, `["generate", "man"]`, ...), clap's `help` aside.
+    fn subcommand_paths(cmd: &clap::Command, prefix: &[String], out: &mut Vec<Vec<String>>) {
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            let mut path = prefix.to_vec();
+            path.push(sub.get_name().to_string());
+            subcommand_paths(sub, &path, out);
+            out.push(path);
+        }
+    }
+
+    /// The `Examples:` section that ends `help`: (comment, command) pairs, or why it is not one.
+    fn examples(help: &str) -> Result<Vec<(String, String)>, String> {
+        let (_, section) = help
+            .rsplit_once("\nExamples:\n")
+            .ok_or("no `Examples:` section")?;
+        let lines: Vec<&str> = section.lines().map(str::trim).collect();
+        let lines: Vec<&str> = lines
+            .iter()
+            .rposition(|l| !l.is_empty())
+            .map_or(&[][..], |end| &lines[..=end])
+            .to_vec();
+        if !lines.len().is_multiple_of(2) {
+            return Err(format!("not `# comment` / command pairs: {lines:?}"));
+        }
+        lines
+            .chunks(2)
+            .map(|pair| match pair {
+                [c, cmd] if c.starts_with("# ") && cmd.starts_with("linerate ") => {
+                    Ok(((*c).to_string(), (*cmd).to_string()))
+                }
+                _ => Err(format!(
+                    "expected `# comment` then `linerate ...`, got {pair:?}"
+                )),
+            })
+            .collect()
+    }
+
+    /// `--help` of every subcommand ends with two or three examples, each a one-line comment
+    /// and a command of that subcommand whose arguments these definitions accept.
+    #[test]
+    fn every_subcommand_help_ends_with_examples_that_parse() {
+        let mut paths = Vec::new();
+        subcommand_paths(&Cli::command(), &[], &mut paths);
+        assert!(paths.len() >= 10, "{paths:?}");
+        for path in paths {
+            let mut args = vec!["linerate".to_string()];
+            args.extend(path.iter().cloned());
+            args.push("--help".into());
+            let err = Cli::try_parse_from(&args).expect_err("--help ends parsing");
+            assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp, "{path:?}");
+            let help = err.to_string();
+            let ex = examples(&help).unwrap_or_else(|e| panic!("{path:?}: {e}\n{help}"));
+            assert!(
+                (2..=3).contains(&ex.len()),
+                "{path:?}: {} examples",
+                ex.len()
+            );
+            for (_, cmd) in ex {
+                // The command's own words: a redirection or pipe belongs to the shell.
+                let words: Vec<&str> = cmd
+                    .split_whitespace()
+                    .take_while(|w| !matches!(*w, ">" | ">>" | "|"))
+                    .collect();
+                assert!(
+                    words.get(1..=path.len()).is_some_and(|w| w == path),
+                    "{path:?}: `{cmd}` is not an example of `linerate {}`",
+                    path.join(" ")
+                );
+                if let Err(e) = Cli::try_parse_from(&words) {
+                    panic!("{path:?}: the example `{cmd}` does not parse: {e}");
+                }
+            }
+        }
+    }
+
+    /// The check above can fail: a section with one example, or an example that does not
+    /// parse, is refused.
+    #[test]
+    fn examples_check_refuses_bad_sections() {
+        assert!(examples("usage\n").is_err());
+        assert!(examples("x\nExamples:\n  linerate probe\n").is_err());
+        assert!(examples("x\nExamples:\n  # one\n  linerate probe --nope\n").is_ok());
+        assert!(Cli::try_parse_from(["linerate", "probe", "--nope"]).is_err());
+    }
 
     /// The defaults written as text for `--help` ("1M", "1G") are proto's defaults.
     #[test]

@@ -22,12 +22,21 @@ impl std::fmt::Debug for Psk {
 
 #[derive(Debug, Error)]
 pub enum PskError {
-    #[error("--psk-file {path}: {err}")]
+    #[error("--psk-file {path}: {err}{}", read_hint(.err))]
     Read { path: String, err: std::io::Error },
     #[error("--psk-file {path}: the key is {len} bytes; at least {MIN_PSK_BYTES} are needed (e.g. `head -c 32 /dev/urandom | base64 > FILE`)")]
     Short { path: String, len: usize },
     #[error("--psk-file {path}: larger than 4096 bytes; expected a short secret")]
     Long { path: String },
+}
+
+/// What to do when the key file cannot be read, after the OS error.
+fn read_hint(err: &std::io::Error) -> &'static str {
+    match err.kind() {
+        std::io::ErrorKind::NotFound => "; create a key with `head -c 32 /dev/urandom | base64 > FILE` and give a copy of the same file to the server and its clients",
+        std::io::ErrorKind::PermissionDenied => "; the user running linerate must be able to read it (and, for a secret, no one else: `chmod 600 FILE` as its owner)",
+        _ => "",
+    }
 }
 
 /// Read a key file: its content, surrounding whitespace removed.

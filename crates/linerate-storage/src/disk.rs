@@ -199,13 +199,13 @@ pub enum DiskEvent<'a> {
 pub enum DiskErrorKind {
     #[error("{0}")]
     InvalidPlan(String),
-    #[error("{}: no such directory", .path.display())]
+    #[error("{}: no such directory; give an existing directory on the disk or mount to test (e.g. /tmp, or a directory you own on it)", .path.display())]
     NotFound { path: PathBuf },
     #[error("{}: not a directory (give the directory to test in)", .path.display())]
     NotADirectory { path: PathBuf },
     #[error("{}: read-only filesystem ({filesystem}): the test needs to write its own file there", .path.display())]
     ReadOnly { path: PathBuf, filesystem: String },
-    #[error("{}: permission denied: cannot create the test file there", .path.display())]
+    #[error("{}: permission denied: cannot create the test file there; give a directory on the same disk that you can write to, or run as a user who can write there", .path.display())]
     PermissionDenied { path: PathBuf },
     #[error("{}: {cause}; pass a smaller --size or free some space", .path.display())]
     NoSpace { path: PathBuf, cause: SizeError },

@@ -177,17 +177,34 @@ fn emit(e: &StreamEvent<'_>) {
     }
 }
 
-fn resolve(a: &BenchArgs) -> anyhow::Result<SocketAddr> {
-    let addrs: Vec<SocketAddr> = (a.host.as_str(), a.port)
+/// The addresses of `host` (a name or an address) at `port`; a name that does not resolve is
+/// said as such, with what to check.
+pub fn lookup(host: &str, port: u16) -> anyhow::Result<Vec<SocketAddr>> {
+    let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
-        .with_context(|| format!("resolving `{}`", a.host))?
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot resolve the host name `{host}`: {e}; check its spelling and this host's DNS (`getent hosts {host}`), or give its IP address"
+            )
+        })?
+        .collect();
+    if addrs.is_empty() {
+        bail!("the host name `{host}` resolves to no address; give its IP address");
+    }
+    Ok(addrs)
+}
+
+fn resolve(a: &BenchArgs) -> anyhow::Result<SocketAddr> {
+    let addrs: Vec<SocketAddr> = lookup(&a.host, a.port)?
+        .into_iter()
         .filter(|s| !(a.ipv4 && s.is_ipv6() || a.ipv6 && s.is_ipv4()))
         .collect();
     addrs.first().copied().with_context(|| {
         format!(
-            "`{}` has no {} address",
+            "`{}` has no {} address; drop {}",
             a.host,
-            if a.ipv4 { "IPv4" } else { "IPv6" }
+            if a.ipv4 { "IPv4" } else { "IPv6" },
+            if a.ipv4 { "-4" } else { "-6" }
         )
     })
 }
@@ -268,6 +285,7 @@ fn client_config(
             .unwrap_or_default(),
         inventory: Some(crate::iface::provider()),
         file,
+        connect_timeout: Duration::from_millis(a.connect_timeout.max(1)),
         ..ClientConfig::new(server, p.clone())
     })
 }

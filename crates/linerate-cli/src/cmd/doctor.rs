@@ -1,5 +1,5 @@
 use std::io::IsTerminal;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -11,13 +11,7 @@ use crate::out::print;
 
 pub fn run(a: &DoctorArgs, style: Style) -> anyhow::Result<u8> {
     let server: Option<SocketAddr> = match &a.host {
-        Some(h) => Some(
-            (h.as_str(), a.port)
-                .to_socket_addrs()
-                .with_context(|| format!("resolving `{h}`"))?
-                .next()
-                .with_context(|| format!("`{h}` has no address"))?,
-        ),
+        Some(h) => super::bench::lookup(h, a.port)?.first().copied(),
         None => None,
     };
     if let Some(r) = &a.report {
