@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up, then run every check CI runs: formatting, clippy, fixture trees, all tests, and the .deb
-# built, installed, checked and removed (scripts/package-test.sh: as root with CI=true only).
+# built, installed, checked and removed (scripts/package-test.sh: as root; LINERATE_PACKAGE_TEST=0
+# leaves it out).
 #
 # A test that cannot run on this machine (no root, namespaces, tmpfs, Chromium, setpriv)
 # records itself in $LINERATE_SKIP_LOG (linerate-testkit's `skip`): the closing line counts

@@ -96,7 +96,7 @@ impl std::fmt::Display for Cause {
 }
 
 /// Every finding linerate emits. The string id ([`FindingId::as_str`]) is stable: it is what
-/// the JSON documents, `--fail-on` users and the README's findings table name.
+/// the JSON documents, `--fail-on` users and docs/findings.md name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FindingId {
     SysfsUnreadable,
