@@ -5,8 +5,9 @@
 # It installs a package system-wide, so it needs root; it refuses to run where a linerate
 # package is already installed (it would replace and then remove it), and LINERATE_PACKAGE_TEST=0
 # leaves it out. Without root, or left out, it skips, says why, appends "package-test: REASON"
-# to $LINERATE_SKIP_LOG when set, and fails instead when LINERATE_REQUIRE_PRIVILEGED=1. scripts/setup-tests.sh installs what it uses (cargo-deb, man-db,
-# bash-completion, systemd-analyze). Every step is bounded in time; the package is purged at the
+# to $LINERATE_SKIP_LOG when set, and fails instead when LINERATE_REQUIRE_PRIVILEGED is set (and
+# not 0), as linerate-testkit does. scripts/setup-tests.sh installs what it uses (cargo-deb,
+# man-db, bash-completion, systemd-analyze). Every step is bounded in time; the package is purged at the
 # end whatever happened.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +32,7 @@ skip_all() {
     if [ -n "${LINERATE_SKIP_LOG:-}" ]; then
         echo "package-test: $1" >>"$LINERATE_SKIP_LOG"
     fi
-    if [ "${LINERATE_REQUIRE_PRIVILEGED:-}" = 1 ]; then
+    if [ -n "${LINERATE_REQUIRE_PRIVILEGED:-}" ] && [ "${LINERATE_REQUIRE_PRIVILEGED}" != 0 ]; then
         echo "FAIL package-test: skipped, but LINERATE_REQUIRE_PRIVILEGED=1 requires it to run" >&2
         failed=1
         summary

@@ -35,7 +35,13 @@ if [ "$k" -gt 0 ]; then
     sed 's/^/  /' "$skips"
 fi
 # One closing line for the whole workspace (cargo prints one per test binary) and the package test.
+# "skipped" adds up the tests ignored by design (#[ignore]: run by hand or by another test), the
+# tests that could not run here (listed above) and a skipped package test; the line above it
+# tells them apart.
 awk -v k="$k" '/^test result:/ { p += $4; f += $6; i += $8 }
-    /^package-test: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$/ { p += $2; f += $4; i += $6 }
-    END { printf "tests: %d passed, %d failed, %d skipped\n", p - k, f, i + k }' "$log"
+    /^package-test: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$/ { p += $2; f += $4; pk += $6 }
+    END {
+        printf "skipped: %d ignored by design, %d could not run here, %d package test\n", i, k, pk
+        printf "tests: %d passed, %d failed, %d skipped\n", p - k, f, i + k + pk
+    }' "$log"
 exit "$status"

@@ -326,7 +326,7 @@ pub struct BenchArgs {
     /// Latency: poll this many µs for each reply before blocking (both ends), so replies that
     /// come quickly cost no scheduler wake-up. Needs idle cores on both hosts; 0 (the default)
     /// blocks at once, as netperf and sockperf do.
-    #[arg(long, value_name = "US", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    #[arg(long, value_name = "US", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=i64::from(linerate_proto::defaults::MAX_SPIN_US)))]
     pub spin: u32,
     /// The test to run.
     #[arg(long, value_enum, value_name = "KIND")]

@@ -555,9 +555,9 @@ fn one_core_single_stream() {
 }
 
 /// Slack between figures doctor rounds differently when it serializes them: rates to
-/// 0.001 Gb/s, the host-stack ceiling to 0.1 Gb/s in `path` (half a step: 0.05), plus a
+/// 0.001 Gb/s, the host-stack ceiling to 0.01 Gb/s in `path` (half a step: 0.005), plus a
 /// margin for the two roundings meeting.
-const ROUNDING_GBPS: f64 = 0.06;
+const ROUNDING_GBPS: f64 = 0.01;
 
 /// The host-stack contract on a virtual path, whatever this machine's speed: the path
 /// carries an upper bound (`path.stack_ceiling_gbps`, one memory copy per byte per core).

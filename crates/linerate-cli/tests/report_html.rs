@@ -362,7 +362,7 @@ fn the_html_report_renders_in_chromium() {
             |c| format!("$CHROMIUM={c} is not a file"),
         );
         // A skip, counted as one by scripts/test.sh; CI (LINERATE_REQUIRE_PRIVILEGED=1,
-        // set by .ci/run) fails here instead: scripts/setup.sh installs Chromium there.
+        // set by .ci/run) fails here instead: scripts/setup-tests.sh installs Chromium there.
         linerate_testkit::skip(format_args!(
             "Chromium is not installed ({looked}); `apt-get install -y chromium` to run this test"
         ));

@@ -152,12 +152,26 @@ fn mem_out(r: &mem::MemResult) -> MemOut {
         threads: r.threads,
         buffer_bytes: r.buffer_bytes,
         gb_per_s: linerate_units::r2(r.gb_per_s()),
-        gbps: linerate_units::r1(r.gb_per_s() * 8.0),
+        gbps: linerate_units::r1(linerate_units::gb_per_s_to_gbps(r.gb_per_s())),
     }
 }
 
-fn facts_of(v: Option<&serde_json::Value>) -> Option<EndFacts> {
-    serde_json::from_value(v?.get("facts")?.clone()).ok()
+/// An end's facts from its inventory document; a document that cannot be read is said in
+/// `errors` (the end is then judged without them), never dropped in silence.
+fn facts_of(
+    v: Option<&serde_json::Value>,
+    whose: &str,
+    errors: &mut Vec<String>,
+) -> Option<EndFacts> {
+    match serde_json::from_value(v?.get("facts")?.clone()) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            errors.push(format!(
+                "the {whose} end's facts could not be read ({e}): judged without them"
+            ));
+            None
+        }
+    }
 }
 
 /// What the memory step measured.
@@ -188,7 +202,7 @@ impl Runs {
     fn best_tcp(&self) -> Option<&TestResult> {
         self.tests
             .iter()
-            .filter(|t| t.kind == "tcp_bw" && t.error.is_none())
+            .filter(|t| t.params.kind == TestKind::TcpBw && t.error.is_none())
             .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
     }
 
@@ -365,12 +379,18 @@ fn run_plan(
 ) -> Result<(), DoctorError> {
     let cpus = before.host.cpus.len().max(1);
     let streams = u32::try_from(cpus.clamp(2, 8)).unwrap_or(2);
-    let planned = plan(o.depth, o.server.is_some(), 1_000_000_000, streams);
+    let planned = plan(
+        o.depth,
+        o.server.is_some(),
+        linerate_proto::defaults::UDP_BITRATE_BPS,
+        streams,
+    );
     for (n, mut params) in planned.into_iter().enumerate() {
         if params.kind == TestKind::UdpBw {
             // A rate the path should carry: half the best TCP result, at most 1 Gb/s.
             let best = runs.best_tcp().map_or(0.0, |t| t.gbps);
-            params.bitrate_bps = (best * 0.5 * 1e9).clamp(10e6, 1e9) as u64;
+            let most = linerate_proto::defaults::UDP_BITRATE_BPS as f64;
+            params.bitrate_bps = (best * 0.5 * linerate_units::GIGA).clamp(10e6, most) as u64;
         }
         progress(&describe(&params));
         let cfg = client(o, server, params.clone(), None);
@@ -457,7 +477,12 @@ fn copy_step(
             };
             Some((t, to))
         }
-        Err(e) if e.kind == Some(RefusalKind::NoWriteDir) => {
+        // Servers before refusal kinds say it in words only (their refusals read as `Other`).
+        Err(e)
+            if e.kind == Some(RefusalKind::NoWriteDir)
+                || (e.kind == Some(RefusalKind::Other)
+                    && e.to_string().contains("accepts no files")) =>
+        {
             pyramid_notes.push(format!("the server's disk was not measured: {e}"));
             None
         }
@@ -467,6 +492,10 @@ fn copy_step(
         }
     }
 }
+
+/// Doctor's RDMA messages: 1 MiB, the size of its TCP writes, so the two compare the same
+/// transfer size (bench's default is 64 KiB, where RDMA already reaches line rate on FDR/EDR).
+const RDMA_LENGTH: u32 = 1 << 20;
 
 /// RDMA beside TCP on the same path, where this end has RDMA hardware (or when asked).
 fn rdma_step(
@@ -487,7 +516,9 @@ fn rdma_step(
         RdmaMode::Auto => rdma_port.then(|| "verbs".to_string()),
         RdmaMode::Provider(p) => Some(p.clone()),
     };
-    let Some(provider) = provider.filter(|_| runs.tests.iter().any(|t| t.kind == "tcp_bw")) else {
+    let Some(provider) =
+        provider.filter(|_| runs.tests.iter().any(|t| t.params.kind == TestKind::TcpBw))
+    else {
         return;
     };
     let secs = match o.depth {
@@ -497,12 +528,12 @@ fn rdma_step(
     };
     let params = TestParams {
         interval_ms: 0,
-        length: 1 << 20,
+        length: RDMA_LENGTH,
         rdma: Some(linerate_proto::RdmaSpec {
             op: linerate_proto::RdmaOp::Write,
             latency: false,
             provider: Some(provider.clone()),
-            window: 16,
+            window: linerate_proto::defaults::RDMA_WINDOW,
             qps: 1,
             verify: false,
             sweep: false,
@@ -539,12 +570,46 @@ struct Assembly<'a> {
 }
 
 /// The host stack's bound for one TCP stream on a path without hardware (loopback, veth): one
-/// core's copy rate at the size of a stream's writes, and the cores this process may run on
-/// (its affinity: `taskset -c 0` leaves one, and both copies then share it).
-fn host_stack(m: &Memory) -> Option<HostStackCeiling> {
+/// core's copy rate at the size of a stream's writes, and the cores the two copies of each byte
+/// may run on. Against a server the receiver's copy runs on the other host, so each core copies
+/// each byte once; in a self-check both ends share this process's CPUs (its affinity:
+/// `taskset -c 0` leaves one, and both copies then share it).
+fn host_stack(m: &Memory, two_hosts: bool) -> Option<HostStackCeiling> {
+    let cores = if two_hosts {
+        2
+    } else {
+        std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+    };
     host_stack_ceiling(&HostStackInput {
         copy_gb_per_s: m.stream.gb_per_s(),
-        cores: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        cores,
+    })
+}
+
+/// Memory, the disks, the network and the copy side by side (`linerate_rules::pyramid`).
+fn storage_pyramid(
+    o: &DoctorOptions,
+    a: &Assembly<'_>,
+    runs: &Runs,
+    input: &DiagnoseInput,
+) -> (
+    linerate_rules::pyramid::Pyramid,
+    Vec<linerate_rules::Finding>,
+) {
+    let dimm_peak: f64 = linerate_inventory::dram::dimms(&o.root)
+        .iter()
+        .map(linerate_inventory::dram::Dimm::peak_gb_per_s)
+        .sum();
+    linerate_rules::pyramid::pyramid(&linerate_rules::pyramid::PyramidInput {
+        memory_gbps: Some(linerate_units::gb_per_s_to_gbps(a.memory.all.gb_per_s())),
+        memory_ceiling_gbps: (dimm_peak > 0.0)
+            .then_some(linerate_units::gb_per_s_to_gbps(dimm_peak)),
+        disks: a.disks.iter().map(disk_in).collect(),
+        network_gbps: runs.best_tcp().map(|t| t.gbps),
+        network_ceiling_gbps: linerate_rules::diagnose::send_ceiling_gbps(input),
+        network_subject: runs.local_if.clone().unwrap_or_else(|| "loopback".into()),
+        copy: a.copy.as_ref().and_then(|(t, to)| copy_in(t, to)),
+        notes: a.pyramid_notes.clone(),
     })
 }
 
@@ -555,16 +620,17 @@ fn assemble(o: &DoctorOptions, a: Assembly<'_>, mut runs: Runs) -> DoctorReport 
         (Some(n), Some(b)) => deltas(b, &error_counters(a.after, n)),
         _ => Vec::new(),
     };
-    let local = facts_of(runs.local_inv.as_ref()).unwrap_or_else(|| {
+    let local = facts_of(runs.local_inv.as_ref(), "local", &mut runs.errors).unwrap_or_else(|| {
         linerate_rules::end_facts(a.before, runs.local_if.as_deref(), Vec::new())
     });
     let remote = if two {
-        facts_of(runs.remote_inv.as_ref())
+        facts_of(runs.remote_inv.as_ref(), "remote", &mut runs.errors)
     } else {
         None
     };
-    let host_stack = host_stack(a.memory);
+    let host_stack = host_stack(a.memory, two);
     let stack_ceiling_gbps = host_stack.as_ref().map(|h| linerate_units::r2(h.gbps));
+    let stack_basis = host_stack.as_ref().map(|h| h.basis.clone());
     let input = DiagnoseInput {
         local: local.clone(),
         remote: remote.clone(),
@@ -578,21 +644,7 @@ fn assemble(o: &DoctorOptions, a: Assembly<'_>, mut runs: Runs) -> DoctorReport 
         counter_deltas: counter_deltas.clone(),
     };
     let mut d = diagnose(&input);
-    let dimm_peak: f64 = linerate_inventory::dram::dimms(&o.root)
-        .iter()
-        .map(linerate_inventory::dram::Dimm::peak_gb_per_s)
-        .sum();
-    let (pyramid, pyramid_findings) =
-        linerate_rules::pyramid::pyramid(&linerate_rules::pyramid::PyramidInput {
-            memory_gbps: Some(mem_out(&a.memory.all).gbps),
-            memory_ceiling_gbps: (dimm_peak > 0.0).then_some(dimm_peak * 8.0),
-            disks: a.disks.iter().map(disk_in).collect(),
-            network_gbps: runs.best_tcp().map(|t| t.gbps),
-            network_ceiling_gbps: linerate_rules::diagnose::send_ceiling_gbps(&input),
-            network_subject: runs.local_if.clone().unwrap_or_else(|| "loopback".into()),
-            copy: a.copy.as_ref().and_then(|(t, to)| copy_in(t, to)),
-            notes: a.pyramid_notes,
-        });
+    let (pyramid, pyramid_findings) = storage_pyramid(o, &a, &runs, &input);
     d.findings.extend(pyramid_findings);
     if !a.disks.is_empty() {
         d.checked.push("the storage pyramid: memory, disk reads and writes, the network, and a disk-to-disk copy through the tested path".into());
@@ -637,6 +689,7 @@ fn assemble(o: &DoctorOptions, a: Assembly<'_>, mut runs: Runs) -> DoctorReport 
             remote_interface,
             counter_deltas,
             stack_ceiling_gbps,
+            stack_basis,
         },
         memory: vec![
             mem_out(&a.memory.one),

@@ -24,16 +24,53 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
         let deps: BTreeSet<String> = text
             .split("crate::")
             .skip(1)
-            .map(|rest| {
-                rest.chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect::<String>()
-            })
+            .flat_map(first_segments)
             .filter(|m| !m.is_empty() && m != name)
             .collect();
         g.insert(name.to_string(), deps);
     }
     g
+}
+
+/// The modules named right after a `crate::`: `ib` in `crate::ib::IbDevice`, and `ib` and `net`
+/// in a group `crate::{ib::IbDevice, net::{Netdev, NetdevKind}}`.
+fn first_segments(rest: &str) -> Vec<String> {
+    let ident = |s: &str| {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect::<String>()
+    };
+    let Some(group) = rest.strip_prefix('{') else {
+        return vec![ident(rest)];
+    };
+    // Split the group at its top-level commas, up to its closing brace.
+    let (mut depth, mut start, mut out) = (0u32, 0usize, Vec::new());
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                out.push(ident(&group[start..i]));
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(ident(&group[start..i]));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn grouped_imports_name_each_module() {
+    assert_eq!(first_segments("ib::IbDevice;"), vec!["ib"]);
+    assert_eq!(
+        first_segments("{ib::IbDevice, net::{Netdev, NetdevKind}, Inventory};"),
+        vec!["ib", "net", "Inventory"]
+    );
 }
 
 /// The first cycle found, as a path `a → b → a`.

@@ -387,7 +387,14 @@ impl TestParams {
             return e(Param::Duration, "duration must be positive");
         }
         if self.omit_ms >= self.duration_ms {
-            return e(Param::Omit, "--omit must be shorter than the test");
+            return e(
+                Param::Omit,
+                &format!(
+                    "--omit ({} s) must be shorter than --time ({} s)",
+                    self.omit_ms as f64 / 1000.0,
+                    self.duration_ms as f64 / 1000.0
+                ),
+            );
         }
         if self.interval_ms != 0 && self.interval_ms < defaults::MIN_INTERVAL_MS {
             return e(

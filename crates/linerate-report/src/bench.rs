@@ -43,7 +43,10 @@ fn kind_words(p: &TestParams) -> String {
             if p.bitrate_bps == 0 {
                 "full speed".to_string()
             } else {
-                format!("{} Gb/s each", num(p.bitrate_bps as f64 / 1e9))
+                format!(
+                    "{} Gb/s each",
+                    num(linerate_units::bps_to_gbps(p.bitrate_bps as f64))
+                )
             }
         ),
         TestKind::TcpLat => format!("TCP request/response, {}-byte messages", p.length),

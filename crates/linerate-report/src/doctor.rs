@@ -218,10 +218,24 @@ fn memory_rows(out: &mut String, r: &DoctorReport) {
 /// The host TCP stack's upper bound and the port ceilings of both ends, where known.
 fn ceiling_rows(out: &mut String, r: &DoctorReport) {
     if let Some(s) = r.path.stack_ceiling_gbps {
+        let basis = r
+            .path
+            .stack_basis
+            .as_deref()
+            .unwrap_or("the memory copies of each byte");
+        let beaten = r
+            .findings
+            .iter()
+            .any(|f| f.id == linerate_rules::FindingId::CeilingExceeded);
         let _ = writeln!(
             out,
-            "    host TCP stack, 1 stream   ≤{:>8} Gb/s   (at most: one memory copy per byte on each core; protocol work costs more)",
-            num(s)
+            "    host TCP stack, 1 stream   ≤{:>8} Gb/s   ({basis}; {})",
+            num(s),
+            if beaten {
+                "a measured stream beat it, so it is no ceiling here: see ceiling.exceeded"
+            } else {
+                "an upper bound: protocol work costs more"
+            }
         );
     }
     if let Some(c) = r.path.local.ceiling.as_ref().filter(|c| c.gbps > 0.0) {

@@ -80,7 +80,20 @@ fn waterfall(r: &DoctorReport) -> String {
             ));
         }
         if let Some(s) = r.path.stack_ceiling_gbps {
-            bars.push(("host TCP stack bound, 1 stream".into(), s, "#94a3b8"));
+            // A bound a measured stream beat is drawn as what it is, not as a ceiling.
+            let beaten = r
+                .findings
+                .iter()
+                .any(|f| f.id == linerate_rules::FindingId::CeilingExceeded);
+            bars.push(if beaten {
+                (
+                    "host TCP stack bound (beaten: see ceiling.exceeded)".into(),
+                    s,
+                    "#fca5a5",
+                )
+            } else {
+                ("host TCP stack bound, 1 stream".into(), s, "#94a3b8")
+            });
         }
     } else {
         for s in &chain {
@@ -97,7 +110,7 @@ fn waterfall(r: &DoctorReport) -> String {
                     s.kind,
                     f.netdev.as_deref().unwrap_or("?")
                 ),
-                s.rate_bps as f64 / 1e9,
+                linerate_units::bps_to_gbps(s.rate_bps as f64),
                 "#f59e0b",
             ));
         }

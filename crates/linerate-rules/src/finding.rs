@@ -199,38 +199,12 @@ impl FindingId {
     }
 
     /// Does a warning of this kind explain why a result stays below its ceiling? The others
-    /// describe the ceiling itself (a downtrained link lowers it), the port state (which the
+    /// describe the ceiling itself (a PCIe bottleneck or a narrow slot), the port state (which the
     /// verdict names on its own), or the judgement (reached, unexplained).
     pub fn explains_gap(self) -> bool {
-        match self {
-            Self::RdmaVsTcp
-            | Self::CpuSaturated
-            | Self::CpuContended
-            | Self::CpuPowersave
-            | Self::TcpBuffersSmall
-            | Self::NetRetransmits
-            | Self::NetShaper
-            | Self::IpoibDatagramMode
-            | Self::MtuSmall
-            | Self::MtuMismatch
-            | Self::PathAsymmetric
-            | Self::NumaMismatch
-            | Self::LinkErrors
-            | Self::IbRateBelowCapability
-            | Self::PcieDowntrained => true,
-            Self::SysfsUnreadable
-            | Self::PcieLinkDown
-            | Self::PcieSlotLimited
-            | Self::PcieBottleneck
-            | Self::IbNoSubnetManager
-            | Self::IbPortDown
-            | Self::VpiEthernetMode
-            | Self::LinkDown
-            | Self::CeilingReached
-            | Self::CeilingExceeded
-            | Self::Unexplained
-            | Self::StorageDiskLimitsCopy => false,
-        }
+        // A finding explains a gap exactly when it names a cause: one list, so the two never
+        // disagree.
+        self.cause().is_some()
     }
 
     /// The cause the verdict names when this finding is what explains a gap; None for the

@@ -59,12 +59,23 @@ pub struct Row {
     pub host: String,
     /// A path, an interface, or `all cores`.
     pub subject: String,
+    #[serde(serialize_with = "three_decimals")]
     pub gbps: f64,
     pub ceiling_gbps: Option<f64>,
     /// A write made durable (fsync'd), as a file copy writes: slower than the disk test's
     /// direct writes where a write-back cache sits below. Absent for other rows.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub durable: bool,
+}
+
+/// Figures keep their precision for the comparisons; the document shows 0.001 Gb/s. (serde
+/// hands a `serialize_with` function a reference.)
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's serialize_with signature"
+)]
+fn three_decimals<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(linerate_units::r3(*x))
 }
 
 impl Row {
@@ -92,6 +103,7 @@ impl Row {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CopyLimit {
     /// The expected rate of a copy, Gb/s: the slowest of reading, the network and writing.
+    #[serde(serialize_with = "three_decimals")]
     pub gbps: f64,
     /// The row (layer, host, subject) that sets it.
     pub limited_by: Row,

@@ -42,6 +42,10 @@ pub struct PathFacts {
     /// The host stack's upper bound for one TCP stream (one memory copy per byte on each core
     /// the stream runs on), Gb/s: the ceiling of a path without hardware.
     pub stack_ceiling_gbps: Option<f64>,
+    /// How that bound was found, in words with its figures ("one memory copy per byte on each
+    /// of 2 cores at 60.8 GB/s"); absent with the bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_basis: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
