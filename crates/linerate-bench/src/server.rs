@@ -1,7 +1,9 @@
 //! `linerate serve`: many clients and tests at once, each bounded in memory and time.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{
+    IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket,
+};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -107,14 +109,39 @@ struct Shared {
     memory: AtomicU64,
     next_id: AtomicU64,
     served: AtomicU64,
+    /// Where the accept loop listens, to wake it when the last test allowed has run.
+    wake: Option<SocketAddr>,
 }
 
 impl Shared {
+    /// Count a test that ran; past `max_served`, wake the accept loop (blocked in `accept`)
+    /// with a connection of our own, so `serve --once` ends when its test does rather than at
+    /// the next client.
+    fn served_one(&self) {
+        let n = self.served.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.cfg.max_served.is_some_and(|max| n >= max) {
+            if let Some(addr) = self.wake {
+                let _ = TcpStream::connect_timeout(&addr, Duration::from_secs(1));
+            }
+        }
+    }
+
     fn log(&self, event: &ServerLog) {
         if self.cfg.log {
             event.print();
         }
     }
+}
+
+/// An address that reaches a listener bound to `addr`: the wildcard addresses are not
+/// connectable, their loopback is.
+fn wake_address(addr: SocketAddr) -> SocketAddr {
+    let ip = match addr.ip() {
+        IpAddr::V4(v) if v.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v) if v.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    SocketAddr::new(ip, addr.port())
 }
 
 /// Bind and serve until `max_served` tests have run (forever by default).
@@ -170,6 +197,7 @@ pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()
         memory: AtomicU64::new(0),
         next_id: AtomicU64::new(1),
         served: AtomicU64::new(0),
+        wake: Some(wake_address(addr)),
     });
     for conn in listener.incoming() {
         if let Some(max) = shared.cfg.max_served {
@@ -660,7 +688,7 @@ fn run_test(
     let file_log = new_file.and_then(|f| finish_file(f, params, &mut run.results));
     c.send_results(&run.results);
     log_test(c, id, params, test_slot.memory, &run.results, file_log);
-    sh.served.fetch_add(1, Ordering::SeqCst);
+    sh.served_one();
 }
 
 /// Run the server's side of a started test: intervals go out on the control connection;
@@ -829,7 +857,7 @@ fn rdma_test(
         result: Outcome::of(results.error.as_ref()),
         error: results.error,
     })));
-    sh.served.fetch_add(1, Ordering::SeqCst);
+    sh.served_one();
 }
 
 /// End a file transfer: make a complete file durable (when asked) and keep it;

@@ -636,3 +636,24 @@ fn a_server_without_libfabric_refuses_rdma_clearly() {
         .unwrap_or("")
         .contains("libfabric not found"));
 }
+
+/// `serve --once` ends when its one test does, without waiting for another connection.
+#[test]
+fn serve_once_exits_after_its_test() {
+    let mut s = server(&["--once"]);
+    let out = bench(s.port, &["-t", "0.5", "-J"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Bounded: the server has a few seconds to notice and exit by itself.
+    let until = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < until,
+            "serve --once still runs 10 s after its test"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "serve --once exited with {status}");
+}
