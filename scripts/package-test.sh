@@ -236,10 +236,12 @@ done
 head -c 1000000 /dev/urandom >"$work/payload"
 client=$(timeout 30 /usr/bin/linerate bench 127.0.0.1 -p "$port" --file "$work/payload" --file-name copy --json 2>&1)
 client_rc=$?
-# `serve --once` checks its count when a connection arrives (linerate-bench's accept loop), so it
-# waits in accept() after its test: one more connection lets it see it is done. Harmless once it
-# exits by itself (then the connection is refused).
-(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null
+# `serve --once` exits by itself when its test ends; bounded, in case it does not.
+for _ in $(seq 1 100); do
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+done
+kill "$server_pid" 2>/dev/null
 wait "$server_pid"
 server_rc=$?
 server_pid=
