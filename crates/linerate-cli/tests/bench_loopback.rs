@@ -642,7 +642,11 @@ fn a_server_without_libfabric_refuses_rdma_clearly() {
 fn serve_once_exits_after_its_test() {
     let mut s = server(&["--once"]);
     let out = bench(s.port, &["-t", "0.5", "-J"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Bounded: the server has a few seconds to notice and exit by itself.
     let until = Instant::now() + Duration::from_secs(10);
     let status = loop {
