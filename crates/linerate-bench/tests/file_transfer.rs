@@ -52,25 +52,17 @@ fn pattern(len: usize, seed: u64) -> Vec<u8> {
 
 fn params(name: &str, size: u64, streams: u32) -> TestParams {
     TestParams {
-        kind: TestKind::FileTransfer,
-        direction: Direction::Send,
         streams,
         duration_ms: 20_000,
-        omit_ms: 0,
         interval_ms: 0,
         length: 256 * 1024,
-        window: None,
-        bitrate_bps: 0,
-        congestion: None,
-        zerocopy: false,
-        spin_us: None,
         file: Some(FileSpec {
             name: name.into(),
             size,
             fsync: true,
             remove_after: false,
         }),
-        rdma: None,
+        ..TestParams::new(TestKind::FileTransfer, Direction::Send)
     }
 }
 

@@ -47,20 +47,11 @@ fn params(op: RdmaOp, length: u32, f: impl FnOnce(&mut RdmaSpec)) -> TestParams 
     };
     f(&mut r);
     TestParams {
-        kind: TestKind::Rdma,
-        direction: Direction::Send,
-        streams: 1,
         duration_ms: 800,
-        omit_ms: 0,
         interval_ms: 0,
         length,
-        window: None,
-        bitrate_bps: 0,
-        congestion: None,
-        zerocopy: false,
-        spin_us: None,
-        file: None,
         rdma: Some(r),
+        ..TestParams::new(TestKind::Rdma, Direction::Send)
     }
 }
 

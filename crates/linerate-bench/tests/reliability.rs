@@ -73,20 +73,11 @@ fn start_server(cfg: ServerConfig) -> SocketAddr {
 /// A paced TCP test (400 Mbit/s per stream), so it costs little CPU on a busy machine.
 fn tcp_params(duration_ms: u64) -> TestParams {
     TestParams {
-        kind: TestKind::TcpBw,
-        direction: Direction::Send,
-        streams: 1,
         duration_ms,
-        omit_ms: 0,
         interval_ms: 200,
         length: 128 * 1024,
-        window: None,
         bitrate_bps: 400_000_000,
-        congestion: None,
-        zerocopy: false,
-        spin_us: None,
-        file: None,
-        rdma: None,
+        ..TestParams::new(TestKind::TcpBw, Direction::Send)
     }
 }
 

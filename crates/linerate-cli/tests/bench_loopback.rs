@@ -1,64 +1,15 @@
 //! serve and bench end to end over loopback: every test kind, the JSON contract, live output.
 
-use std::net::TcpListener;
 use std::process::{Child, Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use serde_json::Value;
 
+mod common;
 mod schema;
 
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn server(extra: &[&str]) -> Server {
-    server_env(extra, &[])
-}
-
-fn server_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
-    let port = free_port();
-    let child = StdCommand::new(env!("CARGO_BIN_EXE_linerate"))
-        .envs(env.iter().copied())
-        .args([
-            "serve",
-            "-B",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "--max-duration",
-            "30",
-        ])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Wait until it listens (bounded).
-    let until = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < until, "server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Server { child, port }
-}
+use common::{free_port, server, server_env};
 
 fn bench(port: u16, args: &[&str]) -> std::process::Output {
     Command::cargo_bin("linerate")
@@ -294,20 +245,10 @@ fn abandon_a_test(port: u16) {
         Msg::ServerHello { .. }
     ));
     let params = TestParams {
-        kind: TestKind::TcpBw,
-        direction: Direction::Send,
-        streams: 1,
         duration_ms: 1000,
-        omit_ms: 0,
         interval_ms: 0,
         length: 1024,
-        window: None,
-        bitrate_bps: 0,
-        congestion: None,
-        zerocopy: false,
-        spin_us: None,
-        file: None,
-        rdma: None,
+        ..TestParams::new(TestKind::TcpBw, Direction::Send)
     };
     write_msg(&mut s, &Msg::Request { params }).unwrap();
     assert!(matches!(

@@ -4,52 +4,13 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Child, Command as StdCommand, Output, Stdio};
+use std::process::{Command as StdCommand, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 
 mod common;
-use common::{is_root, BIN};
-
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A port nothing listens on (bound, then released).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// `linerate serve` on loopback with `extra` options, once it listens.
-fn server(extra: &[&str]) -> Server {
-    let port = free_port();
-    let child = StdCommand::new(BIN)
-        .args(["serve", "-B", "127.0.0.1", "-p", &port.to_string()])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let until = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < until, "server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Server { child, port }
-}
+use common::{free_port, is_root, server, BIN};
 
 fn linerate(args: &[&str]) -> Output {
     Command::new(BIN)

@@ -21,27 +21,17 @@ pub(crate) fn p(
     omit: f64,
 ) -> TestParams {
     TestParams {
-        kind,
-        direction,
         streams,
         duration_ms: (secs * 1000.0) as u64,
         omit_ms: (omit * 1000.0) as u64,
         interval_ms: 500,
         length: match kind {
             TestKind::TcpBw => defaults::default_length(streams, direction == Direction::Bidir),
-            TestKind::UdpBw => defaults::UDP_LENGTH,
-            TestKind::TcpLat => defaults::LATENCY_LENGTH,
-            TestKind::UdpLat => defaults::UDP_LAT_MIN_LENGTH,
-            TestKind::FileTransfer => defaults::FILE_LENGTH,
-            TestKind::Rdma => defaults::RDMA_LENGTH,
+            _ => TestParams::new(kind, direction).length,
         },
-        window: None,
+        // Each test sets its own rate where it has one (doctor picks the UDP rate from TCP's).
         bitrate_bps: 0,
-        congestion: None,
-        zerocopy: false,
-        spin_us: None,
-        file: None,
-        rdma: None,
+        ..TestParams::new(kind, direction)
     }
 }
 

@@ -308,6 +308,40 @@ impl RefusalKind {
 }
 
 impl TestParams {
+    /// A `kind` test in `direction` with the defaults of [`defaults`]: one stream for the
+    /// default time, no warm-up, one-second intervals, the kind's default write size, no rate
+    /// limit (UDP: the default rate), no window, congestion control, zero copy, spin, file or
+    /// RDMA spec. Callers set what differs: `TestParams { streams: 4, ..TestParams::new(k, d) }`.
+    pub fn new(kind: TestKind, direction: Direction) -> Self {
+        Self {
+            kind,
+            direction,
+            streams: 1,
+            duration_ms: defaults::DURATION_MS,
+            omit_ms: defaults::OMIT_MS,
+            interval_ms: defaults::INTERVAL_MS,
+            length: match kind {
+                TestKind::TcpBw => defaults::default_length(1, direction == Direction::Bidir),
+                TestKind::UdpBw => defaults::UDP_LENGTH,
+                TestKind::TcpLat => defaults::LATENCY_LENGTH,
+                TestKind::UdpLat => defaults::UDP_LAT_MIN_LENGTH,
+                TestKind::FileTransfer => defaults::FILE_LENGTH,
+                TestKind::Rdma => defaults::RDMA_LENGTH,
+            },
+            window: None,
+            bitrate_bps: if kind == TestKind::UdpBw {
+                defaults::UDP_BITRATE_BPS
+            } else {
+                defaults::TCP_BITRATE_BPS
+            },
+            congestion: None,
+            zerocopy: false,
+            spin_us: None,
+            file: None,
+            rdma: None,
+        }
+    }
+
     /// Directions × streams: the number of data connections.
     pub fn connections(&self) -> u32 {
         if let (TestKind::Rdma, Some(r)) = (self.kind, &self.rdma) {
@@ -713,22 +747,34 @@ impl ShapeError {
 mod tests {
     use super::*;
 
+    #[test]
+    fn every_kind_has_a_default_test_that_passes_the_shape_check() {
+        for kind in [
+            TestKind::TcpBw,
+            TestKind::UdpBw,
+            TestKind::TcpLat,
+            TestKind::UdpLat,
+        ] {
+            for dir in [Direction::Send, Direction::Receive] {
+                let p = TestParams::new(kind, dir);
+                assert_eq!(p.check_shape(), Ok(()), "{kind:?} {dir:?}");
+                assert_eq!(p.streams, 1);
+            }
+        }
+        assert_eq!(
+            TestParams::new(TestKind::UdpBw, Direction::Send).bitrate_bps,
+            defaults::UDP_BITRATE_BPS
+        );
+        // A file transfer or an RDMA test needs its spec: the defaults do not invent one.
+        assert!(TestParams::new(TestKind::FileTransfer, Direction::Send)
+            .check_shape()
+            .is_err());
+    }
+
     pub fn tcp() -> TestParams {
         TestParams {
-            kind: TestKind::TcpBw,
-            direction: Direction::Send,
-            streams: 1,
-            duration_ms: 10_000,
-            omit_ms: 0,
-            interval_ms: 1000,
             length: 128 * 1024,
-            window: None,
-            bitrate_bps: 0,
-            congestion: None,
-            zerocopy: false,
-            spin_us: None,
-            file: None,
-            rdma: None,
+            ..TestParams::new(TestKind::TcpBw, Direction::Send)
         }
     }
 

@@ -166,20 +166,8 @@ fn raw_frame(body: &[u8]) -> Vec<u8> {
 
 fn params() -> TestParams {
     TestParams {
-        kind: TestKind::TcpBw,
-        direction: Direction::Send,
-        streams: 1,
-        duration_ms: 10_000,
-        omit_ms: 0,
-        interval_ms: 1000,
         length: 128 * 1024,
-        window: None,
-        bitrate_bps: 0,
-        congestion: None,
-        zerocopy: false,
-        spin_us: None,
-        file: None,
-        rdma: None,
+        ..TestParams::new(TestKind::TcpBw, Direction::Send)
     }
 }
 

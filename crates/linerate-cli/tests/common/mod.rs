@@ -285,3 +285,59 @@ impl Drop for Net {
         self.teardown();
     }
 }
+
+/// A `linerate serve` on loopback, killed and reaped on drop.
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port nothing listens on (bound, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `linerate serve` on loopback with `extra` options, once it listens.
+pub fn server(extra: &[&str]) -> Server {
+    server_env(extra, &[])
+}
+
+/// The same with environment variables set for the server; every test it serves ends within
+/// 30 s (`--max-duration`).
+pub fn server_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
+    let port = free_port();
+    let child = Command::new(BIN)
+        .envs(env.iter().copied())
+        .args([
+            "serve",
+            "-B",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "--max-duration",
+            "30",
+        ])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until it listens (bounded).
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < until, "server did not start");
+        thread::sleep(Duration::from_millis(20));
+    }
+    Server { child, port }
+}
