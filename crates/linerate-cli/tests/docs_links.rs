@@ -32,19 +32,25 @@ fn markdown_files(root: &Path) -> Vec<PathBuf> {
 /// The text outside fenced code blocks and inline code spans, line by line: a `[x](y)` inside
 /// code is an example, not a link. Each line keeps its number (1-based) for the messages.
 fn prose_lines(text: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
+    outside_fences(text)
+        .map(|(n, line)| (n, strip_code_spans(line)))
+        .collect()
+}
+
+/// Lines outside fenced code blocks (``` or ~~~), with their numbers (1-based).
+fn outside_fences(text: &str) -> impl Iterator<Item = (usize, &str)> {
     let mut fence: Option<&str> = None;
-    for (i, line) in text.lines().enumerate() {
+    text.lines().enumerate().filter_map(move |(i, line)| {
         let trimmed = line.trim_start();
         let marker = ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m));
         match (fence, marker) {
             (None, Some(m)) => fence = Some(m),
             (Some(open), Some(m)) if open == m => fence = None,
-            (None, None) => out.push((i + 1, strip_code_spans(line))),
+            (None, None) => return Some((i + 1, line)),
             _ => {}
         }
-    }
-    out
+        None
+    })
 }
 
 /// A line with its inline code spans (`` `...` ``) removed.
@@ -99,7 +105,9 @@ fn slug(heading: &str) -> String {
 /// suffixes for repeated ones.
 fn anchors(text: &str) -> HashSet<String> {
     let mut seen = HashSet::new();
-    for (_, line) in prose_lines_keep_code_in_headings(text) {
+    // Code spans kept: a heading's `` `linerate probe` `` is part of its slug, without the
+    // backticks.
+    for (_, line) in outside_fences(text) {
         let Some(heading) = line.trim_start().strip_prefix('#') else {
             continue;
         };
@@ -117,24 +125,6 @@ fn anchors(text: &str) -> HashSet<String> {
         seen.insert(candidate);
     }
     seen
-}
-
-/// Lines outside fenced code blocks, code spans kept (a heading's `` `linerate probe` `` is
-/// part of its slug, without the backticks).
-fn prose_lines_keep_code_in_headings(text: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    let mut fence: Option<&str> = None;
-    for (i, line) in text.lines().enumerate() {
-        let trimmed = line.trim_start();
-        let marker = ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m));
-        match (fence, marker) {
-            (None, Some(m)) => fence = Some(m),
-            (Some(open), Some(m)) if open == m => fence = None,
-            (None, None) => out.push((i + 1, line.to_owned())),
-            _ => {}
-        }
-    }
-    out
 }
 
 /// What is wrong with one link of `file`, or None when it resolves.

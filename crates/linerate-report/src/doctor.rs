@@ -223,10 +223,7 @@ fn ceiling_rows(out: &mut String, r: &DoctorReport) {
             .stack_basis
             .as_deref()
             .unwrap_or("the memory copies of each byte");
-        let beaten = r
-            .findings
-            .iter()
-            .any(|f| f.id == linerate_rules::FindingId::CeilingExceeded);
+        let beaten = r.stack_bound_beaten();
         let _ = writeln!(
             out,
             "    host TCP stack, 1 stream   ≤{:>8} Gb/s   ({basis}; {})",

@@ -81,10 +81,7 @@ fn waterfall(r: &DoctorReport) -> String {
         }
         if let Some(s) = r.path.stack_ceiling_gbps {
             // A bound a measured stream beat is drawn as what it is, not as a ceiling.
-            let beaten = r
-                .findings
-                .iter()
-                .any(|f| f.id == linerate_rules::FindingId::CeilingExceeded);
+            let beaten = r.stack_bound_beaten();
             bars.push(if beaten {
                 (
                     "host TCP stack bound (beaten: see ceiling.exceeded)".into(),

@@ -344,6 +344,18 @@ mod tests {
         }
     }
 
+    /// A copy through loopback whose durable write (2.4 Gb/s) is its slowest layer.
+    fn loopback_copy() -> CopyIn {
+        CopyIn {
+            to: "loopback".into(),
+            end_to_end_gbps: 2.3,
+            source_read_gbps: Some(27.0),
+            network_gbps: Some(18.0),
+            destination_write_gbps: Some(2.4),
+            bottleneck: Some("destination_write".into()),
+        }
+    }
+
     #[test]
     fn the_slowest_layer_of_a_copy_is_named() {
         let (p, f) = pyramid(&input());
@@ -364,14 +376,7 @@ mod tests {
     #[test]
     fn one_row_per_disk_layer_and_the_copys_layers_stay_the_copys() {
         let mut i = input();
-        i.copy = Some(CopyIn {
-            to: "loopback".into(),
-            end_to_end_gbps: 2.3,
-            source_read_gbps: Some(27.0),
-            network_gbps: Some(18.0),
-            destination_write_gbps: Some(2.4),
-            bottleneck: Some("destination_write".into()),
-        });
+        i.copy = Some(loopback_copy());
         let (p, _) = pyramid(&i);
         let disk = "/data (ext4 on nvme0n1)";
         let of = |layer: &str, durable: bool| {
@@ -401,14 +406,7 @@ mod tests {
         // O_DIRECT writes look fast (a write-back cache below); the copy's fsync tells the truth.
         let mut i = input();
         i.disks[0].write_gbps = Some(28.0);
-        i.copy = Some(CopyIn {
-            to: "loopback".into(),
-            end_to_end_gbps: 2.3,
-            source_read_gbps: Some(27.0),
-            network_gbps: Some(18.0),
-            destination_write_gbps: Some(2.4),
-            bottleneck: Some("destination_write".into()),
-        });
+        i.copy = Some(loopback_copy());
         let (p, f) = pyramid(&i);
         let c = p.copy.unwrap();
         assert_eq!(c.limited_by.layer, "disk_write");

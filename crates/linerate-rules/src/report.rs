@@ -70,3 +70,13 @@ pub struct DoctorReport {
     pub errors: Vec<String>,
     pub seconds: f64,
 }
+
+impl DoctorReport {
+    /// A measured stream beat the host stack's bound (`ceiling.exceeded`): renderers show the
+    /// bound as what it is then, not as a ceiling.
+    pub fn stack_bound_beaten(&self) -> bool {
+        self.findings
+            .iter()
+            .any(|f| f.id == crate::FindingId::CeilingExceeded)
+    }
+}
