@@ -1,0 +1,10 @@
+//! The pure parts of `linerate mesh`: who each rank is, which links are measured in which
+//! round, the plain data a cluster run produces, and the verdicts drawn from it. No I/O: the
+//! runtime (rendezvous, coordinator, the pairs' tests) lives in `linerate-cluster`, the
+//! renderers in `linerate-report`.
+
+pub mod schedule;
+pub mod types;
+
+pub use schedule::{pairwise, Flow, Round, Schedule, ScheduleKind};
+pub use types::{LinkMeasurement, MeshLatency, NodeFacts, Phase, PortFacts, RankId, Transport};

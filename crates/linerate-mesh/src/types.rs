@@ -1,0 +1,89 @@
+//! The plain data of a cluster run, shared by the runtime (which produces it), the verdicts
+//! (which judge it) and the renderers. Rates in Gb/s (10^9 bit/s), latencies in µs.
+
+use serde::{Deserialize, Serialize};
+
+/// A rank: `0..size`, one process per node.
+pub type RankId = u32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    Tcp,
+    Rdma,
+}
+
+/// Whether a measurement ran inside its scheduled round (with other pairs at the same time)
+/// or alone, in the retest phase that tells contention from a bad link or node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Round,
+    Retest,
+}
+
+/// Latency ping-pong of one pair, measured from `tx`'s side.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MeshLatency {
+    pub p50_us: f64,
+    pub p99_us: f64,
+}
+
+/// One directed measurement, complete or not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkMeasurement {
+    pub phase: Phase,
+    /// Index of the round in the schedule (retests: the index of the retest step).
+    pub round: u32,
+    pub tx: RankId,
+    pub rx: RankId,
+    pub transport: Transport,
+    /// How many flows ran at the same time, this one included.
+    pub concurrency: u32,
+    /// Receiver-side goodput over the test, Gb/s; None when nothing was measured.
+    pub gbps: Option<f64>,
+    pub latency: Option<MeshLatency>,
+    /// TCP retransmits on the sender over the test.
+    pub retransmits: Option<u64>,
+    /// Why the measurement is missing or incomplete (a rank unreachable, a refused test...).
+    pub error: Option<String>,
+}
+
+/// One port of a node, as the fleet comparison sees it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PortFacts {
+    pub name: String,
+    pub driver: Option<String>,
+    pub firmware: Option<String>,
+    /// The card as the card table names it (`ConnectX-3`), where known.
+    pub card: Option<String>,
+    /// PCIe link as trained and as capable: `8.0 GT/s x8`.
+    pub pcie_current: Option<String>,
+    pub pcie_max: Option<String>,
+    pub mtu: Option<u32>,
+    /// `connected` or `datagram` for IPoIB.
+    pub ipoib_mode: Option<String>,
+    /// The link's signalling rate, Gb/s.
+    pub link_gbps: Option<f64>,
+    /// The lowest stage of the port's ceiling chain, Gb/s.
+    pub ceiling_gbps: Option<f64>,
+}
+
+/// What one rank tells the coordinator about its node: the facts nodes are compared on, and
+/// every probe finding of the node (`id` and message).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeFacts {
+    pub rank: RankId,
+    pub host: String,
+    /// The address the other ranks reach this rank's data server on (`ip:port`).
+    pub data_addr: Option<String>,
+    /// The port that carries `data_addr`, when probe found it.
+    pub port: Option<PortFacts>,
+    pub kernel: Option<String>,
+    /// CPU frequency governor(s) in use, joined with `,` when mixed.
+    pub governor: Option<String>,
+    pub tcp_rmem_max: Option<u64>,
+    pub tcp_wmem_max: Option<u64>,
+    /// Probe findings of this node: (finding id, message).
+    pub findings: Vec<(String, String)>,
+}
