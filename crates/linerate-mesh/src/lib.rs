@@ -12,5 +12,8 @@ pub use launch::{
     coordinator_candidates, identify, CandidateSource, CoordinatorCandidate, Identity,
     IdentitySource, LaunchArgs, LaunchError,
 };
-pub use schedule::{pairwise, Flow, Round, Schedule, ScheduleKind};
+pub use schedule::{
+    cap_concurrency, incast, pairwise, parse_round_file, quick, ring, Flow, Round, Schedule,
+    ScheduleError, ScheduleKind,
+};
 pub use types::{LinkMeasurement, MeshLatency, NodeFacts, Phase, PortFacts, RankId, Transport};
