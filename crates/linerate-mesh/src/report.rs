@@ -155,3 +155,60 @@ pub fn build_report(input: MeshInput) -> MeshReport {
         healthy,
     }
 }
+
+/// One end of a measurement in a stream event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventEnd {
+    pub rank: RankId,
+    pub host: Option<String>,
+    /// The rank's data address (`ip:port`), when it reported one.
+    pub addr: Option<String>,
+}
+
+/// One `--json-stream` line (`schemas/mesh-event.schema.json`): a measurement as it happens.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MeshEvent {
+    /// Always `measurement`.
+    pub event: &'static str,
+    pub phase: Phase,
+    pub round: u32,
+    pub tx: EventEnd,
+    pub rx: EventEnd,
+    /// `forward` when the lower rank sends (the first direction a pair is measured in),
+    /// `reverse` otherwise.
+    pub direction: &'static str,
+    pub transport: Transport,
+    pub concurrency: u32,
+    pub gbps: Option<f64>,
+    pub latency_p50_us: Option<f64>,
+    pub latency_p99_us: Option<f64>,
+    pub retransmits: Option<u64>,
+    pub error: Option<String>,
+}
+
+/// The stream event of one measurement; hosts and addresses from the ranks' facts.
+pub fn mesh_event(m: &LinkMeasurement, nodes: &[NodeFacts]) -> MeshEvent {
+    let end = |r: RankId| {
+        let facts = nodes.iter().find(|n| n.rank == r);
+        EventEnd {
+            rank: r,
+            host: facts.map(|n| n.host.clone()),
+            addr: facts.and_then(|n| n.data_addr.clone()),
+        }
+    };
+    MeshEvent {
+        event: "measurement",
+        phase: m.phase,
+        round: m.round,
+        tx: end(m.tx),
+        rx: end(m.rx),
+        direction: if m.tx < m.rx { "forward" } else { "reverse" },
+        transport: m.transport,
+        concurrency: m.concurrency,
+        gbps: m.gbps.map(linerate_units::r3),
+        latency_p50_us: m.latency.map(|l| linerate_units::r2(l.p50_us)),
+        latency_p99_us: m.latency.map(|l| linerate_units::r2(l.p99_us)),
+        retransmits: m.retransmits,
+        error: m.error.clone(),
+    }
+}
