@@ -7,7 +7,9 @@ use linerate_results::{Tool, SCHEMA_VERSION, TOOL};
 use serde::Serialize;
 
 use crate::fleet::{fleet_findings, FleetFinding};
-use crate::judge::{below_ceiling, judge, JudgeInput, LinkVerdict, NodeStatus, NodeVerdict};
+use crate::judge::{
+    below_ceiling, judge, JudgeInput, LinkStatus, LinkVerdict, NodeStatus, NodeVerdict,
+};
 use crate::launch::IdentitySource;
 use crate::schedule::ScheduleKind;
 use crate::types::{LinkMeasurement, NodeFacts, Phase, RankId, Transport};
@@ -75,13 +77,27 @@ impl MeshReport {
         crate::judge::retest_plan(&self.nodes, &self.links, max_rounds)
     }
 
-    /// The bad links, worst first (unreachable, then by fraction of the median).
+    /// The bad links, most telling first: links no node accounts for (a cable, a switch
+    /// port), then links that measured nothing between live nodes, then links put down to a
+    /// degraded node, last the links of unreachable nodes; within each, slowest first.
     pub fn worst_links(&self) -> Vec<&LinkVerdict> {
+        let dead = |r: RankId| {
+            self.nodes
+                .get(r as usize)
+                .is_some_and(|n| n.status == NodeStatus::Unreachable)
+        };
+        let class = |l: &LinkVerdict| match l.status {
+            LinkStatus::Unreachable if dead(l.tx) || dead(l.rx) => 3,
+            LinkStatus::Unreachable => 1,
+            _ if l.explained_by.is_empty() => 0,
+            _ => 2,
+        };
         let mut v: Vec<&LinkVerdict> = self.links.iter().filter(|l| l.status.is_bad()).collect();
         v.sort_by(|a, b| {
             let key = |l: &LinkVerdict| l.fraction_of_reference.unwrap_or(-1.0);
-            key(a)
-                .total_cmp(&key(b))
+            class(a)
+                .cmp(&class(b))
+                .then(key(a).total_cmp(&key(b)))
                 .then((a.tx, a.rx).cmp(&(b.tx, b.rx)))
         });
         v
