@@ -97,6 +97,11 @@ impl Shade {
     }
 }
 
+/// An enum's name as its JSON spells it (`pairwise`, `tcp`).
+fn lower(x: impl std::fmt::Debug) -> String {
+    format!("{x:?}").to_lowercase()
+}
+
 fn gbps(x: Option<f64>) -> String {
     x.map_or_else(|| "-".to_string(), fmt_sig)
 }
@@ -138,10 +143,10 @@ pub fn render_mesh(r: &MeshReport, style: Style, unicode: bool) -> String {
     let bad_links = r.links.iter().filter(|l| l.status.is_bad()).count();
     let _ = writeln!(
         o,
-        "linerate mesh: {} ranks, {:?} schedule over {:?}, {} links measured, reference {} Gb/s",
+        "linerate mesh: {} ranks, {} schedule over {}, {} links measured, reference {} Gb/s",
         r.size,
-        r.schedule,
-        r.transport,
+        lower(r.schedule),
+        lower(r.transport),
         r.links.len(),
         gbps(r.reference_gbps)
     );
@@ -346,7 +351,7 @@ pub fn mesh_csv(r: &MeshReport) -> String {
 /// The HTML report: one self-contained file like doctor's (inline CSS and SVG, no scripts).
 pub fn mesh_html(r: &MeshReport) -> String {
     let mut o = String::new();
-    let title = format!("{} ranks, {:?} schedule", r.size, r.schedule);
+    let title = format!("{} ranks, {} schedule", r.size, lower(r.schedule));
     let (cls, verdict) = if r.healthy {
         (
             "ok",
@@ -381,11 +386,11 @@ main{{max-width:1100px;margin:0 auto;padding:24px}} h1{{font-size:20px;margin:0 
 table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-bottom:1px solid #e2e8f0;padding:6px 8px;text-align:left;vertical-align:top;font-size:14px}}
 .bad{{color:#dc2626;font-weight:600}} .warn{{color:#b45309;font-weight:600}} .good{{color:#166534}} .muted{{color:#64748b;font-size:13px}}
 </style></head><body><main>
-<h1>linerate mesh — {t}</h1><p class="muted">linerate {ver} · {tr:?} · {d} s per test · reference {rf} Gb/s (upper quartile of the links)</p>
+<h1>linerate mesh — {t}</h1><p class="muted">linerate {ver} · {tr} · {d} s per test · reference {rf} Gb/s (upper quartile of the links)</p>
 <div class="verdict {cls}" id="verdict">{v}</div>"#,
         t = esc(&title),
         ver = esc(r.tool.version),
-        tr = r.transport,
+        tr = lower(r.transport),
         d = fmt_sig(r.duration_s),
         rf = gbps(r.reference_gbps),
         v = esc(&verdict),
