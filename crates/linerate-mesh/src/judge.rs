@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fleet::{others_phrase, FleetAttribute, FleetFinding};
 use crate::schedule::{Flow, Round};
-use crate::types::{LinkMeasurement, MeshLatency, NodeFacts, Phase, RankId};
+use crate::types::{LinkMeasurement, MeshLatency, NodeFacts, Phase, RankId, Transport};
 
 /// The fleet's reference rate is this quantile of every link measured in its round: the
 /// upper quartile, not the median. The median fails as soon as half the links are bad, and
@@ -55,6 +55,15 @@ pub const LATENCY_FACTOR: f64 = 3.0;
 /// link far above its fleet is losing packets on the wire.
 pub const LOSSY_FACTOR: f64 = 10.0;
 pub const LOSSY_MIN_RETRANSMITS: u64 = 100;
+/// ...and, when the test's length is known, at least this share of the packets it sent: a
+/// tenth of a percent of loss already costs single-stream TCP much of its rate on a fast path,
+/// while shapers and full switch buffers on healthy paths stay well below it.
+pub const LOSSY_MIN_RATE: f64 = 0.001;
+
+/// Over TCP, a latency outlier must also exceed the median by this much (µs): on shared cores
+/// a ping-pong through the kernel moves by tens of microseconds with scheduling alone. Not
+/// applied over RDMA, where a few microseconds are the signal.
+pub const LATENCY_MIN_EXCESS_US: f64 = 50.0;
 
 /// When the reference rate runs below this fraction of the median pair ceiling, the fleet gets a
 /// finding: the limit is common to all nodes (streams, CPU, buffers), not one node or cable.
@@ -174,6 +183,9 @@ pub struct JudgeInput<'a> {
     pub lost: &'a [RankId],
     /// The fleet findings, to explain a degraded node.
     pub fleet: &'a [FleetFinding],
+    /// Seconds each bandwidth test ran: with it, a link is lossy only when its retransmits
+    /// are also a real share of its packets ([`LOSSY_MIN_RATE`]).
+    pub duration_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -210,6 +222,7 @@ struct LinkData {
     latency: Option<MeshLatency>,
     retransmits: Option<u64>,
     concurrency: Option<u32>,
+    rdma: bool,
 }
 
 /// The measurements by directed link; impossible ones are set aside with a note.
@@ -240,6 +253,7 @@ fn collect(
                 .errors
                 .push(m.error.clone().unwrap_or_else(|| "nothing measured".into())),
         }
+        d.rdma |= m.transport == Transport::Rdma;
         if m.phase == Phase::Round {
             d.latency = d.latency.or(m
                 .latency
@@ -259,6 +273,7 @@ struct Reference {
     gbps: Option<f64>,
     latency_p50_us: Option<f64>,
     lossy_retransmits: f64,
+    duration_s: Option<f64>,
 }
 
 /// The `p` quantile (nearest rank) of the finite values.
@@ -272,7 +287,7 @@ pub(crate) fn quantile(values: &[f64], p: f64) -> Option<f64> {
     Some(v[rank.clamp(1, v.len()) - 1])
 }
 
-fn reference(links: &BTreeMap<(RankId, RankId), LinkData>) -> Reference {
+fn reference(links: &BTreeMap<(RankId, RankId), LinkData>, duration_s: Option<f64>) -> Reference {
     let all: Vec<f64> = links
         .values()
         .flat_map(|d| d.round.iter().copied())
@@ -290,6 +305,7 @@ fn reference(links: &BTreeMap<(RankId, RankId), LinkData>) -> Reference {
         latency_p50_us: median(&lat),
         lossy_retransmits: (LOSSY_FACTOR * median(&rtx).unwrap_or(0.0))
             .max(LOSSY_MIN_RETRANSMITS as f64),
+        duration_s: duration_s.filter(|d| d.is_finite() && *d > 0.0),
     }
 }
 
@@ -311,11 +327,17 @@ fn link_verdict(
         (a, b) => a.or(b),
     };
     let slow = |g: f64| rf.gbps.is_some_and(|m| g < SLOW_FRACTION * m);
-    let lossy = d
-        .retransmits
-        .is_some_and(|r| r as f64 > rf.lossy_retransmits);
+    // Packets the sender sent, at least (full-size 1448-byte TCP segments; jumbo frames send
+    // fewer, so the loss rate is underestimated, never overestimated).
+    let packets = gbps
+        .zip(rf.duration_s)
+        .map(|(g, secs)| g * 1e9 * secs / 8.0 / 1448.0);
+    let lossy = d.retransmits.is_some_and(|r| {
+        r as f64 > rf.lossy_retransmits && packets.is_none_or(|p| r as f64 >= LOSSY_MIN_RATE * p)
+    });
+    let excess = if d.rdma { 0.0 } else { LATENCY_MIN_EXCESS_US };
     let latency_outlier = match (d.latency, rf.latency_p50_us) {
-        (Some(l), Some(m)) => l.p50_us > LATENCY_FACTOR * m,
+        (Some(l), Some(m)) => l.p50_us > LATENCY_FACTOR * m && l.p50_us - m > excess,
         _ => false,
     };
     let status = match (gbps.or(retest), retest) {
@@ -490,7 +512,7 @@ fn cleared_by_retest(v: RankId, as_tx: bool, links: &[LinkVerdict]) -> bool {
 pub fn judge(input: &JudgeInput<'_>) -> Judgement {
     let mut notes = Vec::new();
     let data = collect(input, &mut notes);
-    let rf = reference(&data);
+    let rf = reference(&data, input.duration_s);
     let nodes: BTreeMap<RankId, &NodeFacts> = input.nodes.iter().map(|n| (n.rank, n)).collect();
     let mut links: Vec<LinkVerdict> = data
         .iter()

@@ -132,6 +132,7 @@ pub fn build_report(input: MeshInput) -> MeshReport {
         measurements: &input.measurements,
         lost: &input.lost,
         fleet: &fleet,
+        duration_s: Some(input.duration_s),
     });
     fleet.extend(below_ceiling(&j, &facts));
     let healthy = j.nodes.iter().all(|n| n.status == NodeStatus::Ok)
