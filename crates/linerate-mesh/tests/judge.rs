@@ -45,7 +45,7 @@ fn a_healthy_fleet_is_healthy() {
 
 #[test]
 fn a_node_slow_both_ways_is_named_and_its_peers_are_not() {
-    for n in [3, 4, 8, 16, 33] {
+    for n in [3, 4, 8, 16, 33, 128] {
         let mut f = Fleet::healthy(n);
         f.tx_cap[2] = 0.29;
         f.rx_cap[2] = 0.29;

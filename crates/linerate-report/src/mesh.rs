@@ -18,6 +18,9 @@ pub const HEATMAP_MAX_NODES: u32 = 64;
 /// The largest fleet whose matrix is also printed in Gb/s figures.
 const FIGURES_MAX_NODES: u32 = 12;
 
+/// The most heatmap cells the HTML report draws one by one (the rest are in the JSON and CSV).
+const MAX_SVG_CELLS: usize = 20_000;
+
 /// How many bad links the text and HTML reports list.
 const WORST_LINKS: usize = 12;
 
@@ -454,10 +457,26 @@ fn heatmap_svg(r: &MeshReport) -> String {
     }
     let verdicts: std::collections::BTreeMap<(u32, u32), &LinkVerdict> =
         r.links.iter().map(|l| ((l.tx, l.rx), l)).collect();
+    // Above the labelled size, one green square stands for the healthy links and only the
+    // others are drawn: a thousand nodes would otherwise be a million elements.
+    let every_cell = labels;
+    if !every_cell {
+        let _ = write!(
+            s,
+            r#"<rect x="{left}" y="{top}" width="{size:.1}" height="{size:.1}" fill="{}"><title>every cell not drawn over: at least {:.0}% of the reference</title></rect>"#,
+            Shade::Full.color(),
+            SLOW_FRACTION * 100.0
+        );
+    }
+    let mut drawn = 0usize;
     for (i, row) in cells.iter().enumerate() {
         for (j, shade) in row.iter().enumerate() {
-            if i == j {
+            if i == j || (!every_cell && *shade == Shade::Full) {
                 continue;
+            }
+            drawn += 1;
+            if drawn > MAX_SVG_CELLS {
+                break;
             }
             let tip = verdicts.get(&(i as u32, j as u32)).map_or_else(
                 || "not measured".to_string(),
@@ -477,6 +496,12 @@ fn heatmap_svg(r: &MeshReport) -> String {
         }
     }
     s.push_str("</svg>");
+    if drawn > MAX_SVG_CELLS {
+        let _ = write!(
+            s,
+            "<p class=\"muted\">{MAX_SVG_CELLS} cells drawn; the others are in the JSON document and the CSV matrix.</p>"
+        );
+    }
     let _ = write!(
         s,
         "<p class=\"muted\">Green: at least {:.0}% of the reference; yellow 60-80%; orange 40-60%; red below 40%; black: nothing measured. Hover a cell for its verdict.</p>",

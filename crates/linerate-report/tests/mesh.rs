@@ -184,3 +184,23 @@ fn html_is_self_contained_with_heatmap_bars_links_and_fleet() {
     let h = mesh_html(&odd);
     assert!(h.contains("&lt;b&gt;x&amp;y&lt;/b&gt;") && !h.contains("<b>x"));
 }
+
+#[test]
+fn html_of_a_large_fleet_draws_only_the_cells_that_are_not_healthy() {
+    let r = run(100, None);
+    let h = mesh_html(&r);
+    // One square for everything healthy, a cell for each slow link (node 2's row and column,
+    // node 5's row), and the tx and rx bars of every node.
+    let slow: usize = r
+        .links
+        .iter()
+        .filter(|l| l.fraction_of_reference.is_some_and(|f| f < 0.8))
+        .count();
+    let rects = h.matches("<rect x=").count();
+    assert_eq!(
+        rects,
+        1 + slow + 2 * 100,
+        "heatmap background, slow cells, bars"
+    );
+    assert!(h.len() < 2_000_000, "{} bytes", h.len());
+}
