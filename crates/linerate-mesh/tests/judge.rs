@@ -8,6 +8,16 @@ use linerate_mesh::{
     ScheduleKind, Transport,
 };
 
+/// Makes node `v` slow (`rate` Gb/s) in the direction(s) of `kind`.
+fn fault(f: &mut Fleet, v: u32, kind: NodeStatus, rate: f64) {
+    if kind != NodeStatus::RxDegraded {
+        f.tx_cap[v as usize] = rate;
+    }
+    if kind != NodeStatus::TxDegraded {
+        f.rx_cap[v as usize] = rate;
+    }
+}
+
 fn statuses(r: &MeshReport) -> Vec<NodeStatus> {
     r.nodes.iter().map(|n| n.status).collect()
 }
@@ -396,12 +406,7 @@ fn every_single_fault_on_every_node_is_named_alone() {
                 NodeStatus::RxDegraded,
             ] {
                 let mut f = Fleet::healthy(n);
-                if want != NodeStatus::RxDegraded {
-                    f.tx_cap[v as usize] = 0.3;
-                }
-                if want != NodeStatus::TxDegraded {
-                    f.rx_cap[v as usize] = 0.3;
-                }
+                fault(&mut f, v, want, 0.3);
                 let r = f.report(f.rounds(), Vec::new());
                 expect_nodes(&r, &[(v, want)]);
             }
@@ -435,4 +440,56 @@ fn noise_below_the_floors_is_not_a_fault() {
     }
     let r = f.report(m, Vec::new());
     assert!(r.links.iter().any(|l| l.latency_outlier), "{:?}", r.links);
+}
+
+#[test]
+fn every_pair_of_faults_is_named_without_a_false_positive() {
+    let kinds = [
+        NodeStatus::Both,
+        NodeStatus::TxDegraded,
+        NodeStatus::RxDegraded,
+    ];
+    for n in [6u32, 8, 9] {
+        for a in 0..n {
+            for b in (a + 1)..n {
+                for ka in kinds {
+                    for kb in kinds {
+                        let mut f = Fleet::healthy(n);
+                        fault(&mut f, a, ka, 0.3);
+                        fault(&mut f, b, kb, 0.4);
+                        let r = f.report(f.rounds(), Vec::new());
+                        expect_nodes(&r, &[(a, ka), (b, kb)]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_triple_of_faults_among_eight_is_named_without_a_false_positive() {
+    let kinds = [
+        NodeStatus::Both,
+        NodeStatus::TxDegraded,
+        NodeStatus::RxDegraded,
+    ];
+    let n = 8u32;
+    for a in 0..n {
+        for b in (a + 1)..n {
+            for c in (b + 1)..n {
+                for ka in kinds {
+                    for kb in kinds {
+                        for kc in kinds {
+                            let mut f = Fleet::healthy(n);
+                            fault(&mut f, a, ka, 0.3);
+                            fault(&mut f, b, kb, 0.4);
+                            fault(&mut f, c, kc, 0.35);
+                            let r = f.report(f.rounds(), Vec::new());
+                            expect_nodes(&r, &[(a, ka), (b, kb), (c, kc)]);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
