@@ -4,6 +4,13 @@
 //! `linerate-inventory` (sysfs, ethtool) and `linerate-bench` (the server's side over the
 //! control connection), the renderers in `linerate-report`.
 
+pub mod tracker;
 pub mod types;
+pub mod width;
 
+pub use tracker::{
+    is_health_counter, CounterKey, CounterTrack, EndTotals, IntervalRecord, Mark, MovedIdx,
+    PortInfo, Reset, Saturation, Tracker,
+};
 pub use types::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
+pub use width::{counter_width, CounterWidth};
