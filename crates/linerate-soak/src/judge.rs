@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use linerate_units::{fmt_num, fmt_sig};
+use linerate_units::{fmt_num, fmt_round, fmt_sig};
 
 use crate::report::{
     defaults, BerEstimate, BitsBasis, CounterOut, Dip, EndReport, Finding, IntervalOut,
@@ -275,7 +275,7 @@ fn symbol_rules(ctx: &PortCtx, jp: &JudgeParams, budget: &SymbolBudget, out: &mu
         if c.delta as f64 > allowed {
             let basis = budget.signalling_gbps.map_or_else(
                 || "NVSentinel's fixed budget (signalling rate unknown)".to_string(),
-                |g| format!("the budget for BER {} at {} Gb/s", jp.ber, fmt_num(g)),
+                |g| format!("the budget for BER {:e} at {} Gb/s", jp.ber, fmt_num(g)),
             );
             let text = format!(
                 "symbol_error {}/h ({} in {}), above {basis}: {}/h",
@@ -649,10 +649,9 @@ pub(crate) fn judge_port(tracker: &Tracker, info: &PortInfo, jp: &JudgeParams) -
         ));
     } else if !conclusive && bits < jp.min_bits {
         let text = format!(
-            "{} bits received, fewer than the {} needed to judge BER {}: not called clean",
-            fmt_sig(bits),
-            fmt_sig(jp.min_bits),
-            jp.ber
+            "{bits:.2e} bits received, fewer than the {:.0e} needed to judge BER {:e}: not called \
+             clean",
+            jp.min_bits, jp.ber
         );
         findings.push(finding(
             RuleId::InsufficientTraffic,
@@ -800,8 +799,8 @@ pub fn judge(tracker: &Tracker, params: &SoakParams, jp: &JudgeParams) -> SoakRe
         _ => RuleId::NoCounters.as_str().into(),
     };
     SoakReport {
-        schema_version: linerate_results::SCHEMA_VERSION,
-        tool: linerate_results::TOOL,
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: crate::report::TOOL,
         params: params.clone(),
         thresholds: jp.clone(),
         duration_s: ends.iter().map(|e| e.duration_s).fold(0.0, f64::max),
@@ -824,10 +823,10 @@ pub fn judge(tracker: &Tracker, params: &SoakParams, jp: &JudgeParams) -> SoakRe
 /// `90 s`, `12 min`, `2.5 h`.
 pub fn fmt_duration(s: f64) -> String {
     if s >= 5400.0 {
-        format!("{} h", fmt_sig(s / 3600.0))
+        format!("{} h", fmt_round(s / 3600.0, 1))
     } else if s >= 120.0 {
-        format!("{} min", fmt_sig(s / 60.0))
+        format!("{} min", fmt_round(s / 60.0, 1))
     } else {
-        format!("{} s", fmt_sig(s))
+        format!("{} s", fmt_round(s, 1))
     }
 }

@@ -1,7 +1,8 @@
 //! The final document of a soak (`schemas/soak.schema.json`) and the lines of its
 //! `--json-stream` (`schemas/soak-event.schema.json`). Field names are a contract.
 
-use linerate_results::Tool;
+// The document header every JSON document of linerate carries.
+pub use linerate_results::{Tool, SCHEMA_VERSION, TOOL};
 use serde::{Deserialize, Serialize};
 
 use crate::tracker::{IntervalRecord, Reset, Saturation, Tracker};
@@ -240,6 +241,15 @@ impl IntervalOut {
             moved,
             moved_dropped: r.moved_dropped,
         }
+    }
+}
+
+impl Tracker {
+    /// [`Tracker::push`], with the interval it closed named for the live line and the
+    /// `interval` stream event.
+    pub fn push_interval(&mut self, s: &crate::types::SoakSample) -> Option<IntervalOut> {
+        let r = self.push(s)?.clone();
+        Some(IntervalOut::new(self, &r))
     }
 }
 
