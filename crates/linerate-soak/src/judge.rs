@@ -284,14 +284,18 @@ fn symbol_rules(ctx: &PortCtx, jp: &JudgeParams, budget: &SymbolBudget, out: &mu
                 fmt_duration(c.span_s()),
                 fmt_sig(budget.per_hour)
             );
-            out.push(finding(
+            let mut f = finding(
                 RuleId::SymbolErrorBudget,
                 Some(c),
                 Some(per_hour),
                 Some(budget.per_hour),
                 "per_hour",
                 text,
-            ));
+            );
+            if budget.signalling_gbps.is_none() {
+                f.source = crate::verdict::Source::Nvsentinel;
+            }
+            out.push(f);
         }
     }
     if ctx.delta(IbCounters, "link_error_recovery") > 0 {
@@ -717,7 +721,12 @@ fn end_report(tracker: &Tracker, end: End, jp: &JudgeParams) -> Option<EndReport
     if t.samples == 0 {
         return None;
     }
-    let intervals: Vec<_> = tracker.timeline().iter().filter(|r| r.end == end).collect();
+    // Zero-length intervals (two samples at the same instant) have no rate.
+    let intervals: Vec<_> = tracker
+        .timeline()
+        .iter()
+        .filter(|r| r.end == end && r.end_s > r.start_s)
+        .collect();
     let rates: Vec<f64> = intervals.iter().map(|r| r.gbps()).collect();
     let moved_bytes: u64 = intervals
         .iter()
@@ -758,7 +767,11 @@ fn dips(tracker: &Tracker, ends: &[EndReport], jp: &JudgeParams) -> (Vec<Dip>, u
         if e.median_gbps <= 0.0 {
             continue;
         }
-        for r in tracker.timeline().iter().filter(|r| r.end == e.end) {
+        for r in tracker
+            .timeline()
+            .iter()
+            .filter(|r| r.end == e.end && r.end_s > r.start_s)
+        {
             let g = r.gbps();
             if g < jp.dip_fraction * e.median_gbps {
                 total += 1;

@@ -633,6 +633,57 @@ fn dips_name_the_counters_that_moved_with_them() {
 }
 
 #[test]
+fn unknown_signalling_rate_uses_nvsentinels_budget() {
+    let unknown = SoakPortKind::Infiniband {
+        speed: None,
+        signalling_gbps: None,
+    };
+    // 120/h over ten minutes is 20.
+    let run = |total: u64| {
+        let kind = unknown.clone();
+        soak(
+            TEN_MIN,
+            &[port(End::Local, "mlx4_0", kind, move |s| {
+                vec![(IbCounters, "symbol_error", ramp(0, total, 60, s))]
+            })],
+        )
+    };
+    assert_eq!(verdict(&run(20), End::Local, "mlx4_0").0, Verdict::Clean);
+    let over = run(21);
+    let f = &over.port(End::Local, "mlx4_0", "1").unwrap().findings[0];
+    assert_eq!(
+        (f.rule, f.source),
+        (RuleId::SymbolErrorBudget, linerate_soak::Source::Nvsentinel)
+    );
+    assert_eq!(f.threshold, Some(120.0));
+}
+
+#[test]
+fn zero_length_intervals_are_no_dips() {
+    let r = soak_with(
+        TEN_MIN,
+        &[port(End::Local, "mlx4_0", qdr(), |_| {
+            vec![(IbCounters, "symbol_error", 0)]
+        })],
+        &JudgeParams::default(),
+        |s, seq| {
+            if seq == 30 {
+                s.t_s = 290.0;
+            }
+        },
+    );
+    // The zero-length interval (29 → 30) is no dip; the next one, twice as long for the same
+    // bytes, is, on both ends.
+    assert_eq!(r.dips_total, 2);
+    assert!(
+        r.dips.iter().all(|d| d.seq == 31 && d.gbps == 8.0),
+        "{:?}",
+        r.dips
+    );
+    assert_eq!(r.ends[0].median_gbps, 16.0);
+}
+
+#[test]
 fn no_ports_is_insufficient() {
     let r = soak(TEN_MIN, &[]);
     assert_eq!(r.verdict, Verdict::Insufficient);
