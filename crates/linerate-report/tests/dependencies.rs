@@ -17,6 +17,7 @@ const ALLOWED: &[&str] = &[
     "linerate-results",
     "linerate-proto",
     "linerate-mesh",
+    "linerate-soak",
     "serde",
     "serde_json",
     "anstyle",
