@@ -9,8 +9,10 @@ scripts/setup.sh
 # python3: fixtures/sysfs/build.py --check; iproute2, util-linux: the network-namespace tests;
 # libfabric1: the RDMA tests; chromium: checks doctor's HTML report (LINERATE_NO_BROWSER=1 leaves
 # it out); man-db, bash-completion, systemd (systemd-analyze): scripts/package-test.sh, which checks
-# the .deb's man pages, completion and unit. The peer tools are bench/compare.sh --install's.
-PACKAGES=(python3 iproute2 util-linux libfabric1 man-db bash-completion systemd)
+# the .deb's man pages, completion and unit; netplan.io (`netplan generate --root-dir`) and procps
+# (`sysctl -p`): crates/linerate-cli/tests/setup_cli.rs checks what `setup` writes with them. The peer
+# tools are bench/compare.sh --install's.
+PACKAGES=(python3 iproute2 util-linux libfabric1 man-db bash-completion systemd netplan.io procps)
 if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then
     PACKAGES+=(chromium)
 fi

