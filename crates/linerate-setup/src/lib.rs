@@ -13,6 +13,7 @@ pub mod edit;
 pub mod ipoib;
 pub mod plan;
 pub mod snapshot;
+pub mod sysctl;
 
 use linerate_inventory::Inventory;
 use linerate_rules::Analysis;
@@ -63,7 +64,8 @@ pub fn build_plan(
     for t in topics {
         match t {
             Topic::Ipoib => ipoib::build(inv, analysis, snap, o, &mut plan),
-            Topic::Opensm | Topic::NfsRdma | Topic::Sysctl | Topic::Irq => {}
+            Topic::Sysctl => sysctl::build(inv, analysis, snap, o, &mut plan),
+            Topic::Opensm | Topic::NfsRdma | Topic::Irq => {}
         }
     }
     plan
