@@ -321,3 +321,145 @@ fn sysctl_parses_the_written_file_in_a_throwaway_namespace() {
         ]
     );
 }
+
+/// `systemd-analyze verify` on a unit, with its drop-ins next to it; its complaints.
+fn verify_unit(unit: &Path) -> String {
+    let out = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(unit)
+        .output()
+        .unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stderr),
+        if out.status.success() { "" } else { "(failed)" }
+    )
+}
+
+#[test]
+fn opensm_nfs_irq_on_a_fabric_without_subnet_manager() {
+    let t = root("cx4-edr-no-sm", "arch-networkd");
+    let r = t.path();
+    fs::write(
+        r.join("etc/exports"),
+        "# exports\n/srv/data 10.10.0.0/24(rw,no_subtree_check,insecure)\n",
+    )
+    .unwrap();
+    fs::write(r.join("etc/fstab"), "UUID=1234 / ext4 defaults 0 1\n").unwrap();
+    // Without --sm-node: refused, with the one-master rule.
+    let v = setup_json(r, &["opensm"]);
+    let refusal = &v["plan"]["refusals"][0];
+    assert_eq!(refusal["subject"], "ib0");
+    assert!(
+        refusal["reason"].as_str().unwrap().contains("one master"),
+        "{refusal}"
+    );
+    let before = tree(r, "etc");
+    let v = setup_json(
+        r,
+        &[
+            "all",
+            "--apply",
+            "--sm-node",
+            "--nfs-mount",
+            "st1:/export/data",
+        ],
+    );
+    let written: Vec<String> = v["applied"]["written"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap().to_string())
+        .collect();
+    for want in [
+        "/etc/opensm/opensm.conf",
+        "/etc/systemd/system/nfs-server.service.d/90-linerate-rdma.conf",
+        "/etc/modules-load.d/linerate-nfs-rdma.conf",
+        "/etc/fstab",
+        "/etc/systemd/system/linerate-irq-ib0.service",
+    ] {
+        assert!(
+            written.iter().any(|w| w == want),
+            "{want} not in {written:?}"
+        );
+    }
+    let read = |p: &str| fs::read_to_string(r.join(p.trim_start_matches('/'))).unwrap();
+    assert!(read("/etc/opensm/opensm.conf")
+        .lines()
+        .any(|l| l == "guid 0xec0d9a030044c158"));
+    assert!(read("/etc/opensm/opensm.conf")
+        .lines()
+        .any(|l| l == "sm_priority 15"));
+    assert_eq!(read("/etc/fstab"), "UUID=1234 / ext4 defaults 0 1\nst1:/export/data /mnt/data nfs proto=rdma,port=20049,_netdev 0 0\n");
+    // Idempotent.
+    let again = setup_json(
+        r,
+        &[
+            "all",
+            "--apply",
+            "--sm-node",
+            "--nfs-mount",
+            "st1:/export/data",
+        ],
+    );
+    assert!(again["applied"]["id"].is_null(), "{again}");
+    if have("systemd-analyze") {
+        let unit = r.join("etc/systemd/system/linerate-irq-ib0.service");
+        let e = verify_unit(&unit);
+        assert!(
+            e.trim().is_empty(),
+            "systemd-analyze verify {}: {e}",
+            unit.display()
+        );
+        // The drop-in, on a stand-in for nfs-server.service (not installed here).
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir(d.path().join("nfs-server.service.d")).unwrap();
+        fs::write(
+            d.path().join("nfs-server.service"),
+            "[Service]\nType=oneshot\nExecStart=/bin/true\n",
+        )
+        .unwrap();
+        fs::copy(
+            r.join("etc/systemd/system/nfs-server.service.d/90-linerate-rdma.conf"),
+            d.path().join("nfs-server.service.d/90-linerate-rdma.conf"),
+        )
+        .unwrap();
+        let e = verify_unit(&d.path().join("nfs-server.service"));
+        assert!(
+            e.trim().is_empty(),
+            "systemd-analyze verify of the drop-in: {e}"
+        );
+    } else {
+        linerate_testkit::skip("systemd-analyze is not installed (Debian package systemd)");
+    }
+    let id = v["applied"]["id"].as_str().unwrap();
+    setup_json(r, &["--rollback", id]);
+    assert_eq!(
+        tree(r, "etc"),
+        before,
+        "rollback restores byte-identical files and removes the created ones"
+    );
+}
+
+#[test]
+fn opensm_on_red_hat_and_nfs_conf_on_debian() {
+    let t = root("cx4-edr-no-sm", "rhel9-nm-keyfile");
+    let v = setup_json(t.path(), &["opensm", "--sm-node"]);
+    let files = &v["plan"]["steps"][0]["files"];
+    assert_eq!(files[0]["path"], "/etc/rdma/opensm.conf", "{v}");
+    let cmds: Vec<&str> = v["plan"]["steps"][0]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["run"].as_str().unwrap())
+        .collect();
+    assert!(cmds.contains(&"dnf install -y opensm"), "{cmds:?}");
+    let t = root("cx4-edr-no-sm", "debian12-ifupdown");
+    let v = setup_json(t.path(), &["nfs-rdma"]);
+    let f = &v["plan"]["steps"][0]["files"][0];
+    assert_eq!(
+        f["path"], "/etc/nfs.conf",
+        "nfs-kernel-server 2.6.2 knows rdma=: {v}"
+    );
+    assert_eq!(f["content"], "[nfsd]\nrdma=y\nrdma-port=20049\n");
+}

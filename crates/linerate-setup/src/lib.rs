@@ -11,6 +11,9 @@ pub mod apply;
 pub mod detect;
 pub mod edit;
 pub mod ipoib;
+pub mod irq;
+pub mod nfs;
+pub mod opensm;
 pub mod plan;
 pub mod snapshot;
 pub mod sysctl;
@@ -65,7 +68,9 @@ pub fn build_plan(
         match t {
             Topic::Ipoib => ipoib::build(inv, analysis, snap, o, &mut plan),
             Topic::Sysctl => sysctl::build(inv, analysis, snap, o, &mut plan),
-            Topic::Opensm | Topic::NfsRdma | Topic::Irq => {}
+            Topic::Opensm => opensm::build(inv, analysis, snap, o, &mut plan),
+            Topic::NfsRdma => nfs::build(inv, snap, o, &mut plan),
+            Topic::Irq => irq::build(inv, analysis, snap, o, &mut plan),
         }
     }
     plan

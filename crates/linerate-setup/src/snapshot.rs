@@ -58,6 +58,8 @@ const DIRS: &[&str] = &[
     "/etc/modprobe.d",
     "/etc/exports.d",
     "/etc/systemd/system/nfs-server.service.d",
+    "/etc/systemd/system",
+    "/etc/modules-load.d",
     "/run/NetworkManager",
     "/run/systemd/netif",
 ];
