@@ -463,3 +463,51 @@ fn opensm_on_red_hat_and_nfs_conf_on_debian() {
     );
     assert_eq!(f["content"], "[nfsd]\nrdma=y\nrdma-port=20049\n");
 }
+
+#[test]
+fn a_failed_write_mid_apply_restores_the_files_already_written() {
+    let t = root("cx3-fdr-at-qdr-datagram", "rhel7-ifcfg");
+    let r = t.path();
+    // A regular file where sysctl's directory should be: the ipoib file is written first, then
+    // creating /etc/sysctl.d fails.
+    fs::write(r.join("etc/sysctl.d"), "in the way\n").unwrap();
+    let before = tree(r, "etc");
+    let (code, out, err) = setup(r, &["all", "--apply"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        err.contains("/etc/sysctl.d/90-linerate.conf") && err.contains("restored"),
+        "{err}"
+    );
+    assert_eq!(
+        tree(r, "etc"),
+        before,
+        "everything written before the failure is restored"
+    );
+    assert!(fs::read_dir(r.join("var/backups/linerate-setup"))
+        .unwrap()
+        .next()
+        .is_none());
+}
+
+#[test]
+fn a_renderer_that_does_not_configure_the_interface_is_refused() {
+    let t = root("cx3-fdr-at-qdr-datagram", "rhel9-nm-keyfile");
+    let v = setup_json(
+        t.path(),
+        &["ipoib", "--renderer", "netplan", "--iface", "ib0"],
+    );
+    assert!(v["plan"]["steps"].as_array().unwrap().is_empty());
+    let reason = v["plan"]["refusals"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("--renderer netplan") && reason.contains("NetworkManager"),
+        "{reason}"
+    );
+    let v = setup_json(t.path(), &["ipoib", "--iface", "eno9"]);
+    assert!(
+        v["plan"]["notes"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("eno9"),
+        "{v}"
+    );
+}

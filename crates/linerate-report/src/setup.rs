@@ -201,3 +201,81 @@ pub fn render_setup(doc: &SetupDoc<'_>, style: Style) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_setup::plan::{Command, FileAction, FileChange, Step, Topic, Why};
+
+    fn plan() -> Plan {
+        let mut p = Plan::new(vec![Topic::Ipoib]);
+        p.steps.push(Step {
+            topic: Topic::Ipoib,
+            subject: "ib0".into(),
+            summary: "ib0: connected".into(),
+            why: vec![Why::new(Some("ipoib.datagram_mode"), "datagram")
+                .evidence("/sys/class/net/ib0/mode", &"datagram")],
+            files: vec![FileChange {
+                path: "/etc/x".into(),
+                mode: 0o600,
+                action: FileAction::Modify,
+                content: "a=1\nb=2\n".into(),
+            }],
+            commands: vec![Command::new(
+                "ifdown ib0 && ifup ib0",
+                When::Restart,
+                "restart",
+            )],
+            undo: vec!["by hand".into()],
+        });
+        p.refuse(
+            Topic::Ipoib,
+            "ib1",
+            "enhanced",
+            Some("ipoib_enhanced=0".into()),
+        );
+        p
+    }
+
+    #[test]
+    fn text_shows_files_commands_reasons_and_refusals() {
+        let p = plan();
+        let doc = setup_doc("/r", SetupAction::Print, None, Some(&p), None, None);
+        let t = render_setup(&doc, Style { color: false });
+        for want in [
+            "  edit  /etc/x (mode 0600), full content:",
+            "        | a=1",
+            "  why   ipoib.datagram_mode: datagram",
+            "        /sys/class/net/ib0/mode = datagram",
+            "  run   ifdown ib0 && ifup ib0  # to restart (only with --restart): restart",
+            "ipoib not done ib1: enhanced",
+            "  what would change it: ipoib_enhanced=0",
+        ] {
+            assert!(t.lines().any(|l| l == want), "{want:?} missing from\n{t}");
+        }
+        assert!(t.contains("\nnothing was changed: rerun with --apply"), "{t}");
+        let applied = Applied {
+            id: Some("1-2".into()),
+            backup_dir: Some("/var/backups/linerate-setup/1-2".into()),
+            written: vec!["/etc/x".into()],
+            restarted: Vec::new(),
+        };
+        let doc = setup_doc(
+            "/r",
+            SetupAction::Apply,
+            None,
+            Some(&p),
+            Some(&applied),
+            None,
+        );
+        let t = render_setup(&doc, Style { color: false });
+        assert!(
+            t.contains("undo with: linerate setup --rollback 1-2 --root /r"),
+            "{t}"
+        );
+        assert!(t.contains("not restarted"), "{t}");
+        let v = serde_json::to_value(&doc).unwrap();
+        assert_eq!(v["plan"]["steps"][0]["files"][0]["mode"], 0o600);
+        assert_eq!(v["applied"]["id"], "1-2");
+    }
+}
