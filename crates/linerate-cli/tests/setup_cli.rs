@@ -511,3 +511,38 @@ fn a_renderer_that_does_not_configure_the_interface_is_refused() {
         "{v}"
     );
 }
+
+#[test]
+fn apply_on_this_machine_needs_root_and_says_so() {
+    let uid = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let mut cmd = if uid.as_deref().is_ok_and(|u| u == "0") {
+        if !have("setpriv") {
+            linerate_testkit::skip(
+                "running as root and setpriv (util-linux) is missing: cannot drop privileges",
+            );
+            return;
+        }
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN]);
+        c
+    } else {
+        Command::new(BIN)
+    };
+    // As an unprivileged user nothing under / can be written anyway; the point is the message.
+    let out = cmd
+        .args(["setup", "ipoib", "--apply", "--root", "/"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("Permission denied") && err.contains("setpriv") {
+        linerate_testkit::skip(format!(
+            "the test binary is not executable by uid 65534: {err}"
+        ));
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("run them as root"), "{err}");
+}

@@ -253,7 +253,10 @@ mod tests {
         ] {
             assert!(t.lines().any(|l| l == want), "{want:?} missing from\n{t}");
         }
-        assert!(t.contains("\nnothing was changed: rerun with --apply"), "{t}");
+        assert!(
+            t.contains("\nnothing was changed: rerun with --apply"),
+            "{t}"
+        );
         let applied = Applied {
             id: Some("1-2".into()),
             backup_dir: Some("/var/backups/linerate-setup/1-2".into()),

@@ -260,7 +260,18 @@ pub fn in_charge(s: &Snapshot, iface: &str, forced: Option<Renderer>) -> Option<
 pub fn active_renderers(s: &Snapshot) -> Vec<String> {
     let mut out = Vec::new();
     if s.files_in("/etc/netplan").next().is_some() {
-        out.push("netplan (/etc/netplan has files)".to_string());
+        let bad: Vec<String> = s
+            .files_in("/etc/netplan")
+            .filter_map(|(p, t)| netplan::Doc::parse(t).err().map(|e| format!("{p}: {e}")))
+            .collect();
+        out.push(if bad.is_empty() {
+            "netplan (/etc/netplan has files)".to_string()
+        } else {
+            format!(
+                "netplan (/etc/netplan has files; unreadable: {})",
+                bad.join("; ")
+            )
+        });
     }
     if s.links.contains_key(NM_LINK) || s.has_dir("/run/NetworkManager") {
         out.push("NetworkManager (enabled or running)".to_string());

@@ -263,3 +263,17 @@ fn versions_decide_and_are_reported() {
     assert!(p.is_empty());
     assert!(p.refusals[0].reason.contains("0.104"), "{:?}", p.refusals);
 }
+
+#[test]
+fn a_broken_netplan_file_is_named_not_edited() {
+    let t = root("cx3-fdr-at-qdr-datagram", "ubuntu2404-netplan-networkd");
+    let f = t.path().join("etc/netplan/50-cloud-init.yaml");
+    fs::write(&f, "network:\n  ethernets:\n    ib0: [unclosed\n").unwrap();
+    let p = plan(t.path(), &[Topic::Ipoib]);
+    assert!(p.is_empty());
+    let r = &p.refusals[0].reason;
+    assert!(
+        r.contains("50-cloud-init.yaml") && r.contains("not valid YAML"),
+        "{r}"
+    );
+}
