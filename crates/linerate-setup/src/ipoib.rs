@@ -60,7 +60,7 @@ fn reasons(analysis: &Analysis, n: &Netdev) -> Vec<Why> {
 }
 
 /// Refuse connected mode where the hardware or kernel cannot do it; `true` when refused.
-fn refuse_unsupported(plan: &mut Plan, n: &Netdev) -> bool {
+fn refuse_unsupported(plan: &mut Plan, n: &Netdev, model: Option<&str>) -> bool {
     let Some(info) = &n.ipoib else { return false };
     if info.connected_capable != Some(false) {
         return false;
@@ -73,8 +73,9 @@ fn refuse_unsupported(plan: &mut Plan, n: &Netdev) -> bool {
             Topic::Ipoib,
             &n.name,
             format!(
-                "{} is enhanced IPoIB (mlx5, ConnectX-4 and later with the inbox driver: {} has no 0x80 flag in its first byte), which is datagram-only: connected mode is unavailable. Keeping datagram mode with MTU {DATAGRAM_MTU_4K}, the largest datagram MTU on a 4 KiB InfiniBand MTU (now {mtu}){}",
+                "{}{} is enhanced IPoIB (mlx5, ConnectX-4 and later with the inbox driver: {} has no 0x80 flag in its first byte), which is datagram-only: connected mode is unavailable. Keeping datagram mode with MTU {DATAGRAM_MTU_4K}, the largest datagram MTU on a 4 KiB InfiniBand MTU (now {mtu}){}",
                 n.name,
+                model.map(|m| format!(" ({m})")).unwrap_or_default(),
                 sys(n, "address"),
                 if small {
                     "; the fabric's IPoIB broadcast group sets it: `mtu=5` (4096) on the partition in opensm's partitions.conf raises it to 4092"
@@ -239,7 +240,13 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
     }
     let major = detect::distro(s).major();
     for n in candidates {
-        if refuse_unsupported(plan, n) {
+        let model = n
+            .pci
+            .as_deref()
+            .and_then(|a| inv.pci(a))
+            .and_then(linerate_inventory::PciFunction::card)
+            .map(|c| c.model);
+        if refuse_unsupported(plan, n, model) {
             continue;
         }
         let Some(c) = detect::in_charge(s, &n.name, o.renderer) else {
