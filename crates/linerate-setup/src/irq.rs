@@ -92,6 +92,14 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
             When::Check,
             format!("each IRQ lists CPUs within {cpus}"),
         );
+        let mut check = vec![check];
+        if s.has_dir("/usr/sbin/mlnx_tune") || s.has_dir("/usr/bin/mlnx_tune") {
+            check.push(Command::new(
+                "mlnx_tune -r",
+                When::Check,
+                "mlnx-tools' report of the tuning in force (it changes nothing without -p)",
+            ));
+        }
         if s.has_dir(VENDOR_TOOL) {
             plan.steps.push(Step {
                 topic: Topic::Irq,
@@ -102,8 +110,10 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
                 commands: vec![
                     Command::new(format!("set_irq_affinity_cpulist.sh {cpus} {iface}"), When::AfterApply, "Mellanox/NVIDIA mlnx-tools spreads the queues' IRQs over these CPUs (not persistent: run it at boot)"),
                     irqbalance,
-                    check,
-                ],
+                ]
+                .into_iter()
+                .chain(check)
+                .collect(),
                 undo: vec!["systemctl enable --now irqbalance".to_string()],
             });
             continue;
@@ -134,8 +144,10 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
             commands: vec![
                 Command::new(format!("systemctl daemon-reload && systemctl enable --now linerate-irq-{iface}.service"), When::AfterApply, "sets them now and at every boot; no traffic stops"),
                 irqbalance,
-                check,
-            ],
+            ]
+            .into_iter()
+            .chain(check)
+            .collect(),
             undo: vec![format!("systemctl disable linerate-irq-{iface}.service (the rollback removes the unit); the affinity returns to the default at the next boot")],
         });
     }

@@ -277,3 +277,67 @@ fn a_broken_netplan_file_is_named_not_edited() {
         "{r}"
     );
 }
+
+#[test]
+fn irq_uses_the_vendor_script_when_installed() {
+    let t = root("cx3-fdr-at-qdr-datagram", "debian12-ifupdown");
+    let p = plan(t.path(), &[Topic::Irq]);
+    assert_eq!(p.files().len(), 1);
+    assert_eq!(
+        p.files()[0].path,
+        "/etc/systemd/system/linerate-irq-ib0.service"
+    );
+    assert!(p.files()[0]
+        .content
+        .contains("echo 0-13 > /proc/irq/$$i/smp_affinity_list"));
+    fs::create_dir_all(t.path().join("usr/sbin")).unwrap();
+    fs::write(
+        t.path().join("usr/sbin/set_irq_affinity_cpulist.sh"),
+        "#!/bin/sh\n",
+    )
+    .unwrap();
+    fs::write(t.path().join("usr/sbin/mlnx_tune"), "#!/bin/sh\n").unwrap();
+    let p = plan(t.path(), &[Topic::Irq]);
+    assert!(p.files().is_empty());
+    let runs: Vec<&str> = p.steps[0].commands.iter().map(|c| c.run.as_str()).collect();
+    assert!(
+        runs.contains(&"set_irq_affinity_cpulist.sh 0-13 ib0"),
+        "{runs:?}"
+    );
+    assert!(runs.contains(&"mlnx_tune -r"), "{runs:?}");
+}
+
+#[test]
+fn sysctl_never_lowers_what_the_user_raised() {
+    let t = root("cx3-fdr-at-qdr-datagram", "debian12-ifupdown");
+    fs::create_dir_all(t.path().join("etc/sysctl.d")).unwrap();
+    fs::write(
+        t.path().join("etc/sysctl.d/99-site.conf"),
+        "# site tuning\nnet.core.rmem_max = 1073741824\nnet/ipv4/tcp_wmem = 8192 65536 16777216\n",
+    )
+    .unwrap();
+    let p = plan(t.path(), &[Topic::Sysctl]);
+    let c = &p.files()[0].content;
+    assert!(
+        c.lines().any(|l| l == "net.core.rmem_max = 1073741824"),
+        "{c}"
+    );
+    assert!(
+        c.lines().any(|l| l == "net.core.wmem_max = 268435456"),
+        "{c}"
+    );
+    assert!(
+        c.lines()
+            .any(|l| l == "net.ipv4.tcp_wmem = 8192 65536 134217728"),
+        "{c}"
+    );
+    // Everything already higher: nothing to write.
+    fs::write(
+        t.path().join("etc/sysctl.d/99-site.conf"),
+        "net.core.rmem_max = 1073741824\nnet.core.wmem_max = 1073741824\nnet.ipv4.tcp_rmem = 4096 131072 1073741824\nnet.ipv4.tcp_wmem = 4096 65536 1073741824\n",
+    )
+    .unwrap();
+    let p = plan(t.path(), &[Topic::Sysctl]);
+    assert!(p.is_empty(), "{:?}", p.steps);
+    assert!(p.notes[0].text.contains("already at or above"));
+}
