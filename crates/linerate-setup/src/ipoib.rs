@@ -16,7 +16,7 @@ pub const CONNECTED_MTU: u32 = 65520;
 pub const DATAGRAM_MTU_4K: u32 = 4092;
 /// netplan's `infiniband-mode` key appeared in this version.
 pub const NETPLAN_MIN: [u32; 2] = [0, 105];
-/// systemd-networkd's `[IPoIB]` section appeared in this version.
+/// systemd-networkd gained IPoIB support (`[IPoIB]`) in this version (systemd NEWS, "CHANGES WITH 250").
 pub const NETWORKD_IPOIB_MIN: [u32; 1] = [250];
 
 fn sys(n: &Netdev, file: &str) -> String {
