@@ -10,8 +10,10 @@ scripts/setup.sh
 # libfabric1: the RDMA tests; chromium: checks doctor's HTML report (LINERATE_NO_BROWSER=1 leaves
 # it out); man-db, bash-completion, systemd (systemd-analyze): scripts/package-test.sh, which checks
 # the .deb's man pages, completion and unit; prometheus (promtool check metrics): soak's text file
-# for node_exporter. The peer tools are bench/compare.sh --install's.
-PACKAGES=(python3 iproute2 util-linux libfabric1 man-db bash-completion systemd prometheus)
+# for node_exporter; netplan.io (`netplan generate --root-dir`) and procps (`sysctl -p`):
+# crates/linerate-cli/tests/setup_cli.rs checks what `setup` writes with them. The peer tools are
+# bench/compare.sh --install's.
+PACKAGES=(python3 iproute2 util-linux libfabric1 man-db bash-completion systemd prometheus netplan.io procps)
 if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then
     PACKAGES+=(chromium)
 fi

@@ -34,6 +34,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Measure TCP/UDP throughput or latency against a `linerate serve`')
             [CompletionResult]::new('disk', 'disk', [CompletionResultType]::ParameterValue, 'Measure a directory''s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write the man pages, or a shell''s completion script, from these same definitions (for packages and installs from source)')
+            [CompletionResult]::new('setup', 'setup', [CompletionResultType]::ParameterValue, 'Print (or, with --apply, write) the configuration that makes this machine''s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -239,6 +240,24 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
         'linerate;generate;help;help' {
             break
         }
+        'linerate;setup' {
+            [CompletionResult]::new('--iface', '--iface', [CompletionResultType]::ParameterName, 'Only this interface')
+            [CompletionResult]::new('--renderer', '--renderer', [CompletionResultType]::ParameterName, 'The network configuration system to edit; auto finds the one in charge of the interface')
+            [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'Read and write under this directory instead of `/` (a copy or a fixture tree)')
+            [CompletionResult]::new('--rollback', '--rollback', [CompletionResultType]::ParameterName, 'Restore the files of an earlier --apply, byte for byte')
+            [CompletionResult]::new('--rtt-ms', '--rtt-ms', [CompletionResultType]::ParameterName, 'The round-trip time the TCP buffers are sized for (sysctl), in milliseconds')
+            [CompletionResult]::new('--nfs-mount', '--nfs-mount', [CompletionResultType]::ParameterName, 'NFS over RDMA: the server''s export (`server:/export`) for a client''s mount and fstab line')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
+            [CompletionResult]::new('--apply', '--apply', [CompletionResultType]::ParameterName, 'Write the files (root needed for `/`): backups first, all or nothing')
+            [CompletionResult]::new('--restart', '--restart', [CompletionResultType]::ParameterName, 'With --apply: also run the restart command of each interface concerned')
+            [CompletionResult]::new('--sm-node', '--sm-node', [CompletionResultType]::ParameterName, 'This node runs the subnet manager (opensm): only then does setup plan one')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (schemas/setup.schema.json) instead of the terminal view')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'linerate;help' {
             [CompletionResult]::new('probe', 'probe', [CompletionResultType]::ParameterValue, 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings')
             [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'The ceiling chain for hardware you do not have yet')
@@ -248,6 +267,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Measure TCP/UDP throughput or latency against a `linerate serve`')
             [CompletionResult]::new('disk', 'disk', [CompletionResultType]::ParameterValue, 'Measure a directory''s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write the man pages, or a shell''s completion script, from these same definitions (for packages and installs from source)')
+            [CompletionResult]::new('setup', 'setup', [CompletionResultType]::ParameterValue, 'Print (or, with --apply, write) the configuration that makes this machine''s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -281,6 +301,9 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             break
         }
         'linerate;help;generate;completions' {
+            break
+        }
+        'linerate;help;setup' {
             break
         }
         'linerate;help;help' {

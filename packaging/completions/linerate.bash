@@ -43,6 +43,9 @@ _linerate() {
             linerate,serve)
                 cmd="linerate__subcmd__serve"
                 ;;
+            linerate,setup)
+                cmd="linerate__subcmd__setup"
+                ;;
             linerate__subcmd__generate,completions)
                 cmd="linerate__subcmd__generate__subcmd__completions"
                 ;;
@@ -88,6 +91,9 @@ _linerate() {
             linerate__subcmd__help,serve)
                 cmd="linerate__subcmd__help__subcmd__serve"
                 ;;
+            linerate__subcmd__help,setup)
+                cmd="linerate__subcmd__help__subcmd__setup"
+                ;;
             linerate__subcmd__help__subcmd__generate,completions)
                 cmd="linerate__subcmd__help__subcmd__generate__subcmd__completions"
                 ;;
@@ -101,7 +107,7 @@ _linerate() {
 
     case "${cmd}" in
         linerate)
-            opts="-h -V --color --help --version probe plan doctor mem serve bench disk generate help"
+            opts="-h -V --color --help --version probe plan doctor mem serve bench disk generate setup help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -471,7 +477,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__help)
-            opts="probe plan doctor mem serve bench disk generate help"
+            opts="probe plan doctor mem serve bench disk generate setup help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -625,6 +631,20 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__help__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        linerate__subcmd__help__subcmd__setup)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -800,6 +820,48 @@ _linerate() {
                     return 0
                     ;;
                 --max-file-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        linerate__subcmd__setup)
+            opts="-h -V --iface --renderer --root --apply --restart --rollback --rtt-ms --sm-node --nfs-mount --json --color --help --version ipoib opensm nfs-rdma sysctl irq all"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --iface)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --renderer)
+                    COMPREPLY=($(compgen -W "auto netplan networkmanager networkd ifupdown ifcfg" -- "${cur}"))
+                    return 0
+                    ;;
+                --root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rollback)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rtt-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --nfs-mount)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

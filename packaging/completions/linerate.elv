@@ -31,6 +31,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand bench 'Measure TCP/UDP throughput or latency against a `linerate serve`'
             cand disk 'Measure a directory''s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
             cand generate 'Write the man pages, or a shell''s completion script, from these same definitions (for packages and installs from source)'
+            cand setup 'Print (or, with --apply, write) the configuration that makes this machine''s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'linerate;probe'= {
@@ -221,6 +222,23 @@ set edit:completion:arg-completer[linerate] = {|@words|
         }
         &'linerate;generate;help;help'= {
         }
+        &'linerate;setup'= {
+            cand --iface 'Only this interface'
+            cand --renderer 'The network configuration system to edit; auto finds the one in charge of the interface'
+            cand --root 'Read and write under this directory instead of `/` (a copy or a fixture tree)'
+            cand --rollback 'Restore the files of an earlier --apply, byte for byte'
+            cand --rtt-ms 'The round-trip time the TCP buffers are sized for (sysctl), in milliseconds'
+            cand --nfs-mount 'NFS over RDMA: the server''s export (`server:/export`) for a client''s mount and fstab line'
+            cand --color 'When to colour the terminal output'
+            cand --apply 'Write the files (root needed for `/`): backups first, all or nothing'
+            cand --restart 'With --apply: also run the restart command of each interface concerned'
+            cand --sm-node 'This node runs the subnet manager (opensm): only then does setup plan one'
+            cand --json 'Print one JSON document (schemas/setup.schema.json) instead of the terminal view'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'linerate;help'= {
             cand probe 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings'
             cand plan 'The ceiling chain for hardware you do not have yet'
@@ -230,6 +248,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand bench 'Measure TCP/UDP throughput or latency against a `linerate serve`'
             cand disk 'Measure a directory''s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
             cand generate 'Write the man pages, or a shell''s completion script, from these same definitions (for packages and installs from source)'
+            cand setup 'Print (or, with --apply, write) the configuration that makes this machine''s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'linerate;help;probe'= {
@@ -253,6 +272,8 @@ set edit:completion:arg-completer[linerate] = {|@words|
         &'linerate;help;generate;man'= {
         }
         &'linerate;help;generate;completions'= {
+        }
+        &'linerate;help;setup'= {
         }
         &'linerate;help;help'= {
         }

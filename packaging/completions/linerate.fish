@@ -37,6 +37,7 @@ complete -c linerate -n "__fish_linerate_needs_command" -f -a "serve" -d 'Serve 
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "bench" -d 'Measure TCP/UDP throughput or latency against a `linerate serve`'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "disk" -d 'Measure a directory\'s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "generate" -d 'Write the man pages, or a shell\'s completion script, from these same definitions (for packages and installs from source)'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "setup" -d 'Print (or, with --apply, write) the configuration that makes this machine\'s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c linerate -n "__fish_linerate_using_subcommand probe" -l root -d 'Read sysfs and procfs under this directory instead of `/` (a copy or a fixture tree)' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand probe" -l fail-on -d 'Exit with status 1 when a finding of at least this severity is present' -r -f -a "error\t''
@@ -197,14 +198,35 @@ complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_s
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from help" -f -a "man" -d 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced'
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from help" -f -a "completions" -d 'Print the completion script for SHELL on stdout'
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "probe" -d 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "plan" -d 'The ceiling chain for hardware you do not have yet'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "doctor" -d 'Explain the gap between what a link carries and what its hardware could: with HOST, the path to a `linerate serve`; without, a self-check of this machine'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "mem" -d 'Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "serve" -d 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "bench" -d 'Measure TCP/UDP throughput or latency against a `linerate serve`'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "disk" -d 'Measure a directory\'s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "generate" -d 'Write the man pages, or a shell\'s completion script, from these same definitions (for packages and installs from source)'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -l iface -d 'Only this interface' -r
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -l renderer -d 'The network configuration system to edit; auto finds the one in charge of the interface' -r -f -a "auto\t''
+netplan\t''
+networkmanager\t''
+networkd\t''
+ifupdown\t''
+ifcfg\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -l root -d 'Read and write under this directory instead of `/` (a copy or a fixture tree)' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -l rollback -d 'Restore the files of an earlier --apply, byte for byte' -r
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -l rtt-ms -d 'The round-trip time the TCP buffers are sized for (sysctl), in milliseconds' -r
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -l nfs-mount -d 'NFS over RDMA: the server\'s export (`server:/export`) for a client\'s mount and fstab line' -r
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -l apply -d 'Write the files (root needed for `/`): backups first, all or nothing'
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -l restart -d 'With --apply: also run the restart command of each interface concerned'
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -l sm-node -d 'This node runs the subnet manager (opensm): only then does setup plan one'
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -l json -d 'Print one JSON document (schemas/setup.schema.json) instead of the terminal view'
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -s V -l version -d 'Print version'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "probe" -d 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "plan" -d 'The ceiling chain for hardware you do not have yet'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "doctor" -d 'Explain the gap between what a link carries and what its hardware could: with HOST, the path to a `linerate serve`; without, a self-check of this machine'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "mem" -d 'Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "serve" -d 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "bench" -d 'Measure TCP/UDP throughput or latency against a `linerate serve`'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "disk" -d 'Measure a directory\'s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "generate" -d 'Write the man pages, or a shell\'s completion script, from these same definitions (for packages and installs from source)'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "setup" -d 'Print (or, with --apply, write) the configuration that makes this machine\'s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c linerate -n "__fish_linerate_using_subcommand help; and __fish_seen_subcommand_from generate" -f -a "man" -d 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced'
 complete -c linerate -n "__fish_linerate_using_subcommand help; and __fish_seen_subcommand_from generate" -f -a "completions" -d 'Print the completion script for SHELL on stdout'

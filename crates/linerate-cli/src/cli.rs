@@ -53,6 +53,9 @@ pub enum Command {
     /// Write the man pages, or a shell's completion script, from these same definitions (for
     /// packages and installs from source).
     Generate(GenerateArgs),
+    /// Print (or, with --apply, write) the configuration that makes this machine's links fast:
+    /// IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity.
+    Setup(SetupArgs),
 }
 
 // Every subcommand's `--help` ends with an `Examples:` section: a `# comment` line, then the
@@ -640,4 +643,74 @@ mod tests {
         assert_eq!(a.max_pending, defaults::MAX_PENDING);
         assert_eq!(a.max_file_size, defaults::MAX_FILE_BYTES);
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SetupTopicArg {
+    Ipoib,
+    Opensm,
+    NfsRdma,
+    Sysctl,
+    Irq,
+    All,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RendererArg {
+    Auto,
+    Netplan,
+    Networkmanager,
+    Networkd,
+    Ifupdown,
+    Ifcfg,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Nothing is changed without --apply. --apply backs up every file it changes and prints the
+id for --rollback; it never restarts networking unless --restart is given (that can cut the
+SSH connection you are typing in).
+
+Examples:
+  # what would make this machine's links fast (prints files and commands, changes nothing)
+  linerate setup
+  # write IPoIB connected mode for ib0 (as root), in the syntax of the renderer in charge
+  linerate setup ipoib --iface ib0 --apply
+  # undo that: the id is the one --apply printed
+  linerate setup --rollback 1764000000-4242"
+)]
+pub struct SetupArgs {
+    /// What to configure (default: all).
+    #[arg(value_enum, default_value_t = SetupTopicArg::All)]
+    pub topic: SetupTopicArg,
+    /// Only this interface.
+    #[arg(long, value_name = "IF")]
+    pub iface: Option<String>,
+    /// The network configuration system to edit; auto finds the one in charge of the interface.
+    #[arg(long, value_enum, default_value_t = RendererArg::Auto)]
+    pub renderer: RendererArg,
+    /// Read and write under this directory instead of `/` (a copy or a fixture tree).
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+    /// Write the files (root needed for `/`): backups first, all or nothing.
+    #[arg(long, conflicts_with = "rollback")]
+    pub apply: bool,
+    /// With --apply: also run the restart command of each interface concerned.
+    #[arg(long, requires = "apply")]
+    pub restart: bool,
+    /// Restore the files of an earlier --apply, byte for byte.
+    #[arg(long, value_name = "ID")]
+    pub rollback: Option<String>,
+    /// The round-trip time the TCP buffers are sized for (sysctl), in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    pub rtt_ms: f64,
+    /// This node runs the subnet manager (opensm): only then does setup plan one.
+    #[arg(long)]
+    pub sm_node: bool,
+    /// NFS over RDMA: the server's export (`server:/export`) for a client's mount and fstab line.
+    #[arg(long, value_name = "SERVER:/PATH")]
+    pub nfs_mount: Option<String>,
+    /// Print one JSON document (schemas/setup.schema.json) instead of the terminal view.
+    #[arg(long)]
+    pub json: bool,
 }

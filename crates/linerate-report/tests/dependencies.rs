@@ -18,6 +18,7 @@ const ALLOWED: &[&str] = &[
     "linerate-proto",
     "linerate-mesh",
     "linerate-soak",
+    "linerate-setup",
     "serde",
     "serde_json",
     "anstyle",

@@ -1,0 +1,77 @@
+//! `linerate setup`: the configuration that makes a link fast, for this machine's distribution
+//! and network renderer.
+//!
+//! The parts are separate: [`snapshot`] reads the configuration files under a root (the only
+//! reading I/O), [`detect`] finds the distribution, the renderer in charge of an interface and
+//! the package versions (pure), the plan builders ([`ipoib`], [`sysctl`], [`opensm`], [`nfs`],
+//! [`irq`]) turn the inventory, its analysis and the snapshot into a [`plan::Plan`] (pure), and
+//! [`apply`] writes a plan's files with backups and rolls them back (the only writing I/O).
+
+pub mod apply;
+pub mod detect;
+pub mod edit;
+pub mod ipoib;
+pub mod irq;
+pub mod nfs;
+pub mod opensm;
+pub mod plan;
+pub mod snapshot;
+pub mod sysctl;
+
+use linerate_inventory::Inventory;
+use linerate_rules::Analysis;
+
+pub use detect::{Distro, Renderer};
+pub use plan::{Plan, Topic};
+pub use snapshot::Snapshot;
+
+/// What the operator asked for.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Only this interface (`--iface`).
+    pub iface: Option<String>,
+    /// Only this renderer (`--renderer`); `None` detects it.
+    pub renderer: Option<Renderer>,
+    /// How the root is shown in messages (`/`, or the `--root` directory).
+    pub root_shown: String,
+    /// The round-trip time the socket buffers are sized for, in milliseconds.
+    pub rtt_ms: f64,
+    /// This node is to run the subnet manager (`--sm-node`).
+    pub sm_node: bool,
+    /// A client's NFS export to mount over RDMA (`server:/export`).
+    pub nfs_mount: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            iface: None,
+            renderer: None,
+            root_shown: "/".to_string(),
+            rtt_ms: 10.0,
+            sm_node: false,
+            nfs_mount: None,
+        }
+    }
+}
+
+/// The plan for `topics` on the machine described by `inv`, `analysis` and `snap`. Pure.
+pub fn build_plan(
+    topics: &[Topic],
+    inv: &Inventory,
+    analysis: &Analysis,
+    snap: &Snapshot,
+    o: &Options,
+) -> Plan {
+    let mut plan = Plan::new(topics.to_vec());
+    for t in topics {
+        match t {
+            Topic::Ipoib => ipoib::build(inv, analysis, snap, o, &mut plan),
+            Topic::Sysctl => sysctl::build(inv, analysis, snap, o, &mut plan),
+            Topic::Opensm => opensm::build(inv, analysis, snap, o, &mut plan),
+            Topic::NfsRdma => nfs::build(inv, snap, o, &mut plan),
+            Topic::Irq => irq::build(inv, analysis, snap, o, &mut plan),
+        }
+    }
+    plan
+}

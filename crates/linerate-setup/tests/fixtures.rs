@@ -1,0 +1,343 @@
+//! Every fixture distribution (`fixtures/etc/*`) combined with a sysfs tree: the ipoib plan is
+//! the right file in the right syntax, applying it writes exactly that, a second plan is empty,
+//! and rollback restores byte-identical files.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use linerate_setup::{apply, build_plan, Options, Plan, Snapshot, Topic};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Copy a tree, keeping symbolic links as links.
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        let ft = e.file_type().unwrap();
+        if ft.is_symlink() {
+            std::os::unix::fs::symlink(fs::read_link(e.path()).unwrap(), &t).unwrap();
+        } else if ft.is_dir() {
+            copy_tree(&e.path(), &t);
+        } else {
+            fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}
+
+/// A root holding a sysfs fixture and an etc fixture.
+pub fn root(sysfs: &str, etc: &str) -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    copy_tree(&repo().join("fixtures/sysfs").join(sysfs), t.path());
+    copy_tree(&repo().join("fixtures/etc").join(etc), t.path());
+    t
+}
+
+fn plan(root: &Path, topics: &[Topic]) -> Plan {
+    let inv = linerate_inventory::probe(root).unwrap();
+    let analysis = linerate_rules::analyze(&inv);
+    let snap = Snapshot::read(root);
+    build_plan(topics, &inv, &analysis, &snap, &Options::default())
+}
+
+/// Every regular file under `root/etc`, path → bytes.
+fn etc_files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(d: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for e in fs::read_dir(d).unwrap() {
+            let e = e.unwrap();
+            let ft = e.file_type().unwrap();
+            if ft.is_dir() {
+                walk(&e.path(), out);
+            } else if ft.is_file() {
+                out.insert(e.path(), fs::read(e.path()).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(&root.join("etc"), &mut out);
+    out
+}
+
+struct Case {
+    etc: &'static str,
+    path: &'static str,
+    /// Lines the new file must hold.
+    has: &'static [&'static str],
+    /// Lines of the original that must survive.
+    keeps: &'static [&'static str],
+}
+
+const CASES: &[Case] = &[
+    Case {
+        etc: "debian12-ifupdown",
+        path: "/etc/network/interfaces",
+        has: &[
+            "\tmtu 65520",
+            "\tpre-up echo connected > /sys/class/net/$IFACE/mode",
+        ],
+        keeps: &[
+            "\taddress 10.10.0.11/24",
+            "iface eno1 inet dhcp",
+            "\t# no gateway on the fabric",
+            "source /etc/network/interfaces.d/*",
+        ],
+    },
+    Case {
+        etc: "ubuntu2404-netplan-networkd",
+        path: "/etc/netplan/50-cloud-init.yaml",
+        has: &["      infiniband-mode: connected", "      mtu: 65520"],
+        keeps: &[
+            "        - 10.10.0.12/24",
+            "          via: 10.10.0.1",
+            "        macaddress: \"3c:ec:ef:12:34:56\"",
+            "# to it will not persist across an instance reboot.",
+        ],
+    },
+    Case {
+        etc: "ubuntu2204-netplan-nm",
+        path: "/etc/netplan/01-network-manager-all.yaml",
+        has: &["      infiniband-mode: connected", "      mtu: 65520"],
+        keeps: &[
+            "      addresses: [192.168.50.7/24]",
+            "        addresses: [192.168.50.1]",
+            "  renderer: NetworkManager",
+        ],
+    },
+    Case {
+        etc: "rhel9-nm-keyfile",
+        path: "/etc/NetworkManager/system-connections/ib0.nmconnection",
+        has: &["transport-mode=connected", "mtu=65520"],
+        keeps: &[
+            "uuid=6c2b7f8e-3a51-4d0e-9d7c-2f9e1b6a4c11",
+            "address1=10.10.0.14/24",
+            "[proxy]",
+        ],
+    },
+    Case {
+        etc: "rhel7-ifcfg",
+        path: "/etc/sysconfig/network-scripts/ifcfg-ib0",
+        has: &["CONNECTED_MODE=yes", "MTU=65520"],
+        keeps: &["IPADDR=10.10.0.15", "PREFIX=24", "NM_CONTROLLED=no"],
+    },
+    Case {
+        etc: "arch-networkd",
+        path: "/etc/systemd/network/20-ib0.network",
+        has: &["[IPoIB]", "Mode=connected", "[Link]", "MTUBytes=65520"],
+        keeps: &[
+            "Address=10.10.0.16/24",
+            "# the fabric has no router",
+            "LinkLocalAddressing=no",
+        ],
+    },
+];
+
+#[test]
+fn ipoib_plan_apply_idempotent_rollback_for_every_distribution() {
+    for c in CASES {
+        let t = root("cx3-fdr-at-qdr-datagram", c.etc);
+        let r = t.path();
+        let before = etc_files(r);
+        let p = plan(r, &[Topic::Ipoib]);
+        assert!(p.refusals.is_empty(), "{}: {:?}", c.etc, p.refusals);
+        let files = p.files();
+        assert_eq!(files.len(), 1, "{}: {files:?}", c.etc);
+        let f = files[0];
+        assert_eq!(f.path, c.path, "{}", c.etc);
+        let lines: Vec<&str> = f.content.lines().collect();
+        for l in c.has.iter().chain(c.keeps) {
+            assert!(
+                lines.contains(l),
+                "{}: {l:?} missing from\n{}",
+                c.etc,
+                f.content
+            );
+        }
+        let step = &p.steps[0];
+        assert!(step
+            .why
+            .iter()
+            .any(|w| w.finding.as_deref() == Some("ipoib.datagram_mode")));
+        assert!(step
+            .commands
+            .iter()
+            .any(|c| c.when == linerate_setup::plan::When::Restart));
+
+        let owned: Vec<_> = p.files().into_iter().cloned().collect();
+        let (id, _) = apply::apply(r, &owned).unwrap();
+        let after = etc_files(r);
+        let changed: Vec<_> = before.keys().filter(|k| before[*k] != after[*k]).collect();
+        assert_eq!(
+            changed,
+            vec![&r.join(c.path.trim_start_matches('/'))],
+            "{}: only the planned file changed",
+            c.etc
+        );
+        assert_eq!(
+            after.len(),
+            before.len(),
+            "{}: no file added under etc",
+            c.etc
+        );
+        assert_eq!(
+            fs::read_to_string(r.join(c.path.trim_start_matches('/'))).unwrap(),
+            f.content
+        );
+
+        let again = plan(r, &[Topic::Ipoib]);
+        assert!(
+            again.is_empty(),
+            "{}: a second plan is empty: {:?}",
+            c.etc,
+            again.steps
+        );
+        assert!(
+            again.notes.iter().any(|n| n.text.contains("nothing to do")),
+            "{}",
+            c.etc
+        );
+
+        apply::rollback(r, &id).unwrap();
+        assert_eq!(
+            etc_files(r),
+            before,
+            "{}: rollback restores byte-identical files",
+            c.etc
+        );
+    }
+}
+
+#[test]
+fn enhanced_ipoib_is_refused_with_the_reason() {
+    for etc in ["rhel9-nm-keyfile", "ubuntu2404-netplan-networkd"] {
+        let t = root("cx5-edr-enhanced-ipoib", etc);
+        let p = plan(t.path(), &[Topic::Ipoib]);
+        assert!(p.is_empty(), "{etc}: nothing written for enhanced IPoIB");
+        assert_eq!(p.refusals.len(), 1, "{etc}");
+        let r = &p.refusals[0];
+        assert_eq!(r.subject, "ib0");
+        assert!(
+            r.reason.contains("enhanced IPoIB") && r.reason.contains("4092"),
+            "{}",
+            r.reason
+        );
+        assert!(r
+            .would_change
+            .as_deref()
+            .unwrap_or("")
+            .contains("ipoib_enhanced=0"));
+    }
+}
+
+#[test]
+fn versions_decide_and_are_reported() {
+    let t = root("cx3-fdr-at-qdr-datagram", "ubuntu2404-netplan-networkd");
+    let p = plan(t.path(), &[Topic::Ipoib]);
+    assert!(
+        p.notes.iter().any(|n| n.text.contains("netplan.io 1.0.1")),
+        "{:?}",
+        p.notes
+    );
+    let t = root("cx3-fdr-at-qdr-datagram", "arch-networkd");
+    let p = plan(t.path(), &[Topic::Ipoib]);
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.text.contains("systemd's version is unknown")),
+        "{:?}",
+        p.notes
+    );
+    // An old netplan: refused, with the version.
+    let status = t.path().join("var/lib/dpkg/status");
+    fs::create_dir_all(status.parent().unwrap()).unwrap();
+    let t2 = root("cx3-fdr-at-qdr-datagram", "ubuntu2404-netplan-networkd");
+    fs::write(
+        t2.path().join("var/lib/dpkg/status"),
+        "Package: netplan.io\nStatus: install ok installed\nVersion: 0.104-0ubuntu2\n\n",
+    )
+    .unwrap();
+    let p = plan(t2.path(), &[Topic::Ipoib]);
+    assert!(p.is_empty());
+    assert!(p.refusals[0].reason.contains("0.104"), "{:?}", p.refusals);
+}
+
+#[test]
+fn a_broken_netplan_file_is_named_not_edited() {
+    let t = root("cx3-fdr-at-qdr-datagram", "ubuntu2404-netplan-networkd");
+    let f = t.path().join("etc/netplan/50-cloud-init.yaml");
+    fs::write(&f, "network:\n  ethernets:\n    ib0: [unclosed\n").unwrap();
+    let p = plan(t.path(), &[Topic::Ipoib]);
+    assert!(p.is_empty());
+    let r = &p.refusals[0].reason;
+    assert!(
+        r.contains("50-cloud-init.yaml") && r.contains("not valid YAML"),
+        "{r}"
+    );
+}
+
+#[test]
+fn irq_uses_the_vendor_script_when_installed() {
+    let t = root("cx3-fdr-at-qdr-datagram", "debian12-ifupdown");
+    let p = plan(t.path(), &[Topic::Irq]);
+    assert_eq!(p.files().len(), 1);
+    assert_eq!(
+        p.files()[0].path,
+        "/etc/systemd/system/linerate-irq-ib0.service"
+    );
+    assert!(p.files()[0]
+        .content
+        .contains("echo 0-13 > /proc/irq/$$i/smp_affinity_list"));
+    fs::create_dir_all(t.path().join("usr/sbin")).unwrap();
+    fs::write(
+        t.path().join("usr/sbin/set_irq_affinity_cpulist.sh"),
+        "#!/bin/sh\n",
+    )
+    .unwrap();
+    fs::write(t.path().join("usr/sbin/mlnx_tune"), "#!/bin/sh\n").unwrap();
+    let p = plan(t.path(), &[Topic::Irq]);
+    assert!(p.files().is_empty());
+    let runs: Vec<&str> = p.steps[0].commands.iter().map(|c| c.run.as_str()).collect();
+    assert!(
+        runs.contains(&"set_irq_affinity_cpulist.sh 0-13 ib0"),
+        "{runs:?}"
+    );
+    assert!(runs.contains(&"mlnx_tune -r"), "{runs:?}");
+}
+
+#[test]
+fn sysctl_never_lowers_what_the_user_raised() {
+    let t = root("cx3-fdr-at-qdr-datagram", "debian12-ifupdown");
+    fs::create_dir_all(t.path().join("etc/sysctl.d")).unwrap();
+    fs::write(
+        t.path().join("etc/sysctl.d/99-site.conf"),
+        "# site tuning\nnet.core.rmem_max = 1073741824\nnet/ipv4/tcp_wmem = 8192 65536 16777216\n",
+    )
+    .unwrap();
+    let p = plan(t.path(), &[Topic::Sysctl]);
+    let c = &p.files()[0].content;
+    assert!(
+        c.lines().any(|l| l == "net.core.rmem_max = 1073741824"),
+        "{c}"
+    );
+    assert!(
+        c.lines().any(|l| l == "net.core.wmem_max = 268435456"),
+        "{c}"
+    );
+    assert!(
+        c.lines()
+            .any(|l| l == "net.ipv4.tcp_wmem = 8192 65536 134217728"),
+        "{c}"
+    );
+    // Everything already higher: nothing to write.
+    fs::write(
+        t.path().join("etc/sysctl.d/99-site.conf"),
+        "net.core.rmem_max = 1073741824\nnet.core.wmem_max = 1073741824\nnet.ipv4.tcp_rmem = 4096 131072 1073741824\nnet.ipv4.tcp_wmem = 4096 65536 1073741824\n",
+    )
+    .unwrap();
+    let p = plan(t.path(), &[Topic::Sysctl]);
+    assert!(p.is_empty(), "{:?}", p.steps);
+    assert!(p.notes[0].text.contains("already at or above"));
+}
