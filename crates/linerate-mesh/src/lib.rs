@@ -3,8 +3,17 @@
 //! runtime (rendezvous, coordinator, the pairs' tests) lives in `linerate-cluster`, the
 //! renderers in `linerate-report`.
 
+pub mod hostlist;
+pub mod launch;
 pub mod schedule;
 pub mod types;
 
-pub use schedule::{pairwise, Flow, Round, Schedule, ScheduleKind};
+pub use launch::{
+    coordinator_candidates, identify, CandidateSource, CoordinatorCandidate, Identity,
+    IdentitySource, LaunchArgs, LaunchError,
+};
+pub use schedule::{
+    cap_concurrency, incast, pairwise, parse_round_file, quick, ring, Flow, Round, Schedule,
+    ScheduleError, ScheduleKind,
+};
 pub use types::{LinkMeasurement, MeshLatency, NodeFacts, Phase, PortFacts, RankId, Transport};
