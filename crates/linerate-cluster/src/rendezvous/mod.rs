@@ -38,7 +38,7 @@ pub const DEFAULT_COORDINATOR_PORT: u16 = 5302;
 pub struct Request {
     pub rank: RankId,
     pub size: u32,
-    /// `--coordinator HOST:PORT`.
+    /// `--coordinator HOST[:PORT]` (the port defaults to `port`).
     pub coordinator: Option<String>,
     /// `--rendezvous-dir`: a directory every rank sees (NFS, a shared scratch).
     pub rendezvous_dir: Option<PathBuf>,
@@ -245,29 +245,44 @@ impl Coordinator {
     }
 }
 
-/// Splits `HOST:PORT` (`[v6]:PORT` for an IPv6 literal); the port must be 1-65535.
-pub fn parse_host_port(value: &str) -> Result<(String, u16), String> {
-    let (host, port) = value
-        .rsplit_once(':')
-        .ok_or("expected HOST:PORT, e.g. node01:5302 or [fd00::1]:5302")?;
-    let bracketed = host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
-    if host.is_empty() || bracketed == Some("") {
-        return Err("the host is empty: expected HOST:PORT".into());
-    }
-    let host = match bracketed {
-        Some(h) if h.parse::<Ipv6Addr>().is_ok() => h,
-        Some(h) => return Err(format!("[{h}] is not an IPv6 address")),
-        None if host.contains(':') => {
-            return Err(format!(
-                "{host:?} is not a host name: write an IPv6 address as [ADDR]:PORT"
-            ))
+/// Splits `HOST:PORT`, `[V6]:PORT`, or a bare `HOST` / `[V6]` that takes `default_port`
+/// (0: a port must be given). The port must be 1-65535.
+pub fn parse_host_port(value: &str, default_port: u16) -> Result<(String, u16), String> {
+    let (host, port) = if let Some(rest) = value.strip_prefix('[') {
+        let (h, after) = rest
+            .split_once(']')
+            .ok_or("an IPv6 address must be written [ADDR] or [ADDR]:PORT")?;
+        if h.parse::<Ipv6Addr>().is_err() {
+            return Err(format!("[{h}] is not an IPv6 address"));
         }
-        None => host,
+        match after {
+            "" => (h, None),
+            p => (
+                h,
+                Some(p.strip_prefix(':').ok_or("expected :PORT after ]")?),
+            ),
+        }
+    } else {
+        match value.split_once(':') {
+            Some((_, p)) if p.contains(':') => {
+                return Err("write an IPv6 address as [ADDR]:PORT".into());
+            }
+            Some((h, p)) => (h, Some(p)),
+            None => (value, None),
+        }
     };
-    match port.parse::<u16>() {
-        Ok(p) if p > 0 => Ok((host.to_string(), p)),
-        _ => Err(format!("port {port:?} is not a number from 1 to 65535")),
+    if host.is_empty() {
+        return Err("the host is empty: expected HOST or HOST:PORT".into());
     }
+    let port = match port {
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 => n,
+            _ => return Err(format!("port {p:?} is not a number from 1 to 65535")),
+        },
+        None if default_port > 0 => default_port,
+        None => return Err("no port: expected HOST:PORT".into()),
+    };
+    Ok((host.to_string(), port))
 }
 
 /// `host:port`, bracketing an IPv6 literal.
@@ -280,10 +295,11 @@ pub fn join_host_port(host: &str, port: u16) -> String {
 }
 
 fn from_flag(req: &Request, value: &str) -> Result<Coordinator, RendezvousError> {
-    let (host, port) = parse_host_port(value).map_err(|what| RendezvousError::BadCoordinator {
-        value: value.to_string(),
-        what,
-    })?;
+    let (host, port) =
+        parse_host_port(value, req.port).map_err(|what| RendezvousError::BadCoordinator {
+            value: value.to_string(),
+            what,
+        })?;
     let addr = join_host_port(&host, port);
     if req.rank != 0 {
         return Ok(Coordinator::new(addr, Method::Flag, None));

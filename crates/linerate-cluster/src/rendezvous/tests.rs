@@ -42,8 +42,10 @@ fn free_port() -> u16 {
 
 #[test]
 fn host_port_parsing() {
-    assert_eq!(parse_host_port("n01:5302"), Ok(("n01".into(), 5302)));
-    assert_eq!(parse_host_port("[fd00::1]:7"), Ok(("fd00::1".into(), 7)));
+    assert_eq!(parse_host_port("n01:5302", 0), Ok(("n01".into(), 5302)));
+    assert_eq!(parse_host_port("n01", 9), Ok(("n01".into(), 9)));
+    assert_eq!(parse_host_port("[fd00::1]:7", 0), Ok(("fd00::1".into(), 7)));
+    assert_eq!(parse_host_port("[fd00::1]", 9), Ok(("fd00::1".into(), 9)));
     assert_eq!(join_host_port("fd00::1", 7), "[fd00::1]:7");
     assert_eq!(join_host_port("n01", 7), "n01:7");
     for bad in [
@@ -54,8 +56,11 @@ fn host_port_parsing() {
         "n01:70000",
         "fd00::1:5302",
         "[]:1",
+        "[x]:1",
+        "[fd00::1]7",
+        "[fd00::1",
     ] {
-        assert!(parse_host_port(bad).is_err(), "{bad} accepted");
+        assert!(parse_host_port(bad, 0).is_err(), "{bad} accepted");
     }
 }
 
@@ -97,12 +102,14 @@ fn a_flag_address_that_is_not_ours_is_served_on_every_address() {
 #[test]
 fn a_bad_flag_names_itself() {
     let mut r = req(1, 2);
-    r.coordinator = Some("node01".into());
+    r.coordinator = Some("node01:http".into());
     let e = find(&r, &[]).unwrap_err().to_string();
     assert!(
-        e.contains("--coordinator \"node01\"") && e.contains("HOST:PORT"),
+        e.contains("--coordinator \"node01:http\"") && e.contains("port \"http\""),
         "{e}"
     );
+    r.coordinator = Some("node01".into());
+    assert_eq!(find(&r, &[]).unwrap().addr, "node01:5302");
 }
 
 #[test]
