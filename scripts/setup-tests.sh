@@ -11,6 +11,9 @@ scripts/setup.sh
 # it out); man-db, bash-completion, systemd (systemd-analyze): scripts/package-test.sh, which checks
 # the .deb's man pages, completion and unit. The peer tools are bench/compare.sh --install's.
 PACKAGES=(python3 iproute2 util-linux libfabric1 man-db bash-completion systemd)
+# openmpi-bin (mpirun, with libpmix2) and pdsh: the launcher tests of `linerate mesh`
+# (crates/linerate-cluster/tests/pmix.rs, crates/linerate-cli/tests/launchers.rs).
+PACKAGES+=(openmpi-bin pdsh)
 if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then
     PACKAGES+=(chromium)
 fi

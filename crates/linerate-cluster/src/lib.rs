@@ -6,6 +6,7 @@
 pub mod coordinator;
 pub mod flows;
 pub mod rank;
+pub mod rendezvous;
 pub mod wire;
 
 pub use coordinator::{CoordEvent, CoordinatorConfig, MeshRun};

@@ -3,11 +3,13 @@
 //! runtime (rendezvous, coordinator, the pairs' tests) lives in `linerate-cluster`, the
 //! renderers in `linerate-report`.
 
+pub mod facts;
 pub mod hostlist;
 pub mod launch;
 pub mod schedule;
 pub mod types;
 
+pub use facts::{node_facts, port_facts, FactsInput};
 pub use launch::{
     coordinator_candidates, identify, CandidateSource, CoordinatorCandidate, Identity,
     IdentitySource, LaunchArgs, LaunchError,
