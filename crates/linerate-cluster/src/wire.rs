@@ -29,8 +29,6 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 /// The first bytes of every rank's hello, so a stray client (or a `linerate serve` client
 /// pointed at the wrong port) is told what it reached.
 pub const MESH_MAGIC: &str = "linerate-mesh";
-/// The coordinator's port when `--coordinator` names none: the one after `linerate serve`'s.
-pub const COORDINATOR_PORT: u16 = linerate_proto::DEFAULT_PORT + 1;
 /// Bumped when a message changes incompatibly.
 pub const MESH_PROTOCOL: u32 = 1;
 

@@ -2,14 +2,14 @@
 //! outputs; the other ranks print nothing but errors (and, when rank 0 dies, what they measured).
 
 use std::fmt::Write as _;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener};
 use std::thread;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use linerate_cluster::coordinator::{self, CoordEvent, CoordinatorConfig, MeshRun};
 use linerate_cluster::rank::{self, RankConfig};
-use linerate_cluster::wire::COORDINATOR_PORT;
+use linerate_cluster::rendezvous::{self, Coordinator, Request, DEFAULT_COORDINATOR_PORT};
 use linerate_mesh::{Identity, LaunchArgs, LinkMeasurement, NodeFacts, Schedule, Transport};
 use linerate_proto::{Limits, Psk};
 use linerate_units::fmt_round;
@@ -46,38 +46,23 @@ fn identity(a: &MeshArgs, hosts: &[String]) -> anyhow::Result<Identity> {
     )?)
 }
 
-/// `HOST` or `HOST:PORT` (`[v6]:PORT`), resolved.
-fn resolve(spec: &str, what: &str) -> anyhow::Result<SocketAddr> {
-    if let Ok(a) = spec.parse::<SocketAddr>() {
-        return Ok(a);
-    }
-    let (host, port) = match spec.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') => (
-            h,
-            p.parse::<u16>().map_err(|_| {
-                anyhow::anyhow!("{what} {spec:?}: `{p}` is not a port; expected HOST or HOST:PORT")
-            })?,
-        ),
-        _ => (spec.trim_matches(['[', ']']), COORDINATOR_PORT),
+/// Where rank 0's coordinator is (linerate-cluster's rendezvous: `--coordinator`, PMIx,
+/// `--rendezvous-dir`, the launcher's host lists); on rank 0, its listener.
+fn find_coordinator(a: &MeshArgs, id: &Identity, hosts: &[String]) -> anyhow::Result<Coordinator> {
+    let req = Request {
+        rank: id.rank,
+        size: id.size,
+        coordinator: a.coordinator.clone(),
+        rendezvous_dir: a.rendezvous_dir.clone(),
+        job: None,
+        hosts: hosts.to_vec(),
+        port: DEFAULT_COORDINATOR_PORT,
+        advertise: a.bind,
+        timeout: Duration::from_millis(a.join_timeout.max(1000)),
     };
-    let addrs =
-        crate::cmd::bench::lookup(host, port).with_context(|| format!("{what} {spec:?}"))?;
-    Ok(addrs[0])
-}
-
-/// Where rank 0's coordinator is: `--coordinator`, else the launcher's candidates.
-fn coordinator_addr(a: &MeshArgs, hosts: &[String]) -> anyhow::Result<SocketAddr> {
-    if let Some(c) = &a.coordinator {
-        return resolve(c, "--coordinator");
-    }
-    if a.rendezvous_dir.is_some() {
-        bail!("--rendezvous-dir is not available in this build yet: pass --coordinator HOST:PORT (rank 0's address) to every rank");
-    }
-    let cands = linerate_mesh::coordinator_candidates(&|k| std::env::var(k).ok(), hosts)?;
-    match cands.first() {
-        Some(c) => resolve(&c.host, &format!("the coordinator host from {:?}", c.source)),
-        None => bail!("no coordinator: pass --coordinator HOST:PORT (rank 0's address) to every rank, or --hosts (its first host runs rank 0)"),
-    }
+    Ok(rendezvous::find_coordinator(&req, &|k| {
+        std::env::var(k).ok()
+    })?)
 }
 
 fn schedule(a: &MeshArgs, size: u32, hosts: &[String]) -> anyhow::Result<Schedule> {
@@ -196,20 +181,12 @@ fn rank_config(a: &MeshArgs, c: &Common) -> RankConfig {
 }
 
 /// Rank 0: the coordinator here, this node's own rank beside it.
-fn run_rank0(a: &MeshArgs, c: &Common, sched: &Schedule) -> anyhow::Result<u8> {
-    let any: IpAddr = if c.coordinator.is_ipv6() {
-        Ipv6Addr::UNSPECIFIED.into()
-    } else {
-        Ipv4Addr::UNSPECIFIED.into()
-    };
-    let bind = SocketAddr::new(any, c.coordinator.port());
-    let listener = TcpListener::bind(bind).with_context(|| {
-        format!(
-            "rank 0: listening for the ranks on port {} (--coordinator {})",
-            bind.port(),
-            c.coordinator
-        )
-    })?;
+fn run_rank0(
+    a: &MeshArgs,
+    c: &Common,
+    listener: TcpListener,
+    sched: &Schedule,
+) -> anyhow::Result<u8> {
     let rcfg = rank_config(a, c);
     let own = thread::spawn(move || rank::run(&rcfg, &mut |_| {}));
     let cfg = CoordinatorConfig {
@@ -288,8 +265,10 @@ pub fn run(a: &MeshArgs) -> anyhow::Result<u8> {
         .as_deref()
         .map(linerate_proto::load_psk)
         .transpose()?;
+    let mut found = find_coordinator(a, &id, &hosts)?;
+    let coordinator = found.resolve(Duration::from_millis(a.join_timeout.max(1000)))?;
     let c = Common {
-        coordinator: coordinator_addr(a, &hosts)?,
+        coordinator,
         psk,
         transport: if a.rdma {
             Transport::Rdma
@@ -298,9 +277,12 @@ pub fn run(a: &MeshArgs) -> anyhow::Result<u8> {
         },
         id,
     };
-    if c.id.rank == 0 {
+    if let Some(listener) = found.listener.take() {
         let sched = schedule(a, c.id.size, &hosts)?;
-        return run_rank0(a, &c, &sched);
+        // `found` lives until the run ends: rank 0's rendezvous file is removed when it drops.
+        let code = run_rank0(a, &c, listener, &sched);
+        drop(found);
+        return code;
     }
     let r = rank::run(&rank_config(a, &c), &mut |_| {})?;
     match r.error {
