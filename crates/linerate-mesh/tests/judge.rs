@@ -525,7 +525,11 @@ fn nothing_measured_is_not_healthy() {
 fn every_single_fault_on_every_node_is_named_alone() {
     for n in 3..=12u32 {
         for v in 0..n {
-            for want in [NodeStatus::Both, NodeStatus::TxDegraded, NodeStatus::RxDegraded] {
+            for want in [
+                NodeStatus::Both,
+                NodeStatus::TxDegraded,
+                NodeStatus::RxDegraded,
+            ] {
                 let mut f = Fleet::healthy(n);
                 if want != NodeStatus::RxDegraded {
                     f.tx_cap[v as usize] = 0.3;

@@ -10,7 +10,10 @@ use anyhow::{bail, Context};
 use linerate_cluster::coordinator::{self, CoordEvent, CoordinatorConfig, MeshRun};
 use linerate_cluster::rank::{self, RankConfig};
 use linerate_cluster::rendezvous::{self, Coordinator, Request, DEFAULT_COORDINATOR_PORT};
-use linerate_mesh::{Identity, LaunchArgs, LinkMeasurement, NodeFacts, Schedule, Transport};
+use linerate_mesh::{
+    build_report, FactsInput, Identity, LaunchArgs, LinkMeasurement, MeshInput, MeshReport,
+    NodeFacts, RankEntry, RankId, Schedule, ScheduleKind, Transport,
+};
 use linerate_proto::{Limits, Psk};
 use linerate_units::fmt_round;
 use serde::Serialize;
@@ -18,6 +21,8 @@ use serde::Serialize;
 use crate::cli::MeshArgs;
 use crate::cmd::{EXIT_CANNOT_RUN, EXIT_FINDINGS};
 use crate::out::print;
+use std::path::Path;
+use std::sync::Arc;
 
 /// This host's name, as the kernel has it.
 fn hostname() -> String {
@@ -91,13 +96,9 @@ fn schedule(a: &MeshArgs, size: u32, hosts: &[String]) -> anyhow::Result<Schedul
 
 /// The options whose outputs are not in this build yet: said, not faked.
 fn unwired(a: &MeshArgs) -> anyhow::Result<()> {
-    for (set, flag) in [
-        (a.json, "--json"),
-        (a.csv.is_some(), "--csv"),
-        (a.report.is_some(), "--report"),
-    ] {
+    for (set, flag) in [(a.csv.is_some(), "--csv"), (a.report.is_some(), "--report")] {
         if set {
-            bail!("{flag} is not available in this build yet (the mesh verdicts and renderers are not merged): use --json-stream for the measurements");
+            bail!("{flag} is not available in this build yet (the mesh renderers are not merged): use --json for the document, --json-stream for the measurements");
         }
     }
     Ok(())
@@ -150,6 +151,32 @@ fn text_line(m: &LinkMeasurement) -> String {
     )
 }
 
+/// This node's facts from its probe, for the interface that carries `data` (only the host
+/// name and address where probe cannot run).
+fn describe(rank: RankId, data: SocketAddr) -> NodeFacts {
+    let host = hostname();
+    let addr = data.to_string();
+    let port = linerate_engine::sys::interface_of(data.ip());
+    match linerate_inventory::probe(Path::new("/")) {
+        Ok(inv) => {
+            let analysis = linerate_rules::analyze(&inv);
+            let input = FactsInput {
+                rank,
+                host: &host,
+                data_addr: Some(&addr),
+                port: port.as_deref(),
+            };
+            linerate_mesh::node_facts(&input, &inv, &analysis)
+        }
+        Err(_) => NodeFacts {
+            rank,
+            host,
+            data_addr: Some(addr),
+            ..NodeFacts::default()
+        },
+    }
+}
+
 struct Common {
     id: Identity,
     coordinator: SocketAddr,
@@ -158,6 +185,7 @@ struct Common {
 }
 
 fn rank_config(a: &MeshArgs, c: &Common) -> RankConfig {
+    let rank = c.id.rank;
     RankConfig {
         rank: c.id.rank,
         size: c.id.size,
@@ -173,6 +201,7 @@ fn rank_config(a: &MeshArgs, c: &Common) -> RankConfig {
                 .map(|s| s.trim().to_string()),
             ..NodeFacts::default()
         },
+        describe: Some(Arc::new(move |data| describe(rank, data))),
         join_timeout: Duration::from_millis(a.join_timeout.max(1000)),
         heartbeat_timeout: Duration::from_millis(a.heartbeat_timeout.max(1000)),
         rdma_provider: a.provider.clone(),
@@ -219,7 +248,9 @@ fn run_rank0(
             }
         }
     };
-    let run: MeshRun = coordinator::run(listener, &cfg, sched, &mut |_| Vec::new(), &mut on_event);
+    let mut retest =
+        |run: &MeshRun| mesh_report(a, c, sched.kind, run).retest_plan(retest_rounds(c.id.size));
+    let run: MeshRun = coordinator::run(listener, &cfg, sched, &mut retest, &mut on_event);
     match own.join() {
         Ok(Err(e)) => eprintln!("linerate mesh: {e}"),
         Ok(Ok(r)) => {
@@ -229,28 +260,99 @@ fn run_rank0(
         }
         Err(_) => eprintln!("linerate mesh: rank 0's own rank failed"),
     }
-    report(a, &run)
+    let report = mesh_report(a, c, sched.kind, &run);
+    output(a, &report)?;
+    Ok(if report.healthy { 0 } else { EXIT_FINDINGS })
 }
 
-fn report(a: &MeshArgs, run: &MeshRun) -> anyhow::Result<u8> {
-    if !a.json_stream {
-        let mut out = format!(
-            "linerate mesh: {} ranks, {} rounds, {} measurements\n",
-            run.size,
-            run.rounds,
-            run.measurements.len()
-        );
-        for m in &run.measurements {
-            out.push_str(&text_line(m));
-            out.push('\n');
-        }
-        for (r, why) in &run.unreachable {
-            let _ = writeln!(out, "  rank {r} unreachable: {why}");
-        }
-        print(&out)?;
+/// The retest phase's bound: two rounds per node (a degraded node against two good peers per
+/// direction) covers every node once; bad links beyond that are not retested.
+fn retest_rounds(size: u32) -> usize {
+    2 * size as usize
+}
+
+/// linerate-mesh's verdicts on what the coordinator gathered.
+fn mesh_report(a: &MeshArgs, c: &Common, kind: ScheduleKind, run: &MeshRun) -> MeshReport {
+    let ranks = run
+        .nodes
+        .iter()
+        .flatten()
+        .map(|f| RankEntry {
+            facts: f.clone(),
+            identity_source: (f.rank == c.id.rank).then_some(c.id.source),
+        })
+        .collect();
+    let mut lost: Vec<RankId> = run.unreachable.iter().map(|(r, _)| *r).collect();
+    lost.sort_unstable();
+    lost.dedup();
+    let mut notes = c.id.notes.clone();
+    notes.extend(
+        run.unreachable
+            .iter()
+            .map(|(r, why)| format!("rank {r} unreachable: {why}")),
+    );
+    build_report(MeshInput {
+        schedule: kind,
+        size: run.size,
+        transport: c.transport,
+        duration_s: a.time as f64 / 1000.0,
+        ranks,
+        measurements: run.measurements.clone(),
+        lost,
+        notes,
+    })
+}
+
+/// Rank 0's outputs: the JSON document, or the verdicts as text (the measurements themselves
+/// went out as they happened with --json-stream).
+fn output(a: &MeshArgs, r: &MeshReport) -> anyhow::Result<()> {
+    if a.json {
+        let mut s = serde_json::to_string_pretty(r).context("encoding the mesh document")?;
+        s.push('\n');
+        print(&s)?;
+        return Ok(());
     }
-    let bad = !run.unreachable.is_empty() || run.measurements.iter().any(|m| m.gbps.is_none());
-    Ok(if bad { EXIT_FINDINGS } else { 0 })
+    if a.json_stream {
+        return Ok(());
+    }
+    let mut out = format!(
+        "linerate mesh: {} ranks, {} measurements, reference {} Gb/s\n",
+        r.size,
+        r.measurements.len(),
+        r.reference_gbps
+            .map_or_else(|| "-".to_string(), |g| fmt_round(g, 3))
+    );
+    for n in &r.nodes {
+        let tx = n
+            .tx_median_gbps
+            .map_or_else(|| "-".into(), |g| fmt_round(g, 3));
+        let rx = n
+            .rx_median_gbps
+            .map_or_else(|| "-".into(), |g| fmt_round(g, 3));
+        let _ = writeln!(
+            out,
+            "  node {:>4} {:<16} {:<15} tx {tx:>8} Gb/s  rx {rx:>8} Gb/s  {}",
+            n.rank,
+            n.host,
+            n.status.as_str(),
+            n.explanation
+        );
+    }
+    for l in r.worst_links() {
+        let _ = writeln!(
+            out,
+            "  link {:>4} → {:<4} {:<12} {}",
+            l.tx,
+            l.rx,
+            l.status.as_str(),
+            l.explanation
+        );
+    }
+    for n in &r.notes {
+        let _ = writeln!(out, "  note: {n}");
+    }
+    print(&out)?;
+    Ok(())
 }
 
 pub fn run(a: &MeshArgs) -> anyhow::Result<u8> {
