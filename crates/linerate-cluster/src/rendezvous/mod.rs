@@ -118,7 +118,7 @@ fn list(tried: &[Skipped]) -> String {
 pub enum RendezvousError {
     #[error("--coordinator {value:?}: {what}")]
     BadCoordinator { value: String, what: String },
-    #[error("rank 0 cannot listen for the ranks on {addr} ({method}): {err}; is another run using the port? pick another with --coordinator or --coordinator-port")]
+    #[error("rank 0 cannot listen for the ranks on {addr} ({method}): {err}; is another run using the port? pick another with --coordinator HOST:PORT")]
     Bind {
         addr: String,
         method: Method,
