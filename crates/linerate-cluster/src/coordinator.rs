@@ -4,13 +4,16 @@
 //! `unreachable` measurements instead of a hang.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use linerate_mesh::{Flow, LinkMeasurement, NodeFacts, Phase, RankId, Round, Schedule, Transport};
+use linerate_mesh::{
+    Flow, LinkMeasurement, NodeFacts, Phase, RankId, Round, Schedule, ScheduleKind, Transport,
+};
 use linerate_proto::{random_hex, FrameError, Psk};
 
 use crate::wire::{
@@ -40,6 +43,7 @@ pub enum CoordEvent {
     Joined {
         rank: RankId,
         peer: SocketAddr,
+        facts: Box<NodeFacts>,
     },
     /// A connection that was not admitted, and why (the peer was told the same).
     Refused {
@@ -72,19 +76,19 @@ pub struct MeshRun {
     pub rounds: u32,
 }
 
-/// Split each round into rounds of at most `max` flows (keeping their order).
-pub fn cap_rounds(rounds: &[Round], max: Option<u32>) -> Vec<Round> {
-    let Some(max) = max.filter(|&m| m > 0) else {
-        return rounds.to_vec();
-    };
-    rounds
-        .iter()
-        .flat_map(|r| {
-            r.flows
-                .chunks(max as usize)
-                .map(|c| Round { flows: c.to_vec() })
-        })
-        .collect()
+/// Split each round into rounds of at most `max` flows (linerate-mesh's `cap_concurrency`).
+fn cap_rounds(rounds: &[Round], max: Option<u32>) -> Vec<Round> {
+    match max.and_then(|m| NonZeroUsize::new(m as usize)) {
+        Some(m) => {
+            let s = Schedule {
+                kind: ScheduleKind::File,
+                size: 0,
+                rounds: rounds.to_vec(),
+            };
+            linerate_mesh::cap_concurrency(&s, m).rounds
+        }
+        None => rounds.to_vec(),
+    }
 }
 
 /// How long a round may take before its missing measurements are given up on: the flow's
@@ -373,8 +377,8 @@ impl Coord<'_> {
                     stream,
                     alive: true,
                 });
-                self.run.nodes[rank as usize] = Some(*facts);
-                (self.events)(CoordEvent::Joined { rank, peer });
+                self.run.nodes[rank as usize] = Some((*facts).clone());
+                (self.events)(CoordEvent::Joined { rank, peer, facts });
             }
             Ev::Refused { peer, reason } => (self.events)(CoordEvent::Refused { peer, reason }),
             Ev::Lost(r, reason) => self.lose(r, reason),

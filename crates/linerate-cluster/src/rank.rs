@@ -21,8 +21,12 @@ use crate::wire::{
     WRITE_TIMEOUT,
 };
 
+/// Describes this rank's node once its data address is known (the CLI probes the interface
+/// that carries it).
+pub type FactsFn = Arc<dyn Fn(SocketAddr) -> NodeFacts + Send + Sync>;
+
 /// How a rank runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RankConfig {
     pub rank: RankId,
     pub size: u32,
@@ -33,8 +37,11 @@ pub struct RankConfig {
     pub bind: Option<IpAddr>,
     /// The data server's port; 0: one the kernel picks.
     pub data_port: u16,
-    /// What this rank tells the coordinator about its node (`rank`, `data_addr` are set here).
+    /// What this rank tells the coordinator about its node (`rank`, `data_addr` are set here),
+    /// when `describe` is None.
     pub facts: NodeFacts,
+    /// Describes the node from its data address instead of `facts`.
+    pub describe: Option<FactsFn>,
     /// How long to keep trying to reach the coordinator (it may start after this rank).
     pub join_timeout: Duration,
     pub heartbeat_timeout: Duration,
@@ -42,6 +49,18 @@ pub struct RankConfig {
     pub rdma_provider: Option<String>,
     /// The data server's limits (`serve`'s).
     pub limits: Limits,
+}
+
+impl std::fmt::Debug for RankConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RankConfig")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .field("coordinator", &self.coordinator)
+            .field("bind", &self.bind)
+            .field("data_port", &self.data_port)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Failures that end a rank before it measured anything.
@@ -278,10 +297,14 @@ pub fn run(
         err,
     })?;
     let data_addr = data_server(cfg, cfg.bind.unwrap_or(local.ip()))?;
+    let base = cfg
+        .describe
+        .as_ref()
+        .map_or_else(|| cfg.facts.clone(), |f| f(data_addr));
     let facts = NodeFacts {
         rank: cfg.rank,
         data_addr: Some(data_addr.to_string()),
-        ..cfg.facts.clone()
+        ..base
     };
     join(cfg, &mut s, facts)?;
     let mut out = RankRun {

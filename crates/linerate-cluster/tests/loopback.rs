@@ -39,6 +39,7 @@ fn rank_cfg(rank: u32, size: u32, coordinator: SocketAddr, psk: Option<Psk>) -> 
             host: format!("node{rank}"),
             ..NodeFacts::default()
         },
+        describe: None,
         join_timeout: Duration::from_secs(10),
         heartbeat_timeout: Duration::from_secs(5),
         rdma_provider: None,

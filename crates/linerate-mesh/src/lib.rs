@@ -3,15 +3,25 @@
 //! runtime (rendezvous, coordinator, the pairs' tests) lives in `linerate-cluster`, the
 //! renderers in `linerate-report`.
 
+pub mod facts;
+pub mod fleet;
 pub mod hostlist;
+pub mod judge;
 pub mod launch;
+pub mod report;
 pub mod schedule;
 pub mod types;
 
+pub use facts::{node_facts, port_facts, FactsInput};
+pub use fleet::{fleet_findings, FleetAttribute, FleetFinding};
+pub use judge::{
+    judge, retest_plan, JudgeInput, Judgement, LinkStatus, LinkVerdict, NodeStatus, NodeVerdict,
+};
 pub use launch::{
     coordinator_candidates, identify, CandidateSource, CoordinatorCandidate, Identity,
     IdentitySource, LaunchArgs, LaunchError,
 };
+pub use report::{build_report, MeshInput, MeshReport, RankEntry};
 pub use schedule::{
     cap_concurrency, incast, pairwise, parse_round_file, quick, ring, Flow, Round, Schedule,
     ScheduleError, ScheduleKind,

@@ -10,6 +10,7 @@ mod disk;
 mod doctor;
 mod generate;
 mod mem;
+mod mesh;
 mod plan;
 mod probe;
 mod serve;
@@ -27,6 +28,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Serve(a) => serve::run(&a),
         Command::Bench(a) => bench::run(&a, style),
         Command::Disk(a) => disk::run(&a, style),
+        Command::Mesh(a) => mesh::run(&a),
         Command::Generate(a) => generate::run(&a),
     };
     match r {

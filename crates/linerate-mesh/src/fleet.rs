@@ -1,0 +1,340 @@
+//! Fleet findings: what the nodes' inventories say side by side. A node whose firmware, PCIe
+//! link, MTU, IPoIB mode, link rate, card, kernel, CPU governor or TCP buffer maxima differ
+//! from the majority is named with both values; every probe finding of every node is listed,
+//! grouped by id. The verdicts use the differences to explain a degraded node.
+
+use std::collections::BTreeMap;
+
+use linerate_units::fmt_num;
+use serde::{Deserialize, Serialize};
+
+use crate::types::{NodeFacts, RankId};
+
+/// What the nodes are compared on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FleetAttribute {
+    LinkRate,
+    PcieLink,
+    Card,
+    Mtu,
+    IpoibMode,
+    Firmware,
+    Governor,
+    TcpRmemMax,
+    TcpWmemMax,
+    Kernel,
+}
+
+impl FleetAttribute {
+    pub const ALL: [FleetAttribute; 10] = [
+        FleetAttribute::LinkRate,
+        FleetAttribute::PcieLink,
+        FleetAttribute::Card,
+        FleetAttribute::Mtu,
+        FleetAttribute::IpoibMode,
+        FleetAttribute::Firmware,
+        FleetAttribute::Governor,
+        FleetAttribute::TcpRmemMax,
+        FleetAttribute::TcpWmemMax,
+        FleetAttribute::Kernel,
+    ];
+
+    /// The id of its fleet finding: `fleet.pcie_link`.
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::LinkRate => "fleet.link_rate",
+            Self::PcieLink => "fleet.pcie_link",
+            Self::Card => "fleet.card",
+            Self::Mtu => "fleet.mtu",
+            Self::IpoibMode => "fleet.ipoib_mode",
+            Self::Firmware => "fleet.firmware",
+            Self::Governor => "fleet.governor",
+            Self::TcpRmemMax => "fleet.tcp_rmem_max",
+            Self::TcpWmemMax => "fleet.tcp_wmem_max",
+            Self::Kernel => "fleet.kernel",
+        }
+    }
+
+    /// The value as a reader sees it: `PCIe 5.0 GT/s x4`, `MTU 1500`.
+    pub fn describe(self, value: &str) -> String {
+        match self {
+            Self::LinkRate => format!("a {value} Gb/s link"),
+            Self::PcieLink => format!("PCIe at {value}"),
+            Self::Card => format!("card {value}"),
+            Self::Mtu => format!("MTU {value}"),
+            Self::IpoibMode => format!("IPoIB in {value} mode"),
+            Self::Firmware => format!("firmware {value}"),
+            Self::Governor => format!("CPU governor {value}"),
+            Self::TcpRmemMax => format!("tcp_rmem max {value} B"),
+            Self::TcpWmemMax => format!("tcp_wmem max {value} B"),
+            Self::Kernel => format!("kernel {value}"),
+        }
+    }
+
+    /// This attribute's value on a node, as compared (`None`: not known there).
+    pub fn value(self, n: &NodeFacts) -> Option<String> {
+        let port = n.port.as_ref();
+        match self {
+            Self::LinkRate => port.and_then(|p| p.link_gbps).map(fmt_num),
+            Self::PcieLink => port.and_then(|p| p.pcie_current.clone()),
+            Self::Card => port.and_then(|p| p.card.clone()),
+            Self::Mtu => port.and_then(|p| p.mtu).map(|m| m.to_string()),
+            Self::IpoibMode => port.and_then(|p| p.ipoib_mode.clone()),
+            Self::Firmware => port.and_then(|p| p.firmware.clone()),
+            Self::Governor => n.governor.clone(),
+            Self::TcpRmemMax => n.tcp_rmem_max.map(|v| v.to_string()),
+            Self::TcpWmemMax => n.tcp_wmem_max.map(|v| v.to_string()),
+            Self::Kernel => n.kernel.clone(),
+        }
+    }
+}
+
+/// One fleet finding: a group of nodes that differs from the majority (`attribute` set), a
+/// probe finding and the nodes that have it (`attribute` none, `id` the probe finding's), or a
+/// remark on the whole fleet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetFinding {
+    pub id: String,
+    pub attribute: Option<FleetAttribute>,
+    pub ranks: Vec<RankId>,
+    pub hosts: Vec<String>,
+    /// The group's value, and the majority's (differences only).
+    pub value: Option<String>,
+    pub majority: Option<String>,
+    /// How many nodes hold the majority value, and how many were compared.
+    pub majority_count: Option<u32>,
+    pub compared: Option<u32>,
+    pub message: String,
+}
+
+/// `node01, node02 and 3 more`: a readable list of hosts.
+pub(crate) fn host_list(hosts: &[String]) -> String {
+    const SHOWN: usize = 6;
+    if hosts.len() <= SHOWN {
+        hosts.join(", ")
+    } else {
+        format!(
+            "{} and {} more",
+            hosts[..SHOWN].join(", "),
+            hosts.len() - SHOWN
+        )
+    }
+}
+
+/// The differences of one attribute: one finding per minority value, or one `mixed` finding
+/// when no value holds more nodes than every other.
+fn differences(attr: FleetAttribute, nodes: &[NodeFacts]) -> Vec<FleetFinding> {
+    let mut groups: BTreeMap<String, Vec<&NodeFacts>> = BTreeMap::new();
+    for n in nodes {
+        if let Some(v) = attr.value(n) {
+            groups.entry(v).or_default().push(n);
+        }
+    }
+    if groups.len() < 2 {
+        return Vec::new();
+    }
+    let compared: usize = groups.values().map(Vec::len).sum();
+    let top = groups.values().map(Vec::len).max().unwrap_or(0);
+    let leaders: Vec<&String> = groups
+        .iter()
+        .filter(|(_, g)| g.len() == top)
+        .map(|(v, _)| v)
+        .collect();
+    let ranks_hosts = |g: &[&NodeFacts]| -> (Vec<RankId>, Vec<String>) {
+        (
+            g.iter().map(|n| n.rank).collect(),
+            g.iter().map(|n| n.host.clone()).collect(),
+        )
+    };
+    if leaders.len() > 1 {
+        let parts: Vec<String> = groups
+            .iter()
+            .map(|(v, g)| format!("{} on {}", attr.describe(v), host_list(&ranks_hosts(g).1)))
+            .collect();
+        let all: Vec<&NodeFacts> = groups.values().flatten().copied().collect();
+        let (ranks, hosts) = ranks_hosts(&all);
+        return vec![FleetFinding {
+            id: attr.id().to_string(),
+            attribute: Some(attr),
+            ranks,
+            hosts,
+            value: None,
+            majority: None,
+            majority_count: None,
+            compared: Some(compared as u32),
+            message: format!("no majority: {}", parts.join("; ")),
+        }];
+    }
+    let majority = leaders[0].clone();
+    groups
+        .iter()
+        .filter(|(v, _)| **v != majority)
+        .map(|(v, g)| {
+            let (ranks, hosts) = ranks_hosts(g);
+            let others = others_phrase(top, compared - g.len());
+            FleetFinding {
+                id: attr.id().to_string(),
+                attribute: Some(attr),
+                message: format!(
+                    "{} {} {}, {others} {}",
+                    host_list(&hosts),
+                    if g.len() == 1 { "has" } else { "have" },
+                    attr.describe(v),
+                    attr.describe(&majority)
+                ),
+                ranks,
+                hosts,
+                value: Some(v.clone()),
+                majority: Some(majority.clone()),
+                majority_count: Some(top as u32),
+                compared: Some(compared as u32),
+            }
+        })
+        .collect()
+}
+
+/// `the other 15 nodes` or `13 of the other 15 nodes`.
+pub(crate) fn others_phrase(majority: usize, others: usize) -> String {
+    let noun = if others == 1 { "node" } else { "nodes" };
+    if majority == others {
+        format!("the other {others} {noun}")
+    } else {
+        format!("{majority} of the other {others} {noun}")
+    }
+}
+
+/// The nodes' probe findings, one fleet finding per id with the nodes that have it.
+fn probe_findings(nodes: &[NodeFacts]) -> Vec<FleetFinding> {
+    let mut by_id: BTreeMap<&str, Vec<(&NodeFacts, &str)>> = BTreeMap::new();
+    for n in nodes {
+        for (id, msg) in &n.findings {
+            let list = by_id.entry(id.as_str()).or_default();
+            // One entry per node and id (a node can have the finding on several ports).
+            if !list.iter().any(|(m, _)| m.rank == n.rank) {
+                list.push((n, msg.as_str()));
+            }
+        }
+    }
+    by_id
+        .into_iter()
+        .map(|(id, list)| {
+            let hosts: Vec<String> = list.iter().map(|(n, _)| n.host.clone()).collect();
+            let (first, msg) = list[0];
+            let message = if list.len() == 1 {
+                format!("{}: {msg}", first.host)
+            } else {
+                format!(
+                    "on {} of {} nodes ({}); on {}: {msg}",
+                    list.len(),
+                    nodes.len(),
+                    host_list(&hosts),
+                    first.host
+                )
+            };
+            FleetFinding {
+                id: id.to_string(),
+                attribute: None,
+                ranks: list.iter().map(|(n, _)| n.rank).collect(),
+                hosts,
+                value: None,
+                majority: None,
+                majority_count: None,
+                compared: Some(nodes.len() as u32),
+                message,
+            }
+        })
+        .collect()
+}
+
+/// Every difference from the majority (in the order of [`FleetAttribute::ALL`]), then every
+/// probe finding grouped by id.
+pub fn fleet_findings(nodes: &[NodeFacts]) -> Vec<FleetFinding> {
+    let mut out: Vec<FleetFinding> = FleetAttribute::ALL
+        .iter()
+        .flat_map(|&a| differences(a, nodes))
+        .collect();
+    out.extend(probe_findings(nodes));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::PortFacts;
+
+    pub(crate) fn node(rank: RankId, pcie: &str, mtu: u32) -> NodeFacts {
+        NodeFacts {
+            rank,
+            host: format!("node{rank:02}"),
+            port: Some(PortFacts {
+                name: "ib0".into(),
+                card: Some("ConnectX-3 (MT27500)".into()),
+                pcie_current: Some(pcie.into()),
+                mtu: Some(mtu),
+                link_gbps: Some(56.25),
+                ceiling_gbps: Some(40.0),
+                ..PortFacts::default()
+            }),
+            governor: Some("performance".into()),
+            ..NodeFacts::default()
+        }
+    }
+
+    #[test]
+    fn the_odd_node_out_is_named_with_both_values() {
+        let mut nodes: Vec<NodeFacts> = (0..16).map(|r| node(r, "8.0 GT/s x8", 65520)).collect();
+        nodes[7] = node(7, "5.0 GT/s x4", 65520);
+        let f = fleet_findings(&nodes);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].id, "fleet.pcie_link");
+        assert_eq!(f[0].ranks, [7]);
+        assert_eq!(f[0].value.as_deref(), Some("5.0 GT/s x4"));
+        assert_eq!(f[0].majority.as_deref(), Some("8.0 GT/s x8"));
+        assert_eq!(
+            f[0].message,
+            "node07 has PCIe at 5.0 GT/s x4, the other 15 nodes PCIe at 8.0 GT/s x8"
+        );
+    }
+
+    #[test]
+    fn a_tie_is_reported_as_mixed_and_unknown_values_are_not_compared() {
+        let mut nodes: Vec<NodeFacts> = (0..4).map(|r| node(r, "8.0 GT/s x8", 2044)).collect();
+        nodes[2].port.as_mut().unwrap().mtu = Some(65520);
+        nodes[3].port.as_mut().unwrap().mtu = Some(65520);
+        nodes[1].governor = None;
+        let f = fleet_findings(&nodes);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(
+            f[0].message.starts_with(
+                "no majority: MTU 2044 on node00, node01; MTU 65520 on node02, node03"
+            ),
+            "{}",
+            f[0].message
+        );
+    }
+
+    #[test]
+    fn three_groups_and_probe_findings() {
+        let mut nodes: Vec<NodeFacts> = (0..5).map(|r| node(r, "8.0 GT/s x8", 4092)).collect();
+        nodes[3].port.as_mut().unwrap().mtu = Some(2044);
+        nodes[4].port.as_mut().unwrap().mtu = Some(1500);
+        nodes[1].findings = vec![("tcp.buffers_small".into(), "host: small".into())];
+        nodes[2].findings = vec![
+            ("tcp.buffers_small".into(), "host: small".into()),
+            ("tcp.buffers_small".into(), "host: again".into()),
+        ];
+        let f = fleet_findings(&nodes);
+        let msgs: Vec<&str> = f.iter().map(|f| f.message.as_str()).collect();
+        assert_eq!(
+            msgs,
+            [
+                "node04 has MTU 1500, 3 of the other 4 nodes MTU 4092",
+                "node03 has MTU 2044, 3 of the other 4 nodes MTU 4092",
+                "on 2 of 5 nodes (node01, node02); on node01: host: small"
+            ]
+        );
+        assert_eq!(f[2].ranks, [1, 2]);
+        assert!(fleet_findings(&nodes[..1]).is_empty());
+    }
+}

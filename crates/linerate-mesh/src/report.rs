@@ -1,0 +1,157 @@
+//! The final document of a cluster run (`schemas/mesh.schema.json`): the header every JSON
+//! document carries, the schedule, each rank's facts and identity source, the measurements,
+//! the matrix, the link and node verdicts, the fleet findings, and `healthy` for the exit
+//! status. Built in one pure function from what the coordinator gathered.
+
+use linerate_results::{Tool, SCHEMA_VERSION, TOOL};
+use serde::Serialize;
+
+use crate::fleet::{fleet_findings, FleetFinding};
+use crate::judge::{below_ceiling, judge, JudgeInput, LinkVerdict, NodeStatus, NodeVerdict};
+use crate::launch::IdentitySource;
+use crate::schedule::ScheduleKind;
+use crate::types::{LinkMeasurement, NodeFacts, Phase, RankId, Transport};
+
+/// One rank in the document: its facts, and where its rank came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankEntry {
+    #[serde(flatten)]
+    pub facts: NodeFacts,
+    /// `None` for a rank that never reported.
+    pub identity_source: Option<IdentitySource>,
+}
+
+/// What the coordinator gathered.
+#[derive(Debug, Clone)]
+pub struct MeshInput {
+    pub schedule: ScheduleKind,
+    pub size: u32,
+    pub transport: Transport,
+    /// Seconds each bandwidth test ran.
+    pub duration_s: f64,
+    /// Ranks that reported (any order; missing ranks allowed).
+    pub ranks: Vec<RankEntry>,
+    pub measurements: Vec<LinkMeasurement>,
+    /// Ranks the coordinator lost (died, never arrived, stopped answering).
+    pub lost: Vec<RankId>,
+    /// Remarks of the run (identity notes, a run cut short...).
+    pub notes: Vec<String>,
+}
+
+/// The final document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MeshReport {
+    pub schema_version: u32,
+    pub tool: Tool,
+    pub schedule: ScheduleKind,
+    pub size: u32,
+    pub transport: Transport,
+    pub duration_s: f64,
+    /// The fleet's reference rate: the upper quartile of the links measured in their rounds, Gb/s.
+    pub reference_gbps: Option<f64>,
+    pub ranks: Vec<RankEntry>,
+    pub measurements: Vec<LinkMeasurement>,
+    /// Gb/s measured in the rounds: `matrix[tx][rx]` (sender rows, receiver columns); `null`
+    /// on the diagonal and where nothing was measured.
+    pub matrix: Vec<Vec<Option<f64>>>,
+    pub links: Vec<LinkVerdict>,
+    pub nodes: Vec<NodeVerdict>,
+    pub fleet: Vec<FleetFinding>,
+    pub lost: Vec<RankId>,
+    pub notes: Vec<String>,
+    /// No node degraded or unreachable and no link slow, lossy or unreachable: exit status 0.
+    pub healthy: bool,
+}
+
+impl MeshReport {
+    pub fn host(&self, rank: RankId) -> String {
+        self.nodes
+            .get(rank as usize)
+            .map_or_else(|| format!("rank {rank}"), |n| n.host.clone())
+    }
+
+    /// The retest phase for this (round-phase) report: see [`crate::judge::retest_plan`].
+    pub fn retest_plan(&self, max_rounds: usize) -> Vec<crate::schedule::Round> {
+        crate::judge::retest_plan(&self.nodes, &self.links, max_rounds)
+    }
+
+    /// The bad links, worst first (unreachable, then by fraction of the median).
+    pub fn worst_links(&self) -> Vec<&LinkVerdict> {
+        let mut v: Vec<&LinkVerdict> = self.links.iter().filter(|l| l.status.is_bad()).collect();
+        v.sort_by(|a, b| {
+            let key = |l: &LinkVerdict| l.fraction_of_reference.unwrap_or(-1.0);
+            key(a)
+                .total_cmp(&key(b))
+                .then((a.tx, a.rx).cmp(&(b.tx, b.rx)))
+        });
+        v
+    }
+}
+
+/// The matrix of round-phase medians, `size × size`.
+fn matrix(size: u32, links: &[LinkVerdict]) -> Vec<Vec<Option<f64>>> {
+    let mut m = vec![vec![None; size as usize]; size as usize];
+    for l in links {
+        if let Some(row) = m.get_mut(l.tx as usize) {
+            if let Some(cell) = row.get_mut(l.rx as usize) {
+                *cell = l.gbps;
+            }
+        }
+    }
+    m
+}
+
+/// Judges what the coordinator gathered and assembles the final document. A node without
+/// facts is named `rank N`.
+pub fn build_report(input: MeshInput) -> MeshReport {
+    let mut ranks = input.ranks;
+    ranks.sort_by_key(|r| r.facts.rank);
+    ranks.dedup_by_key(|r| r.facts.rank);
+    ranks.retain(|r| r.facts.rank < input.size);
+    let facts: Vec<NodeFacts> = ranks.iter().map(|r| r.facts.clone()).collect();
+    let mut fleet = fleet_findings(&facts);
+    let j = judge(&JudgeInput {
+        size: input.size,
+        nodes: &facts,
+        measurements: &input.measurements,
+        lost: &input.lost,
+        fleet: &fleet,
+    });
+    fleet.extend(below_ceiling(&j, &facts));
+    let healthy = j.nodes.iter().all(|n| n.status == NodeStatus::Ok)
+        && j.links.iter().all(|l| !l.status.is_bad())
+        && !j.links.is_empty();
+    let mut notes = input.notes;
+    notes.extend(j.notes);
+    if j.links.is_empty() {
+        notes.push("no link was measured: nothing to judge".to_string());
+    }
+    let retests = input
+        .measurements
+        .iter()
+        .filter(|m| m.phase == Phase::Retest)
+        .count();
+    if retests > 0 {
+        notes.push(format!(
+            "{retests} measurements ran alone in the retest phase"
+        ));
+    }
+    MeshReport {
+        schema_version: SCHEMA_VERSION,
+        tool: TOOL,
+        schedule: input.schedule,
+        size: input.size,
+        transport: input.transport,
+        duration_s: input.duration_s,
+        reference_gbps: j.reference_gbps,
+        matrix: matrix(input.size, &j.links),
+        ranks,
+        measurements: input.measurements,
+        links: j.links,
+        nodes: j.nodes,
+        fleet,
+        lost: input.lost,
+        notes,
+        healthy,
+    }
+}
