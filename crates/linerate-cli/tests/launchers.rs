@@ -445,3 +445,41 @@ fn kubernetes_indexed_job_contract() {
         assert_eq!(doc["ranks"][i]["host"], format!("{job}-{i}"), "{doc}");
     }
 }
+
+#[test]
+fn a_shared_directory_with_a_job_name_and_no_launcher() {
+    // An ssh loop with a shared directory: rank and size by hand, rank 1 started first.
+    let dir = tempfile::tempdir().unwrap();
+    let job = format!("launchers-{}", std::process::id());
+    let rank = |r: u32| {
+        command(BIN)
+            .args([
+                "mesh",
+                "--rank",
+                &r.to_string(),
+                "--size",
+                "2",
+                "--bind",
+                "127.0.0.1",
+            ])
+            .arg("--rendezvous-dir")
+            .arg(dir.path())
+            .args(["--job", &job])
+            .args(MESH_ARGS)
+            .spawn()
+            .unwrap()
+    };
+    let first = rank(1);
+    thread::sleep(Duration::from_millis(500));
+    let outs = wait_all(vec![rank(0), first]);
+    check_status(&outs[0]);
+    assert!(
+        outs[1].stdout.is_empty(),
+        "rank 1 printed: {}",
+        show(&outs[1..])
+    );
+    let doc = document(&outs[0].stdout, None);
+    check_mesh(&doc, 2);
+    // Rank 0's file is gone with its run.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
