@@ -693,7 +693,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__mesh)
-            opts="-t -h -V --rank --size --hosts --self --coordinator --rendezvous-dir --bind --data-port --psk-file --schedule --time --max-concurrent-pairs --rdma --provider --json --json-stream --csv --report --join-timeout --heartbeat-timeout --color --help --version"
+            opts="-t -h -V --rank --size --hosts --self --coordinator --rendezvous-dir --job --bind --data-port --psk-file --schedule --time --max-concurrent-pairs --rdma --provider --json --json-stream --csv --report --join-timeout --heartbeat-timeout --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -720,6 +720,10 @@ _linerate() {
                     return 0
                     ;;
                 --rendezvous-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --job)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

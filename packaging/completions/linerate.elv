@@ -194,6 +194,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand --self 'This host''s name in --hosts, when its host name is not'
             cand --coordinator 'Where rank 0''s coordinator listens (HOST or HOST:PORT, default port 5302): rank 0 listens on that port, the others connect to it'
             cand --rendezvous-dir 'A directory every rank sees (NFS, a shared volume) to exchange the coordinator''s address'
+            cand --job 'With --rendezvous-dir: the run''s name, the same on every rank and new for each run (default: SLURM_JOB_ID.SLURM_STEP_ID or PMIX_NAMESPACE)'
             cand --bind 'This rank''s data address (default: the local address that routes to the coordinator)'
             cand --data-port 'This rank''s data server port (default: one the kernel picks; the coordinator tells the others)'
             cand --psk-file 'Pre-shared key file: authenticates every rank to the coordinator and to the others'' data servers (challenge-response; the key never crosses the wire). Give every rank the same'

@@ -183,6 +183,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l hosts -d 'The
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l self -d 'This host\'s name in --hosts, when its host name is not' -r
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l coordinator -d 'Where rank 0\'s coordinator listens (HOST or HOST:PORT, default port 5302): rank 0 listens on that port, the others connect to it' -r
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l rendezvous-dir -d 'A directory every rank sees (NFS, a shared volume) to exchange the coordinator\'s address' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l job -d 'With --rendezvous-dir: the run\'s name, the same on every rank and new for each run (default: SLURM_JOB_ID.SLURM_STEP_ID or PMIX_NAMESPACE)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l bind -d 'This rank\'s data address (default: the local address that routes to the coordinator)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l data-port -d 'This rank\'s data server port (default: one the kernel picks; the coordinator tells the others)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l psk-file -d 'Pre-shared key file: authenticates every rank to the coordinator and to the others\' data servers (challenge-response; the key never crosses the wire). Give every rank the same' -r -F

@@ -141,6 +141,10 @@ pub struct MeshArgs {
     /// A directory every rank sees (NFS, a shared volume) to exchange the coordinator's address.
     #[arg(long, value_name = "DIR")]
     pub rendezvous_dir: Option<PathBuf>,
+    /// With --rendezvous-dir: the run's name, the same on every rank and new for each run
+    /// (default: SLURM_JOB_ID.SLURM_STEP_ID or PMIX_NAMESPACE).
+    #[arg(long, value_name = "NAME", requires = "rendezvous_dir")]
+    pub job: Option<String>,
     /// This rank's data address (default: the local address that routes to the coordinator).
     #[arg(long, value_name = "ADDR")]
     pub bind: Option<std::net::IpAddr>,

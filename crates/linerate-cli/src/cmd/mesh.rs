@@ -59,7 +59,7 @@ fn find_coordinator(a: &MeshArgs, id: &Identity, hosts: &[String]) -> anyhow::Re
         size: id.size,
         coordinator: a.coordinator.clone(),
         rendezvous_dir: a.rendezvous_dir.clone(),
-        job: None,
+        job: a.job.clone(),
         hosts: hosts.to_vec(),
         port: DEFAULT_COORDINATOR_PORT,
         advertise: a.bind,

@@ -118,7 +118,7 @@ fn list(tried: &[Skipped]) -> String {
 pub enum RendezvousError {
     #[error("--coordinator {value:?}: {what}")]
     BadCoordinator { value: String, what: String },
-    #[error("rank 0 cannot listen for the ranks on {addr} ({method}): {err}; is another run using the port? pick another with --coordinator or --coordinator-port")]
+    #[error("rank 0 cannot listen for the ranks on {addr} ({method}): {err}; is another run using the port? pick another with --coordinator HOST:PORT")]
     Bind {
         addr: String,
         method: Method,
@@ -386,7 +386,16 @@ fn listen_published(
 ) -> Result<(TcpListener, String), RendezvousError> {
     let host = advertised_host(req);
     let v6 = host.parse::<Ipv6Addr>().is_ok();
-    let l = bind_any(req.port, v6, method)?;
+    // The port is published with the address, so a taken one (another run on this host) is
+    // no reason to fail: the kernel picks another.
+    let l = match bind_any(req.port, v6, method) {
+        Err(RendezvousError::Bind { err, .. })
+            if req.port != 0 && err.kind() == std::io::ErrorKind::AddrInUse =>
+        {
+            bind_any(0, v6, method)?
+        }
+        other => other?,
+    };
     let port = l.local_addr().map_err(|err| RendezvousError::Bind {
         addr: format!("port {}", req.port),
         method,

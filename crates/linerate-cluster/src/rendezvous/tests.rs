@@ -322,3 +322,15 @@ fn the_directory_needs_a_job_key_and_a_directory() {
     let e = find(&r, &[("SLURM_JOB_ID", "9")]).unwrap_err().to_string();
     assert!(e.contains("not a directory"), "{e}");
 }
+
+#[test]
+fn a_published_address_moves_off_a_taken_port() {
+    let taken = TcpListener::bind("0.0.0.0:0").unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let mut r = dir_req(0, d.path(), "taken");
+    r.port = taken.local_addr().unwrap().port();
+    let c = find(&r, &[]).unwrap();
+    let port = c.listener.as_ref().unwrap().local_addr().unwrap().port();
+    assert_ne!(port, r.port);
+    assert_eq!(c.addr, format!("127.0.0.1:{port}"));
+}
