@@ -9,6 +9,7 @@
 //! under `timeout(1)`.
 
 mod common;
+mod schema;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -302,6 +303,7 @@ fn eight_nodes_four_faults_each_named_with_its_direction() {
         "faults found: exit status 1; stderr: {err}\n{out}"
     );
     let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    schema::assert_matches("mesh.schema.json", &doc);
     assert_eq!(doc["healthy"], false);
     for (rank, want) in [
         (0, "ok"),

@@ -1,7 +1,6 @@
 //! `linerate mesh`: one rank of a cluster run. Rank 0 also runs the coordinator and writes the
 //! outputs; the other ranks print nothing but errors (and, when rank 0 dies, what they measured).
 
-use std::fmt::Write as _;
 use std::net::{SocketAddr, TcpListener};
 use std::thread;
 use std::time::Duration;
@@ -15,8 +14,8 @@ use linerate_mesh::{
     NodeFacts, RankEntry, RankId, Schedule, ScheduleKind, Transport,
 };
 use linerate_proto::{Limits, Psk};
+use linerate_report::Style;
 use linerate_units::fmt_round;
-use serde::Serialize;
 
 use crate::cli::MeshArgs;
 use crate::cmd::{EXIT_CANNOT_RUN, EXIT_FINDINGS};
@@ -94,40 +93,9 @@ fn schedule(a: &MeshArgs, size: u32, hosts: &[String]) -> anyhow::Result<Schedul
     Ok(sched)
 }
 
-/// The options whose outputs are not in this build yet: said, not faked.
-fn unwired(a: &MeshArgs) -> anyhow::Result<()> {
-    for (set, flag) in [(a.csv.is_some(), "--csv"), (a.report.is_some(), "--report")] {
-        if set {
-            bail!("{flag} is not available in this build yet (the mesh renderers are not merged): use --json for the document, --json-stream for the measurements");
-        }
-    }
-    Ok(())
-}
-
-/// One `--json-stream` line: a measurement as it happens.
-#[derive(Debug, Serialize)]
-struct StreamLine<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    #[serde(flatten)]
-    m: &'a LinkMeasurement,
-    tx_host: Option<&'a str>,
-    rx_host: Option<&'a str>,
-    tx_addr: Option<&'a str>,
-    rx_addr: Option<&'a str>,
-}
-
-fn stream_line(m: &LinkMeasurement, nodes: &[Option<NodeFacts>]) {
-    let node = |r: u32| nodes.get(r as usize).and_then(Option::as_ref);
-    let line = StreamLine {
-        kind: "measurement",
-        m,
-        tx_host: node(m.tx).map(|n| n.host.as_str()),
-        rx_host: node(m.rx).map(|n| n.host.as_str()),
-        tx_addr: node(m.tx).and_then(|n| n.data_addr.as_deref()),
-        rx_addr: node(m.rx).and_then(|n| n.data_addr.as_deref()),
-    };
-    match serde_json::to_string(&line) {
+/// One `--json-stream` line (`schemas/mesh-event.schema.json`): a measurement as it happens.
+fn stream_line(m: &LinkMeasurement, nodes: &[NodeFacts]) {
+    match serde_json::to_string(&linerate_mesh::mesh_event(m, nodes)) {
         Ok(s) => {
             let _ = print(&format!("{s}\n"));
         }
@@ -215,6 +183,7 @@ fn run_rank0(
     c: &Common,
     listener: TcpListener,
     sched: &Schedule,
+    style: Style,
 ) -> anyhow::Result<u8> {
     let rcfg = rank_config(a, c);
     let own = thread::spawn(move || rank::run(&rcfg, &mut |_| {}));
@@ -228,13 +197,9 @@ fn run_rank0(
         max_concurrent_pairs: a.max_concurrent_pairs,
     };
     // Each rank's host and address, for the stream lines, as the ranks join.
-    let mut nodes: Vec<Option<NodeFacts>> = vec![None; c.id.size as usize];
+    let mut nodes: Vec<NodeFacts> = Vec::new();
     let mut on_event = |e: CoordEvent| match e {
-        CoordEvent::Joined { rank, facts, .. } => {
-            if let Some(n) = nodes.get_mut(rank as usize) {
-                *n = Some(*facts);
-            }
-        }
+        CoordEvent::Joined { facts, .. } => nodes.push(*facts),
         CoordEvent::RoundStarted { .. } => {}
         CoordEvent::Refused { peer, reason } => {
             eprintln!("linerate mesh: refused a connection from {peer}: {reason}");
@@ -261,7 +226,7 @@ fn run_rank0(
         Err(_) => eprintln!("linerate mesh: rank 0's own rank failed"),
     }
     let report = mesh_report(a, c, sched.kind, &run);
-    output(a, &report)?;
+    output(a, &report, style)?;
     Ok(if report.healthy { 0 } else { EXIT_FINDINGS })
 }
 
@@ -303,62 +268,48 @@ fn mesh_report(a: &MeshArgs, c: &Common, kind: ScheduleKind, run: &MeshRun) -> M
     })
 }
 
-/// Rank 0's outputs: the JSON document, or the verdicts as text (the measurements themselves
-/// went out as they happened with --json-stream).
-fn output(a: &MeshArgs, r: &MeshReport) -> anyhow::Result<()> {
+/// Whether the terminal takes Unicode (the heatmap's blocks), from the locale.
+fn unicode() -> bool {
+    ["LC_ALL", "LC_CTYPE", "LANG"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .is_some_and(|v| {
+            let v = v.to_ascii_lowercase();
+            v.contains("utf-8") || v.contains("utf8")
+        })
+}
+
+/// Rank 0's outputs: the files asked for, then the JSON document or the terminal report (the
+/// measurements themselves went out as they happened with --json-stream).
+fn output(a: &MeshArgs, r: &MeshReport, style: Style) -> anyhow::Result<()> {
+    if let Some(path) = &a.csv {
+        std::fs::write(path, linerate_report::mesh::mesh_csv(r))
+            .with_context(|| format!("writing --csv {}", path.display()))?;
+    }
+    if let Some(path) = &a.report {
+        std::fs::write(path, linerate_report::mesh::mesh_html(r))
+            .with_context(|| format!("writing --report {}", path.display()))?;
+    }
     if a.json {
         let mut s = serde_json::to_string_pretty(r).context("encoding the mesh document")?;
         s.push('\n');
         print(&s)?;
-        return Ok(());
+    } else if !a.json_stream {
+        print(&linerate_report::mesh::render_mesh(r, style, unicode()))?;
     }
-    if a.json_stream {
-        return Ok(());
-    }
-    let mut out = format!(
-        "linerate mesh: {} ranks, {} measurements, reference {} Gb/s\n",
-        r.size,
-        r.measurements.len(),
-        r.reference_gbps
-            .map_or_else(|| "-".to_string(), |g| fmt_round(g, 3))
-    );
-    for n in &r.nodes {
-        let tx = n
-            .tx_median_gbps
-            .map_or_else(|| "-".into(), |g| fmt_round(g, 3));
-        let rx = n
-            .rx_median_gbps
-            .map_or_else(|| "-".into(), |g| fmt_round(g, 3));
-        let _ = writeln!(
-            out,
-            "  node {:>4} {:<16} {:<15} tx {tx:>8} Gb/s  rx {rx:>8} Gb/s  {}",
-            n.rank,
-            n.host,
-            n.status.as_str(),
-            n.explanation
-        );
-    }
-    for l in r.worst_links() {
-        let _ = writeln!(
-            out,
-            "  link {:>4} → {:<4} {:<12} {}",
-            l.tx,
-            l.rx,
-            l.status.as_str(),
-            l.explanation
-        );
-    }
-    for n in &r.notes {
-        let _ = writeln!(out, "  note: {n}");
-    }
-    print(&out)?;
     Ok(())
 }
 
-pub fn run(a: &MeshArgs) -> anyhow::Result<u8> {
-    unwired(a)?;
+pub fn run(a: &MeshArgs, style: Style) -> anyhow::Result<u8> {
     let hosts = hosts(a)?;
     let id = identity(a, &hosts)?;
+    if id.size > linerate_cluster::wire::MAX_RANKS {
+        bail!(
+            "a run of {} ranks is more than the {} one coordinator admits: split the cluster into groups (--hosts per group)",
+            id.size,
+            linerate_cluster::wire::MAX_RANKS
+        );
+    }
     for n in &id.notes {
         eprintln!("linerate mesh: {n}");
     }
@@ -382,7 +333,7 @@ pub fn run(a: &MeshArgs) -> anyhow::Result<u8> {
     if let Some(listener) = found.listener.take() {
         let sched = schedule(a, c.id.size, &hosts)?;
         // `found` lives until the run ends: rank 0's rendezvous file is removed when it drops.
-        let code = run_rank0(a, &c, listener, &sched);
+        let code = run_rank0(a, &c, listener, &sched, style);
         drop(found);
         return code;
     }

@@ -28,7 +28,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Serve(a) => serve::run(&a),
         Command::Bench(a) => bench::run(&a, style),
         Command::Disk(a) => disk::run(&a, style),
-        Command::Mesh(a) => mesh::run(&a),
+        Command::Mesh(a) => mesh::run(&a, style),
         Command::Generate(a) => generate::run(&a),
     };
     match r {
