@@ -358,7 +358,11 @@ fn killing_rank_0_ends_every_other_rank_with_its_own_measurements() {
         );
         for line in out.lines() {
             let m: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
-            assert_eq!(m["tx"], i, "rank {i} reports the flows it sent: {line}");
+            schema::assert_matches("mesh-event.schema.json", &m);
+            assert_eq!(
+                m["tx"]["rank"], i,
+                "rank {i} reports the flows it sent: {line}"
+            );
             measured += 1;
         }
     }

@@ -102,6 +102,8 @@ pub struct RankRun {
     pub error: Option<String>,
     /// The data address this rank announced.
     pub data_addr: Option<SocketAddr>,
+    /// Every rank's data address, as the coordinator sent it (`None`: never joined).
+    pub table: Vec<Option<String>>,
 }
 
 fn connect(cfg: &RankConfig) -> Result<TcpStream, RankError> {
@@ -333,14 +335,8 @@ pub fn run(
             }
         });
     }
-    out.error = serve_rounds(
-        cfg,
-        data_addr,
-        &rx,
-        &writer,
-        &mut out.measurements,
-        measured,
-    );
+    let error = serve_rounds(cfg, data_addr, &rx, &writer, &mut out, measured);
+    out.error = error;
     stop.store(true, Ordering::Relaxed);
     Ok(out)
 }
@@ -351,7 +347,7 @@ fn serve_rounds(
     data_addr: SocketAddr,
     rx: &mpsc::Receiver<In>,
     writer: &Mutex<TcpStream>,
-    all: &mut Vec<LinkMeasurement>,
+    out: &mut RankRun,
     measured: &mut dyn FnMut(&LinkMeasurement),
 ) -> Option<String> {
     let gone = |why: &str| {
@@ -360,7 +356,6 @@ fn serve_rounds(
             cfg.rank, cfg.coordinator
         ))
     };
-    let mut addrs: Vec<Option<String>> = Vec::new();
     let write = |m: &RankMsg| -> Result<(), FrameError> {
         let mut w = writer.lock().map_err(|_| FrameError::Closed)?;
         send(&mut *w, m)
@@ -374,7 +369,7 @@ fn serve_rounds(
         };
         match msg {
             CoordMsg::Heartbeat | CoordMsg::Welcome | CoordMsg::Challenge { .. } => {}
-            CoordMsg::Table { addrs: a } => addrs = a,
+            CoordMsg::Table { addrs } => out.table = addrs,
             CoordMsg::Round {
                 index,
                 phase,
@@ -395,10 +390,10 @@ fn serve_rounds(
                     concurrency: u32::try_from(flows.len()).unwrap_or(u32::MAX),
                 };
                 let mine: Vec<Flow> = flows.into_iter().filter(|f| f.tx == cfg.rank).collect();
-                for m in round_flows(&fcfg, ctx, &mine, &addrs) {
+                for m in round_flows(&fcfg, ctx, &mine, &out.table) {
                     measured(&m);
                     let sent = write(&RankMsg::Measured { m: m.clone() });
-                    all.push(m);
+                    out.measurements.push(m);
                     if let Err(e) = sent {
                         return gone(&format!("sending a measurement failed: {e}"));
                     }

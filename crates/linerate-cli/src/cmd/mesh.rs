@@ -343,8 +343,24 @@ pub fn run(a: &MeshArgs, style: Style) -> anyhow::Result<u8> {
         Some(e) => {
             eprintln!("linerate mesh: {e}; this rank's own measurements follow");
             if a.json_stream {
+                // The ranks' addresses from the coordinator's table; this host's name.
+                let nodes: Vec<NodeFacts> = (0..)
+                    .zip(&r.table)
+                    .filter_map(|(rank, addr)| {
+                        addr.as_ref().map(|a| NodeFacts {
+                            rank,
+                            host: if rank == c.id.rank {
+                                hostname()
+                            } else {
+                                String::new()
+                            },
+                            data_addr: Some(a.clone()),
+                            ..NodeFacts::default()
+                        })
+                    })
+                    .collect();
                 for m in &r.measurements {
-                    stream_line(m, &[]);
+                    stream_line(m, &nodes);
                 }
             } else {
                 for m in &r.measurements {
