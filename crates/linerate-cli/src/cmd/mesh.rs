@@ -152,6 +152,17 @@ struct Common {
     transport: Transport,
 }
 
+/// The data server's limits: serve's defaults, with room for every other rank sending to this
+/// one at once (incast) and for a --time above serve's longest test.
+fn data_limits(a: &MeshArgs, size: u32) -> Limits {
+    let d = Limits::default();
+    Limits {
+        max_tests: d.max_tests.max(size),
+        max_duration_ms: d.max_duration_ms.max(a.time),
+        ..d
+    }
+}
+
 fn rank_config(a: &MeshArgs, c: &Common) -> RankConfig {
     let rank = c.id.rank;
     RankConfig {
@@ -173,7 +184,7 @@ fn rank_config(a: &MeshArgs, c: &Common) -> RankConfig {
         join_timeout: Duration::from_millis(a.join_timeout.max(1000)),
         heartbeat_timeout: Duration::from_millis(a.heartbeat_timeout.max(1000)),
         rdma_provider: a.provider.clone(),
-        limits: Limits::default(),
+        limits: data_limits(a, c.id.size),
     }
 }
 
