@@ -14,6 +14,9 @@ scripts/setup.sh
 # crates/linerate-cli/tests/setup_cli.rs checks what `setup` writes with them. The peer tools are
 # bench/compare.sh --install's.
 PACKAGES=(python3 iproute2 util-linux libfabric1 man-db bash-completion systemd prometheus netplan.io procps)
+# openmpi-bin (mpirun, with libpmix2) and pdsh: the launcher tests of `linerate mesh`
+# (crates/linerate-cluster/tests/pmix.rs, crates/linerate-cli/tests/launchers.rs).
+PACKAGES+=(openmpi-bin pdsh)
 if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then
     PACKAGES+=(chromium)
 fi

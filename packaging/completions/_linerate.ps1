@@ -33,6 +33,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time')
             [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Measure TCP/UDP throughput or latency against a `linerate serve`')
             [CompletionResult]::new('disk', 'disk', [CompletionResultType]::ParameterValue, 'Measure a directory''s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes')
+            [CompletionResult]::new('mesh', 'mesh', [CompletionResultType]::ParameterValue, 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write the man pages, or a shell''s completion script, from these same definitions (for packages and installs from source)')
             [CompletionResult]::new('setup', 'setup', [CompletionResultType]::ParameterValue, 'Print (or, with --apply, write) the configuration that makes this machine''s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -198,6 +199,36 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'linerate;mesh' {
+            [CompletionResult]::new('--rank', '--rank', [CompletionResultType]::ParameterName, 'This process''s rank (0..size); default: from the launcher''s environment')
+            [CompletionResult]::new('--size', '--size', [CompletionResultType]::ParameterName, 'How many ranks the run has; default: from the launcher''s environment or --hosts')
+            [CompletionResult]::new('--hosts', '--hosts', [CompletionResultType]::ParameterName, 'The hosts of the run, in rank order, as a Slurm host list (`node[01-16]`)')
+            [CompletionResult]::new('--self', '--self', [CompletionResultType]::ParameterName, 'This host''s name in --hosts, when its host name is not')
+            [CompletionResult]::new('--coordinator', '--coordinator', [CompletionResultType]::ParameterName, 'Where rank 0''s coordinator listens (HOST or HOST:PORT, default port 5302): rank 0 listens on that port, the others connect to it')
+            [CompletionResult]::new('--rendezvous-dir', '--rendezvous-dir', [CompletionResultType]::ParameterName, 'A directory every rank sees (NFS, a shared volume) to exchange the coordinator''s address')
+            [CompletionResult]::new('--job', '--job', [CompletionResultType]::ParameterName, 'With --rendezvous-dir: the run''s name, the same on every rank and new for each run (default: SLURM_JOB_ID.SLURM_STEP_ID or PMIX_NAMESPACE)')
+            [CompletionResult]::new('--bind', '--bind', [CompletionResultType]::ParameterName, 'This rank''s data address (default: the local address that routes to the coordinator)')
+            [CompletionResult]::new('--data-port', '--data-port', [CompletionResultType]::ParameterName, 'This rank''s data server port (default: one the kernel picks; the coordinator tells the others)')
+            [CompletionResult]::new('--psk-file', '--psk-file', [CompletionResultType]::ParameterName, 'Pre-shared key file: authenticates every rank to the coordinator and to the others'' data servers (challenge-response; the key never crosses the wire). Give every rank the same')
+            [CompletionResult]::new('--schedule', '--schedule', [CompletionResultType]::ParameterName, 'Which links in which round: pairwise (every ordered pair), ring, quick (n/2 links), incast:K (K senders to one receiver) or file:PATH (`<round> <rank-or-host> <rank-or-host>` lines)')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Seconds each bandwidth test runs (each direction of each link)')
+            [CompletionResult]::new('--time', '--time', [CompletionResultType]::ParameterName, 'Seconds each bandwidth test runs (each direction of each link)')
+            [CompletionResult]::new('--max-concurrent-pairs', '--max-concurrent-pairs', [CompletionResultType]::ParameterName, 'At most this many flows at once (protects oversubscribed fabrics); default: a whole round')
+            [CompletionResult]::new('--provider', '--provider', [CompletionResultType]::ParameterName, 'With --rdma: the libfabric provider (verbs, tcp, ...); default: the first that offers RMA')
+            [CompletionResult]::new('--csv', '--csv', [CompletionResultType]::ParameterName, 'Write the matrix as CSV to FILE (rank 0)')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write an HTML report to FILE (rank 0)')
+            [CompletionResult]::new('--join-timeout', '--join-timeout', [CompletionResultType]::ParameterName, 'Seconds the ranks have to join; the missing ones are then unreachable')
+            [CompletionResult]::new('--heartbeat-timeout', '--heartbeat-timeout', [CompletionResultType]::ParameterName, 'Seconds a rank (or the coordinator) may stay silent before it counts as gone')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
+            [CompletionResult]::new('--rdma', '--rdma', [CompletionResultType]::ParameterName, 'Run the flows on the RDMA engine (libfabric) instead of TCP')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the final document as JSON on rank 0''s standard output')
+            [CompletionResult]::new('--json-stream', '--json-stream', [CompletionResultType]::ParameterName, 'One JSON line per measurement as it happens, on rank 0''s standard output')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'linerate;generate' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -266,6 +297,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time')
             [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Measure TCP/UDP throughput or latency against a `linerate serve`')
             [CompletionResult]::new('disk', 'disk', [CompletionResultType]::ParameterValue, 'Measure a directory''s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes')
+            [CompletionResult]::new('mesh', 'mesh', [CompletionResultType]::ParameterValue, 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write the man pages, or a shell''s completion script, from these same definitions (for packages and installs from source)')
             [CompletionResult]::new('setup', 'setup', [CompletionResultType]::ParameterValue, 'Print (or, with --apply, write) the configuration that makes this machine''s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -290,6 +322,9 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             break
         }
         'linerate;help;disk' {
+            break
+        }
+        'linerate;help;mesh' {
             break
         }
         'linerate;help;generate' {

@@ -34,6 +34,9 @@ _linerate() {
             linerate,mem)
                 cmd="linerate__subcmd__mem"
                 ;;
+            linerate,mesh)
+                cmd="linerate__subcmd__mesh"
+                ;;
             linerate,plan)
                 cmd="linerate__subcmd__plan"
                 ;;
@@ -82,6 +85,9 @@ _linerate() {
             linerate__subcmd__help,mem)
                 cmd="linerate__subcmd__help__subcmd__mem"
                 ;;
+            linerate__subcmd__help,mesh)
+                cmd="linerate__subcmd__help__subcmd__mesh"
+                ;;
             linerate__subcmd__help,plan)
                 cmd="linerate__subcmd__help__subcmd__plan"
                 ;;
@@ -107,7 +113,7 @@ _linerate() {
 
     case "${cmd}" in
         linerate)
-            opts="-h -V --color --help --version probe plan doctor mem serve bench disk generate setup help"
+            opts="-h -V --color --help --version probe plan doctor mem serve bench disk mesh generate setup help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -477,7 +483,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__help)
-            opts="probe plan doctor mem serve bench disk generate setup help"
+            opts="probe plan doctor mem serve bench disk mesh generate setup help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -602,6 +608,20 @@ _linerate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        linerate__subcmd__help__subcmd__mesh)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         linerate__subcmd__help__subcmd__plan)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -678,6 +698,100 @@ _linerate() {
                     return 0
                     ;;
                 --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        linerate__subcmd__mesh)
+            opts="-t -h -V --rank --size --hosts --self --coordinator --rendezvous-dir --job --bind --data-port --psk-file --schedule --time --max-concurrent-pairs --rdma --provider --json --json-stream --csv --report --join-timeout --heartbeat-timeout --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --rank)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hosts)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --self)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --coordinator)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rendezvous-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --job)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --psk-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --schedule)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --time)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-concurrent-pairs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --provider)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --csv)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --report)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --join-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --heartbeat-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

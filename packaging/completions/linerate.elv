@@ -30,6 +30,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand serve 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time'
             cand bench 'Measure TCP/UDP throughput or latency against a `linerate serve`'
             cand disk 'Measure a directory''s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
+            cand mesh 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)'
             cand generate 'Write the man pages, or a shell''s completion script, from these same definitions (for packages and installs from source)'
             cand setup 'Print (or, with --apply, write) the configuration that makes this machine''s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -187,6 +188,35 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'linerate;mesh'= {
+            cand --rank 'This process''s rank (0..size); default: from the launcher''s environment'
+            cand --size 'How many ranks the run has; default: from the launcher''s environment or --hosts'
+            cand --hosts 'The hosts of the run, in rank order, as a Slurm host list (`node[01-16]`)'
+            cand --self 'This host''s name in --hosts, when its host name is not'
+            cand --coordinator 'Where rank 0''s coordinator listens (HOST or HOST:PORT, default port 5302): rank 0 listens on that port, the others connect to it'
+            cand --rendezvous-dir 'A directory every rank sees (NFS, a shared volume) to exchange the coordinator''s address'
+            cand --job 'With --rendezvous-dir: the run''s name, the same on every rank and new for each run (default: SLURM_JOB_ID.SLURM_STEP_ID or PMIX_NAMESPACE)'
+            cand --bind 'This rank''s data address (default: the local address that routes to the coordinator)'
+            cand --data-port 'This rank''s data server port (default: one the kernel picks; the coordinator tells the others)'
+            cand --psk-file 'Pre-shared key file: authenticates every rank to the coordinator and to the others'' data servers (challenge-response; the key never crosses the wire). Give every rank the same'
+            cand --schedule 'Which links in which round: pairwise (every ordered pair), ring, quick (n/2 links), incast:K (K senders to one receiver) or file:PATH (`<round> <rank-or-host> <rank-or-host>` lines)'
+            cand -t 'Seconds each bandwidth test runs (each direction of each link)'
+            cand --time 'Seconds each bandwidth test runs (each direction of each link)'
+            cand --max-concurrent-pairs 'At most this many flows at once (protects oversubscribed fabrics); default: a whole round'
+            cand --provider 'With --rdma: the libfabric provider (verbs, tcp, ...); default: the first that offers RMA'
+            cand --csv 'Write the matrix as CSV to FILE (rank 0)'
+            cand --report 'Write an HTML report to FILE (rank 0)'
+            cand --join-timeout 'Seconds the ranks have to join; the missing ones are then unreachable'
+            cand --heartbeat-timeout 'Seconds a rank (or the coordinator) may stay silent before it counts as gone'
+            cand --color 'When to colour the terminal output'
+            cand --rdma 'Run the flows on the RDMA engine (libfabric) instead of TCP'
+            cand --json 'Print the final document as JSON on rank 0''s standard output'
+            cand --json-stream 'One JSON line per measurement as it happens, on rank 0''s standard output'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'linerate;generate'= {
             cand --color 'When to colour the terminal output'
             cand -h 'Print help'
@@ -247,6 +277,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand serve 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time'
             cand bench 'Measure TCP/UDP throughput or latency against a `linerate serve`'
             cand disk 'Measure a directory''s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
+            cand mesh 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)'
             cand generate 'Write the man pages, or a shell''s completion script, from these same definitions (for packages and installs from source)'
             cand setup 'Print (or, with --apply, write) the configuration that makes this machine''s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -264,6 +295,8 @@ set edit:completion:arg-completer[linerate] = {|@words|
         &'linerate;help;bench'= {
         }
         &'linerate;help;disk'= {
+        }
+        &'linerate;help;mesh'= {
         }
         &'linerate;help;generate'= {
             cand man 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced'

@@ -36,6 +36,7 @@ complete -c linerate -n "__fish_linerate_needs_command" -f -a "mem" -d 'Memory b
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "serve" -d 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "bench" -d 'Measure TCP/UDP throughput or latency against a `linerate serve`'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "disk" -d 'Measure a directory\'s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "mesh" -d 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "generate" -d 'Write the man pages, or a shell\'s completion script, from these same definitions (for packages and installs from source)'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "setup" -d 'Print (or, with --apply, write) the configuration that makes this machine\'s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -177,6 +178,32 @@ complete -c linerate -n "__fish_linerate_using_subcommand disk" -l buffered -d '
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -l json -d 'Print one JSON document: {schema_version, tests: [...]}'
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -s h -l help -d 'Print help'
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -s V -l version -d 'Print version'
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l rank -d 'This process\'s rank (0..size); default: from the launcher\'s environment' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l size -d 'How many ranks the run has; default: from the launcher\'s environment or --hosts' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l hosts -d 'The hosts of the run, in rank order, as a Slurm host list (`node[01-16]`)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l self -d 'This host\'s name in --hosts, when its host name is not' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l coordinator -d 'Where rank 0\'s coordinator listens (HOST or HOST:PORT, default port 5302): rank 0 listens on that port, the others connect to it' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l rendezvous-dir -d 'A directory every rank sees (NFS, a shared volume) to exchange the coordinator\'s address' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l job -d 'With --rendezvous-dir: the run\'s name, the same on every rank and new for each run (default: SLURM_JOB_ID.SLURM_STEP_ID or PMIX_NAMESPACE)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l bind -d 'This rank\'s data address (default: the local address that routes to the coordinator)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l data-port -d 'This rank\'s data server port (default: one the kernel picks; the coordinator tells the others)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l psk-file -d 'Pre-shared key file: authenticates every rank to the coordinator and to the others\' data servers (challenge-response; the key never crosses the wire). Give every rank the same' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l schedule -d 'Which links in which round: pairwise (every ordered pair), ring, quick (n/2 links), incast:K (K senders to one receiver) or file:PATH (`<round> <rank-or-host> <rank-or-host>` lines)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -s t -l time -d 'Seconds each bandwidth test runs (each direction of each link)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l max-concurrent-pairs -d 'At most this many flows at once (protects oversubscribed fabrics); default: a whole round' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l provider -d 'With --rdma: the libfabric provider (verbs, tcp, ...); default: the first that offers RMA' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l csv -d 'Write the matrix as CSV to FILE (rank 0)' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l report -d 'Write an HTML report to FILE (rank 0)' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l join-timeout -d 'Seconds the ranks have to join; the missing ones are then unreachable' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l heartbeat-timeout -d 'Seconds a rank (or the coordinator) may stay silent before it counts as gone' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l rdma -d 'Run the flows on the RDMA engine (libfabric) instead of TCP'
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l json -d 'Print the final document as JSON on rank 0\'s standard output'
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l json-stream -d 'One JSON line per measurement as it happens, on rank 0\'s standard output'
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -s V -l version -d 'Print version'
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -218,15 +245,16 @@ complete -c linerate -n "__fish_linerate_using_subcommand setup" -l sm-node -d '
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l json -d 'Print one JSON document (schemas/setup.schema.json) instead of the terminal view'
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -s h -l help -d 'Print help'
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -s V -l version -d 'Print version'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "probe" -d 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "plan" -d 'The ceiling chain for hardware you do not have yet'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "doctor" -d 'Explain the gap between what a link carries and what its hardware could: with HOST, the path to a `linerate serve`; without, a self-check of this machine'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "mem" -d 'Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "serve" -d 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "bench" -d 'Measure TCP/UDP throughput or latency against a `linerate serve`'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "disk" -d 'Measure a directory\'s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "generate" -d 'Write the man pages, or a shell\'s completion script, from these same definitions (for packages and installs from source)'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "setup" -d 'Print (or, with --apply, write) the configuration that makes this machine\'s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate setup help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "probe" -d 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "plan" -d 'The ceiling chain for hardware you do not have yet'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "doctor" -d 'Explain the gap between what a link carries and what its hardware could: with HOST, the path to a `linerate serve`; without, a self-check of this machine'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "mem" -d 'Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "serve" -d 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "bench" -d 'Measure TCP/UDP throughput or latency against a `linerate serve`'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "disk" -d 'Measure a directory\'s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "mesh" -d 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "generate" -d 'Write the man pages, or a shell\'s completion script, from these same definitions (for packages and installs from source)'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "setup" -d 'Print (or, with --apply, write) the configuration that makes this machine\'s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c linerate -n "__fish_linerate_using_subcommand help; and __fish_seen_subcommand_from generate" -f -a "man" -d 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced'
 complete -c linerate -n "__fish_linerate_using_subcommand help; and __fish_seen_subcommand_from generate" -f -a "completions" -d 'Print the completion script for SHELL on stdout'

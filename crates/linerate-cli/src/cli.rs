@@ -50,6 +50,9 @@ pub enum Command {
     /// Measure a directory's disk (or tmpfs, NFS, SMB mount): sequential and random read/write
     /// throughput, IOPS and latency, in a test file of its own that it deletes.
     Disk(DiskArgs),
+    /// Measure every link of a cluster and explain the bad ones: one process per node, started
+    /// by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh).
+    Mesh(MeshArgs),
     /// Write the man pages, or a shell's completion script, from these same definitions (for
     /// packages and installs from source).
     Generate(GenerateArgs),
@@ -102,6 +105,94 @@ pub enum GenerateWhat {
         #[arg(value_enum, value_name = "SHELL")]
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Every process is one rank; rank 0 runs the coordinator, which admits the ranks, runs the \
+schedule round by round and gathers the measurements. A rank that never joins or dies is reported \
+unreachable; when rank 0 dies, every other rank ends with exit status 2 and what it measured.
+
+Exit status: 0 every link measured, 1 a link or node bad or unreachable, 2 could not run.
+
+Examples:
+  # 8 ranks by hand: rank 0 on 10.0.0.1, the others pointed at it
+  linerate mesh --rank 0 --size 8 --coordinator 10.0.0.1:5302
+  # under `mpirun -np 16 --map-by ppr:1:node` or `srun`: rank and size from the launcher
+  linerate mesh --coordinator node01:5302 --json-stream
+  # under `pdsh -w node[01-16]`: the rank is this host's position in --hosts
+  linerate mesh --hosts node[01-16] --psk-file /etc/linerate/key"
+)]
+#[allow(clippy::struct_excessive_bools)]
+pub struct MeshArgs {
+    /// This process's rank (0..size); default: from the launcher's environment.
+    #[arg(long)]
+    pub rank: Option<u32>,
+    /// How many ranks the run has; default: from the launcher's environment or --hosts.
+    #[arg(long)]
+    pub size: Option<u32>,
+    /// The hosts of the run, in rank order, as a Slurm host list (`node[01-16]`).
+    #[arg(long, value_name = "HOSTLIST")]
+    pub hosts: Option<String>,
+    /// This host's name in --hosts, when its host name is not.
+    #[arg(long = "self", value_name = "NAME")]
+    pub self_name: Option<String>,
+    /// Where rank 0's coordinator listens (HOST or HOST:PORT, default port 5302): rank 0 listens
+    /// on that port, the others connect to it.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub coordinator: Option<String>,
+    /// A directory every rank sees (NFS, a shared volume) to exchange the coordinator's address.
+    #[arg(long, value_name = "DIR")]
+    pub rendezvous_dir: Option<PathBuf>,
+    /// With --rendezvous-dir: the run's name, the same on every rank and new for each run
+    /// (default: SLURM_JOB_ID.SLURM_STEP_ID or PMIX_NAMESPACE).
+    #[arg(long, value_name = "NAME", requires = "rendezvous_dir")]
+    pub job: Option<String>,
+    /// This rank's data address (default: the local address that routes to the coordinator).
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<std::net::IpAddr>,
+    /// This rank's data server port (default: one the kernel picks; the coordinator tells the
+    /// others).
+    #[arg(long, value_name = "PORT", default_value_t = 0)]
+    pub data_port: u16,
+    /// Pre-shared key file: authenticates every rank to the coordinator and to the others' data
+    /// servers (challenge-response; the key never crosses the wire). Give every rank the same.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
+    /// Which links in which round: pairwise (every ordered pair), ring, quick (n/2 links),
+    /// incast:K (K senders to one receiver) or file:PATH (`<round> <rank-or-host> <rank-or-host>` lines).
+    #[arg(long, value_name = "SCHEDULE", default_value = "pairwise")]
+    pub schedule: String,
+    /// Seconds each bandwidth test runs (each direction of each link).
+    #[arg(short = 't', long = "time", value_name = "SECS", default_value = "2", value_parser = secs)]
+    pub time: u64,
+    /// At most this many flows at once (protects oversubscribed fabrics); default: a whole round.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_concurrent_pairs: Option<u32>,
+    /// Run the flows on the RDMA engine (libfabric) instead of TCP.
+    #[arg(long)]
+    pub rdma: bool,
+    /// With --rdma: the libfabric provider (verbs, tcp, ...); default: the first that offers RMA.
+    #[arg(long, value_name = "NAME", requires = "rdma")]
+    pub provider: Option<String>,
+    /// Print the final document as JSON on rank 0's standard output.
+    #[arg(long)]
+    pub json: bool,
+    /// One JSON line per measurement as it happens, on rank 0's standard output.
+    #[arg(long)]
+    pub json_stream: bool,
+    /// Write the matrix as CSV to FILE (rank 0).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write an HTML report to FILE (rank 0).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Seconds the ranks have to join; the missing ones are then unreachable.
+    #[arg(long, value_name = "SECS", default_value = "60", value_parser = secs)]
+    pub join_timeout: u64,
+    /// Seconds a rank (or the coordinator) may stay silent before it counts as gone.
+    #[arg(long, value_name = "SECS", default_value = "5", value_parser = secs)]
+    pub heartbeat_timeout: u64,
 }
 
 fn rate(s: &str) -> Result<u64, String> {

@@ -10,6 +10,7 @@ mod disk;
 mod doctor;
 mod generate;
 mod mem;
+mod mesh;
 mod plan;
 mod probe;
 mod serve;
@@ -28,6 +29,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Serve(a) => serve::run(&a),
         Command::Bench(a) => bench::run(&a, style),
         Command::Disk(a) => disk::run(&a, style),
+        Command::Mesh(a) => mesh::run(&a, style),
         Command::Generate(a) => generate::run(&a),
         Command::Setup(a) => setup::run(&a, style),
     };
