@@ -58,7 +58,7 @@ fn run(rank: u32, publish: Option<&str>, timeout_s: i32) -> Outcome {
     match steps(&client, rank, publish, timeout_s) {
         Ok(addr) => Outcome::Found(addr),
         Err(e) => Outcome::Failed(format!(
-            "{e} (PMIx {}, namespace {}, PMIx rank {})",
+            "{e}; every process of the job must run linerate mesh with the same options (PMIx {}, namespace {}, PMIx rank {})",
             client.version(),
             client.namespace(),
             client.rank()
