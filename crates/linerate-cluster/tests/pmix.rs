@@ -145,11 +145,9 @@ fn a_rank_missing_at_the_fence_is_an_error_within_the_timeout() {
         Err(why) => return linerate_testkit::skip(why),
     };
     let e = lines[0]["error"].as_str().expect("rank 0 failed");
-    assert!(e.starts_with("PMIx rendezvous: PMIx_Fence failed"), "{e}");
-    assert!(
-        e.contains("every process of the job must run linerate mesh"),
-        "{e}"
-    );
+    // The server's fence timeout (Open MPI 4.1 honours it) or, where a server does not, ours.
+    assert!(e.starts_with("PMIx rendezvous: "), "{e}");
+    assert!(e.contains("linerate mesh with the same options"), "{e}");
     // Bounded by the 2 s timeout (plus the margin of the PMIx thread and mpirun's start).
     assert!(start.elapsed() < TIMEOUT, "took {:?}", start.elapsed());
 }
