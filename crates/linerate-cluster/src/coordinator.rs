@@ -6,7 +6,7 @@
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -20,6 +20,9 @@ use crate::wire::{
     recv, send, CoordMsg, RankMsg, HANDSHAKE_TIMEOUT, HEARTBEAT, MAX_PENDING, MAX_RANKS,
     MAX_RANK_FRAME, MESH_MAGIC, MESH_PROTOCOL, WRITE_TIMEOUT,
 };
+
+/// Events waiting for the coordinator's loop, all ranks together.
+const QUEUE: usize = 1024;
 
 /// Operator settings of a run.
 #[derive(Debug, Clone)]
@@ -197,7 +200,7 @@ fn admit(
 fn accept_loop(
     listener: &TcpListener,
     cfg: &CoordinatorConfig,
-    tx: &Sender<Ev>,
+    tx: &SyncSender<Ev>,
     stop: &AtomicBool,
 ) {
     let pending = Arc::new(AtomicUsize::new(0));
@@ -249,7 +252,7 @@ fn accept_loop(
 
 /// One admitted rank's reader: its messages into the coordinator's queue; silence longer
 /// than the heartbeat timeout, a bad frame or a closed connection: the rank is lost.
-fn reader(rank: RankId, mut stream: TcpStream, timeout: Duration, tx: &Sender<Ev>) {
+fn reader(rank: RankId, mut stream: TcpStream, timeout: Duration, tx: &SyncSender<Ev>) {
     let _ = stream.set_read_timeout(Some(timeout));
     loop {
         match recv::<RankMsg>(&mut stream, MAX_RANK_FRAME) {
@@ -283,7 +286,7 @@ struct Peer {
 struct Coord<'a> {
     cfg: CoordinatorConfig,
     rx: Receiver<Ev>,
-    tx: Sender<Ev>,
+    tx: SyncSender<Ev>,
     peers: Vec<Option<Peer>>,
     run: MeshRun,
     last_beat: Instant,
@@ -543,7 +546,9 @@ pub fn run(
         size,
         ..cfg.clone()
     };
-    let (tx, rx) = mpsc::channel();
+    // Bounded: a rank that floods the coordinator waits for it (its reader blocks), so the
+    // queue holds at most QUEUE frames of at most MAX_RANK_FRAME bytes.
+    let (tx, rx) = mpsc::sync_channel(QUEUE);
     let stop = Arc::new(AtomicBool::new(false));
     let acceptor = {
         let (cfg, tx, stop) = (cfg.clone(), tx.clone(), stop.clone());

@@ -280,3 +280,87 @@ fn a_rank_ends_with_a_message_when_the_coordinator_goes_away() {
     );
     assert!(start.elapsed() < Duration::from_secs(30));
 }
+
+#[test]
+fn rdma_flows_run_on_the_rdma_engine() {
+    let cfg = CoordinatorConfig {
+        transport: Transport::Rdma,
+        ..coord_cfg(2, None, Duration::from_secs(10))
+    };
+    let (addr, _ev, h) = start(cfg);
+    let ranks: Vec<_> = (0..2)
+        .map(|r| {
+            let mut c = rank_cfg(r, 2, addr, None);
+            c.rdma_provider = Some("tcp".into());
+            spawn_rank(c)
+        })
+        .collect();
+    let run = h.join().unwrap();
+    for h in ranks {
+        assert!(h.join().unwrap().unwrap().error.is_none());
+    }
+    assert_eq!(run.measurements.len(), 2);
+    if let Some(e) = run.measurements.iter().find_map(|m| m.error.as_deref()) {
+        if e.contains("libfabric") || e.contains("provider") {
+            linerate_testkit::skip(format!("no libfabric tcp provider here: {e}"));
+            return;
+        }
+    }
+    for m in &run.measurements {
+        assert_eq!(m.transport, Transport::Rdma);
+        assert!(m.error.is_none(), "{m:?}");
+        assert!(m.gbps.is_some_and(|g| g > 0.0), "{m:?}");
+    }
+    assert!(
+        run.measurements.iter().any(|m| m.latency.is_some()),
+        "the pair's RDMA ping-pong"
+    );
+}
+
+#[test]
+fn a_silent_rank_is_lost_after_the_heartbeat_timeout_and_the_run_ends() {
+    let key = Psk::from_bytes(KEY);
+    let cfg = CoordinatorConfig {
+        heartbeat_timeout: Duration::from_secs(2),
+        ..coord_cfg(2, Some(key.clone()), Duration::from_secs(10))
+    };
+    let (addr, _ev, h) = start(cfg);
+    let r0 = spawn_rank(rank_cfg(0, 2, addr, Some(key.clone())));
+    // Rank 1 joins, then says nothing more while keeping its connection open.
+    let (mut s, mine, theirs) = hello(addr);
+    send(
+        &mut s,
+        &RankMsg::Join {
+            rank: 1,
+            size: 2,
+            facts: Box::new(NodeFacts {
+                rank: 1,
+                data_addr: Some("127.0.0.1:9".into()),
+                ..NodeFacts::default()
+            }),
+            proof: Some(key.client_proof(&theirs, &mine)),
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        recv::<CoordMsg>(&mut s, 1 << 20).unwrap(),
+        CoordMsg::Welcome
+    );
+    let started = Instant::now();
+    let run = h.join().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert_eq!(run.unreachable.len(), 1, "{:?}", run.unreachable);
+    assert_eq!(run.unreachable[0].0, 1);
+    assert!(
+        run.unreachable[0].1.contains("no heartbeat"),
+        "{:?}",
+        run.unreachable
+    );
+    assert_eq!(run.measurements.len(), 2);
+    assert!(run
+        .measurements
+        .iter()
+        .all(|m| m.gbps.is_none() && m.error.is_some()));
+    assert!(r0.join().unwrap().unwrap().error.is_none());
+    drop(s);
+}

@@ -144,6 +144,8 @@ pub struct LinkVerdict {
     pub concurrency: Option<u32>,
     /// The degraded nodes that account for this link being bad.
     pub explained_by: Vec<RankId>,
+    /// Why a measurement of this link failed (the first error), if one did.
+    pub error: Option<String>,
     pub explanation: String,
 }
 
@@ -345,6 +347,7 @@ fn link_verdict(
         retransmits: d.retransmits,
         concurrency: d.concurrency,
         explained_by: Vec::new(),
+        error: d.errors.first().cloned(),
         explanation: String::new(),
     }
 }
@@ -581,7 +584,6 @@ fn explain_link(
         (Some(x), _, _) => g(x),
         (None, _, _) => String::new(),
     };
-    let ends = format!("{} → {}", host_of(nodes, l.tx), host_of(nodes, l.rx));
     match l.status {
         LinkStatus::Ok => measured,
         LinkStatus::Unreachable => {
@@ -591,9 +593,12 @@ fn explain_link(
                 .map(|&r| host_of(nodes, r))
                 .collect();
             if who.is_empty() {
-                format!("{ends}: nothing measured, though both ranks answered elsewhere")
+                format!(
+                    "nothing measured ({}), though both ranks answered elsewhere",
+                    l.error.as_deref().unwrap_or("no result")
+                )
             } else {
-                format!("{ends}: nothing measured: {} unreachable", who.join(" and "))
+                format!("nothing measured: {} unreachable", who.join(" and "))
             }
         }
         LinkStatus::Contention => match l.retest_gbps {
@@ -603,7 +608,7 @@ fn explain_link(
                 g(alone)
             ),
             None => format!(
-                "{measured} with {} flows at once; {ends}: the slow end was fine when retested alone against good peers: the fabric was oversubscribed",
+                "{measured} with {} flows at once; the slow end was fine when retested alone against good peers: the fabric was oversubscribed",
                 l.concurrency.unwrap_or(1)
             ),
         },

@@ -7,7 +7,9 @@ use linerate_results::{Tool, SCHEMA_VERSION, TOOL};
 use serde::Serialize;
 
 use crate::fleet::{fleet_findings, FleetFinding};
-use crate::judge::{below_ceiling, judge, JudgeInput, LinkVerdict, NodeStatus, NodeVerdict};
+use crate::judge::{
+    below_ceiling, judge, JudgeInput, LinkStatus, LinkVerdict, NodeStatus, NodeVerdict,
+};
 use crate::launch::IdentitySource;
 use crate::schedule::ScheduleKind;
 use crate::types::{LinkMeasurement, NodeFacts, Phase, RankId, Transport};
@@ -75,13 +77,27 @@ impl MeshReport {
         crate::judge::retest_plan(&self.nodes, &self.links, max_rounds)
     }
 
-    /// The bad links, worst first (unreachable, then by fraction of the median).
+    /// The bad links, most telling first: links no node accounts for (a cable, a switch
+    /// port), then links that measured nothing between live nodes, then links put down to a
+    /// degraded node, last the links of unreachable nodes; within each, slowest first.
     pub fn worst_links(&self) -> Vec<&LinkVerdict> {
+        let dead = |r: RankId| {
+            self.nodes
+                .get(r as usize)
+                .is_some_and(|n| n.status == NodeStatus::Unreachable)
+        };
+        let class = |l: &LinkVerdict| match l.status {
+            LinkStatus::Unreachable if dead(l.tx) || dead(l.rx) => 3,
+            LinkStatus::Unreachable => 1,
+            _ if l.explained_by.is_empty() => 0,
+            _ => 2,
+        };
         let mut v: Vec<&LinkVerdict> = self.links.iter().filter(|l| l.status.is_bad()).collect();
         v.sort_by(|a, b| {
             let key = |l: &LinkVerdict| l.fraction_of_reference.unwrap_or(-1.0);
-            key(a)
-                .total_cmp(&key(b))
+            class(a)
+                .cmp(&class(b))
+                .then(key(a).total_cmp(&key(b)))
                 .then((a.tx, a.rx).cmp(&(b.tx, b.rx)))
         });
         v
@@ -153,5 +169,62 @@ pub fn build_report(input: MeshInput) -> MeshReport {
         lost: input.lost,
         notes,
         healthy,
+    }
+}
+
+/// One end of a measurement in a stream event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventEnd {
+    pub rank: RankId,
+    pub host: Option<String>,
+    /// The rank's data address (`ip:port`), when it reported one.
+    pub addr: Option<String>,
+}
+
+/// One `--json-stream` line (`schemas/mesh-event.schema.json`): a measurement as it happens.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MeshEvent {
+    /// Always `measurement`.
+    pub event: &'static str,
+    pub phase: Phase,
+    pub round: u32,
+    pub tx: EventEnd,
+    pub rx: EventEnd,
+    /// `forward` when the lower rank sends (the first direction a pair is measured in),
+    /// `reverse` otherwise.
+    pub direction: &'static str,
+    pub transport: Transport,
+    pub concurrency: u32,
+    pub gbps: Option<f64>,
+    pub latency_p50_us: Option<f64>,
+    pub latency_p99_us: Option<f64>,
+    pub retransmits: Option<u64>,
+    pub error: Option<String>,
+}
+
+/// The stream event of one measurement; hosts and addresses from the ranks' facts.
+pub fn mesh_event(m: &LinkMeasurement, nodes: &[NodeFacts]) -> MeshEvent {
+    let end = |r: RankId| {
+        let facts = nodes.iter().find(|n| n.rank == r);
+        EventEnd {
+            rank: r,
+            host: facts.map(|n| n.host.clone()),
+            addr: facts.and_then(|n| n.data_addr.clone()),
+        }
+    };
+    MeshEvent {
+        event: "measurement",
+        phase: m.phase,
+        round: m.round,
+        tx: end(m.tx),
+        rx: end(m.rx),
+        direction: if m.tx < m.rx { "forward" } else { "reverse" },
+        transport: m.transport,
+        concurrency: m.concurrency,
+        gbps: m.gbps.map(linerate_units::r3),
+        latency_p50_us: m.latency.map(|l| linerate_units::r2(l.p50_us)),
+        latency_p99_us: m.latency.map(|l| linerate_units::r2(l.p99_us)),
+        retransmits: m.retransmits,
+        error: m.error.clone(),
     }
 }

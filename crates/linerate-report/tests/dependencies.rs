@@ -1,5 +1,5 @@
 //! `linerate-report` is documented as pure renderers: functions from data to text and JSON. It
-//! must depend on data (model, inventory, rules, results, proto) and never on the crates that
+//! must depend on data (model, inventory, rules, results, proto, mesh) and never on the crates that
 //! measure (doctor, bench, engine, storage, rdma): those pull in sockets, io_uring and the
 //! libfabric FFI, and a renderer that can reach them stops being testable on constructed data.
 //! This test reads the manifests, so a dependency added by mistake fails here, with its name,
@@ -16,6 +16,7 @@ const ALLOWED: &[&str] = &[
     "linerate-rules",
     "linerate-results",
     "linerate-proto",
+    "linerate-mesh",
     "serde",
     "serde_json",
     "anstyle",

@@ -1,0 +1,186 @@
+//! `linerate mesh`'s renderers on constructed runs: the terminal text and its heatmap, the CSV
+//! matrix and the HTML report.
+
+use linerate_mesh::{
+    build_report, pairwise, IdentitySource, LinkMeasurement, MeshInput, MeshReport, NodeFacts,
+    Phase, PortFacts, RankEntry, ScheduleKind, Transport,
+};
+use linerate_report::{mesh_csv, mesh_html, render_mesh, Style};
+
+/// `n` ranks on the pairwise schedule; node 2 slow both ways, node 5 slow sending, rank
+/// `dead` measuring nothing; node 2's card in a narrower PCIe link than the others'.
+fn run(n: u32, dead: Option<u32>) -> MeshReport {
+    let cap = |r: u32, tx: bool| -> f64 {
+        match (r, tx) {
+            (2, _) => 0.29,
+            (5, true) => 0.38,
+            _ => 0.94,
+        }
+    };
+    let measurements: Vec<LinkMeasurement> = pairwise(n)
+        .rounds
+        .iter()
+        .enumerate()
+        .flat_map(|(i, round)| {
+            round.flows.iter().map(move |f| {
+                let lost = dead.is_some_and(|d| d == f.tx || d == f.rx);
+                LinkMeasurement {
+                    phase: Phase::Round,
+                    round: i as u32,
+                    tx: f.tx,
+                    rx: f.rx,
+                    transport: Transport::Tcp,
+                    concurrency: round.flows.len() as u32,
+                    gbps: (!lost).then(|| cap(f.tx, true).min(cap(f.rx, false))),
+                    latency: None,
+                    retransmits: Some(3),
+                    error: lost.then(|| "connection refused".to_string()),
+                }
+            })
+        })
+        .collect();
+    let ranks = (0..n)
+        .map(|r| RankEntry {
+            facts: NodeFacts {
+                rank: r,
+                host: format!("node{r:02}"),
+                port: Some(PortFacts {
+                    name: "ib0".into(),
+                    card: Some("ConnectX-3 (MT27500)".into()),
+                    pcie_current: Some(if r == 2 { "5.0 GT/s x4" } else { "8.0 GT/s x8" }.into()),
+                    ..PortFacts::default()
+                }),
+                ..NodeFacts::default()
+            },
+            identity_source: Some(IdentitySource::Slurm),
+        })
+        .collect();
+    build_report(MeshInput {
+        schedule: ScheduleKind::Pairwise,
+        size: n,
+        transport: Transport::Tcp,
+        duration_s: 2.0,
+        ranks,
+        measurements,
+        lost: dead.into_iter().collect(),
+        notes: Vec::new(),
+    })
+}
+
+#[test]
+fn text_names_each_fault_and_draws_the_heatmap() {
+    let r = run(8, Some(7));
+    let t = render_mesh(&r, Style::PLAIN, true);
+    assert!(t.contains("UNHEALTHY"), "{t}");
+    let line = |host: &str| {
+        t.lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(host))
+            .unwrap_or_else(|| panic!("{host} in\n{t}"))
+            .to_string()
+    };
+    assert!(
+        line("node02")
+            .contains("tx+rx-degraded: its ConnectX-3 (MT27500) runs PCIe at 5.0 GT/s x4"),
+        "{}",
+        line("node02")
+    );
+    assert!(line("node05").contains("tx-degraded"), "{}", line("node05"));
+    assert!(line("node07").contains("unreachable"), "{}", line("node07"));
+    assert!(
+        line("node00").trim_end().ends_with("ok"),
+        "{}",
+        line("node00")
+    );
+    // The heatmap: node 2's row and column light, node 7's failed, the diagonal blank.
+    let row = |host: &str| {
+        t.lines()
+            .filter(|l| l.trim_start().starts_with(host))
+            .find(|l| l.contains('█') || l.contains('×') || l.contains('░'))
+            .unwrap_or_else(|| panic!("heatmap row {host} in\n{t}"))
+            .to_string()
+    };
+    // The cells start two spaces after the host; each is drawn two characters wide.
+    let cells = |l: &str, host: &str| -> Vec<char> {
+        let at = l.find(host).unwrap() + host.len() + 2;
+        l[at..].chars().step_by(2).collect()
+    };
+    let r0 = row("node00");
+    assert_eq!(
+        cells(&r0, "node00"),
+        [' ', '█', '░', '█', '█', '█', '█', '×'],
+        "{r0}"
+    );
+    let r2 = row("node02");
+    assert!(r2.contains("░░░░"), "{r2}");
+    assert!(t.contains("worst links"), "{t}");
+    assert!(t.contains("node02 → node00"), "{t}");
+    assert!(t.contains("fleet.pcie_link"), "{t}");
+    // ASCII fallback: no block characters at all.
+    let a = render_mesh(&r, Style::PLAIN, false);
+    assert!(
+        !a.contains('█') && !a.contains('░') && a.contains("##"),
+        "{a}"
+    );
+    assert!(
+        a.chars()
+            .filter(|c| !c.is_ascii())
+            .all(|c| "→≥×·".contains(c)),
+        "{a}"
+    );
+}
+
+#[test]
+fn a_healthy_run_says_so_and_large_runs_skip_the_heatmap() {
+    let r = run(2, None);
+    let t = render_mesh(&r, Style::PLAIN, true);
+    assert!(t.contains("UNHEALTHY") || t.contains("HEALTHY"));
+    let big = run(70, None);
+    let t = render_mesh(&big, Style::PLAIN, true);
+    assert!(!t.contains("heatmap"), "no heatmap above 64 nodes");
+    assert!(t.contains("node69"));
+    let t = render_mesh(&run(8, None), Style { color: true }, true);
+    assert!(t.contains("\u{1b}["), "colored output has ANSI styles");
+}
+
+#[test]
+fn csv_is_the_matrix_with_hosts() {
+    let r = run(4, Some(3));
+    let csv = mesh_csv(&r);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "tx\\rx,node00,node01,node02,node03");
+    assert_eq!(lines[1], "node00,,0.94,0.29,");
+    assert_eq!(lines[3], "node02,0.29,0.29,,");
+    assert_eq!(lines.len(), 5);
+    assert!(lines.iter().all(|l| l.split(',').count() == 5));
+}
+
+#[test]
+fn html_is_self_contained_with_heatmap_bars_links_and_fleet() {
+    let r = run(8, Some(7));
+    let h = mesh_html(&r);
+    assert!(h.starts_with("<!DOCTYPE html>") && h.trim_end().ends_with("</html>"));
+    for id in [
+        "id=\"heatmap\"",
+        "id=\"node-bars\"",
+        "id=\"worst-links\"",
+        "id=\"fleet\"",
+        "id=\"nodes\"",
+        "id=\"verdict\"",
+    ] {
+        assert!(h.contains(id), "{id}");
+    }
+    assert!(!h.contains("<script") && !h.contains("src=") && !h.contains("href="));
+    // 8 × 7 cells, each with its verdict as a tooltip.
+    assert_eq!(
+        h.matches("<rect x=").count() - 2 * 7,
+        56,
+        "heatmap cells plus tx/rx bars of 7 live nodes"
+    );
+    assert!(h.contains("node02 → node00: slow"), "tooltip");
+    assert!(h.contains("its ConnectX-3 (MT27500) runs PCIe at 5.0 GT/s x4"));
+    // Escaping: a host name with markup stays text.
+    let mut odd = run(3, None);
+    odd.nodes[0].host = "<b>x&y</b>".into();
+    let h = mesh_html(&odd);
+    assert!(h.contains("&lt;b&gt;x&amp;y&lt;/b&gt;") && !h.contains("<b>x"));
+}
