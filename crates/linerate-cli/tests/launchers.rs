@@ -13,6 +13,7 @@
 //! name on drop.
 
 mod common;
+mod schema;
 
 use std::fmt::Write as _;
 use std::io::Read;
@@ -141,8 +142,10 @@ fn document(stdout: &[u8], prefix: Option<&str>) -> Value {
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("no JSON document ({e}) in:\n{text}"))
 }
 
-/// Every rank joined, none was lost, and every ordered pair was measured in the rounds.
+/// The document matches its schema, every rank joined, none was lost, and every ordered pair
+/// was measured in the rounds.
 fn check_mesh(doc: &Value, n: usize) {
+    schema::assert_matches("mesh.schema.json", doc);
     assert_eq!(doc["size"], n, "{doc}");
     assert_eq!(doc["lost"], serde_json::json!([]), "{doc}");
     let ranks = doc["ranks"].as_array().unwrap();

@@ -66,8 +66,9 @@ fn launch(np: u32, mode: &str, extra: &[&str]) -> Result<Vec<Value>, String> {
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
+    // mpirun fails a job whose rank ends without PMIx (the lonely test's rank 1), by design.
     assert!(
-        out.status.success(),
+        out.status.success() || mode == "lonely",
         "mpirun failed ({}): {stdout}\n{stderr}",
         out.status
     );
@@ -136,6 +137,45 @@ fn without_libpmix_the_directory_is_next() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
+#[test]
+fn a_rank_missing_at_the_fence_is_an_error_within_the_timeout() {
+    let start = Instant::now();
+    let lines = match launch(2, "lonely", &[]) {
+        Ok(l) => l,
+        Err(why) => return linerate_testkit::skip(why),
+    };
+    let e = lines[0]["error"].as_str().expect("rank 0 failed");
+    // The server's fence timeout (Open MPI 4.1 honours it) or, where a server does not, ours.
+    assert!(e.starts_with("PMIx rendezvous: "), "{e}");
+    assert!(e.contains("linerate mesh with the same options"), "{e}");
+    // Bounded by the 2 s timeout (plus the margin of the PMIx thread and mpirun's start).
+    assert!(start.elapsed() < TIMEOUT, "took {:?}", start.elapsed());
+}
+
+/// Rank 0 looks for the coordinator with a 2 s timeout; rank 1 never joins the fence.
+fn lonely() -> Value {
+    let env = |k: &str| std::env::var(k).ok();
+    let id = identify(&LaunchArgs::default(), &env, "").expect("rank from mpirun's environment");
+    if id.rank != 0 {
+        std::thread::sleep(Duration::from_secs(6));
+        return serde_json::json!({"rank": id.rank});
+    }
+    let req = Request {
+        rank: 0,
+        size: id.size,
+        coordinator: None,
+        rendezvous_dir: None,
+        job: None,
+        hosts: Vec::new(),
+        port: 0,
+        advertise: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        timeout: Duration::from_secs(2),
+    };
+    // Rank 0 publishes and fences: it is the fence that waits for rank 1.
+    let error = find_coordinator(&req, &env).err().map(|e| e.to_string());
+    serde_json::json!({"rank": 0, "error": error})
+}
+
 /// One rank, run by the tests above under mpirun (ignored when the suite runs).
 #[test]
 #[ignore = "a rank of the mpirun tests above, run by them"]
@@ -143,6 +183,8 @@ fn rank() {
     let mode = std::env::var(MODE).expect("run by the mpirun tests");
     let line = if mode == "probe" {
         probe()
+    } else if mode == "lonely" {
+        lonely()
     } else {
         find(mode.strip_prefix("find:").map(PathBuf::from))
     };

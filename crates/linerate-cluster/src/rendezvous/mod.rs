@@ -415,18 +415,14 @@ fn from_candidates(
         (
             Method::SlurmNodelist,
             CandidateSource::SlurmStepNodelist,
-            "SLURM_STEP_NODELIST is not set (not launched by srun)",
+            "not set (not launched by srun)",
         ),
         (
             Method::IndexedJob,
             CandidateSource::IndexedJob,
-            "JOB_NAME and SUBDOMAIN are not both set (set them in the Indexed Job's pod template)",
+            "JOB_NAME and SUBDOMAIN not both set (the Indexed Job's pod template sets them)",
         ),
-        (
-            Method::HostList,
-            CandidateSource::HostList,
-            "--hosts not given",
-        ),
+        (Method::HostList, CandidateSource::HostList, "not given"),
     ] {
         match found {
             Some(c) if c.source == source => {

@@ -44,7 +44,7 @@ pub(super) fn exchange(req: &Request) -> Result<Result<Coordinator, String>, Ren
         Ok(Outcome::Failed(e)) => Err(RendezvousError::Pmix(e)),
         Ok(Outcome::Found(addr)) => Ok(Ok(Coordinator::new(addr, Method::Pmix, listener))),
         Err(_) => Err(RendezvousError::Pmix(format!(
-            "the exchange did not finish within {} s: did every rank of the job start linerate mesh, with the same options?",
+            "the exchange did not finish within {} s: every process of the job must run linerate mesh with the same options",
             req.timeout.as_secs()
         ))),
     }
@@ -58,7 +58,7 @@ fn run(rank: u32, publish: Option<&str>, timeout_s: i32) -> Outcome {
     match steps(&client, rank, publish, timeout_s) {
         Ok(addr) => Outcome::Found(addr),
         Err(e) => Outcome::Failed(format!(
-            "{e} (PMIx {}, namespace {}, PMIx rank {})",
+            "{e}; every process of the job must run linerate mesh with the same options (PMIx {}, namespace {}, PMIx rank {})",
             client.version(),
             client.namespace(),
             client.rank()
