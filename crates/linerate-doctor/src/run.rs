@@ -392,6 +392,11 @@ fn run_plan(
             let most = linerate_proto::defaults::UDP_BITRATE_BPS as f64;
             params.bitrate_bps = (best * 0.5 * linerate_units::GIGA).clamp(10e6, most) as u64;
         }
+        let spin = (params.kind == TestKind::TcpLat).then(|| {
+            let c = latency_spin_choice(o.server.is_none());
+            params.spin_us = Some(c.spin_us);
+            c
+        });
         progress(&describe(&params));
         let cfg = client(o, server, params.clone(), None);
         if runs.counters_before.is_none() {
@@ -416,7 +421,14 @@ fn run_plan(
                 if runs.remote_inv.is_none() {
                     runs.remote_inv.clone_from(&run.remote_inventory);
                 }
-                let t = linerate_bench::assemble(&run);
+                let mut t = linerate_bench::assemble(&run);
+                if let (Some(c), Some(m)) = (spin, t.latency_mode.as_mut()) {
+                    *m = linerate_bench::LatencyMode::new(
+                        m.client_spin_us,
+                        m.server_spin_us,
+                        c.reason,
+                    );
+                }
                 if let Some(e) = &t.error {
                     runs.errors.push(format!("{}: {e}", describe(&params)));
                 }
@@ -450,6 +462,22 @@ fn run_plan(
         }
     }
     Ok(())
+}
+
+/// How long doctor watches the CPUs before its latency test to decide whether to busy-poll.
+const SPIN_WINDOW: Duration = Duration::from_millis(300);
+
+/// Busy-poll or block in the latency test, from this host's CPUs and how idle they are now
+/// (`self_check`: the server's echo also runs here, so two threads would poll on this host).
+fn latency_spin_choice(self_check: bool) -> crate::plan::SpinChoice {
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let idle = linerate_engine::sys::idle_cores(SPIN_WINDOW).map(|i| i.min(cpus as f64));
+    crate::plan::latency_spin(
+        cpus,
+        idle,
+        SPIN_WINDOW.as_secs_f64(),
+        if self_check { 2 } else { 1 },
+    )
 }
 
 /// Disk → network → disk: a file copy through the tested path, when a disk was measured and a
