@@ -106,6 +106,7 @@ fn measured(t: &TestResult, h: HostCpu) -> Measured {
         sndbuf_limited_percent: t.tcp_limited.map(|l| l.send_buffer_percent),
         loss_percent: t.loss_percent,
         error: t.error.clone(),
+        discard: t.params.discard,
     }
 }
 
@@ -202,7 +203,7 @@ impl Runs {
     fn best_tcp(&self) -> Option<&TestResult> {
         self.tests
             .iter()
-            .filter(|t| t.params.kind == TestKind::TcpBw && t.error.is_none())
+            .filter(|t| t.params.kind == TestKind::TcpBw && !t.params.discard && t.error.is_none())
             .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
     }
 
@@ -239,6 +240,7 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
         ..Runs::default()
     };
     run_plan(o, server, &before, &mut runs, progress)?;
+    discard_twins(o, server, &mut runs, progress);
     let mut pyramid_notes = Vec::new();
     let copy = copy_dir.as_ref().and_then(|dir| {
         copy_step(
@@ -462,6 +464,58 @@ fn run_plan(
         }
     }
     Ok(())
+}
+
+/// A receiving thread at this share of a core or more is the stream's bound (thread time leaves
+/// softirq work out, so 85% is already a full core: the threshold of `cpu.saturated`).
+const RECEIVER_BOUND_PERCENT: f64 = 85.0;
+
+/// The receiver's copy: each single stream whose receiver was CPU-bound runs again with the
+/// data dropped in the receiver's kernel (`--discard`), so the diagnosis can say how much of
+/// the stream's limit is the receiving application's copy (`linerate_rules::receiver_copy`).
+fn discard_twins(
+    o: &DoctorOptions,
+    server: SocketAddr,
+    runs: &mut Runs,
+    progress: &mut dyn FnMut(&str),
+) {
+    let bound: Vec<TestParams> = runs
+        .tests
+        .iter()
+        .filter(|t| {
+            t.params.kind == TestKind::TcpBw
+                && t.streams == 1
+                && !t.params.discard
+                && t.error.is_none()
+                && t.receiver
+                    .as_ref()
+                    .is_some_and(|r| r.cpu_percent >= RECEIVER_BOUND_PERCENT)
+        })
+        .map(|t| TestParams {
+            discard: true,
+            ..t.params.clone()
+        })
+        .collect();
+    for params in bound {
+        progress(&describe(&params));
+        let (result, cpu) = with_host_cpu(|| {
+            linerate_bench::run_client(&client(o, server, params.clone(), None), &mut |_| {})
+        });
+        match result {
+            Ok(run) => {
+                let t = linerate_bench::assemble(&run);
+                if let Some(e) = &t.error {
+                    runs.errors.push(format!("{}: {e}", describe(&params)));
+                }
+                progress(&format!("  → {}", short_result(&t)));
+                runs.push(t, cpu);
+            }
+            Err(e) => {
+                progress(&format!("  → not run: {e}"));
+                runs.errors.push(format!("{}: {e}", describe(&params)));
+            }
+        }
+    }
 }
 
 /// How long doctor watches the CPUs before its latency test to decide whether to busy-poll.

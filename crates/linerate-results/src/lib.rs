@@ -421,9 +421,14 @@ pub fn describe(p: &TestParams) -> String {
     let secs = p.duration_ms as f64 / 1000.0;
     match p.kind {
         TestKind::TcpBw => format!(
-            "TCP {dir}, {} stream{}, {secs} s",
+            "TCP {dir}, {} stream{}, {secs} s{}",
             p.streams,
-            if p.streams == 1 { "" } else { "s" }
+            if p.streams == 1 { "" } else { "s" },
+            if p.discard {
+                ", receiver discarding (MSG_TRUNC)"
+            } else {
+                ""
+            }
         ),
         TestKind::UdpBw => format!(
             "UDP {dir} at {:.2} Gb/s, {secs} s",
