@@ -134,8 +134,22 @@ mod tests {
         for op in [MemOp::Copy, MemOp::Read, MemOp::Write] {
             let r = measure(op, 1, 8 << 20, Duration::from_millis(50));
             assert!(r.bytes >= 8 << 20, "{op:?}");
-            // Any machine moves more than 100 MB/s and less than 10 TB/s.
-            assert!(r.gb_per_s() > 0.1 && r.gb_per_s() < 10_000.0, "{r:?}");
+            // Functional facts only: a rate exists and is finite. A floor on it failed in a
+            // debug build on a loaded host (the read loop unoptimised: 50 MB/s), and speed is
+            // for bench/mem_compare.sh to measure.
+            assert!(
+                r.seconds > 0.0 && r.gb_per_s().is_finite() && r.gb_per_s() > 0.0,
+                "{r:?}"
+            );
         }
+    }
+
+    #[test]
+    fn every_thread_of_an_all_thread_run_counts() {
+        let r = measure(MemOp::Copy, 3, 1 << 20, Duration::from_millis(30));
+        assert_eq!(r.threads, 3);
+        // Each thread copies its buffer at least once after the common start.
+        assert!(r.bytes >= 3 << 20, "{r:?}");
+        assert!(r.seconds > 0.0);
     }
 }
