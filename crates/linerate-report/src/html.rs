@@ -715,6 +715,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_latency_cell_says_how_the_ends_waited() {
+        use linerate_proto::{Direction, TestKind, TestParams};
+        let mut t =
+            linerate_results::TestResult::new(TestParams::new(TestKind::TcpLat, Direction::Send));
+        t.latency_us = Some(linerate_results::LatencyUs {
+            p50: 5.0,
+            p90: 6.0,
+            p99: 9.0,
+            p999: 12.0,
+            max: 20.0,
+            min: Some(4.0),
+            mean: 5.5,
+            stddev: Some(1.0),
+        });
+        t.latency_mode = Some(linerate_results::LatencyMode::new(
+            200,
+            Some(200),
+            "idle cores".into(),
+        ));
+        assert!(
+            test_result_cell(&t).ends_with(", busy-polled"),
+            "{}",
+            test_result_cell(&t)
+        );
+        t.latency_mode = Some(linerate_results::LatencyMode::new(0, Some(0), "x".into()));
+        assert!(test_result_cell(&t).ends_with(", blocking"));
+    }
+
+    #[test]
     fn escapes() {
         assert_eq!(
             esc("<a href=\"x\">&'"),
