@@ -131,7 +131,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__bench)
-            opts="-p -t -P -R -O -i -l -w -u -b -B -4 -6 -C -A -Z -J -h -V --port --time --parallel --reverse --bidir --omit --interval --length --window --udp --bitrate --bind --version4 --version6 --congestion --affinity --zerocopy --latency --spin --test --json --json-stream --psk-file --connect-timeout --file --file-name --no-fsync --remove-after --rdma --provider --op --sweep --qps --verify --color --help --version"
+            opts="-p -t -P -R -O -i -l -w -u -b -B -4 -6 -C -A -Z -J -h -V --port --time --parallel --reverse --bidir --omit --interval --length --window --udp --bitrate --bind --version4 --version6 --congestion --affinity --zerocopy --latency --spin --discard --test --json --json-stream --psk-file --connect-timeout --file --file-name --no-fsync --remove-after --rdma --provider --op --sweep --qps --verify --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -871,7 +871,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__serve)
-            opts="-p -B -h -V --port --bind --max-tests --max-streams --max-duration --max-udp-bitrate --max-length --max-memory --psk-file --handshake-timeout --max-pending --once --write-dir --max-file-size --color --help --version"
+            opts="-p -B -h -V --port --bind --max-tests --max-streams --max-duration --max-udp-bitrate --max-length --max-memory --psk-file --handshake-timeout --max-pending --once --write-dir --max-file-size --max-spin --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -934,6 +934,10 @@ _linerate() {
                     return 0
                     ;;
                 --max-file-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-spin)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -110,6 +110,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand serve" -l handshake-ti
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-pending -d 'Most connections in their handshake at once; more are closed immediately' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l write-dir -d 'Accept file transfers (`bench --file`) into this directory, and nowhere else: names are single path components, existing files are never overwritten, incomplete copies removed' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-file-size -d 'Largest file a client may send (with --write-dir); 0 = bounded by free space only' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-spin -d 'Latency tests: the longest busy-poll per wait the echo grants a client\'s `--spin`, µs; more is capped to it and the client is told; 0 = always block' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -151,6 +152,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand bench" -s 4 -l version
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s 6 -l version6 -d 'IPv6 only'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s Z -l zerocopy -d 'Send with sendfile(2) from an in-memory file (no copy from user space)'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l latency -d 'Measure request/response round trips (same as --test tcp_lat, or udp_lat with -u)'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l discard -d 'TCP: the receiver drops the data in the kernel (recv with MSG_TRUNC) instead of copying it to user space: a diagnostic of how much of the rate the receiving copy costs'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s J -l json -d 'Print one JSON document at the end (schemas/bench.schema.json)'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l json-stream -d 'Print one JSON object per line as events happen'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l no-fsync -d 'Do not make the copy durable (fsync) on the server before measuring the end'

@@ -4,8 +4,8 @@ use linerate_proto::{
     Direction, IntervalSample, LatencyStats, SideResults, StreamResult, TestKind, TestParams,
 };
 pub use linerate_results::{
-    DirStats, Endpoint, FileTransferOut, IntervalOut, LatencyUs, Layer, RdmaOut, SizeRow,
-    StreamOut, TcpLimitedOut, TestResult,
+    DirStats, Endpoint, FileTransferOut, IntervalOut, LatencyMode, LatencyUs, Layer, RdmaOut,
+    SizeRow, StreamOut, TcpLimitedOut, TestResult,
 };
 
 use linerate_units::{gbps, r1, r3};
@@ -528,6 +528,26 @@ pub fn assemble(run: &ClientRun) -> TestResult {
     t
 }
 
+/// How a latency test waited, from both sides' reports (bench's reason; doctor gives its own).
+fn latency_mode(run: &ClientRun) -> LatencyMode {
+    let p = &run.params;
+    if p.kind == TestKind::UdpLat {
+        return LatencyMode::new(
+            0,
+            Some(0),
+            "UDP round trips always block (--spin applies to TCP)".into(),
+        );
+    }
+    let client = run.local.spin_us.or(p.spin_us).unwrap_or(0);
+    let server = run.remote.as_ref().and_then(|r| r.spin_us);
+    let reason = if client > 0 {
+        format!("--spin {client}: both ends poll up to {client} µs per wait before blocking")
+    } else {
+        "bench's default: both ends block (--spin US busy-polls)".into()
+    };
+    LatencyMode::new(client, server, reason)
+}
+
 /// A latency test: round-trip statistics, transactions per interval, each side's CPU.
 fn latency_result(t: &mut TestResult, run: &ClientRun) {
     let p = &run.params;
@@ -543,6 +563,7 @@ fn latency_result(t: &mut TestResult, run: &ClientRun) {
         t.lost_transactions = (p.kind == TestKind::UdpLat).then_some(l.lost);
     }
     t.latency_histogram = run.rtt.as_ref().map(linerate_engine::lat::Rtt::buckets);
+    t.latency_mode = Some(latency_mode(run));
     t.intervals = run
         .local
         .intervals

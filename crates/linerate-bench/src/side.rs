@@ -54,6 +54,12 @@ fn latency_client(
     })
 }
 
+/// A TCP latency test's busy-poll per wait (on the server, already capped by its limit).
+fn spin_of(p: &TestParams) -> Duration {
+    p.spin_us
+        .map_or(lat::DEFAULT_SPIN, |u| Duration::from_micros(u64::from(u)))
+}
+
 /// Does this side send on connection `idx`?
 pub fn sends(p: &TestParams, idx: u32, is_client: bool) -> bool {
     match p.direction {
@@ -206,6 +212,7 @@ impl<'a> Streams<'a> {
         self.keep_tcp(&s, sender);
         let (meter, stop) = (Arc::clone(&self.meters[idx as usize]), self.stop.clone());
         let length = p.length as usize;
+        let discard = p.discard;
         let send_plan = tcp::SendPlan {
             length,
             deadline: self.deadline,
@@ -215,7 +222,12 @@ impl<'a> Streams<'a> {
         let f: StreamFn = if sender {
             Box::new(move || tcp::send(&s, &send_plan, &meter, &stop))
         } else {
-            Box::new(move || tcp::recv(&s, length, IDLE, &meter, &stop))
+            let how = if discard {
+                tcp::Receive::Discard
+            } else {
+                tcp::Receive::Copy
+            };
+            Box::new(move || tcp::recv(&s, length, how, IDLE, &meter, &stop))
         };
         self.spawn_job(idx, f);
     }
@@ -269,9 +281,7 @@ impl<'a> Streams<'a> {
 
     fn tcp_lat(&mut self, idx: u32, s: TcpStream) {
         let p = &self.plan.params;
-        let spin = p
-            .spin_us
-            .map_or(lat::DEFAULT_SPIN, |u| Duration::from_micros(u64::from(u)));
+        let spin = spin_of(p);
         self.keep_tcp(&s, false);
         let (meter, stop) = (Arc::clone(&self.meters[idx as usize]), self.stop.clone());
         let length = p.length as usize;
@@ -597,6 +607,8 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
             error: (!errors.is_empty()).then(|| errors.join("; ")),
             fsync_s: None,
             rdma: None,
+            spin_us: (plan.params.kind == TestKind::TcpLat)
+                .then(|| u32::try_from(spin_of(&plan.params).as_micros()).unwrap_or(u32::MAX)),
         },
         rtt,
     }

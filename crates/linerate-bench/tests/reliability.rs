@@ -46,6 +46,7 @@ fn server_config() -> ServerConfig {
             max_length: 1024 * 1024,
             max_window: 4 * 1024 * 1024,
             max_file_bytes: 0,
+            max_spin_us: 50,
         },
         psk: None,
         handshake_timeout: HANDSHAKE,

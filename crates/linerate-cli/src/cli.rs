@@ -218,7 +218,9 @@ Examples:
   # only clients with the key in ./key (make one: head -c 32 /dev/urandom | base64 > key)
   linerate serve --psk-file key --max-tests 4
   # also accept `bench --file` copies, into /srv/incoming and nowhere else
-  linerate serve --write-dir /srv/incoming"
+  linerate serve --write-dir /srv/incoming
+  # never busy-poll for a latency client (every echo blocks)
+  linerate serve --max-spin 0"
 )]
 pub struct ServeArgs {
     /// TCP port for control and data connections.
@@ -264,6 +266,10 @@ pub struct ServeArgs {
     /// Largest file a client may send (with --write-dir); 0 = bounded by free space only.
     #[arg(long, value_name = "BYTES", default_value_t = defaults::MAX_FILE_BYTES, value_parser = file_size, requires = "write_dir")]
     pub max_file_size: u64,
+    /// Latency tests: the longest busy-poll per wait the echo grants a client's `--spin`, µs;
+    /// more is capped to it and the client is told; 0 = always block.
+    #[arg(long, value_name = "US", default_value_t = defaults::SERVE_MAX_SPIN_US, value_parser = clap::value_parser!(u32).range(0..=i64::from(defaults::MAX_SPIN_US)))]
+    pub max_spin: u32,
 }
 
 #[derive(Debug, Args)]
@@ -357,7 +363,11 @@ pub enum TestArg {
   # 4 streams, server1 sending (reverse), one line per second
   linerate bench server1 -P 4 -R -i 1
   # copy a file into server1's `serve --write-dir`, timing disk, network and disk
-  linerate bench server1 --file big.iso")]
+  linerate bench server1 --file big.iso
+  # how much of one stream's rate is the receiver's copy: the data dropped in its kernel
+  linerate bench server1 --discard
+  # round trips of the path, not of thread wake-ups: both ends busy-poll up to 200 µs
+  linerate bench server1 --latency --spin 200")]
 #[allow(clippy::struct_excessive_bools)]
 pub struct BenchArgs {
     /// The host running `linerate serve`.
@@ -422,6 +432,10 @@ pub struct BenchArgs {
     /// blocks at once, as netperf and sockperf do.
     #[arg(long, value_name = "US", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=i64::from(linerate_proto::defaults::MAX_SPIN_US)))]
     pub spin: u32,
+    /// TCP: the receiver drops the data in the kernel (recv with MSG_TRUNC) instead of copying
+    /// it to user space: a diagnostic of how much of the rate the receiving copy costs.
+    #[arg(long, conflicts_with_all = ["udp", "latency", "file", "rdma"])]
+    pub discard: bool,
     /// The test to run.
     #[arg(long, value_enum, value_name = "KIND")]
     pub test: Option<TestArg>,
@@ -733,6 +747,7 @@ mod tests {
         );
         assert_eq!(a.max_pending, defaults::MAX_PENDING);
         assert_eq!(a.max_file_size, defaults::MAX_FILE_BYTES);
+        assert_eq!(a.max_spin, defaults::SERVE_MAX_SPIN_US);
     }
 }
 

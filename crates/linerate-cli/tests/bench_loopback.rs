@@ -96,7 +96,38 @@ fn every_kind_produces_valid_json_with_sensible_figures() {
         );
         assert!(p50 > 0.0 && p50 <= p99 && p99 <= max, "{l}");
         assert_consistent_rate(t);
+        // bench blocks unless asked to poll, and says so.
+        assert_eq!(t["latency_mode"]["mode"], "blocking", "{t}");
     }
+}
+
+/// `--spin` over the server's `--max-spin` is capped and said, in the JSON and the text;
+/// `--discard` runs and is carried in the parameters.
+#[test]
+fn spin_capped_by_the_server_and_discard() {
+    let s = server(&["--max-spin", "20"]);
+    let p = s.port;
+    let d = json_of(&bench(p, &["-t", "1", "--latency", "--spin", "5000", "-J"]));
+    let m = &d["tests"][0]["latency_mode"];
+    assert_eq!(m["mode"], "busy_polled", "{m}");
+    assert_eq!(m["client_spin_us"], 5000);
+    assert_eq!(m["server_spin_us"], 20);
+    assert!(
+        m["reason"].as_str().unwrap().contains("granted 20 µs"),
+        "{m}"
+    );
+    let out = bench(p, &["-t", "1", "--latency", "--spin", "50"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("busy-polled: --spin 50"), "{text}");
+    assert!(text.contains("granted 20 µs of the 50 µs"), "{text}");
+
+    let d = json_of(&bench(p, &["-t", "1", "--discard", "-J"]));
+    let t = &d["tests"][0];
+    assert_eq!(t["params"]["discard"], true);
+    assert!(t["bytes"].as_u64().unwrap() > 0, "{t}");
+    let out = bench(p, &["-t", "1", "--discard", "--latency"]);
+    assert!(!out.status.success(), "--discard is for TCP bandwidth");
 }
 
 /// Transactions run one at a time, so their rate and their mean round trip, measured in

@@ -708,6 +708,19 @@ fn healthy_path() {
     }
     check_host_stack_ceiling(doc);
     assert!(num(&doc["verdict"], "/gbps") > 0.0);
+    // The latency test says how it waited, and why; against a server only this end polls
+    // here, so it polls whenever one core was idle, and the server grants what was asked.
+    let lat = test_of(doc, "tcp_lat", "send", 1).expect("a latency test");
+    let m = &lat["latency_mode"];
+    let mode = m["mode"].as_str().unwrap_or("");
+    assert!(["busy_polled", "blocking"].contains(&mode), "{m}");
+    assert!(!m["reason"].as_str().unwrap_or("").is_empty(), "{m}");
+    assert_eq!(m["server_spin_us"], m["client_spin_us"], "{m}");
+    let line = format!("{} µs", m["client_spin_us"]);
+    assert!(
+        mode == "blocking" || m["reason"].as_str().unwrap().contains(&line),
+        "{m}"
+    );
     net.close();
 }
 

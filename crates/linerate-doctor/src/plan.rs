@@ -72,9 +72,98 @@ pub fn plan(depth: Depth, two_hosts: bool, udp_rate_bps: u64, streams: u32) -> V
     v
 }
 
+/// How doctor's TCP latency test waits, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpinChoice {
+    /// Busy-poll per wait, µs; 0: block.
+    pub spin_us: u32,
+    pub reason: String,
+}
+
+/// Of the CPUs a polling thread needs, the share that must have been idle just before the test:
+/// a little under all of it, since doctor's own sampling thread and the kernel's housekeeping
+/// take a few percent of an idle host.
+const IDLE_SHARE_TO_POLL: f64 = 0.85;
+
+/// Whether doctor's latency test busy-polls: only when every polling thread on this host has a
+/// core to itself. `cpus`: the CPUs this process may run on; `idle_cores`: how many of them were
+/// idle over the `window_s` before the test (from /proc/stat; None: unreadable); `ends_here`:
+/// the polling threads on this host (2 in a self-check, where the server's echo runs here too;
+/// 1 against a remote server). A polling thread on a host without a spare core takes the CPU
+/// the other end needs, and the round trip then measures the contention instead of the path.
+pub fn latency_spin(
+    cpus: usize,
+    idle_cores: Option<f64>,
+    window_s: f64,
+    ends_here: usize,
+) -> SpinChoice {
+    let block = |reason: String| SpinChoice { spin_us: 0, reason };
+    let here = if ends_here > 1 {
+        "both ends run on this host"
+    } else {
+        "this end runs here"
+    };
+    if cpus < 2 {
+        return block(format!(
+            "blocking: this host has {cpus} CPU, and a busy-polling thread would take it from the other end"
+        ));
+    }
+    let Some(idle) = idle_cores else {
+        return block(
+            "blocking: /proc/stat could not be read to see whether cores are idle".into(),
+        );
+    };
+    let need = ends_here as f64 * IDLE_SHARE_TO_POLL;
+    if cpus < ends_here || idle < need {
+        return block(format!(
+            "blocking: cores are contended ({} of {cpus} CPUs idle over {} s before the test; busy-polling needs {} idle, as {here})",
+            linerate_units::fmt_round(idle, 2),
+            linerate_units::fmt_round(window_s, 2),
+            linerate_units::fmt_round(need, 2),
+        ));
+    }
+    SpinChoice {
+        spin_us: defaults::DOCTOR_SPIN_US,
+        reason: format!(
+            "busy-polled up to {} µs per wait: {} of {cpus} CPUs idle over {} s before the test ({here}), so the round trip measures the path, not thread wake-ups",
+            defaults::DOCTOR_SPIN_US,
+            linerate_units::fmt_round(idle, 2),
+            linerate_units::fmt_round(window_s, 2),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latency_polls_only_with_a_spare_core_per_polling_end() {
+        let one = latency_spin(1, Some(1.0), 0.3, 1);
+        assert_eq!(one.spin_us, 0);
+        assert!(one.reason.contains("1 CPU"), "{}", one.reason);
+        let idle_pair = latency_spin(2, Some(1.95), 0.3, 2);
+        assert_eq!(idle_pair.spin_us, defaults::DOCTOR_SPIN_US);
+        assert!(
+            idle_pair.reason.starts_with("busy-polled"),
+            "{}",
+            idle_pair.reason
+        );
+        // One of two cores busy with something else: both ends here cannot each have one.
+        let busy = latency_spin(2, Some(1.0), 0.3, 2);
+        assert_eq!(busy.spin_us, 0);
+        assert!(busy.reason.contains("contended"), "{}", busy.reason);
+        assert!(busy.reason.contains("1 of 2 CPUs"), "{}", busy.reason);
+        // Against a remote server only this end polls here: one idle core is enough.
+        assert_eq!(
+            latency_spin(2, Some(1.0), 0.3, 1).spin_us,
+            defaults::DOCTOR_SPIN_US
+        );
+        assert_eq!(latency_spin(8, Some(0.5), 0.3, 1).spin_us, 0);
+        assert_eq!(latency_spin(4, None, 0.3, 1).spin_us, 0);
+        // Doctor's request is within a default server's grant, so both ends poll.
+        const { assert!(defaults::DOCTOR_SPIN_US <= defaults::SERVE_MAX_SPIN_US) };
+    }
 
     #[test]
     fn plans_are_short_and_valid() {

@@ -106,6 +106,7 @@ fn measured(t: &TestResult, h: HostCpu) -> Measured {
         sndbuf_limited_percent: t.tcp_limited.map(|l| l.send_buffer_percent),
         loss_percent: t.loss_percent,
         error: t.error.clone(),
+        discard: t.params.discard,
     }
 }
 
@@ -202,7 +203,7 @@ impl Runs {
     fn best_tcp(&self) -> Option<&TestResult> {
         self.tests
             .iter()
-            .filter(|t| t.params.kind == TestKind::TcpBw && t.error.is_none())
+            .filter(|t| t.params.kind == TestKind::TcpBw && !t.params.discard && t.error.is_none())
             .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
     }
 
@@ -239,6 +240,7 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
         ..Runs::default()
     };
     run_plan(o, server, &before, &mut runs, progress)?;
+    discard_twins(o, server, &mut runs, progress);
     let mut pyramid_notes = Vec::new();
     let copy = copy_dir.as_ref().and_then(|dir| {
         copy_step(
@@ -392,6 +394,11 @@ fn run_plan(
             let most = linerate_proto::defaults::UDP_BITRATE_BPS as f64;
             params.bitrate_bps = (best * 0.5 * linerate_units::GIGA).clamp(10e6, most) as u64;
         }
+        let spin = (params.kind == TestKind::TcpLat).then(|| {
+            let c = latency_spin_choice(o.server.is_none());
+            params.spin_us = Some(c.spin_us);
+            c
+        });
         progress(&describe(&params));
         let cfg = client(o, server, params.clone(), None);
         if runs.counters_before.is_none() {
@@ -416,7 +423,14 @@ fn run_plan(
                 if runs.remote_inv.is_none() {
                     runs.remote_inv.clone_from(&run.remote_inventory);
                 }
-                let t = linerate_bench::assemble(&run);
+                let mut t = linerate_bench::assemble(&run);
+                if let (Some(c), Some(m)) = (spin, t.latency_mode.as_mut()) {
+                    *m = linerate_bench::LatencyMode::new(
+                        m.client_spin_us,
+                        m.server_spin_us,
+                        c.reason,
+                    );
+                }
                 if let Some(e) = &t.error {
                     runs.errors.push(format!("{}: {e}", describe(&params)));
                 }
@@ -450,6 +464,74 @@ fn run_plan(
         }
     }
     Ok(())
+}
+
+/// A receiving thread at this share of a core or more is the stream's bound (thread time leaves
+/// softirq work out, so 85% is already a full core: the threshold of `cpu.saturated`).
+const RECEIVER_BOUND_PERCENT: f64 = 85.0;
+
+/// The receiver's copy: each single stream whose receiver was CPU-bound runs again with the
+/// data dropped in the receiver's kernel (`--discard`), so the diagnosis can say how much of
+/// the stream's limit is the receiving application's copy (`linerate_rules::receiver_copy`).
+fn discard_twins(
+    o: &DoctorOptions,
+    server: SocketAddr,
+    runs: &mut Runs,
+    progress: &mut dyn FnMut(&str),
+) {
+    let bound: Vec<TestParams> = runs
+        .tests
+        .iter()
+        .filter(|t| {
+            t.params.kind == TestKind::TcpBw
+                && t.streams == 1
+                && !t.params.discard
+                && t.error.is_none()
+                && t.receiver
+                    .as_ref()
+                    .is_some_and(|r| r.cpu_percent >= RECEIVER_BOUND_PERCENT)
+        })
+        .map(|t| TestParams {
+            discard: true,
+            ..t.params.clone()
+        })
+        .collect();
+    for params in bound {
+        progress(&describe(&params));
+        let (result, cpu) = with_host_cpu(|| {
+            linerate_bench::run_client(&client(o, server, params.clone(), None), &mut |_| {})
+        });
+        match result {
+            Ok(run) => {
+                let t = linerate_bench::assemble(&run);
+                if let Some(e) = &t.error {
+                    runs.errors.push(format!("{}: {e}", describe(&params)));
+                }
+                progress(&format!("  → {}", short_result(&t)));
+                runs.push(t, cpu);
+            }
+            Err(e) => {
+                progress(&format!("  → not run: {e}"));
+                runs.errors.push(format!("{}: {e}", describe(&params)));
+            }
+        }
+    }
+}
+
+/// How long doctor watches the CPUs before its latency test to decide whether to busy-poll.
+const SPIN_WINDOW: Duration = Duration::from_millis(300);
+
+/// Busy-poll or block in the latency test, from this host's CPUs and how idle they are now
+/// (`self_check`: the server's echo also runs here, so two threads would poll on this host).
+fn latency_spin_choice(self_check: bool) -> crate::plan::SpinChoice {
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let idle = linerate_engine::sys::idle_cores(SPIN_WINDOW).map(|i| i.min(cpus as f64));
+    crate::plan::latency_spin(
+        cpus,
+        idle,
+        SPIN_WINDOW.as_secs_f64(),
+        if self_check { 2 } else { 1 },
+    )
 }
 
 /// Disk → network → disk: a file copy through the tested path, when a disk was measured and a

@@ -15,10 +15,12 @@ pub const UDP_TIMEOUT: Duration = Duration::from_millis(200);
 
 /// Before blocking for a reply, poll for this long (`bench --spin US`): a reply that arrives
 /// within it costs no scheduler wake-up, so the round trip measures the network path rather
-/// than the wake-up latency of two idle threads. Off by default: on a busy or small machine
-/// (here, 2 cores with both ends on them) spinning threads starve everything else, and the
-/// peers (netperf, sockperf) block too. Measured here: p50 8.7 µs spinning on an idle moment,
-/// but 64 µs median under load, against 16-17 µs blocking.
+/// than the wake-up latency of two idle threads. Off by default: polling costs a core at each
+/// end for the whole test, and the peers (netperf, sockperf) block too; doctor turns it on when
+/// the host has the idle cores for it. The poll yields between attempts, so two ends the
+/// scheduler put on one core still take turns. Measured on a loaded 2-core host (load average
+/// 9): p50 6.5 µs polling with the ends pinned to separate cores, 13.5 µs unpinned (one core
+/// shared), 12 µs blocking; before the yield, unpinned polling took the whole spin (213 µs).
 pub const DEFAULT_SPIN: Duration = Duration::ZERO;
 
 /// Read exactly `buf.len()` bytes, polling without blocking for up to `spin` first.
@@ -34,7 +36,13 @@ fn read_exact_spin(mut sock: &TcpStream, buf: &mut [u8], spin: Duration) -> std:
                     if t0.elapsed() >= spin {
                         break;
                     }
-                    std::hint::spin_loop();
+                    // Yield rather than spin on the CPU: when the scheduler has put the other
+                    // end on this same core (it wakes the peer where the waker runs), a pure
+                    // spin kept it from running until the spin ran out, and every round trip
+                    // took the whole spin (measured: p50 213 µs with --spin 200 on a loaded
+                    // 2-core host, against 12 µs blocking). On an idle core of its own the
+                    // yield returns at once (nothing else is runnable there).
+                    std::thread::yield_now();
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),

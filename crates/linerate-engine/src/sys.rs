@@ -227,6 +227,27 @@ pub fn core_times() -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// How many cores were idle over `window` (the sum over the cores of each one's idle share,
+/// from /proc/stat; its counters tick at USER_HZ, so a window under 0.2 s is too coarse).
+/// None when /proc/stat cannot be read.
+pub fn idle_cores(window: std::time::Duration) -> Option<f64> {
+    let before = core_times();
+    std::thread::sleep(window);
+    let after = core_times();
+    if before.is_empty() || before.len() != after.len() {
+        return None;
+    }
+    let idle = before
+        .iter()
+        .zip(&after)
+        .filter_map(|((b0, t0), (b1, t1))| {
+            let t = t1.saturating_sub(*t0);
+            (t > 0).then(|| 1.0 - (b1.saturating_sub(*b0) as f64 / t as f64).min(1.0))
+        })
+        .sum();
+    Some(idle)
+}
+
 /// Busiest core between two [`core_times`] samples, percent.
 pub fn busiest_core(before: &[(u64, u64)], after: &[(u64, u64)]) -> Option<f64> {
     before
@@ -301,6 +322,27 @@ pub fn recv_nowait(fd: &impl AsRawFd, buf: &mut [u8]) -> io::Result<usize> {
             buf.as_mut_ptr().cast(),
             buf.len(),
             libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// recv(2) with MSG_TRUNC on a TCP socket: the kernel takes up to `len` bytes off the receive
+/// queue and drops them without copying them to user space (tcp(7)), returning how many it
+/// took; 0 at end of stream. `buf` is never written by the kernel for TCP, but a real buffer of
+/// `len` bytes is passed so that a kernel which did copy would stay in bounds.
+pub fn recv_discard(fd: &impl AsRawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the duration of the call.
+    let n = unsafe {
+        libc::recv(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_TRUNC,
         )
     };
     if n < 0 {

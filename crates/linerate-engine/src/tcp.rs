@@ -85,10 +85,21 @@ pub fn send(mut sock: &TcpStream, plan: &SendPlan, meter: &Meter, stop: &Stop) -
     out
 }
 
+/// How a receiver takes the data off the socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Receive {
+    /// read(2) into a user buffer, as every application does.
+    Copy,
+    /// recv(2) with `MSG_TRUNC`: the kernel drops the payload without copying it (`--discard`),
+    /// so the stream's rate without the receiving application's copy shows.
+    Discard,
+}
+
 /// Receive until end of stream, an error, `stop`, or `idle` without data.
 pub fn recv(
     mut sock: &TcpStream,
     length: usize,
+    how: Receive,
     idle: Duration,
     meter: &Meter,
     stop: &Stop,
@@ -104,7 +115,11 @@ pub fn recv(
         if stop.is_set() {
             break;
         }
-        match sock.read(&mut buf) {
+        let r = match how {
+            Receive::Copy => sock.read(&mut buf),
+            Receive::Discard => sys::recv_discard(sock, &mut buf),
+        };
+        match r {
             Ok(0) => break,
             Ok(n) => {
                 got += n as u64;
@@ -147,5 +162,56 @@ fn describe(e: &std::io::Error, what: &str) -> String {
             format!("{what}: the peer closed the connection ({e})")
         }
         _ => format!("{what}: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// Send `total` bytes over loopback and receive them `how`: the bytes the receiver counts.
+    fn transfer(total: usize, how: Receive) -> StreamOutcome {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let sender = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(addr).unwrap();
+            // Writes of odd sizes, so reads do not line up with them.
+            let block = vec![0xa5u8; 70_001];
+            let mut left = total;
+            while left > 0 {
+                let n = left.min(block.len());
+                s.write_all(&block[..n]).unwrap();
+                left -= n;
+            }
+        });
+        let (s, _) = l.accept().unwrap();
+        let meter = Meter::new();
+        let out = recv(
+            &s,
+            128 * 1024,
+            how,
+            Duration::from_secs(10),
+            &meter,
+            &Stop::new(),
+        );
+        sender.join().unwrap();
+        assert_eq!(
+            meter.bytes(),
+            out.bytes,
+            "the meter counts what the stream counts"
+        );
+        out
+    }
+
+    #[test]
+    fn a_discarding_receiver_counts_every_byte_and_only_those() {
+        for total in [1, 65_536, 10 * 1024 * 1024 + 17] {
+            let copy = transfer(total, Receive::Copy);
+            let discard = transfer(total, Receive::Discard);
+            assert_eq!(copy.bytes, total as u64, "copy, {total} bytes");
+            assert_eq!(discard.bytes, total as u64, "discard, {total} bytes");
+            assert!(copy.error.is_none() && discard.error.is_none());
+        }
     }
 }

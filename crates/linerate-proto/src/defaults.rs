@@ -53,6 +53,15 @@ pub const UDP_LAT_MIN_LENGTH: u32 = 8;
 /// Latency tests' busy-poll before blocking, µs: the most a client may ask for (10 ms
 /// of a core per round trip is already more than any path needs).
 pub const MAX_SPIN_US: u32 = 10_000;
+/// The busy-poll a server grants a latency test's echo by default (`serve --max-spin`), µs per
+/// wait: enough to cover a round trip on any LAN (loopback busy-polled is about 5 µs, a switched
+/// 25G path 10-30 µs), so doctor's latency test measures the path and not the server's wake-up.
+/// A larger request is capped to it (the client is told); 0 makes the server always block.
+/// What a test can burn stays bounded by its duration (`--max-duration`) and `--max-tests`.
+pub const SERVE_MAX_SPIN_US: u32 = 200;
+/// The busy-poll doctor asks for when this host has a core to spare for each polling end: the
+/// same LAN round trip, so both ends skip the wake-up on any path where it matters.
+pub const DOCTOR_SPIN_US: u32 = 200;
 
 /// The default bytes per write and per read for a TCP bulk test of `streams` streams (twice as
 /// many connections with `bidir`): about 2 MiB of user buffer across the connections, each a

@@ -235,6 +235,10 @@ pub struct SideResults {
     /// RDMA tests, the server: what its targets saw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rdma: Option<RdmaTargetStats>,
+    /// TCP latency tests: the busy-poll this side used per wait, µs (0: it blocked). The
+    /// server's is the client's request capped by `serve --max-spin`; None from older servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spin_us: Option<u32>,
 }
 
 #[cfg(test)]

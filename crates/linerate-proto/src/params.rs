@@ -76,6 +76,12 @@ pub struct TestParams {
     /// engine's default, `lat::DEFAULT_SPIN`, which is 0).
     #[serde(default)]
     pub spin_us: Option<u32>,
+    /// TCP bandwidth tests: the receiver drops the payload in the kernel (`recv` with
+    /// `MSG_TRUNC`) instead of copying it to user space (`bench --discard`), to show how much of
+    /// a stream's limit is the receiving application's copy. Sent only when set, so a request
+    /// without it is the same as before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub discard: bool,
     /// File transfers: the file the client sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<FileSpec>,
@@ -224,6 +230,14 @@ pub struct Limits {
     /// File transfers: the largest file accepted, bytes; 0 = bounded by free space only.
     #[serde(default)]
     pub max_file_bytes: u64,
+    /// Latency tests: the longest busy-poll per wait the server's echo grants, µs (`serve
+    /// --max-spin`); a client asking for more gets this much, and is told in the results.
+    #[serde(default = "default_max_spin")]
+    pub max_spin_us: u32,
+}
+
+fn default_max_spin() -> u32 {
+    defaults::SERVE_MAX_SPIN_US
 }
 
 impl Limits {
@@ -244,6 +258,7 @@ impl Default for Limits {
             max_length: defaults::MAX_LENGTH,
             max_window: defaults::MAX_WINDOW,
             max_file_bytes: defaults::MAX_FILE_BYTES,
+            max_spin_us: defaults::SERVE_MAX_SPIN_US,
         }
     }
 }
@@ -337,6 +352,7 @@ impl TestParams {
             congestion: None,
             zerocopy: false,
             spin_us: None,
+            discard: false,
             file: None,
             rdma: None,
         }
@@ -387,9 +403,14 @@ impl TestParams {
 
     /// What the server adjusts instead of refusing: a file transfer's duration is a time
     /// limit, so it becomes the lower of the client's and the server's. Call before [`Self::validate`].
+    /// A latency test's busy-poll is a request too: the server's echo polls at most
+    /// `max_spin_us` (the caller compares to say it was capped).
     pub fn fit(&mut self, l: &Limits) {
         if self.kind == TestKind::FileTransfer {
             self.duration_ms = self.duration_ms.min(l.max_duration_ms);
+        }
+        if let Some(s) = self.spin_us.as_mut() {
+            *s = (*s).min(l.max_spin_us);
         }
     }
 
@@ -573,6 +594,15 @@ impl TestParams {
     }
 
     fn shape_names(&self) -> Result<(), ShapeError> {
+        if self.discard && self.kind != TestKind::TcpBw {
+            return Err(ShapeError::new(
+                Param::Discard,
+                &format!(
+                    "--discard applies to TCP bandwidth tests only, not {}",
+                    self.kind.as_str()
+                ),
+            ));
+        }
         if let Some(c) = &self.congestion {
             if c.is_empty()
                 || c.len() > 16
@@ -691,6 +721,7 @@ pub enum Param {
     FileName,
     Congestion,
     Rdma,
+    Discard,
 }
 
 impl Param {
@@ -711,6 +742,7 @@ impl Param {
             Self::FileName => "--file-name",
             Self::Congestion => "-C",
             Self::Rdma => "--rdma",
+            Self::Discard => "--discard",
         }
     }
 }
@@ -940,6 +972,61 @@ mod tests {
         let mut p = tcp();
         p.omit_ms = 20_000;
         assert!(p.validate(&l).is_err());
+    }
+
+    #[test]
+    fn spin_is_capped_to_the_servers_limit() {
+        let l = Limits {
+            max_spin_us: 50,
+            ..Limits::default()
+        };
+        let mut p = TestParams {
+            spin_us: Some(5000),
+            ..TestParams::new(TestKind::TcpLat, Direction::Send)
+        };
+        p.fit(&l);
+        assert_eq!(p.spin_us, Some(50));
+        assert!(p.validate(&l).is_ok());
+        let mut q = TestParams {
+            spin_us: Some(20),
+            ..TestParams::new(TestKind::TcpLat, Direction::Send)
+        };
+        q.fit(&l);
+        assert_eq!(q.spin_us, Some(20), "a request within the limit is kept");
+        let mut z = q.clone();
+        z.fit(&Limits {
+            max_spin_us: 0,
+            ..Limits::default()
+        });
+        assert_eq!(z.spin_us, Some(0), "--max-spin 0: the server always blocks");
+        // A server's limits from before --max-spin existed grant the default.
+        let old: Limits = serde_json::from_str(
+            r#"{"max_tests":1,"max_streams":1,"max_duration_ms":1000,"max_udp_bitrate_bps":0,"max_length":1024,"max_window":1024}"#,
+        )
+        .unwrap();
+        assert_eq!(old.max_spin_us, defaults::SERVE_MAX_SPIN_US);
+    }
+
+    #[test]
+    fn discard_is_for_tcp_bandwidth_and_absent_from_the_wire_when_off() {
+        let mut p = tcp();
+        assert!(!serde_json::to_string(&p).unwrap().contains("discard"));
+        p.discard = true;
+        assert!(p.check_shape().is_ok());
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(json.contains(r#""discard":true"#), "{json}");
+        assert_eq!(serde_json::from_str::<TestParams>(&json).unwrap(), p);
+        let lat = TestParams {
+            discard: true,
+            ..TestParams::new(TestKind::TcpLat, Direction::Send)
+        };
+        let e = lat.check_shape().unwrap_err();
+        assert_eq!(e.param, Param::Discard);
+        assert!(
+            e.with_option().starts_with("--discard"),
+            "{}",
+            e.with_option()
+        );
     }
 
     #[test]

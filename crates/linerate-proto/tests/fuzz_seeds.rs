@@ -256,6 +256,7 @@ fn results() -> SideResults {
         }),
         error: Some("peer reset after 3.2 s: \"connection reset\" \u{1f}\u{e9}".into()),
         fsync_s: Some(0.125),
+        spin_us: None,
         rdma: Some(RdmaTargetStats {
             provider: "verbs".into(),
             domain: "mlx5_0".into(),
@@ -490,6 +491,7 @@ fn validate_params_seeds_generated() -> Vec<(String, Vec<u8>)> {
                 congestion: Some(String::new()),
                 zerocopy: true,
                 spin_us: Some(u32::MAX),
+                discard: false,
                 file: Some(FileSpec {
                     name: "../../etc/passwd".into(),
                     size: u64::MAX,

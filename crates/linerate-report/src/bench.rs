@@ -415,6 +415,9 @@ fn latency_summary(
     style: Style,
 ) {
     round_trip_line(out, l, style);
+    if let Some(m) = &t.latency_mode {
+        let _ = writeln!(out, "  {}: {}", style.bold(m.label()), m.reason);
+    }
     let _ = writeln!(
         out,
         "  {} transactions/s{}",

@@ -483,6 +483,14 @@ fn latency(r: &DoctorReport) -> String {
     if let Some(l) = &t.latency_us {
         let _ = write!(s, "<p class=\"cap\">p50 {} µs · p90 {} · p99 {} · p99.9 {} · max {} · mean {} µs · {} transactions/s</p>", num(l.p50), num(l.p90), num(l.p99), num(l.p999), num(l.max), num(l.mean), num(t.transactions_per_s.unwrap_or(0.0)));
     }
+    if let Some(m) = &t.latency_mode {
+        let _ = write!(
+            s,
+            "<p class=\"cap\">{}: {}</p>",
+            esc(m.label()),
+            esc(&m.reason)
+        );
+    }
     s
 }
 
@@ -600,10 +608,13 @@ fn tests_table(o: &mut String, r: &DoctorReport) {
 fn test_result_cell(t: &linerate_results::TestResult) -> String {
     match &t.latency_us {
         Some(l) => format!(
-            "p50 {} µs, p99 {} µs, {} transactions/s",
+            "p50 {} µs, p99 {} µs, {} transactions/s{}",
             num(l.p50),
             num(l.p99),
-            num(t.transactions_per_s.unwrap_or(0.0))
+            num(t.transactions_per_s.unwrap_or(0.0)),
+            t.latency_mode
+                .as_ref()
+                .map_or(String::new(), |m| format!(", {}", m.label()))
         ),
         None => {
             let mut s = format!("{} Gb/s", num(t.gbps));
@@ -702,6 +713,35 @@ fn copy_notes(o: &mut String, r: &DoctorReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_latency_cell_says_how_the_ends_waited() {
+        use linerate_proto::{Direction, TestKind, TestParams};
+        let mut t =
+            linerate_results::TestResult::new(TestParams::new(TestKind::TcpLat, Direction::Send));
+        t.latency_us = Some(linerate_results::LatencyUs {
+            p50: 5.0,
+            p90: 6.0,
+            p99: 9.0,
+            p999: 12.0,
+            max: 20.0,
+            min: Some(4.0),
+            mean: 5.5,
+            stddev: Some(1.0),
+        });
+        t.latency_mode = Some(linerate_results::LatencyMode::new(
+            200,
+            Some(200),
+            "idle cores".into(),
+        ));
+        assert!(
+            test_result_cell(&t).ends_with(", busy-polled"),
+            "{}",
+            test_result_cell(&t)
+        );
+        t.latency_mode = Some(linerate_results::LatencyMode::new(0, Some(0), "x".into()));
+        assert!(test_result_cell(&t).ends_with(", blocking"));
+    }
 
     #[test]
     fn escapes() {

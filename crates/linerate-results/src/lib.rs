@@ -165,6 +165,8 @@ pub struct TestResult {
     pub latency_us: Option<LatencyUs>,
     pub transactions_per_s: Option<f64>,
     pub lost_transactions: Option<u64>,
+    /// Latency tests: whether each end busy-polled or blocked while waiting, and why.
+    pub latency_mode: Option<LatencyMode>,
     /// Latency distribution: (upper bound µs, count), log-spaced buckets.
     pub latency_histogram: Option<Vec<(f64, u64)>>,
     pub intervals: Vec<IntervalOut>,
@@ -212,6 +214,7 @@ impl TestResult {
             latency_us: None,
             transactions_per_s: None,
             lost_transactions: None,
+            latency_mode: None,
             latency_histogram: None,
             intervals: Vec::new(),
             per_stream: Vec::new(),
@@ -248,6 +251,9 @@ impl TestResult {
                 "{} transactions/s",
                 fmt_sig(self.transactions_per_s.unwrap_or(0.0))
             ));
+            if let Some(m) = &self.latency_mode {
+                v.push(m.label().to_string());
+            }
         } else {
             v.push(format!("{} Gb/s", fmt_sig(self.gbps)));
             if let Some(l) = self.loss_percent {
@@ -273,6 +279,66 @@ impl TestResult {
             v.push(format!("(incomplete: {e})"));
         }
         v
+    }
+}
+
+/// How a latency test waited for each request and reply: busy-polling (`recv` without blocking,
+/// for up to the spin time) skips the scheduler's wake-up, which on a fast path is most of a
+/// blocking round trip; blocking measures what an ordinary application sees.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LatencyMode {
+    /// `busy_polled` (both ends), `client_polled` (this end only: the server blocked or did not
+    /// say), or `blocking`.
+    pub mode: &'static str,
+    /// Busy-poll per wait, µs: this end's, and the server's (its grant, capped by its
+    /// `serve --max-spin`; None: an older server that does not say).
+    pub client_spin_us: u32,
+    pub server_spin_us: Option<u32>,
+    /// Who chose the mode and why (bench's `--spin`, doctor's check of idle cores), and any cap.
+    pub reason: String,
+}
+
+impl LatencyMode {
+    /// The mode of a test whose client polled `client_spin_us` and whose server reported
+    /// `server_spin_us`; `reason` says who chose it. A server that polled less than asked is
+    /// said in the reason.
+    pub fn new(client_spin_us: u32, server_spin_us: Option<u32>, reason: String) -> Self {
+        use std::fmt::Write as _;
+        let mode = match (client_spin_us, server_spin_us) {
+            (0, _) => "blocking",
+            (_, Some(s)) if s > 0 => "busy_polled",
+            _ => "client_polled",
+        };
+        let mut reason = reason;
+        match server_spin_us {
+            Some(s) if s < client_spin_us => {
+                let _ = write!(
+                    reason,
+                    "; the server granted {s} µs of the {client_spin_us} µs asked (its serve --max-spin){}",
+                    if s == 0 { ", so it blocked" } else { "" }
+                );
+            }
+            None if client_spin_us > 0 => {
+                reason
+                    .push_str("; the server did not say whether it busy-polled (an older server)");
+            }
+            _ => {}
+        }
+        Self {
+            mode,
+            client_spin_us,
+            server_spin_us,
+            reason,
+        }
+    }
+
+    /// The mode in words, for text and HTML.
+    pub fn label(&self) -> &'static str {
+        match self.mode {
+            "busy_polled" => "busy-polled",
+            "client_polled" => "busy-polled on this end only",
+            _ => "blocking",
+        }
     }
 }
 
@@ -355,9 +421,14 @@ pub fn describe(p: &TestParams) -> String {
     let secs = p.duration_ms as f64 / 1000.0;
     match p.kind {
         TestKind::TcpBw => format!(
-            "TCP {dir}, {} stream{}, {secs} s",
+            "TCP {dir}, {} stream{}, {secs} s{}",
             p.streams,
-            if p.streams == 1 { "" } else { "s" }
+            if p.streams == 1 { "" } else { "s" },
+            if p.discard {
+                ", receiver discarding (MSG_TRUNC)"
+            } else {
+                ""
+            }
         ),
         TestKind::UdpBw => format!(
             "UDP {dir} at {:.2} Gb/s, {secs} s",
@@ -470,6 +541,33 @@ impl AddAssign<&DirStats> for DirStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latency_modes_say_who_polled_and_any_cap() {
+        let both = LatencyMode::new(200, Some(200), "doctor".into());
+        assert_eq!((both.mode, both.label()), ("busy_polled", "busy-polled"));
+        assert_eq!(both.reason, "doctor");
+        let capped = LatencyMode::new(500, Some(100), "bench --spin 500".into());
+        assert_eq!(capped.mode, "busy_polled");
+        assert!(
+            capped.reason.contains("granted 100 µs of the 500 µs"),
+            "{}",
+            capped.reason
+        );
+        let refused = LatencyMode::new(500, Some(0), "x".into());
+        assert_eq!(refused.mode, "client_polled");
+        assert!(
+            refused.reason.contains("so it blocked"),
+            "{}",
+            refused.reason
+        );
+        let old = LatencyMode::new(50, None, "x".into());
+        assert_eq!(old.mode, "client_polled");
+        assert!(old.reason.contains("older server"));
+        let blocking = LatencyMode::new(0, Some(0), "default".into());
+        assert_eq!((blocking.mode, blocking.label()), ("blocking", "blocking"));
+        assert_eq!(blocking.reason, "default");
+    }
 
     fn ep(host: &'static str, bytes: u64, gbps: f64, cpu: f64) -> Endpoint {
         Endpoint {

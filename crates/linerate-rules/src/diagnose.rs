@@ -118,12 +118,26 @@ pub struct Measured {
     pub sndbuf_limited_percent: Option<f64>,
     pub loss_percent: Option<f64>,
     pub error: Option<String>,
+    /// A diagnostic run whose receiver dropped the data in the kernel (`bench --discard`):
+    /// not a rate an application gets, so no rule judges the path by it; it only tells what
+    /// the receiver's copy costs ([`receiver_copy`]).
+    #[serde(default)]
+    pub discard: bool,
 }
 
 impl Measured {
-    /// A TCP bandwidth test in direction `d`.
+    /// A TCP bandwidth test in direction `d` (not a `--discard` diagnostic run).
     fn is_tcp_bw(&self, d: Direction) -> bool {
-        self.kind == TestKind::TcpBw && self.direction == d
+        self.kind == TestKind::TcpBw && self.direction == d && !self.discard
+    }
+
+    /// The `--discard` twin of a single stream in direction `d`, if doctor ran one.
+    fn is_discard_twin(&self, d: Direction) -> bool {
+        self.kind == TestKind::TcpBw
+            && self.discard
+            && self.direction == d
+            && self.streams == 1
+            && self.error.is_none()
     }
 
     /// One TCP stream in one direction: what the host stack's ceiling is about.
@@ -656,6 +670,35 @@ fn cpu_saturated_fix(c: &Ctx<'_>) -> String {
     )
 }
 
+/// What the receiving application's copy costs one stream in direction `d`: its rate against
+/// its `--discard` twin's (the data dropped in the kernel), in words; None without a twin.
+pub fn receiver_copy(tests: &[Measured], d: Direction) -> Option<String> {
+    let copy = tests
+        .iter()
+        .find(|t| t.is_single_stream(d) && t.error.is_none())?;
+    let twin = tests.iter().find(|t| t.is_discard_twin(d))?;
+    if copy.gbps <= 0.0 || twin.gbps <= 0.0 {
+        return None;
+    }
+    let ratio = twin.gbps / copy.gbps;
+    let head = format!(
+        "the receiver's copy ({} direction): one stream {} Gb/s copying into the application, {} Gb/s with the data dropped in the kernel (`bench --discard`, recv with MSG_TRUNC)",
+        dir_name(d),
+        fmt_round(copy.gbps, 2),
+        fmt_round(twin.gbps, 2)
+    );
+    // Runs of the same test differ by a few percent; within that the copy costs nothing visible.
+    Some(if ratio >= 1.05 {
+        format!(
+            "{head}: the copy to user space holds the stream back by {}% (×{} without it)",
+            fmt_round((1.0 - 1.0 / ratio) * 100.0, 0),
+            fmt_round(ratio, 2)
+        )
+    } else {
+        format!("{head}: not faster without the copy, so the receiver's protocol work (softirq, wake-ups), not its copy, is what its core spends")
+    })
+}
+
 /// `cpu.saturated`: one stream kept a core busy below the ceiling.
 fn cpu_saturated(c: &Ctx<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -697,6 +740,10 @@ fn cpu_saturated(c: &Ctx<'_>) -> Vec<Finding> {
             "sending"
         } else {
             "receiving"
+        };
+        let more = match (side, receiver_copy(&c.i.tests, t.direction)) {
+            ("receiving", Some(copy)) => format!("{more}; {copy}"),
+            _ => more,
         };
         out.push(
             Finding::new(FindingId::CpuSaturated, Severity::Warning, one_stream_subject(t.direction))
@@ -1288,6 +1335,10 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
     let saturated = cpu_saturated(&c);
     flags.cpu_limited = !saturated.is_empty();
     out.extend(saturated);
+
+    for d in [Direction::Send, Direction::Receive] {
+        checked.extend(receiver_copy(&i.tests, d));
+    }
 
     checked.push("other processes and hypervisor steal during the tests".into());
     let contended = cpu_contended(&c);

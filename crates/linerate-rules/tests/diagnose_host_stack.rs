@@ -49,6 +49,7 @@ fn tcp(direction: Direction, streams: u32, gbps: f64, cpu: f64) -> Measured {
         sndbuf_limited_percent: None,
         loss_percent: None,
         error: None,
+        discard: false,
     }
 }
 
@@ -222,6 +223,63 @@ fn cpu_saturated_on_loopback_gives_host_advice_only() {
     for nic in ["NUMA", "interrupt", "jumbo", "IPoIB"] {
         assert!(!fix.contains(nic), "{nic} on loopback: {fix}");
     }
+}
+
+/// One stream whose receiver is the busy end, and its `--discard` twin at `discard_gbps`.
+fn receiver_bound(discard_gbps: f64) -> Diagnosis {
+    let copy = Measured {
+        sender_cpu_percent: Some(70.0),
+        receiver_cpu_percent: Some(99.0),
+        ..tcp(Direction::Send, 1, 22.0, 99.0)
+    };
+    let twin = Measured {
+        discard: true,
+        ..tcp(Direction::Send, 1, discard_gbps, 70.0)
+    };
+    run("receiver-bound", &self_check(7.8, 2, vec![copy, twin]))
+}
+
+#[test]
+fn a_receiver_bound_stream_is_told_what_its_copy_costs() {
+    let d = receiver_bound(33.0);
+    let sat = with_id(&d, "cpu.saturated").expect("cpu.saturated");
+    assert!(sat.message.contains("receiving core"), "{}", sat.message);
+    assert!(
+        sat.message.contains(
+            "22 Gb/s copying into the application, 33 Gb/s with the data dropped in the kernel"
+        ),
+        "{}",
+        sat.message
+    );
+    assert!(
+        sat.message.contains("holds the stream back by 33%"),
+        "{}",
+        sat.message
+    );
+    assert!(d
+        .checked
+        .iter()
+        .any(|c| c.starts_with("the receiver's copy (send direction)")));
+    // The diagnostic run is not a rate the path gives an application: it is never judged.
+    assert_eq!(d.verdict.gbps, 22.0);
+
+    let same = receiver_bound(22.5);
+    let sat = with_id(&same, "cpu.saturated").expect("cpu.saturated");
+    assert!(
+        sat.message.contains("not faster without the copy"),
+        "{}",
+        sat.message
+    );
+}
+
+#[test]
+fn without_a_discard_twin_nothing_is_said_of_the_copy() {
+    let d = run(
+        "no twin",
+        &self_check(7.8, 2, vec![tcp(Direction::Send, 1, 22.0, 99.0)]),
+    );
+    assert!(d.checked.iter().all(|c| !c.contains("receiver's copy")));
+    assert!(d.findings.iter().all(|f| !f.message.contains("--discard")));
 }
 
 fn fixture_facts(case: &str, netdev: &str) -> EndFacts {

@@ -96,6 +96,7 @@ fn tcp(direction: &str, streams: u32, gbps: f64) -> Measured {
         sndbuf_limited_percent: None,
         loss_percent: None,
         error: None,
+        discard: false,
     }
 }
 
@@ -122,6 +123,7 @@ fn latency() -> Measured {
         sndbuf_limited_percent: None,
         loss_percent: None,
         error: None,
+        discard: false,
     }
 }
 

@@ -148,6 +148,7 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         congestion: a.congestion.clone(),
         zerocopy: a.zerocopy,
         spin_us: Some(a.spin),
+        discard: a.discard,
         file,
         rdma,
     };

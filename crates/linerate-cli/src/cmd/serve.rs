@@ -23,6 +23,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
             max_udp_bitrate_bps: a.max_udp_bitrate,
             max_length: a.max_length,
             max_file_bytes: a.max_file_size,
+            max_spin_us: a.max_spin,
             ..Limits::default()
         },
         psk,
