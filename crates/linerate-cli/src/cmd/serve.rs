@@ -38,6 +38,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
             .map(|d| WriteDir::open(d).map(Arc::new))
             .transpose()
             .map_err(|e| anyhow::anyhow!(e))?,
+        soak: None,
     })
 }
 
