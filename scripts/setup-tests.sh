@@ -9,8 +9,9 @@ scripts/setup.sh
 # python3: fixtures/sysfs/build.py --check; iproute2, util-linux: the network-namespace tests;
 # libfabric1: the RDMA tests; chromium: checks doctor's HTML report (LINERATE_NO_BROWSER=1 leaves
 # it out); man-db, bash-completion, systemd (systemd-analyze): scripts/package-test.sh, which checks
-# the .deb's man pages, completion and unit. The peer tools are bench/compare.sh --install's.
-PACKAGES=(python3 iproute2 util-linux libfabric1 man-db bash-completion systemd)
+# the .deb's man pages, completion and unit; prometheus (promtool check metrics): soak's text file
+# for node_exporter. The peer tools are bench/compare.sh --install's.
+PACKAGES=(python3 iproute2 util-linux libfabric1 man-db bash-completion systemd prometheus)
 if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then
     PACKAGES+=(chromium)
 fi

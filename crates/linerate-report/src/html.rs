@@ -222,7 +222,7 @@ fn pyramid_chart(r: &DoctorReport) -> String {
 }
 
 /// A "nice" step for about `n` ticks up to `max` (1, 2 or 5 × a power of ten).
-fn nice_step(max: f64, n: f64) -> f64 {
+pub(crate) fn nice_step(max: f64, n: f64) -> f64 {
     let raw = (max / n).max(1e-9);
     let p = 10f64.powf(raw.log10().floor());
     [1.0, 2.0, 5.0, 10.0]

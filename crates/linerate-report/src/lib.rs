@@ -4,6 +4,7 @@ pub mod bench;
 pub mod doctor;
 pub mod html;
 pub mod json;
+pub mod soak;
 pub mod style;
 pub mod text;
 
@@ -11,5 +12,6 @@ pub use bench::{bench_doc, render_bench, BenchDoc};
 pub use doctor::render_doctor;
 pub use html::render_html;
 pub use json::{plan_doc, probe_doc, PlanDoc, ProbeDoc, SCHEMA_VERSION};
+pub use soak::{render_soak, soak_html, soak_json, soak_live_line, soak_textfile};
 pub use style::Style;
 pub use text::{render_plan, render_probe};

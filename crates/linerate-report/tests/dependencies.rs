@@ -16,6 +16,7 @@ const ALLOWED: &[&str] = &[
     "linerate-rules",
     "linerate-results",
     "linerate-proto",
+    "linerate-soak",
     "serde",
     "serde_json",
     "anstyle",

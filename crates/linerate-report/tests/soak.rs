@@ -1,0 +1,343 @@
+//! soak's renderers on a judged soak built from constructed samples: the live line, the
+//! table, the JSON document and stream lines against their schemas, the Prometheus text file
+//! (through `promtool check metrics` where it is installed) and the HTML timeline.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use linerate_report::{render_soak, soak_html, soak_json, soak_live_line, soak_textfile, Style};
+use linerate_soak::{
+    judge, CounterSource, End, IntervalOut, JudgeParams, PortSample, SoakEvent, SoakParams,
+    SoakPortKind, SoakReport, SoakSample, Tracker, Verdict,
+};
+use serde_json::Value;
+
+/// Two minutes at 1 s: a QDR port per end (local: symbol errors over budget, with a 4-bit
+/// counter saturating; remote: clean with a foreign reset), an Ethernet port on the local end
+/// with a link down, and one slow interval on the local end.
+fn report() -> (SoakReport, Vec<IntervalOut>) {
+    let mut t = Tracker::new();
+    let mut live = Vec::new();
+    for seq in 0..=120u64 {
+        for end in [End::Local, End::Remote] {
+            let ib = |device: &str, counters: Vec<(&str, u64)>| PortSample {
+                device: device.into(),
+                port: "1".into(),
+                netdev: Some("ib0".into()),
+                kind: SoakPortKind::Infiniband {
+                    speed: Some("QDR".into()),
+                    signalling_gbps: Some(40.0),
+                },
+                counters: counters
+                    .into_iter()
+                    .map(|(n, v)| (CounterSource::IbCounters, n.to_string(), v))
+                    .collect(),
+            };
+            let ports = match end {
+                End::Local => vec![
+                    ib(
+                        "mlx4_0",
+                        vec![
+                            ("symbol_error", seq * 3),
+                            ("local_link_integrity_errors", (seq / 5).min(15)),
+                        ],
+                    ),
+                    PortSample {
+                        device: "eth\"0".into(),
+                        port: String::new(),
+                        netdev: Some("eth\"0".into()),
+                        kind: SoakPortKind::Ethernet {
+                            speed_mbps: Some(25_000),
+                            roce: false,
+                        },
+                        counters: vec![
+                            (
+                                CounterSource::Carrier,
+                                "carrier_down_count".into(),
+                                u64::from(seq > 60),
+                            ),
+                            (
+                                CounterSource::Ethtool,
+                                "rx_corrected_bits_phy".into(),
+                                seq * 1000,
+                            ),
+                        ],
+                    },
+                ],
+                End::Remote => vec![ib(
+                    "mlx4_1",
+                    vec![("symbol_error", if seq < 50 { 40 } else { 0 })],
+                )],
+            };
+            let bytes = if end == End::Local && seq == 70 {
+                10_000_000_000
+            } else {
+                40_000_000_000
+            };
+            let s = SoakSample {
+                end,
+                seq,
+                t_s: seq as f64 + if end == End::Remote { 1000.0 } else { 0.0 },
+                ports,
+                tcp_retrans_segs: Some(5),
+                bytes_sent: if seq == 0 { 0 } else { bytes },
+                bytes_received: if seq == 0 { 0 } else { bytes },
+                problems: Vec::new(),
+            };
+            live.extend(t.push_interval(&s));
+        }
+    }
+    let params = SoakParams {
+        host: Some("198.18.0.2:9000".into()),
+        duration_s: 120.0,
+        interval_s: 1.0,
+        passive: false,
+        rdma: false,
+        both_ways: true,
+    };
+    (judge(&t, &params, &JudgeParams::default()), live)
+}
+
+fn schemas_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas")
+}
+
+/// A validator for `name`, with every schema of `schemas/` known by its `$id`.
+fn validator(name: &str) -> jsonschema::Validator {
+    let load = |p: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(p).expect("readable")).expect("JSON")
+    };
+    let mut options = jsonschema::options();
+    for entry in std::fs::read_dir(schemas_dir()).expect("schemas/") {
+        let path = entry.expect("schemas/").path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let s = load(&path);
+            let id = s["$id"].as_str().expect("$id").to_string();
+            options.with_resource(id, jsonschema::Resource::from_contents(s).expect("schema"));
+        }
+    }
+    options
+        .build(&load(&schemas_dir().join(name)))
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn assert_valid(v: &jsonschema::Validator, doc: &Value) {
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+#[test]
+fn the_report_judges_what_was_scripted() {
+    let (r, _) = report();
+    assert_eq!(
+        r.port(End::Local, "mlx4_0", "1").unwrap().verdict,
+        Verdict::Bad
+    );
+    assert_eq!(r.port(End::Local, "eth\"0", "").unwrap().rule, "link_down");
+    assert_eq!(
+        r.port(End::Remote, "mlx4_1", "1").unwrap().verdict,
+        Verdict::Clean
+    );
+    assert_eq!(r.dips_total, 1);
+}
+
+#[test]
+fn live_line_names_the_rate_and_what_moved() {
+    let (_, live) = report();
+    let first = soak_live_line(&live[0]);
+    assert!(first.starts_with("local"), "{first}");
+    assert!(first.contains("640 Gb/s (tx 320, rx 320)"), "{first}");
+    assert!(first.contains("mlx4_0/1 symbol_error +3"), "{first}");
+    let saturating = live
+        .iter()
+        .find(|i| i.moved.iter().any(|m| m.saturated))
+        .expect("the 4-bit counter saturates");
+    assert!(soak_live_line(saturating).contains("local_link_integrity_errors +1 (saturated)"));
+    let reset = live
+        .iter()
+        .find(|i| i.moved.iter().any(|m| m.reset))
+        .expect("the reset");
+    let line = soak_live_line(reset);
+    assert!(
+        line.starts_with("remote") && line.contains("(reset)"),
+        "{line}"
+    );
+}
+
+#[test]
+fn table_shows_verdict_rule_counters_and_sources() {
+    let (r, _) = report();
+    let text = render_soak(&r, Style::PLAIN);
+    for want in [
+        "mlx4_0/1 (QDR, 40 Gb/s signalling, ib0): BAD [local_link_integrity]",
+        "symbol_error budget at BER 1e-12: 144/h",
+        "local_link_integrity_errors",
+        ">= 15",
+        "saturated at 15 from sample 75",
+        "above the budget for BER 1e-12 at 40 Gb/s: 144/h",
+        "mlx4_1/1 (QDR, 40 Gb/s signalling, ib0): CLEAN [clean]",
+        "reset 1 time(s)",
+        "NVIDIA NVSentinel",
+        "throughput dips (below 90% of the median): 1",
+        "verdict: BAD (",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+    // Colour only when asked.
+    assert!(!text.contains('\u{1b}'));
+    assert!(render_soak(&r, Style { color: true }).contains('\u{1b}'));
+}
+
+#[test]
+fn json_document_and_stream_lines_match_their_schemas() {
+    let (mut r, live) = report();
+    let doc: Value = serde_json::from_str(&soak_json(&r).unwrap()).unwrap();
+    assert_valid(&validator("soak.schema.json"), &doc);
+    assert_eq!(doc["schema_version"], 1);
+    let mlx = &doc["ends"][0]["ports"][1];
+    assert_eq!(mlx["device"], "mlx4_0");
+    let budget = mlx["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "symbol_error_budget")
+        .expect("the budget finding");
+    assert_eq!(
+        (&budget["source"], &budget["threshold"]),
+        (&"ibta".into(), &144.0.into())
+    );
+    // A soak stopped early still makes a valid document.
+    r.error = Some("the server closed the control connection".into());
+    let stopped: Value = serde_json::from_str(&soak_json(&r).unwrap()).unwrap();
+    assert_valid(&validator("soak.schema.json"), &stopped);
+    let stream = validator("soak-event.schema.json");
+    let params = r.params.clone();
+    let thresholds = r.thresholds.clone();
+    let lines = [
+        SoakEvent::Start {
+            schema_version: linerate_soak::report::SCHEMA_VERSION,
+            tool: linerate_soak::report::TOOL,
+            params: &params,
+            thresholds: &thresholds,
+        }
+        .to_line(),
+        SoakEvent::Interval { interval: &live[3] }.to_line(),
+        SoakEvent::Error {
+            error: "stopped".into(),
+        }
+        .to_line(),
+        SoakEvent::End { report: &r }.to_line(),
+    ];
+    for l in lines {
+        let l = l.unwrap();
+        assert!(!l.contains('\n'));
+        assert_valid(&stream, &serde_json::from_str(&l).unwrap());
+    }
+    // The schema is not a rubber stamp: a wrong verdict fails it.
+    let mut bad = doc.clone();
+    bad["ends"][0]["verdict"] = "fine".into();
+    assert!(!validator("soak.schema.json").is_valid(&bad));
+}
+
+#[test]
+fn textfile_has_help_type_and_node_exporter_labels() {
+    let (r, _) = report();
+    let text = soak_textfile(&r);
+    assert!(text.contains("linerate_soak_verdict{end=\"local\",device=\"mlx4_0\",port=\"1\"} 4\n"));
+    assert!(text.contains("linerate_soak_verdict{end=\"remote\",device=\"mlx4_1\",port=\"1\"} 0\n"));
+    assert!(
+        text.contains("device=\"eth\\\"0\",port=\"\""),
+        "label values are escaped"
+    );
+    assert!(text.contains(
+        "linerate_soak_saturated{end=\"local\",device=\"mlx4_0\",port=\"1\",counter=\"local_link_integrity_errors\"} 1\n"
+    ));
+    assert!(text.contains("linerate_soak_errors_per_hour{end=\"local\",device=\"mlx4_0\",port=\"1\",counter=\"symbol_error\"} 10800\n"));
+    assert!(text.contains("linerate_soak_symbol_error_budget_per_hour{end=\"local\",device=\"mlx4_0\",port=\"1\"} 144\n"));
+    assert!(text.contains("kind=\"pre_fec\",estimate=\"true\""));
+    assert!(text.contains("linerate_soak_duration_seconds{end=\"local\"} 120\n"));
+    assert!(text.contains("linerate_soak_overall_verdict 4\n"));
+    // Every sample belongs to a family announced by HELP and TYPE, and carries no timestamp.
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let name = line.split(['{', ' ']).next().unwrap();
+        assert!(text.contains(&format!("# HELP {name} ")), "{name}");
+        assert!(text.contains(&format!("# TYPE {name} gauge\n")), "{name}");
+        // After the name and labels: the value alone, no timestamp.
+        let rest = match line.rsplit_once('}') {
+            Some((_, rest)) => rest,
+            None => line.split_once(' ').expect("name value").1,
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        assert_eq!(fields.len(), 1, "{line}");
+        assert!(fields[0].parse::<f64>().is_ok(), "{line}");
+    }
+}
+
+#[test]
+fn promtool_accepts_the_textfile() {
+    let (r, _) = report();
+    let text = soak_textfile(&r);
+    let child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        linerate_testkit::skip("promtool is not installed (Debian package prometheus)");
+        return;
+    };
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(text.as_bytes()).expect("write to promtool");
+    }
+    let out = child.wait_with_output().expect("promtool runs");
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "promtool check metrics: {}\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // And promtool is not a rubber stamp here: a broken line fails it.
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("promtool runs");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(format!("{text}linerate_soak_verdict{{end=\"x\" 1\n").as_bytes())
+            .expect("write");
+    }
+    assert!(!child.wait().expect("promtool").success());
+}
+
+#[test]
+fn html_timeline_is_self_contained_and_marks_events() {
+    let (r, _) = report();
+    let html = soak_html(&r);
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));
+    for id in ["timeline-local", "timeline-remote", "verdicts", "counters"] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "{id}");
+    }
+    // The local end: symbol errors moved in every one of its 120 intervals; one dip.
+    let local = html.split("id=\"timeline-remote\"").next().unwrap();
+    assert_eq!(local.matches("class=\"event\"").count(), 120);
+    assert_eq!(local.matches("class=\"dip\"").count(), 1);
+    // The remote end: one reset, marked purple.
+    let remote = html.split("id=\"timeline-remote\"").nth(1).unwrap();
+    assert_eq!(remote.matches("class=\"event\"").count(), 1);
+    assert!(remote.contains("#9333ea"));
+    assert!(html.contains("eth&quot;0"), "names are escaped");
+    assert!(html.contains("class=\"verdict error\""));
+}

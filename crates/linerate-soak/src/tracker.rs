@@ -1,0 +1,775 @@
+//! Deltas from raw samples, per (end, device, port, source, counter), in bounded memory.
+//!
+//! Counters are never reset by a soak (sysfs cannot, and the operator's exporters should not
+//! lose their history), so everything here works on differences between consecutive samples of
+//! the same end. Three things can happen to a counter between two samples:
+//! - it rises (or stays): the difference is counted;
+//! - it reaches 2^width−1 ([`crate::width`]): it is **saturated**; its total becomes "at
+//!   least", from that sample on, and nothing more is visible until someone clears it;
+//! - it goes down: someone else reset it (`perfquery -R`, `ibqueryerrors -k`, a driver reload).
+//!   The reset is recorded as an event, the value read becomes the new baseline, and the value
+//!   itself is counted (the counter counted those events since the reset, inside this
+//!   interval); whatever happened between the previous sample and the reset is lost, so the
+//!   total becomes "at least".
+//!
+//! A 64-bit counter does not wrap within a soak (2^64 bytes at 800 Gb/s is 5.8 years; an error
+//! counter never gets near it), so a value that goes down is always read as a reset.
+//!
+//! Memory: the tracker keeps one running record per counter (fixed by the ports and counters
+//! the ends report, at most [`MAX_COUNTERS`]) and one small [`IntervalRecord`] per interval per
+//! end for the timeline: about 100 bytes, plus 16 bytes per health counter that moved in that
+//! interval. At 1 s intervals with both ends sampling that is 2 × 3600 × ~100 B ≈ 0.7 MB per
+//! hour on a clean link (`interval_record_bytes` in the tests measures the struct). Samples
+//! themselves are not kept.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::{CounterSource, End, SoakPortKind, SoakSample};
+use crate::width::{counter_width, CounterWidth};
+
+/// At most this many counters are tracked; more (a driver with thousands of per-queue
+/// statistics) are dropped with a problem saying so.
+pub const MAX_COUNTERS: usize = 16_384;
+/// Resets and saturations kept per counter (the count goes on).
+pub const MAX_EVENTS_KEPT: usize = 16;
+/// Problems kept per end (the count goes on).
+pub const MAX_PROBLEMS_KEPT: usize = 64;
+/// Moved counters kept per interval record (the count goes on).
+pub const MAX_MOVED_PER_INTERVAL: usize = 64;
+
+/// Which counter, on which end and port.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct CounterKey {
+    pub end: End,
+    pub device: String,
+    pub port: String,
+    pub source: CounterSource,
+    pub name: String,
+}
+
+/// One sample of one end: its sequence number and time on that end's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Mark {
+    pub seq: u64,
+    pub t_s: f64,
+}
+
+/// A counter found at its all-ones value.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Saturation {
+    /// 2^width−1.
+    pub value: u64,
+    /// The first sample that read it.
+    pub since: Mark,
+    /// Already pegged at the first sample: no increase during the soak was visible.
+    pub from_start: bool,
+    /// The sample where it counted again (cleared by someone, or a data counter proved 64
+    /// bits); `None` while still saturated.
+    pub until: Option<Mark>,
+}
+
+/// A counter found lower than before: reset by someone else.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Reset {
+    pub at: Mark,
+    pub from: u64,
+    pub to: u64,
+}
+
+/// The running record of one counter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CounterTrack {
+    pub key: CounterKey,
+    pub width: CounterWidth,
+    pub first: u64,
+    pub last: u64,
+    pub max_seen: u64,
+    /// Sum of the increases seen. A lower bound when `at_least`.
+    pub delta: u64,
+    /// Saturated or reset at some point: the true increase may be larger than `delta`.
+    pub at_least: bool,
+    pub first_mark: Mark,
+    pub last_mark: Mark,
+    pub saturations: Vec<Saturation>,
+    pub saturated_now: bool,
+    pub resets: Vec<Reset>,
+    pub resets_total: u64,
+    /// Intervals in which it rose, and the first and last of them.
+    pub intervals_moved: u64,
+    pub first_moved: Option<Mark>,
+    pub last_moved: Option<Mark>,
+    /// The largest rise in one interval.
+    pub max_interval_delta: u64,
+}
+
+impl CounterTrack {
+    fn new(key: CounterKey, value: u64, at: Mark) -> Self {
+        let width = counter_width(key.source, &key.name);
+        let pegged = width.saturation_value(value) == Some(value);
+        Self {
+            key,
+            width,
+            first: value,
+            last: value,
+            max_seen: value,
+            delta: 0,
+            at_least: pegged,
+            first_mark: at,
+            last_mark: at,
+            saturations: if pegged {
+                vec![Saturation {
+                    value,
+                    since: at,
+                    from_start: true,
+                    until: None,
+                }]
+            } else {
+                Vec::new()
+            },
+            saturated_now: pegged,
+            resets: Vec::new(),
+            resets_total: 0,
+            intervals_moved: 0,
+            first_moved: None,
+            last_moved: None,
+            max_interval_delta: 0,
+        }
+    }
+
+    /// Seconds between the first and the last sample of this counter.
+    pub fn span_s(&self) -> f64 {
+        (self.last_mark.t_s - self.first_mark.t_s).max(0.0)
+    }
+
+    /// Takes the next raw value; returns what it did in this interval.
+    fn update(&mut self, value: u64, at: Mark) -> Step {
+        let mut step = Step::default();
+        let d = if value < self.last {
+            step.reset = true;
+            self.resets_total += 1;
+            if self.resets.len() < MAX_EVENTS_KEPT {
+                self.resets.push(Reset {
+                    at,
+                    from: self.last,
+                    to: value,
+                });
+            }
+            self.at_least = true;
+            self.end_saturation(at);
+            value
+        } else {
+            if self.saturated_now && value > self.last {
+                // Only a data counter can count past its "saturation": it was 64 bits.
+                self.end_saturation(at);
+            }
+            value - self.last
+        };
+        self.max_seen = self.max_seen.max(value);
+        let sat = self.width.saturation_value(self.max_seen);
+        if !self.saturated_now && sat == Some(value) {
+            self.saturated_now = true;
+            self.at_least = true;
+            step.saturated = true;
+            if self.saturations.len() < MAX_EVENTS_KEPT {
+                self.saturations.push(Saturation {
+                    value,
+                    since: at,
+                    from_start: false,
+                    until: None,
+                });
+            }
+        }
+        if d > 0 {
+            self.delta = self.delta.saturating_add(d);
+            self.intervals_moved += 1;
+            self.first_moved.get_or_insert(at);
+            self.last_moved = Some(at);
+            self.max_interval_delta = self.max_interval_delta.max(d);
+        }
+        self.last = value;
+        self.last_mark = at;
+        step.delta = d;
+        step
+    }
+
+    fn end_saturation(&mut self, at: Mark) {
+        if self.saturated_now {
+            self.saturated_now = false;
+            if let Some(s) = self.saturations.last_mut() {
+                s.until = Some(at);
+            }
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Step {
+    delta: u64,
+    saturated: bool,
+    reset: bool,
+}
+
+/// A counter that moved (or saturated, or was reset) in one interval: an index into
+/// [`Tracker::counters`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MovedIdx {
+    pub counter: u32,
+    pub delta: u64,
+    pub saturated: bool,
+    pub reset: bool,
+}
+
+/// One interval of one end, for the timeline: what the renderers need and nothing more.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalRecord {
+    pub end: End,
+    /// The sample that closed the interval.
+    pub seq: u64,
+    pub start_s: f64,
+    pub end_s: f64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// TCP retransmitted segments in the interval (host-wide), when the end reads them.
+    pub tcp_retrans: Option<u64>,
+    /// Health counters ([`is_health_counter`]) that moved, saturated or were reset.
+    pub moved: Vec<MovedIdx>,
+    /// How many more moved than `moved` holds.
+    pub moved_dropped: u32,
+}
+
+impl IntervalRecord {
+    /// Gb/s through this end in the interval, both directions together.
+    pub fn gbps(&self) -> f64 {
+        linerate_units::gbps(
+            self.bytes_sent.saturating_add(self.bytes_received),
+            self.end_s - self.start_s,
+        )
+    }
+}
+
+/// What a port is, as its end last reported it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PortInfo {
+    pub end: End,
+    pub device: String,
+    pub port: String,
+    pub netdev: Option<String>,
+    pub kind: SoakPortKind,
+}
+
+/// The running totals of one end.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct EndTotals {
+    pub samples: u64,
+    pub first: Option<Mark>,
+    pub last: Option<Mark>,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub tcp_retrans_first: Option<u64>,
+    pub tcp_retrans_last: Option<u64>,
+    pub tcp_retrans: u64,
+    pub problems: Vec<String>,
+    pub problems_total: u64,
+    /// Samples ignored because they were out of order or repeated.
+    pub samples_ignored: u64,
+    /// Retransmits in the interval the last sample closed.
+    #[serde(skip)]
+    last_tcp_step: Option<u64>,
+}
+
+impl EndTotals {
+    pub fn duration_s(&self) -> f64 {
+        match (self.first, self.last) {
+            (Some(a), Some(b)) => (b.t_s - a.t_s).max(0.0),
+            _ => 0.0,
+        }
+    }
+
+    fn problem(&mut self, text: String) {
+        self.problems_total += 1;
+        if self.problems.len() < MAX_PROBLEMS_KEPT && !self.problems.contains(&text) {
+            self.problems.push(text);
+        }
+    }
+}
+
+/// Everything a soak keeps while it runs: both ends' totals, one record per counter, and the
+/// timeline.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tracker {
+    index: BTreeMap<CounterKey, u32>,
+    counters: Vec<CounterTrack>,
+    ports: BTreeMap<(End, String, String), PortInfo>,
+    local: EndTotals,
+    remote: EndTotals,
+    timeline: Vec<IntervalRecord>,
+}
+
+impl Tracker {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every counter seen, in the order first seen.
+    pub fn counters(&self) -> &[CounterTrack] {
+        &self.counters
+    }
+
+    pub fn counter(&self, idx: u32) -> Option<&CounterTrack> {
+        self.counters.get(idx as usize)
+    }
+
+    /// The record of one counter.
+    pub fn find(
+        &self,
+        end: End,
+        device: &str,
+        port: &str,
+        source: CounterSource,
+        name: &str,
+    ) -> Option<&CounterTrack> {
+        let key = CounterKey {
+            end,
+            device: device.into(),
+            port: port.into(),
+            source,
+            name: name.into(),
+        };
+        self.index.get(&key).and_then(|&i| self.counter(i))
+    }
+
+    /// Every port seen, by end then device then port.
+    pub fn ports(&self) -> impl Iterator<Item = &PortInfo> {
+        self.ports.values()
+    }
+
+    pub fn totals(&self, end: End) -> &EndTotals {
+        match end {
+            End::Local => &self.local,
+            End::Remote => &self.remote,
+        }
+    }
+
+    fn totals_mut(&mut self, end: End) -> &mut EndTotals {
+        match end {
+            End::Local => &mut self.local,
+            End::Remote => &mut self.remote,
+        }
+    }
+
+    /// One record per interval per end, in the order the samples came.
+    pub fn timeline(&self) -> &[IntervalRecord] {
+        &self.timeline
+    }
+
+    /// Takes one end's sample. Returns the interval it closed (`None` for the first sample of
+    /// an end, and for a sample ignored because its `seq` or time does not follow the last).
+    pub fn push(&mut self, s: &SoakSample) -> Option<&IntervalRecord> {
+        let at = Mark {
+            seq: s.seq,
+            t_s: s.t_s,
+        };
+        let prev = self.totals(s.end).last;
+        let follows = prev.is_none_or(|p| s.seq > p.seq && s.t_s >= p.t_s);
+        if !s.t_s.is_finite() || s.t_s < 0.0 || !follows {
+            let t = self.totals_mut(s.end);
+            t.samples_ignored += 1;
+            let after = prev.map_or(String::new(), |p| {
+                format!(": it does not follow sample {} at {} s", p.seq, p.t_s)
+            });
+            t.problem(format!(
+                "sample {} at {} s ignored{after} (expected a later seq and a time >= 0 s)",
+                s.seq, s.t_s
+            ));
+            return None;
+        }
+        self.take_totals(s, at);
+        let mut moved = Vec::new();
+        let mut moved_dropped = 0u32;
+        for p in &s.ports {
+            self.ports.insert(
+                (s.end, p.device.clone(), p.port.clone()),
+                PortInfo {
+                    end: s.end,
+                    device: p.device.clone(),
+                    port: p.port.clone(),
+                    netdev: p.netdev.clone(),
+                    kind: p.kind.clone(),
+                },
+            );
+            for (source, name, value) in &p.counters {
+                let key = CounterKey {
+                    end: s.end,
+                    device: p.device.clone(),
+                    port: p.port.clone(),
+                    source: *source,
+                    name: name.clone(),
+                };
+                let Some((idx, step)) = self.take_counter(key, *value, at) else {
+                    continue;
+                };
+                if (step.delta > 0 || step.saturated || step.reset)
+                    && is_health_counter(*source, name)
+                {
+                    if moved.len() < MAX_MOVED_PER_INTERVAL {
+                        moved.push(MovedIdx {
+                            counter: idx,
+                            delta: step.delta,
+                            saturated: step.saturated,
+                            reset: step.reset,
+                        });
+                    } else {
+                        moved_dropped += 1;
+                    }
+                }
+            }
+        }
+        let p = prev?;
+        let tcp_retrans = self.totals(s.end).last_tcp_step;
+        self.timeline.push(IntervalRecord {
+            end: s.end,
+            seq: s.seq,
+            start_s: p.t_s,
+            end_s: s.t_s,
+            bytes_sent: s.bytes_sent,
+            bytes_received: s.bytes_received,
+            tcp_retrans,
+            moved,
+            moved_dropped,
+        });
+        self.timeline.last()
+    }
+
+    fn take_totals(&mut self, s: &SoakSample, at: Mark) {
+        let t = self.totals_mut(s.end);
+        t.samples += 1;
+        t.first.get_or_insert(at);
+        t.last = Some(at);
+        t.bytes_sent = t.bytes_sent.saturating_add(s.bytes_sent);
+        t.bytes_received = t.bytes_received.saturating_add(s.bytes_received);
+        t.last_tcp_step = None;
+        if let Some(v) = s.tcp_retrans_segs {
+            t.tcp_retrans_first.get_or_insert(v);
+            if let Some(last) = t.tcp_retrans_last {
+                // A lower value: the counter was reset (another network namespace, a reboot
+                // of the container); count from there, as for the port counters.
+                let d = if v >= last { v - last } else { v };
+                t.tcp_retrans = t.tcp_retrans.saturating_add(d);
+                t.last_tcp_step = Some(d);
+            }
+            t.tcp_retrans_last = Some(v);
+        }
+        for text in &s.problems {
+            t.problem(text.clone());
+        }
+    }
+
+    fn take_counter(&mut self, key: CounterKey, value: u64, at: Mark) -> Option<(u32, Step)> {
+        if let Some(&i) = self.index.get(&key) {
+            let step = self.counters[i as usize].update(value, at);
+            return Some((i, step));
+        }
+        if self.counters.len() >= MAX_COUNTERS {
+            let text = format!(
+                "more than {MAX_COUNTERS} counters: {}/{} {} not tracked",
+                key.device, key.port, key.name
+            );
+            self.totals_mut(key.end).problem(text);
+            return None;
+        }
+        let i = u32::try_from(self.counters.len()).ok()?;
+        let track = CounterTrack::new(key.clone(), value, at);
+        let step = Step {
+            saturated: track.saturated_now,
+            ..Step::default()
+        };
+        self.counters.push(track);
+        self.index.insert(key, i);
+        Some((i, step))
+    }
+}
+
+/// A counter that says something about the link's health (errors, drops, recoveries, link
+/// downs, congestion), as opposed to traffic (bytes, packets) and per-queue bookkeeping. These
+/// are the ones the timeline names when they move.
+pub fn is_health_counter(source: CounterSource, name: &str) -> bool {
+    match source {
+        CounterSource::IbCounters => !is_ib_traffic(name),
+        CounterSource::IbHwCounters => !name.contains("requests") && name != "lifespan",
+        CounterSource::NetdevStatistics => ["error", "dropped", "missed", "fifo", "collisions"]
+            .iter()
+            .any(|w| name.contains(w)),
+        CounterSource::Carrier => name != "carrier_up_count",
+        CounterSource::Ethtool => [
+            "err",
+            "drop",
+            "discard",
+            "fec",
+            "symbol",
+            "crc",
+            "link_down",
+            "corrected",
+            "uncorrect",
+            "timeout",
+            "pause_storm",
+            "out_of_buffer",
+            "signal_integrity",
+            "module_",
+        ]
+        .iter()
+        .any(|w| name.contains(w)),
+    }
+}
+
+fn is_ib_traffic(name: &str) -> bool {
+    name.ends_with("_data") || name.ends_with("_packets")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::PortSample;
+
+    fn ib() -> SoakPortKind {
+        SoakPortKind::Infiniband {
+            speed: Some("QDR".into()),
+            signalling_gbps: Some(40.0),
+        }
+    }
+
+    fn sample(end: End, seq: u64, counters: &[(&str, u64)]) -> SoakSample {
+        SoakSample {
+            end,
+            seq,
+            t_s: seq as f64,
+            ports: vec![PortSample {
+                device: "mlx4_0".into(),
+                port: "1".into(),
+                netdev: None,
+                kind: ib(),
+                counters: counters
+                    .iter()
+                    .map(|(n, v)| (CounterSource::IbCounters, (*n).to_string(), *v))
+                    .collect(),
+            }],
+            tcp_retrans_segs: Some(100 + seq),
+            bytes_sent: 1_000,
+            bytes_received: 2_000,
+            problems: Vec::new(),
+        }
+    }
+
+    fn run(values: &[u64], name: &str) -> Tracker {
+        let mut t = Tracker::new();
+        for (i, v) in values.iter().enumerate() {
+            t.push(&sample(End::Local, i as u64, &[(name, *v)]));
+        }
+        t
+    }
+
+    fn track<'a>(t: &'a Tracker, name: &str) -> &'a CounterTrack {
+        t.find(End::Local, "mlx4_0", "1", CounterSource::IbCounters, name)
+            .expect("tracked")
+    }
+
+    #[test]
+    fn deltas_sum_the_rises() {
+        let t = run(&[5, 5, 8, 8, 20], "symbol_error");
+        let c = track(&t, "symbol_error");
+        assert_eq!((c.delta, c.at_least), (15, false));
+        assert_eq!(c.intervals_moved, 2);
+        assert_eq!(c.first_moved.map(|m| m.seq), Some(2));
+        assert_eq!(c.last_moved.map(|m| m.seq), Some(4));
+        assert_eq!(c.max_interval_delta, 12);
+        assert_eq!(c.span_s(), 4.0);
+        // Four intervals for five samples; the moved counter is named in two of them.
+        assert_eq!(t.timeline().len(), 4);
+        let named: Vec<u64> = t
+            .timeline()
+            .iter()
+            .filter(|r| !r.moved.is_empty())
+            .map(|r| r.seq)
+            .collect();
+        assert_eq!(named, [2, 4]);
+        let totals = t.totals(End::Local);
+        assert_eq!((totals.samples, totals.bytes_received), (5, 10_000));
+        assert_eq!(totals.tcp_retrans, 4);
+        assert_eq!(t.timeline()[0].tcp_retrans, Some(1));
+        assert_eq!(totals.duration_s(), 4.0);
+    }
+
+    #[test]
+    fn a_four_bit_counter_saturates_and_says_from_when() {
+        let t = run(&[3, 9, 15, 15, 15], "local_link_integrity_errors");
+        let c = track(&t, "local_link_integrity_errors");
+        assert_eq!((c.delta, c.at_least, c.saturated_now), (12, true, true));
+        let s = c.saturations[0];
+        assert_eq!(
+            (s.value, s.since.seq, s.from_start, s.until),
+            (15, 2, false, None)
+        );
+        assert!(t.timeline()[1].moved[0].saturated);
+        // One below the top is not saturated.
+        let c2 = run(&[3, 14], "local_link_integrity_errors");
+        assert!(!track(&c2, "local_link_integrity_errors").at_least);
+    }
+
+    #[test]
+    fn pegged_from_the_start_sees_nothing() {
+        let t = run(&[255, 255, 255], "link_downed");
+        let c = track(&t, "link_downed");
+        assert_eq!((c.delta, c.at_least), (0, true));
+        assert!(c.saturations[0].from_start);
+    }
+
+    #[test]
+    fn a_reset_starts_a_new_baseline_and_is_recorded() {
+        let t = run(&[40, 45, 0, 2, 2], "symbol_error");
+        let c = track(&t, "symbol_error");
+        // 5 before the reset, 0 at it (reset to zero), 2 after: at least 7.
+        assert_eq!((c.delta, c.at_least), (7, true));
+        assert_eq!(c.resets_total, 1);
+        let r = c.resets[0];
+        assert_eq!((r.at.seq, r.from, r.to), (2, 45, 0));
+        assert!(t.timeline()[1].moved[0].reset);
+        // A reset to a value already above zero counts that value: it was counted since.
+        let t = run(&[40, 3], "symbol_error");
+        assert_eq!(track(&t, "symbol_error").delta, 3);
+    }
+
+    #[test]
+    fn a_data_counter_proved_64_bits_stops_being_saturated() {
+        let max = u64::from(u32::MAX);
+        let t = run(&[max - 10, max, max + 100], "port_rcv_data");
+        let c = track(&t, "port_rcv_data");
+        assert_eq!(c.delta, 110);
+        assert!(!c.saturated_now);
+        assert_eq!(c.saturations[0].until.map(|m| m.seq), Some(2));
+        // A data counter that stays at 2^32-1 is a pegged 32-bit one.
+        let t = run(&[max - 10, max, max], "port_rcv_data");
+        assert!(track(&t, "port_rcv_data").saturated_now);
+        // Data counters are traffic: they never appear in the timeline's moved list.
+        assert!(t.timeline().iter().all(|r| r.moved.is_empty()));
+    }
+
+    #[test]
+    fn out_of_order_samples_are_ignored_with_a_problem() {
+        let mut t = Tracker::new();
+        assert!(t
+            .push(&sample(End::Local, 0, &[("symbol_error", 1)]))
+            .is_none());
+        assert!(t
+            .push(&sample(End::Local, 1, &[("symbol_error", 2)]))
+            .is_some());
+        assert!(t
+            .push(&sample(End::Local, 1, &[("symbol_error", 9)]))
+            .is_none());
+        let mut back = sample(End::Local, 2, &[("symbol_error", 9)]);
+        back.t_s = 0.5;
+        assert!(t.push(&back).is_none());
+        let mut nan = sample(End::Local, 3, &[("symbol_error", 9)]);
+        nan.t_s = f64::NAN;
+        assert!(t.push(&nan).is_none());
+        assert_eq!(track(&t, "symbol_error").delta, 1);
+        assert_eq!(t.totals(End::Local).samples_ignored, 3);
+        assert!(t.totals(End::Local).problems[0].contains("does not follow"));
+        // The other end keeps its own sequence and clock.
+        assert!(t.push(&sample(End::Remote, 0, &[])).is_none());
+        assert_eq!(t.totals(End::Remote).samples, 1);
+    }
+
+    #[test]
+    fn memory_is_bounded() {
+        let mut t = Tracker::new();
+        let many: Vec<(CounterSource, String, u64)> = (0..=MAX_COUNTERS)
+            .map(|i| (CounterSource::Ethtool, format!("rx{i}_err"), 0))
+            .collect();
+        let mut s = sample(End::Local, 0, &[]);
+        s.ports[0].counters = many.clone();
+        t.push(&s);
+        assert_eq!(t.counters().len(), MAX_COUNTERS);
+        assert!(t.totals(End::Local).problems[0].contains("not tracked"));
+        // Every one moves: the interval names MAX_MOVED_PER_INTERVAL and counts the rest.
+        s.seq = 1;
+        s.t_s = 1.0;
+        s.ports[0].counters = many.into_iter().map(|(a, b, v)| (a, b, v + 1)).collect();
+        let r = t.push(&s).expect("an interval");
+        assert_eq!(r.moved.len(), MAX_MOVED_PER_INTERVAL);
+        assert_eq!(
+            r.moved_dropped as usize,
+            MAX_COUNTERS - MAX_MOVED_PER_INTERVAL
+        );
+        // Problems are kept once each, and at most MAX_PROBLEMS_KEPT of them.
+        for i in 0..200u64 {
+            let mut p = sample(End::Remote, i, &[]);
+            p.problems = vec![format!("problem {i}"), "same".into()];
+            t.push(&p);
+        }
+        assert_eq!(t.totals(End::Remote).problems.len(), MAX_PROBLEMS_KEPT);
+        assert_eq!(t.totals(End::Remote).problems_total, 400);
+    }
+
+    #[test]
+    fn interval_record_bytes() {
+        // The per-interval cost the module documentation states (~100 bytes, plus 16 per
+        // moved counter): a change to the record that breaks the budget fails here.
+        assert!(std::mem::size_of::<IntervalRecord>() <= 112);
+        assert_eq!(std::mem::size_of::<MovedIdx>(), 16);
+    }
+
+    #[test]
+    fn health_counters() {
+        assert!(is_health_counter(CounterSource::IbCounters, "symbol_error"));
+        assert!(is_health_counter(
+            CounterSource::IbCounters,
+            "port_xmit_wait"
+        ));
+        assert!(!is_health_counter(
+            CounterSource::IbCounters,
+            "port_rcv_data"
+        ));
+        assert!(!is_health_counter(
+            CounterSource::IbCounters,
+            "unicast_rcv_packets"
+        ));
+        assert!(is_health_counter(
+            CounterSource::Ethtool,
+            "rx_pcs_symbol_err_phy"
+        ));
+        assert!(is_health_counter(
+            CounterSource::Ethtool,
+            "rx_corrected_bits_phy"
+        ));
+        assert!(is_health_counter(
+            CounterSource::Ethtool,
+            "link_down_events_phy"
+        ));
+        assert!(!is_health_counter(CounterSource::Ethtool, "rx0_packets"));
+        assert!(is_health_counter(
+            CounterSource::NetdevStatistics,
+            "rx_crc_errors"
+        ));
+        assert!(!is_health_counter(
+            CounterSource::NetdevStatistics,
+            "rx_bytes"
+        ));
+        assert!(is_health_counter(
+            CounterSource::Carrier,
+            "carrier_down_count"
+        ));
+        assert!(!is_health_counter(
+            CounterSource::Carrier,
+            "carrier_up_count"
+        ));
+        assert!(is_health_counter(
+            CounterSource::IbHwCounters,
+            "out_of_buffer"
+        ));
+        assert!(!is_health_counter(
+            CounterSource::IbHwCounters,
+            "rx_write_requests"
+        ));
+    }
+}
