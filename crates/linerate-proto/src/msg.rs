@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use linerate_soak::SoakSample;
+use crate::soak::SoakSample;
 
 use crate::{RefusalKind, TestParams};
 
@@ -289,19 +289,19 @@ mod tests {
     fn a_soak_sample_round_trips_and_names_itself() {
         let m = Msg::SoakSample {
             sample: SoakSample {
-                end: linerate_soak::End::Remote,
+                end: crate::soak::End::Remote,
                 seq: 3,
                 t_s: 1.5,
-                ports: vec![linerate_soak::PortSample {
+                ports: vec![crate::soak::PortSample {
                     device: "mlx4_0".into(),
                     port: "1".into(),
                     netdev: Some("ib0".into()),
-                    kind: linerate_soak::SoakPortKind::Infiniband {
+                    kind: crate::soak::SoakPortKind::Infiniband {
                         speed: Some("FDR".into()),
                         signalling_gbps: Some(56.25),
                     },
                     counters: vec![(
-                        linerate_soak::CounterSource::IbCounters,
+                        crate::soak::CounterSource::IbCounters,
                         "symbol_error".into(),
                         7,
                     )],

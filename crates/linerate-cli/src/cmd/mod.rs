@@ -13,6 +13,7 @@ mod mem;
 mod plan;
 mod probe;
 mod serve;
+mod soak;
 
 pub const EXIT_FINDINGS: u8 = 1;
 pub const EXIT_CANNOT_RUN: u8 = 2;
@@ -28,6 +29,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Bench(a) => bench::run(&a, style),
         Command::Disk(a) => disk::run(&a, style),
         Command::Generate(a) => generate::run(&a),
+        Command::Soak(a) => soak::run(&a, style),
     };
     match r {
         Ok(code) => ExitCode::from(code),
