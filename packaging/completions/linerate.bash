@@ -43,6 +43,9 @@ _linerate() {
             linerate,serve)
                 cmd="linerate__subcmd__serve"
                 ;;
+            linerate,soak)
+                cmd="linerate__subcmd__soak"
+                ;;
             linerate__subcmd__generate,completions)
                 cmd="linerate__subcmd__generate__subcmd__completions"
                 ;;
@@ -88,6 +91,9 @@ _linerate() {
             linerate__subcmd__help,serve)
                 cmd="linerate__subcmd__help__subcmd__serve"
                 ;;
+            linerate__subcmd__help,soak)
+                cmd="linerate__subcmd__help__subcmd__soak"
+                ;;
             linerate__subcmd__help__subcmd__generate,completions)
                 cmd="linerate__subcmd__help__subcmd__generate__subcmd__completions"
                 ;;
@@ -101,7 +107,7 @@ _linerate() {
 
     case "${cmd}" in
         linerate)
-            opts="-h -V --color --help --version probe plan doctor mem serve bench disk generate help"
+            opts="-h -V --color --help --version probe plan doctor mem serve bench disk soak generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -471,7 +477,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__help)
-            opts="probe plan doctor mem serve bench disk generate help"
+            opts="probe plan doctor mem serve bench disk soak generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -638,6 +644,20 @@ _linerate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        linerate__subcmd__help__subcmd__soak)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         linerate__subcmd__mem)
             opts="-t -h -V --time --size --threads --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -737,7 +757,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__serve)
-            opts="-p -B -h -V --port --bind --max-tests --max-streams --max-duration --max-udp-bitrate --max-length --max-memory --psk-file --handshake-timeout --max-pending --once --write-dir --max-file-size --color --help --version"
+            opts="-p -B -h -V --port --bind --max-tests --max-streams --max-duration --max-udp-bitrate --max-length --max-memory --psk-file --handshake-timeout --max-pending --once --write-dir --max-file-size --root --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -800,6 +820,76 @@ _linerate() {
                     return 0
                     ;;
                 --max-file-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        linerate__subcmd__soak)
+            opts="-p -t -i -P -R -h -V --port --duration --interval --parallel --both-ways --one-way --reverse --rdma --passive --json --json-stream --report --textfile --root --psk-file --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -i)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -P)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --report)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --textfile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --psk-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

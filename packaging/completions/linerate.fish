@@ -36,6 +36,7 @@ complete -c linerate -n "__fish_linerate_needs_command" -f -a "mem" -d 'Memory b
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "serve" -d 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "bench" -d 'Measure TCP/UDP throughput or latency against a `linerate serve`'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "disk" -d 'Measure a directory\'s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "soak" -d 'Is this cable good? Steady traffic to a `linerate serve` while both ends\' error counters are sampled every interval, then a verdict per port and end with its rule and source'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "generate" -d 'Write the man pages, or a shell\'s completion script, from these same definitions (for packages and installs from source)'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c linerate -n "__fish_linerate_using_subcommand probe" -l root -d 'Read sysfs and procfs under this directory instead of `/` (a copy or a fixture tree)' -r -F
@@ -108,6 +109,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand serve" -l handshake-ti
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-pending -d 'Most connections in their handshake at once; more are closed immediately' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l write-dir -d 'Accept file transfers (`bench --file`) into this directory, and nowhere else: names are single path components, existing files are never overwritten, incomplete copies removed' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-file-size -d 'Largest file a client may send (with --write-dir); 0 = bounded by free space only' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l root -d 'Read the port counters a soak samples under this directory instead of `/` (a copy or a fixture tree; the ethtool statistics are read only from the live system)' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -176,6 +178,26 @@ complete -c linerate -n "__fish_linerate_using_subcommand disk" -l buffered -d '
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -l json -d 'Print one JSON document: {schema_version, tests: [...]}'
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -s h -l help -d 'Print help'
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -s V -l version -d 'Print version'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -s p -l port -d 'The server\'s TCP port' -r
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -s t -l duration -d 'How long to soak (`10m`, `90s`, `1h`, or seconds)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -s i -l interval -d 'How often both ends sample their counters (`1s`, `500ms`; at least 100 ms)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -s P -l parallel -d 'TCP streams per direction' -r
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l report -d 'Also write a self-contained HTML report with the timeline to this file' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l textfile -d 'Also write `linerate_soak.prom` into this directory for node_exporter\'s textfile collector (atomically: a temporary file in DIR, then a rename)' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l root -d 'Read this host\'s counters under this directory instead of `/` (a copy or a fixture tree)' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l psk-file -d 'Pre-shared key file, when the server requires one' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l both-ways -d 'Traffic both ways at once, so both ends receive (the default)'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l one-way -d 'Traffic one way only: this host sends, the server receives'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -s R -l reverse -d 'Traffic one way only: the server sends, this host receives'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l rdma -d 'Also run RDMA traffic beside the TCP streams (as `bench --rdma`)'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l passive -d 'Sample the local ports only, without traffic (no BER verdict without traffic)'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l json -d 'Print one JSON document (schemas/soak.schema.json) instead of the terminal view'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l json-stream -d 'Print one JSON line per event (schemas/soak-event.schema.json): start, intervals, end'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -s V -l version -d 'Print version'
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -197,14 +219,15 @@ complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_s
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from help" -f -a "man" -d 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced'
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from help" -f -a "completions" -d 'Print the completion script for SHELL on stdout'
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "probe" -d 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "plan" -d 'The ceiling chain for hardware you do not have yet'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "doctor" -d 'Explain the gap between what a link carries and what its hardware could: with HOST, the path to a `linerate serve`; without, a self-check of this machine'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "mem" -d 'Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "serve" -d 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "bench" -d 'Measure TCP/UDP throughput or latency against a `linerate serve`'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "disk" -d 'Measure a directory\'s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "generate" -d 'Write the man pages, or a shell\'s completion script, from these same definitions (for packages and installs from source)'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk soak generate help" -f -a "probe" -d 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk soak generate help" -f -a "plan" -d 'The ceiling chain for hardware you do not have yet'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk soak generate help" -f -a "doctor" -d 'Explain the gap between what a link carries and what its hardware could: with HOST, the path to a `linerate serve`; without, a self-check of this machine'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk soak generate help" -f -a "mem" -d 'Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk soak generate help" -f -a "serve" -d 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk soak generate help" -f -a "bench" -d 'Measure TCP/UDP throughput or latency against a `linerate serve`'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk soak generate help" -f -a "disk" -d 'Measure a directory\'s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk soak generate help" -f -a "soak" -d 'Is this cable good? Steady traffic to a `linerate serve` while both ends\' error counters are sampled every interval, then a verdict per port and end with its rule and source'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk soak generate help" -f -a "generate" -d 'Write the man pages, or a shell\'s completion script, from these same definitions (for packages and installs from source)'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk soak generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c linerate -n "__fish_linerate_using_subcommand help; and __fish_seen_subcommand_from generate" -f -a "man" -d 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced'
 complete -c linerate -n "__fish_linerate_using_subcommand help; and __fish_seen_subcommand_from generate" -f -a "completions" -d 'Print the completion script for SHELL on stdout'
