@@ -31,11 +31,14 @@ fn port_name(device: &str, port: &str) -> String {
 /// the health counters that moved.
 pub fn soak_live_line(i: &IntervalOut) -> String {
     let dt = i.end_s - i.start_s;
-    let mut s = format!(
-        "{:<6} {:>7}-{:<7} s {:>8} Gb/s (tx {}, rx {})",
-        end_word(i.end),
+    let span = format!(
+        "{}-{} s",
         fmt_num(linerate_units::r1(i.start_s)),
-        fmt_num(linerate_units::r1(i.end_s)),
+        fmt_num(linerate_units::r1(i.end_s))
+    );
+    let mut s = format!(
+        "{:<6} {span:>15} {:>8} Gb/s (tx {}, rx {})",
+        end_word(i.end),
         fmt_sig(i.gbps),
         fmt_sig(linerate_units::gbps(i.bytes_sent, dt)),
         fmt_sig(linerate_units::gbps(i.bytes_received, dt)),
@@ -223,7 +226,7 @@ pub fn render_soak(r: &SoakReport, style: Style) -> String {
             let moved: Vec<String> = d
                 .moved
                 .iter()
-                .map(|m| format!("{} +{}", m.name, m.delta))
+                .map(|m| format!("{} {} +{}", port_name(&m.device, &m.port), m.name, m.delta))
                 .collect();
             let _ = writeln!(
                 out,
@@ -570,7 +573,7 @@ fn chart_marks(s: &mut String, f: &Frame, r: &SoakReport, end: End) -> usize {
             .collect();
         let _ = write!(
             s,
-            r#"<line class="event" x1="{x:.1}" y1="20" x2="{x:.1}" y2="{y0}" stroke="{c}" stroke-width="2"><title>{t} s: {n}</title></line>"#,
+            r#"<g class="event" stroke="{c}"><title>{t} s: {n}</title><line x1="{x:.1}" y1="20" x2="{x:.1}" y2="{y0}" stroke-width="1" stroke-opacity="0.3"/><line x1="{x:.1}" y1="8" x2="{x:.1}" y2="20" stroke-width="2"/></g>"#,
             x = f.x(f64::midpoint(i.start_s, i.end_s)),
             y0 = f.h - f.b,
             c = if special { "#9333ea" } else { "#dc2626" },

@@ -341,3 +341,53 @@ fn html_timeline_is_self_contained_and_marks_events() {
     assert!(html.contains("eth&quot;0"), "names are escaped");
     assert!(html.contains("class=\"verdict error\""));
 }
+
+#[test]
+fn an_empty_soak_renders_everywhere() {
+    // The server refused at once: no sample on either end. Every renderer still writes a
+    // valid, honest document.
+    let mut r = judge(
+        &Tracker::new(),
+        &SoakParams::default(),
+        &JudgeParams::default(),
+    );
+    r.error = Some("connection refused".into());
+    assert_eq!(r.verdict, Verdict::Insufficient);
+    let doc: Value = serde_json::from_str(&soak_json(&r).unwrap()).unwrap();
+    assert_valid(&validator("soak.schema.json"), &doc);
+    assert!(render_soak(&r, Style::PLAIN).contains("stopped early: connection refused"));
+    let text = soak_textfile(&r);
+    assert!(text.contains("linerate_soak_overall_verdict 1\n"));
+    assert!(!text.contains("linerate_soak_verdict{"));
+    let html = soak_html(&r);
+    assert!(html.contains("connection refused") && html.contains("insufficient"));
+}
+
+#[test]
+fn a_long_soak_is_drawn_in_buckets() {
+    let mut t = Tracker::new();
+    for seq in 0..=4000u64 {
+        t.push(&SoakSample {
+            end: End::Local,
+            seq,
+            t_s: seq as f64,
+            ports: Vec::new(),
+            tcp_retrans_segs: None,
+            bytes_sent: 1_000_000,
+            bytes_received: 1_000_000,
+            problems: Vec::new(),
+        });
+    }
+    let r = judge(&t, &SoakParams::default(), &JudgeParams::default());
+    let html = soak_html(&r);
+    assert!(
+        html.contains("4000 intervals, drawn as 1334 buckets"),
+        "caption"
+    );
+    let points = html
+        .split("stroke=\"#2563eb\" stroke-width=\"2\" points=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("the throughput line");
+    assert_eq!(points.split(' ').count(), 2 * 1334);
+}

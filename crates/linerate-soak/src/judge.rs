@@ -522,7 +522,7 @@ fn counter_notes(ctx: &PortCtx, out: &mut Vec<Finding>) {
                 (
                     RuleId::Saturated,
                     format!(
-                        "{} saturated at {} from sample {} ({} s): {} is a lower bound",
+                        "{} saturated at {} from sample {} ({} s): the total ({}) is a lower bound",
                         c.key.name,
                         s.value,
                         s.since.seq,
@@ -543,7 +543,7 @@ fn counter_notes(ctx: &PortCtx, out: &mut Vec<Finding>) {
         if let Some(r) = c.resets.first() {
             let text = format!(
                 "{} was reset by someone else {} time(s), first at sample {} ({} → {}): counted \
-                 from the new baseline, {} is a lower bound",
+                 from the new baseline, the total ({}) is a lower bound",
                 c.key.name,
                 c.resets_total,
                 r.at.seq,

@@ -58,6 +58,41 @@ impl Default for JudgeParams {
     }
 }
 
+impl JudgeParams {
+    /// Thresholds an operator set: each a finite number in its range, or an error naming the
+    /// field and what it expects.
+    pub fn check(&self) -> Result<(), String> {
+        let probability = [("ber", self.ber), ("pre_fec_ber", self.pre_fec_ber)];
+        for (name, v) in probability {
+            if !(v.is_finite() && v > 0.0 && v < 1.0) {
+                return Err(format!(
+                    "{name} is {v}: expected a bit error rate between 0 and 1, like 1e-12"
+                ));
+            }
+        }
+        let positive = [
+            ("min_bits", self.min_bits),
+            ("port_rcv_errors_per_s", self.port_rcv_errors_per_s),
+            (
+                "link_error_recovery_per_min",
+                self.link_error_recovery_per_min,
+            ),
+        ];
+        for (name, v) in positive {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("{name} is {v}: expected a number >= 0"));
+            }
+        }
+        if !(self.dip_fraction.is_finite() && self.dip_fraction > 0.0 && self.dip_fraction <= 1.0) {
+            return Err(format!(
+                "dip_fraction is {}: expected a fraction of the median in (0, 1], like 0.9",
+                self.dip_fraction
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// What the soak was asked to do (filled by the command).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SoakParams {
@@ -325,5 +360,25 @@ impl SoakEvent<'_> {
     /// The event as one line of JSON (no newline).
     pub fn to_line(&self) -> Result<String, serde_json::Error> {
         serde_json::to_string(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn judge_params_check_names_the_field() {
+        assert_eq!(JudgeParams::default().check(), Ok(()));
+        let bad = |f: fn(&mut JudgeParams)| {
+            let mut p = JudgeParams::default();
+            f(&mut p);
+            p.check().unwrap_err()
+        };
+        assert!(bad(|p| p.ber = 0.0).starts_with("ber is 0"));
+        assert!(bad(|p| p.pre_fec_ber = f64::NAN).starts_with("pre_fec_ber is NaN"));
+        assert!(bad(|p| p.min_bits = -1.0).starts_with("min_bits is -1"));
+        assert!(bad(|p| p.port_rcv_errors_per_s = f64::INFINITY).starts_with("port_rcv_errors"));
+        assert!(bad(|p| p.dip_fraction = 1.5).contains("expected a fraction"));
     }
 }
