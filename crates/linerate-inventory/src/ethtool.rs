@@ -152,14 +152,7 @@ impl Ethtool {
         if info.sset_mask & (1 << ETH_SS_STATS) == 0 {
             return Ok(0);
         }
-        let count = info.data[0];
-        if count > MAX_STATS {
-            return Err(EthtoolError::TooMany {
-                iface: iface.to_string(),
-                count,
-            });
-        }
-        Ok(count)
+        check_count(iface, info.data[0])
     }
 
     fn strings(
@@ -218,6 +211,17 @@ impl Ethtool {
     }
 }
 
+/// A driver's count of statistics, refused above [`MAX_STATS`] before any buffer is sized by it.
+fn check_count(iface: &str, count: u32) -> Result<u32, EthtoolError> {
+    if count > MAX_STATS {
+        return Err(EthtoolError::TooMany {
+            iface: iface.to_string(),
+            count,
+        });
+    }
+    Ok(count)
+}
+
 /// Lay u32s at the start of a u64 buffer in native byte order.
 fn write_u32s(buf: &mut [u64], vals: &[u32]) {
     let mut bytes: Vec<u8> = buf.iter().flat_map(|w| w.to_ne_bytes()).collect();
@@ -252,6 +256,14 @@ mod tests {
         assert!(ifname("a-very-long-name0").is_err());
         assert!(ifname("a/b").is_err());
         assert!(ifname("a\0b").is_err());
+    }
+
+    #[test]
+    fn absurd_counts_are_refused_before_allocating() {
+        assert_eq!(check_count("eth0", 0).unwrap(), 0);
+        assert_eq!(check_count("eth0", MAX_STATS).unwrap(), MAX_STATS);
+        let e = check_count("eth0", u32::MAX).unwrap_err().to_string();
+        assert!(e.contains("eth0") && e.contains("4294967295"), "{e}");
     }
 
     #[test]
