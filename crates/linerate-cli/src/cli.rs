@@ -237,7 +237,8 @@ pub struct SoakArgs {
     /// Traffic one way only: the server sends, this host receives.
     #[arg(short = 'R', long)]
     pub reverse: bool,
-    /// Also run RDMA traffic beside the TCP streams (as `bench --rdma`).
+    /// Also run RDMA traffic beside the TCP streams (as `bench --rdma`); automatic when the
+    /// route to HOST leaves through an InfiniBand or RoCE port.
     #[arg(long)]
     pub rdma: bool,
     /// Sample the local ports only, without traffic (no BER verdict without traffic).

@@ -268,9 +268,8 @@ fn active(
         soak: Some(sampler_fn(a.root.clone(), End::Local, Arc::clone(cost))),
         ..ClientConfig::new(server, p)
     };
-    let rdma = a
-        .rdma
-        .then(|| rdma_start(server, cfg.psk.clone(), duration_ms));
+    let rdma =
+        (a.rdma || path_is_rdma(server)).then(|| rdma_start(server, cfg.psk.clone(), duration_ms));
     let run = linerate_bench::run_client(&cfg, &mut |e| match e {
         Event::LocalSoak(s) | Event::RemoteSoak(s) => feed.push(&s),
         _ => {}
@@ -279,6 +278,33 @@ fn active(
     let run = run.map_err(|e| anyhow::anyhow!("soak against {server}: {e}"))?;
     let errors: Vec<String> = run.error.into_iter().chain(rdma_err).collect();
     Ok((!errors.is_empty()).then(|| errors.join("; ")))
+}
+
+/// The route to `server` leaves through an InfiniBand or RoCE port of this (live) host: then
+/// the soak adds RDMA traffic without `--rdma`, as the counters of such a port see it too.
+fn path_is_rdma(server: SocketAddr) -> bool {
+    // A connected UDP socket asks the kernel for the route; no packet is sent.
+    let local = std::net::UdpSocket::bind(if server.is_ipv4() {
+        SocketAddr::from(([0, 0, 0, 0], 0))
+    } else {
+        SocketAddr::from(([0u16; 8], 0))
+    })
+    .and_then(|u| u.connect(server).and_then(|()| u.local_addr()));
+    let Some(iface) = local
+        .ok()
+        .and_then(|l| linerate_engine::sys::interface_of(l.ip()))
+    else {
+        return false;
+    };
+    linerate_inventory::probe(Path::new("/")).is_ok_and(|inv| {
+        inv.ports.iter().any(|p| {
+            p.netdev.as_deref() == Some(iface.as_str())
+                && matches!(
+                    p.kind,
+                    linerate_inventory::PortKind::Infiniband | linerate_inventory::PortKind::Roce
+                )
+        })
+    })
 }
 
 /// `--rdma`: an RDMA write bandwidth test against the same server for the soak's duration, on
