@@ -34,6 +34,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Measure TCP/UDP throughput or latency against a `linerate serve`')
             [CompletionResult]::new('disk', 'disk', [CompletionResultType]::ParameterValue, 'Measure a directory''s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes')
             [CompletionResult]::new('mesh', 'mesh', [CompletionResultType]::ParameterValue, 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)')
+            [CompletionResult]::new('soak', 'soak', [CompletionResultType]::ParameterValue, 'Is this cable good? Steady traffic to a `linerate serve` while both ends'' error counters are sampled every interval, then a verdict per port and end with its rule and source')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write the man pages, or a shell''s completion script, from these same definitions (for packages and installs from source)')
             [CompletionResult]::new('setup', 'setup', [CompletionResultType]::ParameterValue, 'Print (or, with --apply, write) the configuration that makes this machine''s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -116,6 +117,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--write-dir', '--write-dir', [CompletionResultType]::ParameterName, 'Accept file transfers (`bench --file`) into this directory, and nowhere else: names are single path components, existing files are never overwritten, incomplete copies removed')
             [CompletionResult]::new('--max-file-size', '--max-file-size', [CompletionResultType]::ParameterName, 'Largest file a client may send (with --write-dir); 0 = bounded by free space only')
             [CompletionResult]::new('--max-spin', '--max-spin', [CompletionResultType]::ParameterName, 'Latency tests: the longest busy-poll per wait the echo grants a client''s `--spin`, µs; more is capped to it and the client is told; 0 = always block')
+            [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'Read the port counters a soak samples under this directory instead of `/` (a copy or a fixture tree; the ethtool statistics are read only from the live system)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
             [CompletionResult]::new('--once', '--once', [CompletionResultType]::ParameterName, 'Exit after serving one test')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -231,6 +233,34 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'linerate;soak' {
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'The server''s TCP port')
+            [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'The server''s TCP port')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'How long to soak (`10m`, `90s`, `1h`, or seconds)')
+            [CompletionResult]::new('--duration', '--duration', [CompletionResultType]::ParameterName, 'How long to soak (`10m`, `90s`, `1h`, or seconds)')
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'How often both ends sample their counters (`1s`, `500ms`; at least 100 ms)')
+            [CompletionResult]::new('--interval', '--interval', [CompletionResultType]::ParameterName, 'How often both ends sample their counters (`1s`, `500ms`; at least 100 ms)')
+            [CompletionResult]::new('-P', '-P ', [CompletionResultType]::ParameterName, 'TCP streams per direction')
+            [CompletionResult]::new('--parallel', '--parallel', [CompletionResultType]::ParameterName, 'TCP streams per direction')
+            [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Also write a self-contained HTML report with the timeline to this file')
+            [CompletionResult]::new('--textfile', '--textfile', [CompletionResultType]::ParameterName, 'Also write `linerate_soak.prom` into this directory for node_exporter''s textfile collector (atomically: a temporary file in DIR, then a rename)')
+            [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'Read this host''s counters under this directory instead of `/` (a copy or a fixture tree)')
+            [CompletionResult]::new('--psk-file', '--psk-file', [CompletionResultType]::ParameterName, 'Pre-shared key file, when the server requires one')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
+            [CompletionResult]::new('--both-ways', '--both-ways', [CompletionResultType]::ParameterName, 'Traffic both ways at once, so both ends receive (the default)')
+            [CompletionResult]::new('--one-way', '--one-way', [CompletionResultType]::ParameterName, 'Traffic one way only: this host sends, the server receives')
+            [CompletionResult]::new('-R', '-R ', [CompletionResultType]::ParameterName, 'Traffic one way only: the server sends, this host receives')
+            [CompletionResult]::new('--reverse', '--reverse', [CompletionResultType]::ParameterName, 'Traffic one way only: the server sends, this host receives')
+            [CompletionResult]::new('--rdma', '--rdma', [CompletionResultType]::ParameterName, 'Also run RDMA traffic beside the TCP streams (as `bench --rdma`); automatic when the route to HOST leaves through an InfiniBand or RoCE port')
+            [CompletionResult]::new('--passive', '--passive', [CompletionResultType]::ParameterName, 'Sample the local ports only, without traffic (no BER verdict without traffic)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (schemas/soak.schema.json) instead of the terminal view')
+            [CompletionResult]::new('--json-stream', '--json-stream', [CompletionResultType]::ParameterName, 'Print one JSON line per event (schemas/soak-event.schema.json): start, intervals, end')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'linerate;generate' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -300,6 +330,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Measure TCP/UDP throughput or latency against a `linerate serve`')
             [CompletionResult]::new('disk', 'disk', [CompletionResultType]::ParameterValue, 'Measure a directory''s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes')
             [CompletionResult]::new('mesh', 'mesh', [CompletionResultType]::ParameterValue, 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)')
+            [CompletionResult]::new('soak', 'soak', [CompletionResultType]::ParameterValue, 'Is this cable good? Steady traffic to a `linerate serve` while both ends'' error counters are sampled every interval, then a verdict per port and end with its rule and source')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write the man pages, or a shell''s completion script, from these same definitions (for packages and installs from source)')
             [CompletionResult]::new('setup', 'setup', [CompletionResultType]::ParameterValue, 'Print (or, with --apply, write) the configuration that makes this machine''s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -327,6 +358,9 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             break
         }
         'linerate;help;mesh' {
+            break
+        }
+        'linerate;help;soak' {
             break
         }
         'linerate;help;generate' {

@@ -49,6 +49,9 @@ _linerate() {
             linerate,setup)
                 cmd="linerate__subcmd__setup"
                 ;;
+            linerate,soak)
+                cmd="linerate__subcmd__soak"
+                ;;
             linerate__subcmd__generate,completions)
                 cmd="linerate__subcmd__generate__subcmd__completions"
                 ;;
@@ -100,6 +103,9 @@ _linerate() {
             linerate__subcmd__help,setup)
                 cmd="linerate__subcmd__help__subcmd__setup"
                 ;;
+            linerate__subcmd__help,soak)
+                cmd="linerate__subcmd__help__subcmd__soak"
+                ;;
             linerate__subcmd__help__subcmd__generate,completions)
                 cmd="linerate__subcmd__help__subcmd__generate__subcmd__completions"
                 ;;
@@ -113,7 +119,7 @@ _linerate() {
 
     case "${cmd}" in
         linerate)
-            opts="-h -V --color --help --version probe plan doctor mem serve bench disk mesh generate setup help"
+            opts="-h -V --color --help --version probe plan doctor mem serve bench disk mesh soak generate setup help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -483,7 +489,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__help)
-            opts="probe plan doctor mem serve bench disk mesh generate setup help"
+            opts="probe plan doctor mem serve bench disk mesh soak generate setup help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -665,6 +671,20 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__help__subcmd__setup)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        linerate__subcmd__help__subcmd__soak)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -871,7 +891,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__serve)
-            opts="-p -B -h -V --port --bind --max-tests --max-streams --max-duration --max-udp-bitrate --max-length --max-memory --psk-file --handshake-timeout --max-pending --once --write-dir --max-file-size --max-spin --color --help --version"
+            opts="-p -B -h -V --port --bind --max-tests --max-streams --max-duration --max-udp-bitrate --max-length --max-memory --psk-file --handshake-timeout --max-pending --once --write-dir --max-file-size --max-spin --root --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -941,6 +961,10 @@ _linerate() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -980,6 +1004,72 @@ _linerate() {
                     return 0
                     ;;
                 --nfs-mount)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        linerate__subcmd__soak)
+            opts="-p -t -i -P -R -h -V --port --duration --interval --parallel --both-ways --one-way --reverse --rdma --passive --json --json-stream --report --textfile --root --psk-file --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -i)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -P)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --report)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --textfile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --psk-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

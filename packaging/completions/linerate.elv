@@ -31,6 +31,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand bench 'Measure TCP/UDP throughput or latency against a `linerate serve`'
             cand disk 'Measure a directory''s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
             cand mesh 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)'
+            cand soak 'Is this cable good? Steady traffic to a `linerate serve` while both ends'' error counters are sampled every interval, then a verdict per port and end with its rule and source'
             cand generate 'Write the man pages, or a shell''s completion script, from these same definitions (for packages and installs from source)'
             cand setup 'Print (or, with --apply, write) the configuration that makes this machine''s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -108,6 +109,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand --write-dir 'Accept file transfers (`bench --file`) into this directory, and nowhere else: names are single path components, existing files are never overwritten, incomplete copies removed'
             cand --max-file-size 'Largest file a client may send (with --write-dir); 0 = bounded by free space only'
             cand --max-spin 'Latency tests: the longest busy-poll per wait the echo grants a client''s `--spin`, µs; more is capped to it and the client is told; 0 = always block'
+            cand --root 'Read the port counters a soak samples under this directory instead of `/` (a copy or a fixture tree; the ethtool statistics are read only from the live system)'
             cand --color 'When to colour the terminal output'
             cand --once 'Exit after serving one test'
             cand -h 'Print help'
@@ -219,6 +221,33 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'linerate;soak'= {
+            cand -p 'The server''s TCP port'
+            cand --port 'The server''s TCP port'
+            cand -t 'How long to soak (`10m`, `90s`, `1h`, or seconds)'
+            cand --duration 'How long to soak (`10m`, `90s`, `1h`, or seconds)'
+            cand -i 'How often both ends sample their counters (`1s`, `500ms`; at least 100 ms)'
+            cand --interval 'How often both ends sample their counters (`1s`, `500ms`; at least 100 ms)'
+            cand -P 'TCP streams per direction'
+            cand --parallel 'TCP streams per direction'
+            cand --report 'Also write a self-contained HTML report with the timeline to this file'
+            cand --textfile 'Also write `linerate_soak.prom` into this directory for node_exporter''s textfile collector (atomically: a temporary file in DIR, then a rename)'
+            cand --root 'Read this host''s counters under this directory instead of `/` (a copy or a fixture tree)'
+            cand --psk-file 'Pre-shared key file, when the server requires one'
+            cand --color 'When to colour the terminal output'
+            cand --both-ways 'Traffic both ways at once, so both ends receive (the default)'
+            cand --one-way 'Traffic one way only: this host sends, the server receives'
+            cand -R 'Traffic one way only: the server sends, this host receives'
+            cand --reverse 'Traffic one way only: the server sends, this host receives'
+            cand --rdma 'Also run RDMA traffic beside the TCP streams (as `bench --rdma`); automatic when the route to HOST leaves through an InfiniBand or RoCE port'
+            cand --passive 'Sample the local ports only, without traffic (no BER verdict without traffic)'
+            cand --json 'Print one JSON document (schemas/soak.schema.json) instead of the terminal view'
+            cand --json-stream 'Print one JSON line per event (schemas/soak-event.schema.json): start, intervals, end'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'linerate;generate'= {
             cand --color 'When to colour the terminal output'
             cand -h 'Print help'
@@ -280,6 +309,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand bench 'Measure TCP/UDP throughput or latency against a `linerate serve`'
             cand disk 'Measure a directory''s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
             cand mesh 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)'
+            cand soak 'Is this cable good? Steady traffic to a `linerate serve` while both ends'' error counters are sampled every interval, then a verdict per port and end with its rule and source'
             cand generate 'Write the man pages, or a shell''s completion script, from these same definitions (for packages and installs from source)'
             cand setup 'Print (or, with --apply, write) the configuration that makes this machine''s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -299,6 +329,8 @@ set edit:completion:arg-completer[linerate] = {|@words|
         &'linerate;help;disk'= {
         }
         &'linerate;help;mesh'= {
+        }
+        &'linerate;help;soak'= {
         }
         &'linerate;help;generate'= {
             cand man 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced'

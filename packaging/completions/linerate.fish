@@ -37,6 +37,7 @@ complete -c linerate -n "__fish_linerate_needs_command" -f -a "serve" -d 'Serve 
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "bench" -d 'Measure TCP/UDP throughput or latency against a `linerate serve`'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "disk" -d 'Measure a directory\'s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "mesh" -d 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "soak" -d 'Is this cable good? Steady traffic to a `linerate serve` while both ends\' error counters are sampled every interval, then a verdict per port and end with its rule and source'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "generate" -d 'Write the man pages, or a shell\'s completion script, from these same definitions (for packages and installs from source)'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "setup" -d 'Print (or, with --apply, write) the configuration that makes this machine\'s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -111,6 +112,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-pending 
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l write-dir -d 'Accept file transfers (`bench --file`) into this directory, and nowhere else: names are single path components, existing files are never overwritten, incomplete copies removed' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-file-size -d 'Largest file a client may send (with --write-dir); 0 = bounded by free space only' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-spin -d 'Latency tests: the longest busy-poll per wait the echo grants a client\'s `--spin`, µs; more is capped to it and the client is told; 0 = always block' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l root -d 'Read the port counters a soak samples under this directory instead of `/` (a copy or a fixture tree; the ethtool statistics are read only from the live system)' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -206,6 +208,26 @@ complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l json -d 'Prin
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l json-stream -d 'One JSON line per measurement as it happens, on rank 0\'s standard output'
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -s h -l help -d 'Print help'
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -s V -l version -d 'Print version'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -s p -l port -d 'The server\'s TCP port' -r
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -s t -l duration -d 'How long to soak (`10m`, `90s`, `1h`, or seconds)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -s i -l interval -d 'How often both ends sample their counters (`1s`, `500ms`; at least 100 ms)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -s P -l parallel -d 'TCP streams per direction' -r
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l report -d 'Also write a self-contained HTML report with the timeline to this file' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l textfile -d 'Also write `linerate_soak.prom` into this directory for node_exporter\'s textfile collector (atomically: a temporary file in DIR, then a rename)' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l root -d 'Read this host\'s counters under this directory instead of `/` (a copy or a fixture tree)' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l psk-file -d 'Pre-shared key file, when the server requires one' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l both-ways -d 'Traffic both ways at once, so both ends receive (the default)'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l one-way -d 'Traffic one way only: this host sends, the server receives'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -s R -l reverse -d 'Traffic one way only: the server sends, this host receives'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l rdma -d 'Also run RDMA traffic beside the TCP streams (as `bench --rdma`); automatic when the route to HOST leaves through an InfiniBand or RoCE port'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l passive -d 'Sample the local ports only, without traffic (no BER verdict without traffic)'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l json -d 'Print one JSON document (schemas/soak.schema.json) instead of the terminal view'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l json-stream -d 'Print one JSON line per event (schemas/soak-event.schema.json): start, intervals, end'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -s V -l version -d 'Print version'
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -247,16 +269,17 @@ complete -c linerate -n "__fish_linerate_using_subcommand setup" -l sm-node -d '
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l json -d 'Print one JSON document (schemas/setup.schema.json) instead of the terminal view'
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -s h -l help -d 'Print help'
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -s V -l version -d 'Print version'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "probe" -d 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "plan" -d 'The ceiling chain for hardware you do not have yet'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "doctor" -d 'Explain the gap between what a link carries and what its hardware could: with HOST, the path to a `linerate serve`; without, a self-check of this machine'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "mem" -d 'Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "serve" -d 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "bench" -d 'Measure TCP/UDP throughput or latency against a `linerate serve`'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "disk" -d 'Measure a directory\'s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "mesh" -d 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "generate" -d 'Write the man pages, or a shell\'s completion script, from these same definitions (for packages and installs from source)'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "setup" -d 'Print (or, with --apply, write) the configuration that makes this machine\'s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh generate setup help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "probe" -d 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "plan" -d 'The ceiling chain for hardware you do not have yet'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "doctor" -d 'Explain the gap between what a link carries and what its hardware could: with HOST, the path to a `linerate serve`; without, a self-check of this machine'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "mem" -d 'Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "serve" -d 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "bench" -d 'Measure TCP/UDP throughput or latency against a `linerate serve`'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "disk" -d 'Measure a directory\'s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "mesh" -d 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "soak" -d 'Is this cable good? Steady traffic to a `linerate serve` while both ends\' error counters are sampled every interval, then a verdict per port and end with its rule and source'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "generate" -d 'Write the man pages, or a shell\'s completion script, from these same definitions (for packages and installs from source)'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "setup" -d 'Print (or, with --apply, write) the configuration that makes this machine\'s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c linerate -n "__fish_linerate_using_subcommand help; and __fish_seen_subcommand_from generate" -f -a "man" -d 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced'
 complete -c linerate -n "__fish_linerate_using_subcommand help; and __fish_seen_subcommand_from generate" -f -a "completions" -d 'Print the completion script for SHELL on stdout'

@@ -13,6 +13,7 @@ use linerate_proto::{
     defaults, random_hex, read_msg, write_msg, FrameError, IntervalSample, Msg, Psk, RefusalKind,
     SideResults, TestKind, TestParams, MAGIC, MAX_RESULTS_FRAME, PROTOCOL_VERSION,
 };
+use linerate_soak::{End, SoakSample};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use thiserror::Error;
 
@@ -32,6 +33,8 @@ pub struct ClientConfig {
     pub inventory: Option<crate::InventoryFn>,
     /// File transfers: the file to send (its size is in `params.file`).
     pub file: Option<Arc<std::fs::File>>,
+    /// Soaks: how this host samples its port counters (`params.soak`).
+    pub soak: Option<crate::SoakSamplerFn>,
 }
 
 impl ClientConfig {
@@ -50,6 +53,7 @@ impl ClientConfig {
             connect_timeout: Self::CONNECT_TIMEOUT,
             inventory: None,
             file: None,
+            soak: None,
         }
     }
 }
@@ -149,6 +153,10 @@ pub enum Event {
     Local(IntervalSample),
     /// An interval measured on the server, streamed over the control connection.
     Remote(IntervalSample),
+    /// A soak: this host's port counters (at the start, then after each local interval).
+    LocalSoak(SoakSample),
+    /// A soak: the server's port counters, streamed over the control connection.
+    RemoteSoak(SoakSample),
 }
 
 /// Everything the client knows at the end, complete or not.
@@ -442,6 +450,7 @@ fn control_reader(
     params: &TestParams,
     start: Instant,
     tx: mpsc::Sender<IntervalSample>,
+    soak_tx: mpsc::Sender<SoakSample>,
     abort: &Stop,
 ) -> Result<thread::JoinHandle<ReaderEnd>, ClientError> {
     let limit = Duration::from_millis(params.duration_ms) + side::GRACE + defaults::CONTROL_TIMEOUT;
@@ -453,11 +462,24 @@ fn control_reader(
     let conns_n = params.connections() as usize;
     let every = params.interval_ms.max(100);
     let max_samples = 2 * params.duration_ms / every + 10;
+    let soak = params.soak;
     Ok(thread::spawn(move || -> ReaderEnd {
         let _ = reader.set_read_timeout(Some(Duration::from_millis(250)));
         let mut samples: u64 = 0;
+        let mut soak_samples: u64 = 0;
         loop {
             match read_msg(&mut reader, MAX_RESULTS_FRAME) {
+                // Only a soak streams counters: one baseline, then one per interval.
+                Ok(Msg::SoakSample { mut sample }) if soak => {
+                    soak_samples += 1;
+                    if soak_samples > max_samples + 1 {
+                        reader_abort.set();
+                        return (None, Some(format!("protocol: the server sent {soak_samples} soak samples; expected at most {}", max_samples + 1)));
+                    }
+                    // The server is the remote end, whatever it wrote.
+                    sample.end = End::Remote;
+                    let _ = soak_tx.send(sample);
+                }
                 Ok(Msg::Interval { sample }) => {
                     samples += 1;
                     if sample.bytes.len() != conns_n || samples > max_samples {
@@ -488,6 +510,22 @@ fn control_reader(
             }
         }
     }))
+}
+
+/// Pass on what the control reader has received from the server so far.
+fn drain_remote(
+    rx: &mpsc::Receiver<IntervalSample>,
+    soak_rx: &mpsc::Receiver<SoakSample>,
+    remote_intervals: &mut Vec<IntervalSample>,
+    events: &mut dyn FnMut(Event),
+) {
+    while let Ok(r) = rx.try_recv() {
+        remote_intervals.push(r.clone());
+        events(Event::Remote(r));
+    }
+    while let Ok(r) = soak_rx.try_recv() {
+        events(Event::RemoteSoak(r));
+    }
 }
 
 /// Run one test against a server. `Err` only when nothing could be measured.
@@ -525,8 +563,9 @@ pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRu
 
     // The control reader: remote intervals, then the server's results.
     let (tx, rx) = mpsc::channel::<IntervalSample>();
+    let (soak_tx, soak_rx) = mpsc::channel::<SoakSample>();
     let abort = Stop::new();
-    let reader_thread = control_reader(&ctl, &cfg.params, start, tx, &abort)?;
+    let reader_thread = control_reader(&ctl, &cfg.params, start, tx, soak_tx, &abort)?;
 
     let plan = SidePlan {
         params: cfg.params.clone(),
@@ -537,13 +576,21 @@ pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRu
         file: cfg.file.clone(),
     };
     let mut remote_intervals = Vec::new();
+    let mut soak = cfg
+        .soak
+        .as_ref()
+        .filter(|_| cfg.params.soak)
+        .map(|f| side::Soak::new(f(local_ip), &plan));
+    if let Some(k) = soak.as_mut() {
+        events(Event::LocalSoak(k.first()));
+    }
     let run = {
         let mut sink = |s: &IntervalSample| {
             events(Event::Local(s.clone()));
-            while let Ok(r) = rx.try_recv() {
-                remote_intervals.push(r.clone());
-                events(Event::Remote(r));
+            if let Some(k) = soak.as_mut() {
+                events(Event::LocalSoak(k.after(s)));
             }
+            drain_remote(&rx, &soak_rx, &mut remote_intervals, events);
         };
         side::run(&plan, conns, &mut sink, &abort)
     };
@@ -551,10 +598,7 @@ pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRu
     let (remote, reader_err) = reader_thread
         .join()
         .unwrap_or((None, Some("control reader failed".into())));
-    while let Ok(r) = rx.try_recv() {
-        remote_intervals.push(r.clone());
-        events(Event::Remote(r));
-    }
+    drain_remote(&rx, &soak_rx, &mut remote_intervals, events);
     let _ = ctl.shutdown(Shutdown::Both);
     let mut errors: Vec<String> = Vec::new();
     if let Some(e) = &run.results.error {

@@ -16,6 +16,15 @@ pub use results::{assemble, LatencyMode, TestResult};
 pub use server::{serve, serve_on, ServerConfig};
 pub use writedir::WriteDir;
 
+/// Builds a soak's counter sampler for the local address a test uses: called once per soak;
+/// the sampler it returns is called at the start and after every interval with the sample's
+/// sequence number and seconds since the start (bytes are filled in by the caller).
+pub type SoakSamplerFn = std::sync::Arc<
+    dyn Fn(std::net::IpAddr) -> Box<dyn FnMut(u64, f64) -> linerate_soak::SoakSample + Send>
+        + Send
+        + Sync,
+>;
+
 /// Looks up the interface inventory (probe's port shape) of the local address a test uses.
 pub type InventoryFn =
     std::sync::Arc<dyn Fn(std::net::IpAddr) -> Option<serde_json::Value> + Send + Sync>;

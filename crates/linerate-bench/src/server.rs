@@ -41,6 +41,9 @@ pub struct ServerConfig {
     pub log: bool,
     /// The only directory file transfers may write into (`--write-dir`); None refuses them.
     pub write_dir: Option<Arc<crate::writedir::WriteDir>>,
+    /// How this host samples its port counters during a soak (under `serve --root`); None
+    /// refuses soaks.
+    pub soak: Option<crate::SoakSamplerFn>,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -53,6 +56,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_pending", &self.max_pending)
             .field("max_memory_bytes", &self.max_memory_bytes)
             .field("write_dir", &self.write_dir.as_ref().map(|w| w.path()))
+            .field("soak", &self.soak.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -70,6 +74,7 @@ impl Default for ServerConfig {
             inventory: None,
             log: true,
             write_dir: None,
+            soak: None,
         }
     }
 }
@@ -472,6 +477,14 @@ impl<'a> Control<'a> {
             self.refuse(r.kind, &r.reason, params);
             return None;
         }
+        if params.soak && sh.cfg.soak.is_none() {
+            self.refuse(
+                RefusalKind::Unsupported,
+                "this server does not sample its counters: it cannot run a soak",
+                params,
+            );
+            return None;
+        }
         let memory = params.server_memory_bytes();
         // Reserve a test slot and its memory atomically enough: check after increment.
         let running = sh.tests.fetch_add(1, Ordering::SeqCst) + 1;
@@ -684,7 +697,11 @@ fn run_test(
         affinity: Vec::new(),
         file: new_file.as_ref().map(|f| Arc::clone(&f.file)),
     };
-    let mut run = run_side(&c.sock, &plan, conns);
+    let soak = params
+        .soak
+        .then(|| sh.cfg.soak.as_ref().map(|f| f(local_ip)))
+        .flatten();
+    let mut run = run_side(&c.sock, &plan, conns, soak);
     let file_log = new_file.and_then(|f| finish_file(f, params, &mut run.results));
     c.send_results(&run.results);
     log_test(c, id, params, test_slot.memory, &run.results, file_log);
@@ -693,8 +710,14 @@ fn run_test(
 
 /// Run the server's side of a started test: intervals go out on the control connection;
 /// Done, an error or a close come in. When the client goes away, its data connections are
-/// shut down so the streams end at once.
-fn run_side(sock: &TcpStream, plan: &SidePlan, conns: Vec<Conn>) -> side::SideRun {
+/// shut down so the streams end at once. A soak's counter samples follow: one at the start,
+/// then one after each interval, written by the same thread so frames never interleave.
+fn run_side(
+    sock: &TcpStream,
+    plan: &SidePlan,
+    conns: Vec<Conn>,
+    soak: Option<side::SoakSampler>,
+) -> side::SideRun {
     let stop = Stop::new();
     let data_handles: Vec<TcpStream> = conns
         .iter()
@@ -715,9 +738,16 @@ fn run_side(sock: &TcpStream, plan: &SidePlan, conns: Vec<Conn>) -> side::SideRu
         },
     );
     let mut writer = sock.try_clone().ok();
+    let mut soak = soak.map(|f| side::Soak::new(f, plan));
+    if let (Some(s), Some(w)) = (soak.as_mut(), writer.as_mut()) {
+        let _ = write_msg(w, &Msg::SoakSample { sample: s.first() });
+    }
     let mut sink = move |s: &linerate_proto::IntervalSample| {
         if let Some(w) = writer.as_mut() {
             let _ = write_msg(w, &Msg::Interval { sample: s.clone() });
+            if let Some(k) = soak.as_mut() {
+                let _ = write_msg(w, &Msg::SoakSample { sample: k.after(s) });
+            }
         }
     };
     let run = side::run(plan, conns, &mut sink, &stop);

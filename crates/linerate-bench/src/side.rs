@@ -69,6 +69,63 @@ pub fn sends(p: &TestParams, idx: u32, is_client: bool) -> bool {
     }
 }
 
+/// A soak's counter sampler on one side (built by a [`crate::SoakSamplerFn`]).
+pub type SoakSampler = Box<dyn FnMut(u64, f64) -> linerate_soak::SoakSample + Send>;
+
+/// One side's soak sampling: the baseline at the start, then one sample after each interval
+/// with the bytes this side sent and received in it.
+pub struct Soak {
+    sampler: SoakSampler,
+    params: TestParams,
+    is_client: bool,
+    start: Instant,
+    seq: u64,
+}
+
+impl std::fmt::Debug for Soak {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Soak")
+            .field("seq", &self.seq)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Soak {
+    pub fn new(sampler: SoakSampler, plan: &SidePlan) -> Self {
+        Self {
+            sampler,
+            params: plan.params.clone(),
+            is_client: plan.is_client,
+            start: plan.start,
+            seq: 0,
+        }
+    }
+
+    fn take(&mut self) -> linerate_soak::SoakSample {
+        let s = (self.sampler)(self.seq, self.start.elapsed().as_secs_f64());
+        self.seq += 1;
+        s
+    }
+
+    /// The baseline, before any interval.
+    pub fn first(&mut self) -> linerate_soak::SoakSample {
+        self.take()
+    }
+
+    /// The sample that closes interval `i`, with this side's bytes of it.
+    pub fn after(&mut self, i: &IntervalSample) -> linerate_soak::SoakSample {
+        let mut s = self.take();
+        for (idx, b) in i.bytes.iter().enumerate() {
+            if sends(&self.params, idx as u32, self.is_client) {
+                s.bytes_sent += b;
+            } else {
+                s.bytes_received += b;
+            }
+        }
+        s
+    }
+}
+
 #[derive(Debug)]
 pub struct SidePlan {
     pub params: TestParams,

@@ -57,6 +57,7 @@ fn server_config() -> ServerConfig {
         // Quiet: the test harness cannot capture the server's log lines.
         log: false,
         write_dir: None,
+        soak: None,
     }
 }
 

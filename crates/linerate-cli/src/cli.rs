@@ -53,6 +53,9 @@ pub enum Command {
     /// Measure every link of a cluster and explain the bad ones: one process per node, started
     /// by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh).
     Mesh(MeshArgs),
+    /// Is this cable good? Steady traffic to a `linerate serve` while both ends' error counters
+    /// are sampled every interval, then a verdict per port and end with its rule and source.
+    Soak(SoakArgs),
     /// Write the man pages, or a shell's completion script, from these same definitions (for
     /// packages and installs from source).
     Generate(GenerateArgs),
@@ -270,6 +273,96 @@ pub struct ServeArgs {
     /// more is capped to it and the client is told; 0 = always block.
     #[arg(long, value_name = "US", default_value_t = defaults::SERVE_MAX_SPIN_US, value_parser = clap::value_parser!(u32).range(0..=i64::from(defaults::MAX_SPIN_US)))]
     pub max_spin: u32,
+    /// Read the port counters a soak samples under this directory instead of `/` (a copy or a
+    /// fixture tree; the ethtool statistics are read only from the live system).
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+}
+
+/// `10m`, `90s`, `1h30m`, or plain seconds (`600`): a duration for --duration and --interval.
+pub fn duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return t
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e9)
+            .map(std::time::Duration::from_secs_f64)
+            .ok_or_else(|| {
+                format!("`{s}` is not a duration: expected e.g. 10m, 90s, 1h30m or seconds")
+            });
+    }
+    humantime::parse_duration(t).map_err(|e| {
+        format!("`{s}` is not a duration ({e}): expected e.g. 10m, 90s, 1h30m or seconds")
+    })
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 every port clean (or congested, or too little traffic to judge: the
+verdict says which), 1 a port marginal or bad, 2 the soak could not run or stopped early (what was
+measured until then is still reported).
+
+Examples:
+  # ten minutes of traffic both ways to server1 (which runs `linerate serve --max-duration 3600`)
+  linerate soak server1
+  # five minutes, verdicts as JSON, and a Prometheus text file for node_exporter
+  linerate soak server1 --duration 5m --json --textfile /var/lib/node_exporter
+  # the local ports only, no traffic, for a link that carries production load
+  linerate soak --passive --duration 2m"
+)]
+#[allow(clippy::struct_excessive_bools)]
+pub struct SoakArgs {
+    /// The host running `linerate serve` (omit with --passive).
+    #[arg(required_unless_present = "passive", conflicts_with = "passive")]
+    pub host: Option<String>,
+    /// The server's TCP port.
+    #[arg(short, long, default_value_t = linerate_proto::DEFAULT_PORT)]
+    pub port: u16,
+    /// How long to soak (`10m`, `90s`, `1h`, or seconds).
+    #[arg(short = 't', long, value_name = "TIME", default_value = "10m", value_parser = duration)]
+    pub duration: std::time::Duration,
+    /// How often both ends sample their counters (`1s`, `500ms`; at least 100 ms).
+    #[arg(short, long, value_name = "TIME", default_value = "1s", value_parser = duration)]
+    pub interval: std::time::Duration,
+    /// TCP streams per direction.
+    #[arg(short = 'P', long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=128))]
+    pub parallel: u32,
+    /// Traffic both ways at once, so both ends receive (the default).
+    #[arg(long, conflicts_with_all = ["one_way", "reverse"])]
+    pub both_ways: bool,
+    /// Traffic one way only: this host sends, the server receives.
+    #[arg(long, conflicts_with = "reverse")]
+    pub one_way: bool,
+    /// Traffic one way only: the server sends, this host receives.
+    #[arg(short = 'R', long)]
+    pub reverse: bool,
+    /// Also run RDMA traffic beside the TCP streams (as `bench --rdma`); automatic when the
+    /// route to HOST leaves through an InfiniBand or RoCE port.
+    #[arg(long)]
+    pub rdma: bool,
+    /// Sample the local ports only, without traffic (no BER verdict without traffic).
+    #[arg(long, conflicts_with_all = ["rdma", "both_ways", "one_way", "reverse", "psk_file"])]
+    pub passive: bool,
+    /// Print one JSON document (schemas/soak.schema.json) instead of the terminal view.
+    #[arg(long, conflicts_with = "json_stream")]
+    pub json: bool,
+    /// Print one JSON line per event (schemas/soak-event.schema.json): start, intervals, end.
+    #[arg(long)]
+    pub json_stream: bool,
+    /// Also write a self-contained HTML report with the timeline to this file.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Also write `linerate_soak.prom` into this directory for node_exporter's textfile
+    /// collector (atomically: a temporary file in DIR, then a rename).
+    #[arg(long, value_name = "DIR")]
+    pub textfile: Option<PathBuf>,
+    /// Read this host's counters under this directory instead of `/` (a copy or a fixture tree).
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+    /// Pre-shared key file, when the server requires one.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

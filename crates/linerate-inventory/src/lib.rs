@@ -5,7 +5,9 @@
 //! external tool. A missing or malformed value never aborts it: the value is
 //! `None` and the file is named in [`Inventory::problems`].
 
+pub mod counters;
 pub mod dram;
+pub mod ethtool;
 mod fs;
 mod host;
 mod ib;

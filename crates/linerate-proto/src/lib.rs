@@ -11,6 +11,7 @@ pub mod defaults;
 mod frame;
 mod msg;
 mod params;
+pub mod soak;
 
 pub use auth::{load_psk, Psk, PskError};
 pub use frame::{

@@ -1,6 +1,11 @@
-//! Messages. Adding an optional field is compatible; anything else bumps [`PROTOCOL_VERSION`].
+//! Messages. Adding an optional field is compatible; anything else bumps [`PROTOCOL_VERSION`],
+//! except a message only sent inside a test that an older peer cannot request or accept
+//! (`soak_sample`: only in a test with `params.soak`, which an older server refuses as an
+//! unknown field, and which an older client never asks for).
 
 use serde::{Deserialize, Serialize};
+
+use crate::soak::SoakSample;
 
 use crate::{RefusalKind, TestParams};
 
@@ -62,6 +67,9 @@ pub enum Msg {
     Start,
     /// Live figures from the server's side, one per interval.
     Interval { sample: IntervalSample },
+    /// A soak: the server's port counters (`End::Remote`), at the start and after each
+    /// interval, following that interval's `interval`.
+    SoakSample { sample: SoakSample },
     /// Client → server: the client's part is finished.
     Done,
     /// Measurements of one side, exchanged at the end (server first).
@@ -84,6 +92,7 @@ impl Msg {
             Msg::DataHello { .. } => "data_hello",
             Msg::Start => "start",
             Msg::Interval { .. } => "interval",
+            Msg::SoakSample { .. } => "soak_sample",
             Msg::Done => "done",
             Msg::Results { .. } => "results",
             Msg::Error { .. } => "error",
@@ -278,6 +287,39 @@ mod tests {
                 "{json}"
             );
         }
+    }
+
+    #[test]
+    fn a_soak_sample_round_trips_and_names_itself() {
+        let m = Msg::SoakSample {
+            sample: SoakSample {
+                end: crate::soak::End::Remote,
+                seq: 3,
+                t_s: 1.5,
+                ports: vec![crate::soak::PortSample {
+                    device: "mlx4_0".into(),
+                    port: "1".into(),
+                    netdev: Some("ib0".into()),
+                    kind: crate::soak::SoakPortKind::Infiniband {
+                        speed: Some("FDR".into()),
+                        signalling_gbps: Some(56.25),
+                    },
+                    counters: vec![(
+                        crate::soak::CounterSource::IbCounters,
+                        "symbol_error".into(),
+                        7,
+                    )],
+                }],
+                tcp_retrans_segs: Some(9),
+                bytes_sent: 10,
+                bytes_received: 20,
+                problems: vec![],
+            },
+        };
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(json.starts_with(r#"{"type":"soak_sample","#), "{json}");
+        assert_eq!(decode(&json), m);
+        assert_eq!(m.name(), "soak_sample");
     }
 
     #[test]

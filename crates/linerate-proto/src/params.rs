@@ -88,6 +88,10 @@ pub struct TestParams {
     /// RDMA tests: the operation and how (`length` is the message size, the largest for a sweep).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rdma: Option<RdmaSpec>,
+    /// A soak (`linerate soak`): a `tcp_bw` test during which each end samples its port
+    /// counters every interval, and the server sends its samples as `soak_sample` messages.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub soak: bool,
 }
 
 /// The RDMA operation measured.
@@ -355,6 +359,7 @@ impl TestParams {
             discard: false,
             file: None,
             rdma: None,
+            soak: false,
         }
     }
 
@@ -603,6 +608,18 @@ impl TestParams {
                 ),
             ));
         }
+        if self.soak && self.kind != TestKind::TcpBw {
+            return Err(ShapeError::new(
+                Param::Soak,
+                &format!("a soak runs TCP traffic, not {}", self.kind.as_str()),
+            ));
+        }
+        if self.soak && self.interval_ms == 0 {
+            return Err(ShapeError::new(
+                Param::Interval,
+                "a soak samples its counters every interval: the interval must not be 0",
+            ));
+        }
         if let Some(c) = &self.congestion {
             if c.is_empty()
                 || c.len() > 16
@@ -722,6 +739,7 @@ pub enum Param {
     Congestion,
     Rdma,
     Discard,
+    Soak,
 }
 
 impl Param {
@@ -743,6 +761,7 @@ impl Param {
             Self::Congestion => "-C",
             Self::Rdma => "--rdma",
             Self::Discard => "--discard",
+            Self::Soak => "linerate soak",
         }
     }
 }
@@ -778,6 +797,33 @@ impl ShapeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn soak_is_an_optional_field_of_tcp_tests_only() {
+        let p = TestParams::new(TestKind::TcpBw, Direction::Bidir);
+        let json = serde_json::to_value(&p).unwrap();
+        assert!(json.get("soak").is_none(), "absent unless set: {json}");
+        let soak = TestParams {
+            soak: true,
+            ..p.clone()
+        };
+        let json = serde_json::to_string(&soak).unwrap();
+        assert!(json.contains(r#""soak":true"#), "{json}");
+        assert_eq!(serde_json::from_str::<TestParams>(&json).unwrap(), soak);
+        assert!(soak.check_shape().is_ok());
+        let udp = TestParams {
+            soak: true,
+            ..TestParams::new(TestKind::UdpBw, Direction::Send)
+        };
+        let e = udp.check_shape().unwrap_err();
+        assert_eq!(e.param, Param::Soak);
+        assert!(e.message.contains("udp_bw"), "{}", e.message);
+        let quiet = TestParams {
+            interval_ms: 0,
+            ..soak
+        };
+        assert_eq!(quiet.check_shape().unwrap_err().param, Param::Interval);
+    }
 
     #[test]
     fn every_kind_has_a_default_test_that_passes_the_shape_check() {

@@ -507,6 +507,8 @@ fn validate_params_seeds_generated() -> Vec<(String, Vec<u8>)> {
                     verify: true,
                     sweep: true,
                 }),
+                // Left out so the committed seed keeps its bytes (a soak is a TCP test).
+                soak: false,
             }),
         ),
         (

@@ -151,6 +151,7 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         discard: a.discard,
         file,
         rdma,
+        soak: false,
     };
     p.check_shape()
         .map_err(|e| anyhow::anyhow!(e.with_option()))?;
@@ -354,6 +355,8 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
         }
         Event::Local(s) => live.show(&s, false),
         Event::Remote(s) => live.show(&s, true),
+        // bench asks for no soak: none come.
+        Event::LocalSoak(_) | Event::RemoteSoak(_) => {}
     };
     let run = linerate_bench::run_client(&cfg, &mut on_event);
     if let Some(b) = &live.bar {

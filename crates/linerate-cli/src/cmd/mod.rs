@@ -15,6 +15,7 @@ mod plan;
 mod probe;
 mod serve;
 mod setup;
+mod soak;
 
 pub const EXIT_FINDINGS: u8 = 1;
 pub const EXIT_CANNOT_RUN: u8 = 2;
@@ -32,6 +33,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Mesh(a) => mesh::run(&a, style),
         Command::Generate(a) => generate::run(&a),
         Command::Setup(a) => setup::run(&a, style),
+        Command::Soak(a) => soak::run(&a, style),
     };
     match r {
         Ok(code) => ExitCode::from(code),

@@ -39,6 +39,11 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
             .map(|d| WriteDir::open(d).map(Arc::new))
             .transpose()
             .map_err(|e| anyhow::anyhow!(e))?,
+        soak: Some(super::soak::sampler_fn(
+            a.root.clone(),
+            linerate_soak::End::Remote,
+            Arc::new(super::soak::SamplingCost::default()),
+        )),
     })
 }
 

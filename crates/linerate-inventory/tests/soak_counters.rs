@@ -1,0 +1,323 @@
+//! The soak's counter sampling: on a copy of a fixture tree whose files the test changes
+//! between samples, and the driver statistics through the real SIOCETHTOOL ioctl on a veth
+//! pair in namespaces the test creates, as root and as a user without root.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use linerate_inventory::counters::{soak_targets, CounterSampler};
+use linerate_soak::{CounterSource, End, PortSample, SoakPortKind};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/sysfs")
+        .join(name)
+}
+
+/// A private copy of a fixture tree (relative symlinks kept), which the test may change.
+fn copy_fixture(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = Command::new("cp")
+        .arg("-a")
+        .arg(fixture(name).join("."))
+        .arg(dir.path())
+        .output()
+        .expect("run cp");
+    assert!(out.status.success(), "cp -a: {out:?}");
+    dir
+}
+
+fn value(p: &PortSample, src: CounterSource, name: &str) -> Option<u64> {
+    p.counters
+        .iter()
+        .find(|(s, n, _)| *s == src && n == name)
+        .map(|(_, _, v)| *v)
+}
+
+fn sampler(root: &Path) -> CounterSampler {
+    let inv = linerate_inventory::probe(root).expect("probe the fixture");
+    CounterSampler::new(root, soak_targets(&inv, &[]))
+}
+
+#[test]
+fn ib_port_counters_follow_the_files() {
+    let tree = copy_fixture("cx3-fdr-at-qdr-datagram");
+    let root = tree.path();
+    std::fs::create_dir_all(root.join("proc/net")).unwrap();
+    std::fs::write(
+        root.join("proc/net/snmp"),
+        "Tcp: RtoAlgorithm RetransSegs InErrs\nTcp: 1 7 0\n",
+    )
+    .unwrap();
+    let mut s = sampler(root);
+    let t = s.targets().to_vec();
+    assert_eq!(t.len(), 1, "{t:?}");
+    assert_eq!((t[0].device.as_str(), t[0].port.as_str()), ("mlx4_0", "1"));
+
+    let a = s.sample(End::Local, 0, 0.0);
+    assert_eq!(a.end, End::Local);
+    assert_eq!(a.tcp_retrans_segs, Some(7));
+    let p = &a.ports[0];
+    assert_eq!(p.netdev.as_deref(), Some("ib0"));
+    match &p.kind {
+        SoakPortKind::Infiniband {
+            speed,
+            signalling_gbps,
+        } => {
+            assert_eq!(speed.as_deref(), Some("QDR"));
+            // 4 lanes × 10 Gb/s signalling.
+            assert!((signalling_gbps.unwrap() - 40.0).abs() < 1e-9);
+        }
+        k @ SoakPortKind::Ethernet { .. } => panic!("kind {k:?}"),
+    }
+    let sym0 = value(p, CounterSource::IbCounters, "symbol_error").expect("symbol_error read");
+    assert!(value(p, CounterSource::NetdevStatistics, "rx_bytes").is_some());
+    // A fixture root: the ioctl is skipped, said once.
+    let notes =
+        |x: &linerate_soak::SoakSample| x.problems.iter().filter(|m| m.contains("ethtool")).count();
+    assert_eq!(notes(&a), 1, "{:?}", a.problems);
+
+    let counters = root.join("sys/class/infiniband/mlx4_0/ports/1/counters");
+    std::fs::write(counters.join("symbol_error"), format!("{}\n", sym0 + 500)).unwrap();
+    std::fs::write(counters.join("link_downed"), "garbage\n").unwrap();
+    std::fs::remove_file(counters.join("port_xmit_wait")).unwrap();
+    let b = s.sample(End::Local, 1, 0.5);
+    let p = &b.ports[0];
+    assert_eq!(
+        value(p, CounterSource::IbCounters, "symbol_error"),
+        Some(sym0 + 500)
+    );
+    assert_eq!(
+        notes(&b),
+        0,
+        "the ethtool note is given once: {:?}",
+        b.problems
+    );
+    assert!(
+        b.problems.iter().any(|m| m
+            .contains("/sys/class/infiniband/mlx4_0/ports/1/counters/link_downed")
+            && m.contains("garbage")),
+        "{:?}",
+        b.problems
+    );
+    assert!(
+        b.problems
+            .iter()
+            .any(|m| m.contains("port_xmit_wait") && m.contains("vanished")),
+        "{:?}",
+        b.problems
+    );
+    assert_eq!(b.seq, 1);
+}
+
+#[test]
+fn ethernet_port_reads_statistics_and_carrier() {
+    let tree = copy_fixture("cx3-fdr-eth40");
+    let root = tree.path();
+    let mut s = sampler(root);
+    let a = s.sample(End::Remote, 0, 0.0);
+    assert_eq!(a.end, End::Remote);
+    let p = a
+        .ports
+        .iter()
+        .find(|p| p.netdev.as_deref() == Some("enp4s0"))
+        .expect("the RoCE port");
+    assert!(
+        matches!(p.kind, SoakPortKind::Ethernet { roce: true, .. }),
+        "{:?}",
+        p.kind
+    );
+    assert!(value(p, CounterSource::NetdevStatistics, "rx_bytes").is_some());
+    let carrier = root.join("sys/class/net/enp4s0/carrier_changes");
+    std::fs::write(&carrier, "9\n").unwrap();
+    let b = s.sample(End::Remote, 1, 1.0);
+    let p = b
+        .ports
+        .iter()
+        .find(|p| p.netdev.as_deref() == Some("enp4s0"))
+        .unwrap();
+    assert_eq!(value(p, CounterSource::Carrier, "carrier_changes"), Some(9));
+}
+
+/// Run by the parent test through `ip netns exec` (and `setpriv`): prints the statistics
+/// the ioctl gives for `LINERATE_ETHTOOL_CHILD` as `@@ name=value` lines.
+fn child(iface: &str) {
+    let mut s = CounterSampler::new(
+        Path::new("/"),
+        vec![linerate_inventory::counters::SoakTarget {
+            device: iface.to_string(),
+            port: String::new(),
+            netdev: Some(iface.to_string()),
+            rdma: false,
+            infiniband: false,
+        }],
+    );
+    let x = s.sample(End::Local, 0, 0.0);
+    // The harness prints `test NAME ... ` without a newline first: the lines are marked.
+    println!();
+    for p in &x.problems {
+        println!("@@ problem={p}");
+    }
+    for (src, n, v) in &x.ports[0].counters {
+        if *src == CounterSource::Ethtool {
+            println!("@@ {n}={v}");
+        }
+    }
+}
+
+fn run(prog: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{prog}: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "`{prog} {}`: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Removes the namespaces it names (and with them the veth pair) on drop.
+struct Namespaces(Vec<String>);
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        for ns in &self.0 {
+            let _ = run("ip", &["netns", "del", ns]);
+        }
+    }
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .map(|euid| euid == "0")
+        })
+        .unwrap_or(false)
+}
+
+/// Statistics of `iface` in `ns` read by this test binary re-run there, optionally through
+/// `setpriv` as nobody: (name, value) pairs and problems.
+fn stats_in(ns: &str, iface: &str, unprivileged: bool) -> Result<Vec<(String, String)>, String> {
+    let exe = std::env::current_exe().expect("the test binary");
+    let exe = exe.to_str().expect("a UTF-8 path");
+    let mut args = vec!["netns", "exec", ns];
+    if unprivileged {
+        args.extend([
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ]);
+    }
+    let var = format!("LINERATE_ETHTOOL_CHILD={iface}");
+    args.extend(["env", var.as_str()]);
+    args.extend([
+        exe,
+        "--exact",
+        "ethtool_stats_on_veth",
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    let out = run("ip", &args)?;
+    Ok(out
+        .lines()
+        .filter_map(|l| l.strip_prefix("@@ ")?.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect())
+}
+
+#[test]
+fn ethtool_stats_on_veth() {
+    if let Ok(iface) = std::env::var("LINERATE_ETHTOOL_CHILD") {
+        child(&iface);
+        return;
+    }
+    if !is_root() {
+        linerate_testkit::skip("needs root for ip netns");
+        return;
+    }
+    let pid = std::process::id();
+    let ns = Namespaces(vec![format!("lrs-{pid}-a"), format!("lrs-{pid}-b")]);
+    let (va, vb) = (format!("lrs{pid}a"), format!("lrs{pid}b"));
+    for ns in &ns.0 {
+        if let Err(e) = run("ip", &["netns", "add", ns]) {
+            linerate_testkit::skip(format_args!("cannot create a network namespace: {e}"));
+            return;
+        }
+    }
+    let (a, b) = (ns.0[0].as_str(), ns.0[1].as_str());
+    if let Err(e) = run(
+        "ip",
+        &[
+            "-n", a, "link", "add", &va, "type", "veth", "peer", "name", &vb, "netns", b,
+        ],
+    ) {
+        linerate_testkit::skip(format_args!("cannot create a veth pair: {e}"));
+        return;
+    }
+    for args in [
+        vec!["-n", a, "link", "set", &va, "up"],
+        vec!["-n", b, "link", "set", &vb, "up"],
+    ] {
+        run("ip", &args).unwrap();
+    }
+    // veth's peer_ifindex is the ifindex of the other end, in its own namespace.
+    let peer_ifindex = run(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            b,
+            "cat",
+            &format!("/sys/class/net/{vb}/ifindex"),
+        ],
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+
+    let root_stats = stats_in(a, &va, false).unwrap();
+    let find =
+        |s: &[(String, String)], k: &str| s.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    assert_eq!(
+        find(&root_stats, "peer_ifindex").as_deref(),
+        Some(peer_ifindex.as_str()),
+        "{root_stats:?}"
+    );
+    assert!(
+        root_stats.iter().any(|(n, _)| n.starts_with("rx_queue_0_")),
+        "per-queue counters: {root_stats:?}"
+    );
+    assert!(find(&root_stats, "problem").is_none(), "{root_stats:?}");
+
+    if run("setpriv", &["--version"]).is_err() {
+        linerate_testkit::skip("setpriv (util-linux) is not installed");
+        return;
+    }
+    match stats_in(a, &va, true) {
+        Ok(nobody) => {
+            assert_eq!(
+                find(&nobody, "peer_ifindex").as_deref(),
+                Some(peer_ifindex.as_str()),
+                "as nobody: {nobody:?}"
+            );
+            assert_eq!(nobody.len(), root_stats.len(), "{nobody:?}");
+        }
+        Err(e) if e.contains("Permission denied") => {
+            linerate_testkit::skip(format_args!(
+                "the test binary cannot be run as nobody here: {e}"
+            ));
+        }
+        Err(e) => panic!("as nobody: {e}"),
+    }
+}
