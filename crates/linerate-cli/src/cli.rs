@@ -221,9 +221,7 @@ Examples:
   # only clients with the key in ./key (make one: head -c 32 /dev/urandom | base64 > key)
   linerate serve --psk-file key --max-tests 4
   # also accept `bench --file` copies, into /srv/incoming and nowhere else
-  linerate serve --write-dir /srv/incoming
-  # never busy-poll for a latency client (every echo blocks)
-  linerate serve --max-spin 0"
+  linerate serve --write-dir /srv/incoming"
 )]
 pub struct ServeArgs {
     /// TCP port for control and data connections.
@@ -456,11 +454,7 @@ pub enum TestArg {
   # 4 streams, server1 sending (reverse), one line per second
   linerate bench server1 -P 4 -R -i 1
   # copy a file into server1's `serve --write-dir`, timing disk, network and disk
-  linerate bench server1 --file big.iso
-  # how much of one stream's rate is the receiver's copy: the data dropped in its kernel
-  linerate bench server1 --discard
-  # round trips of the path, not of thread wake-ups: both ends busy-poll up to 200 µs
-  linerate bench server1 --latency --spin 200")]
+  linerate bench server1 --file big.iso")]
 #[allow(clippy::struct_excessive_bools)]
 pub struct BenchArgs {
     /// The host running `linerate serve`.
