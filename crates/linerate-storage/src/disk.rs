@@ -506,6 +506,7 @@ pub fn run(
         file_bytes,
         seed: seed(),
         kernel_copies: medium == Medium::Memory || !tf.direct,
+        memory_fs: medium == Medium::Memory,
     };
     if let Err(kind) = session.fill(&mut runner, &mut watch, &mut progress) {
         return Err(fail(report, kind));
@@ -642,6 +643,8 @@ struct Session<'a> {
     /// The kernel copies the data (page cache or RAM filesystem): decides registered buffers
     /// and eager submission.
     kernel_copies: bool,
+    /// The file lives in RAM (tmpfs): decides IOSQE_ASYNC.
+    memory_fs: bool,
 }
 
 impl Session<'_> {
@@ -664,6 +667,7 @@ impl Session<'_> {
             drop_on_wrap: false,
             registered: engine::registered_buffers_pay(plan.seq_block as usize, self.kernel_copies),
             eager_submit: engine::submit_each(self.kernel_copies),
+            force_async: engine::force_async(self.memory_fs),
             seed: self.seed,
         };
         let out = runner.run(&self.tf.file, &fill, watch, &mut |done| {
@@ -750,6 +754,7 @@ impl Session<'_> {
                 self.kernel_copies,
             ),
             eager_submit: engine::submit_each(self.kernel_copies),
+            force_async: engine::force_async(self.memory_fs),
             seed: self.seed.wrapping_add(i as u64 + 1),
         }
     }

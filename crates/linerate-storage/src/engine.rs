@@ -42,6 +42,8 @@ pub struct Job {
     /// io_uring: hand each operation to the kernel as soon as it is queued, rather than all
     /// those queued since the last wait in one call (see [`submit_each`]).
     pub eager_submit: bool,
+    /// io_uring: send every operation to the kernel's workers at once (see [`force_async`]).
+    pub force_async: bool,
     pub seed: u64,
 }
 
@@ -224,6 +226,18 @@ pub fn submit_each(kernel_copies: bool) -> bool {
     !kernel_copies
 }
 
+/// Whether to mark every operation IOSQE_ASYNC. A memory filesystem (tmpfs) cannot read or
+/// write without blocking, so io_uring's inline attempt of each operation fails with EAGAIN and
+/// the operation goes to an io-wq worker anyway; skipping the attempt spares the submitting
+/// thread that trip (fio's `force_async=1`). Measured on tmpfs (Linux 6.18, 2 vCPUs, busy
+/// machine, same run): 4 KiB random reads at QD 32, O_DIRECT, 98-136K IOPS without, 470-490K
+/// with. Elsewhere (a device, or buffered reads that the page cache completes or io_uring's
+/// async buffered reads wait for) the inline attempt usually succeeds, and a worker would only
+/// add a thread switch per operation.
+pub fn force_async(memory_fs: bool) -> bool {
+    memory_fs
+}
+
 /// Run `job` on an io_uring. `progress` gets the bytes done, at most every 100 ms.
 #[expect(
     clippy::too_many_lines,
@@ -254,6 +268,7 @@ pub fn run_uring(
     let mut last_end = t0;
     let mut last_progress = t0;
     ring.use_registered(job.registered);
+    ring.use_async(job.force_async);
     if job.kind == IoKind::Write {
         for slot in 0..qd {
             rng.fill(ring.buf_mut(slot));
@@ -545,6 +560,7 @@ mod tests {
             drop_on_wrap: false,
             registered: true,
             eager_submit: false,
+            force_async: false,
             seed: 42,
         }
     }
@@ -580,6 +596,11 @@ mod tests {
                 ..*j
             };
             outs.push(run_uring(&mut ring, f, &eager, &mut w, &mut |_| {}));
+            let worker = Job {
+                force_async: true,
+                ..*j
+            };
+            outs.push(run_uring(&mut ring, f, &worker, &mut w, &mut |_| {}));
         }
         outs
     }

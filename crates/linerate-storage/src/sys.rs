@@ -12,7 +12,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use io_uring::{opcode, types, IoUring, Probe};
+use io_uring::{opcode, squeue, types, IoUring, Probe};
 
 /// Space on a filesystem, statvfs(3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +113,8 @@ pub struct Uring<'f> {
     fixed_bufs: bool,
     /// Submit READ_FIXED/WRITE_FIXED (when the buffers are registered).
     use_fixed: bool,
+    /// Mark each operation IOSQE_ASYNC (see [`Self::use_async`]).
+    force_async: bool,
 }
 
 impl std::fmt::Debug for Uring<'_> {
@@ -171,6 +173,7 @@ impl<'f> Uring<'f> {
             fixed_file,
             fixed_bufs,
             use_fixed: fixed_bufs,
+            force_async: false,
         })
     }
 
@@ -187,6 +190,15 @@ impl<'f> Uring<'f> {
     /// operation; plain ones let it copy with `copy_to_user` rather than a memcpy per page.
     pub fn use_registered(&mut self, on: bool) {
         self.use_fixed = on && self.fixed_bufs;
+    }
+
+    /// Hand every operation straight to the kernel's io-wq workers (IOSQE_ASYNC) from now on,
+    /// instead of first trying it inline without blocking. Where the file cannot do I/O without
+    /// blocking (tmpfs, whose reads and writes return EAGAIN to the inline attempt) every
+    /// operation goes to a worker anyway, and the failed attempt before it costs the submitting
+    /// thread a trip through the read path per operation.
+    pub fn use_async(&mut self, on: bool) {
+        self.force_async = on;
     }
 
     /// The buffer of an idle slot.
@@ -241,6 +253,11 @@ impl<'f> Uring<'f> {
                 .build(),
         }
         .user_data(slot as u64);
+        let entry = if self.force_async {
+            entry.flags(squeue::Flags::ASYNC)
+        } else {
+            entry
+        };
         // SAFETY: the entry points into `self.bufs[slot]` (`len` bytes, checked above), which
         // stays allocated until this ring is dropped; `busy[slot]` keeps `buf_mut` and `queue`
         // off it until its completion is reaped; the file outlives `self` ('f).
