@@ -988,3 +988,81 @@ fn route_interface(server: SocketAddr) -> Option<String> {
 fn short_result(t: &TestResult) -> String {
     t.summary_parts().join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_storage::{DiskJobStep, DiskReport, DiskTestKind, DiskTestResult, Engine};
+
+    fn test(kind: DiskTestKind, jobs: u32, steps: &[(u32, f64)]) -> DiskTestResult {
+        DiskTestResult {
+            kind,
+            gbps: 1.0,
+            gb_per_s: 0.125,
+            iops: 1.0,
+            latency_us: None,
+            block_bytes: 4096,
+            queue_depth: 32,
+            direct: true,
+            file_bytes: 1 << 20,
+            engine: Engine::IoUring,
+            seconds: 1.0,
+            bytes: 4096,
+            ops: 1,
+            filesystem: "tmpfs".into(),
+            error: None,
+            jobs,
+            per_job: Vec::new(),
+            latency_samples: 1,
+            cpu_percent: 1.0,
+            cpu_us_per_io: Some(1.0),
+            job_scaling: steps
+                .iter()
+                .map(|&(jobs, iops)| DiskJobStep {
+                    jobs,
+                    iops,
+                    gb_per_s: iops * 4096.0 / 1e9,
+                    cpu_us_per_io: Some(2.0),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn job_notes_say_what_each_count_gave_and_why_the_search_stopped() {
+        let report = DiskReport {
+            path: "/d".into(),
+            filesystem: "tmpfs".into(),
+            mount_point: None,
+            file_bytes: 1 << 20,
+            buffer_bytes: 0,
+            direct: true,
+            engine: Some(Engine::IoUring),
+            hipri: false,
+            sqpoll: false,
+            tests: vec![
+                test(DiskTestKind::RandRead, 2, &[(1, 400_000.0), (2, 800_000.0)]),
+                test(DiskTestKind::SeqRead, 1, &[(1, 5000.0), (2, 5100.0)]),
+                test(DiskTestKind::SeqWrite, 1, &[]),
+            ],
+            notes: Vec::new(),
+            error: None,
+        };
+        let n = job_notes(&report);
+        assert_eq!(n.len(), 2, "{n:?}");
+        assert_eq!(
+            n[0],
+            "disk /d rand_read: 2 jobs (1 → 400000 IOPS, 2 → 800000 IOPS; stopped adding: one job per CPU)"
+        );
+        assert!(
+            n[1].starts_with("disk /d seq_read: 1 job (1 → 0.02 GB/s"),
+            "{}",
+            n[1]
+        );
+        assert!(
+            n[1].ends_with("stopped adding: job 2 added under 5%)"),
+            "{}",
+            n[1]
+        );
+    }
+}
