@@ -195,8 +195,11 @@ fn sqpoll_runs_or_is_refused_with_the_reason() {
     };
     match run(dir.path(), &plan, |_| {}) {
         Ok(r) => {
-            assert!(r.sqpoll);
-            assert_report(&r, &[DiskTestKind::RandRead]);
+            // An SQPOLL thread competing for a busy machine's cores can be slow: functional
+            // facts only (a rate may round to 0.000 GB/s).
+            assert!(r.sqpoll && r.error.is_none(), "{r:?}");
+            assert_eq!(r.tests.len(), 1);
+            assert!(r.tests[0].error.is_none() && r.tests[0].ops > 0, "{r:?}");
             assert_jobs_add_up(&r.tests[0], 1);
         }
         Err(e) => {
