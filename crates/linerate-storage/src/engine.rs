@@ -3,8 +3,9 @@
 //! the file vanishing.
 //!
 //! Two engines with the same contract: io_uring on the calling thread (every completed operation is
-//! replaced by a new one and all go to the kernel in one `io_uring_enter`), and a pool of `qd`
-//! threads each doing pread/pwrite.
+//! replaced by a new one, submitted in one `io_uring_enter` per batch or per pair, see
+//! [`submit_each`]), and a pool of `qd` threads each doing pread/pwrite. [`run_jobs`] runs either
+//! as several jobs at once, each on its own thread (and ring) in its own region of the file.
 
 use std::fs::File;
 use std::io;
