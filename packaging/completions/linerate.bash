@@ -279,7 +279,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__disk)
-            opts="-t -h -V --size --time --block --qd --tests --engine --buffered --json --color --help --version"
+            opts="-t -h -V --size --time --block --qd --tests --engine --buffered --jobs --hipri --sqpoll --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -311,6 +311,10 @@ _linerate() {
                     ;;
                 --engine)
                     COMPREPLY=($(compgen -W "auto io_uring sync" -- "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --color)

@@ -175,10 +175,13 @@ rand_write\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -l engine -d 'I/O engine: io_uring, a pool of threads doing pread/pwrite, or io_uring when available' -r -f -a "auto\t''
 io_uring\t''
 sync\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand disk" -l jobs -d 'Jobs at once (fio\'s numjobs): each a thread with its own ring (or thread pool) and its own region of the test file; figures are per job and in total' -r
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -l buffered -d 'Do not try O_DIRECT: measure through the page cache'
+complete -c linerate -n "__fish_linerate_using_subcommand disk" -l hipri -d 'Polled I/O (IORING_SETUP_IOPOLL): needs O_DIRECT and a device with poll queues (NVMe with nvme.poll_queues); refused with the reason elsewhere (tmpfs, virtio)'
+complete -c linerate -n "__fish_linerate_using_subcommand disk" -l sqpoll -d 'A kernel thread takes submissions from the ring (IORING_SETUP_SQPOLL); it keeps a CPU busy while the test runs'
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -l json -d 'Print one JSON document: {schema_version, tests: [...]}'
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -s h -l help -d 'Print help'
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -s V -l version -d 'Print version'

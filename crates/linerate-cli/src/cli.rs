@@ -684,7 +684,9 @@ Examples:
   # the disk holding /var/tmp, all four tests
   linerate disk /var/tmp
   # sequential reads and writes only, in a 1 GiB file, 10 s each, as JSON
-  linerate disk /var/tmp --tests seq_read,seq_write --size 1G -t 10 --json"
+  linerate disk /var/tmp --tests seq_read,seq_write --size 1G -t 10 --json
+  # 4K random reads from 2 threads (fio's numjobs), each with its own ring and half of the file
+  linerate disk /dev/shm --tests rand_read --jobs 2"
 )]
 pub struct DiskArgs {
     /// The directory to test in: a local disk, tmpfs, an NFS or SMB mount.
@@ -716,6 +718,18 @@ pub struct DiskArgs {
     /// Do not try O_DIRECT: measure through the page cache.
     #[arg(long)]
     pub buffered: bool,
+    /// Jobs at once (fio's numjobs): each a thread with its own ring (or thread pool) and its
+    /// own region of the test file; figures are per job and in total.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub jobs: u32,
+    /// Polled I/O (IORING_SETUP_IOPOLL): needs O_DIRECT and a device with poll queues (NVMe
+    /// with nvme.poll_queues); refused with the reason elsewhere (tmpfs, virtio).
+    #[arg(long)]
+    pub hipri: bool,
+    /// A kernel thread takes submissions from the ring (IORING_SETUP_SQPOLL); it keeps a CPU
+    /// busy while the test runs.
+    #[arg(long)]
+    pub sqpoll: bool,
     /// Print one JSON document: {schema_version, tests: [...]}.
     #[arg(long)]
     pub json: bool,

@@ -249,3 +249,97 @@ fn permission_denied_names_the_path() {
     assert!(err.contains(&*dir.path().to_string_lossy()), "{err}");
     assert!(err.contains("permission denied"), "{err}");
 }
+
+#[test]
+fn jobs_json_matches_its_schema_and_adds_up() {
+    let dir = scratch();
+    let out = linerate()
+        .arg("disk")
+        .arg(dir.path())
+        .args([
+            "--size",
+            "16M",
+            "--time",
+            "0.3",
+            "--tests",
+            "rand_read",
+            "--qd",
+            "4",
+            "--jobs",
+            "2",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_matches("disk.schema.json", &doc);
+    let t = &doc["tests"][0];
+    assert_eq!(t["jobs"], 2);
+    let jobs = t["per_job"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2);
+    let sum: u64 = jobs.iter().map(|j| j["ops"].as_u64().unwrap()).sum();
+    assert_eq!(sum, t["ops"].as_u64().unwrap());
+    assert_eq!(t["latency_samples"], t["ops"]);
+    assert!(t["cpu_us_per_io"].as_f64().unwrap() > 0.0);
+    // 2 jobs × QD 4 × the 1 MiB block of the fill.
+    assert_eq!(doc["buffer_bytes"], 2 * 4 * (1 << 20));
+    assert_eq!(doc["hipri"], false);
+    assert!(stray(dir.path()).is_empty());
+}
+
+#[test]
+fn polled_options_are_refused_with_the_reason() {
+    let dir = scratch();
+    let d = dir.path().to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--hipri", "--buffered"], "does not go with --buffered"),
+        (
+            vec!["--sqpoll", "--engine", "sync"],
+            "does not go with --engine sync",
+        ),
+        (vec!["--jobs", "0"], "jobs"),
+        (
+            vec!["--jobs", "2", "--qd", "1024", "--block", "1M"],
+            "at most 1 GiB",
+        ),
+    ];
+    for (args, msg) in cases {
+        linerate()
+            .arg("disk")
+            .arg(d)
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(msg));
+    }
+    if Path::new("/dev/shm").is_dir() {
+        let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+        let out = linerate()
+            .arg("disk")
+            .arg(shm.path())
+            .args([
+                "--size",
+                "4M",
+                "--time",
+                "0.1",
+                "--tests",
+                "rand_read",
+                "--hipri",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--hipri refused") || err.contains("io_uring is not available"),
+            "{err}"
+        );
+        assert!(stray(shm.path()).is_empty());
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}

@@ -221,6 +221,7 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
     let memory = measure_memory(before.host.cpus.len().max(1));
     let mut errors = Vec::new();
     let disks = measure_disks(o, progress, &mut errors);
+    let disk_job_notes: Vec<String> = disks.iter().flat_map(job_notes).collect();
     // The self-check copies a file from disk to disk through its own server: the server
     // writes into a directory of its own next to the source.
     let copy_dir = match (o.server, o.disks.first()) {
@@ -241,7 +242,7 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
     };
     run_plan(o, server, &before, &mut runs, progress)?;
     discard_twins(o, server, &mut runs, progress);
-    let mut pyramid_notes = Vec::new();
+    let mut pyramid_notes = disk_job_notes;
     let copy = copy_dir.as_ref().and_then(|dir| {
         copy_step(
             o,
@@ -814,12 +815,67 @@ fn disk_plan(depth: Depth) -> linerate_storage::DiskPlan {
             vec![K::SeqRead, K::RandRead, K::SeqWrite, K::RandWrite],
         ),
     };
-    linerate_storage::DiskPlan {
+    // As many jobs as it takes to reach the device's maximum: one more while it adds 5%, at
+    // most one per CPU (and within the plan's 1 GiB of buffers).
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let plan = linerate_storage::DiskPlan {
         size: Some(size),
         duration: Duration::from_secs(secs),
         tests,
+        scale_jobs: true,
         ..linerate_storage::DiskPlan::default()
+    };
+    let fit = linerate_storage::disk::MAX_BUFFER_BYTES / plan.buffer_bytes().max(1);
+    linerate_storage::DiskPlan {
+        jobs: u32::try_from(cpus)
+            .unwrap_or(u32::MAX)
+            .min(u32::try_from(fit).unwrap_or(u32::MAX))
+            .clamp(1, linerate_storage::disk::MAX_JOBS),
+        ..plan
     }
+}
+
+/// What the search for the number of jobs found, one line per test of a disk: the jobs each
+/// number gave, the one kept and why the search stopped.
+fn job_notes(r: &linerate_storage::DiskReport) -> Vec<String> {
+    r.tests
+        .iter()
+        .filter(|t| !t.job_scaling.is_empty())
+        .map(|t| {
+            let unit = |iops: f64, gb: f64| {
+                if t.kind.is_seq() {
+                    format!("{gb:.2} GB/s")
+                } else {
+                    format!("{iops:.0} IOPS")
+                }
+            };
+            let tried: Vec<String> = t
+                .job_scaling
+                .iter()
+                .map(|s| format!("{} → {}", s.jobs, unit(s.iops, s.gb_per_s)))
+                .collect();
+            let steps = &t.job_scaling;
+            let (last, before) = steps
+                .split_last()
+                .map_or((None, &[][..]), |(l, b)| (Some(l), b));
+            let best_before = before.iter().map(|s| s.iops).fold(0.0, f64::max);
+            let why = match last {
+                _ if t.error.is_some() => "the test stopped".to_string(),
+                Some(l) if !before.is_empty() && l.iops < best_before * 1.05 => {
+                    format!("job {} added under 5%", l.jobs)
+                }
+                _ => "one job per CPU".to_string(),
+            };
+            format!(
+                "disk {} {}: {} job{} ({}; stopped adding: {why})",
+                r.path.display(),
+                t.kind.short(),
+                t.jobs,
+                if t.jobs == 1 { "" } else { "s" },
+                tried.join(", ")
+            )
+        })
+        .collect()
 }
 
 fn disk_summary(r: &linerate_storage::DiskReport) -> String {
@@ -827,10 +883,15 @@ fn disk_summary(r: &linerate_storage::DiskReport) -> String {
         .tests
         .iter()
         .map(|t| {
-            if t.kind.is_seq() {
-                format!("{} {:.2} GB/s", t.kind.short(), t.gb_per_s)
+            let jobs = if t.jobs > 1 {
+                format!(" ({} jobs)", t.jobs)
             } else {
-                format!("{} {:.0} IOPS", t.kind.short(), t.iops)
+                String::new()
+            };
+            if t.kind.is_seq() {
+                format!("{} {:.2} GB/s{jobs}", t.kind.short(), t.gb_per_s)
+            } else {
+                format!("{} {:.0} IOPS{jobs}", t.kind.short(), t.iops)
             }
         })
         .collect();
@@ -1008,4 +1069,82 @@ fn route_interface(server: SocketAddr) -> Option<String> {
 
 fn short_result(t: &TestResult) -> String {
     t.summary_parts().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_storage::{DiskJobStep, DiskReport, DiskTestKind, DiskTestResult, Engine};
+
+    fn test(kind: DiskTestKind, jobs: u32, steps: &[(u32, f64)]) -> DiskTestResult {
+        DiskTestResult {
+            kind,
+            gbps: 1.0,
+            gb_per_s: 0.125,
+            iops: 1.0,
+            latency_us: None,
+            block_bytes: 4096,
+            queue_depth: 32,
+            direct: true,
+            file_bytes: 1 << 20,
+            engine: Engine::IoUring,
+            seconds: 1.0,
+            bytes: 4096,
+            ops: 1,
+            filesystem: "tmpfs".into(),
+            error: None,
+            jobs,
+            per_job: Vec::new(),
+            latency_samples: 1,
+            cpu_percent: 1.0,
+            cpu_us_per_io: Some(1.0),
+            job_scaling: steps
+                .iter()
+                .map(|&(jobs, iops)| DiskJobStep {
+                    jobs,
+                    iops,
+                    gb_per_s: iops * 4096.0 / 1e9,
+                    cpu_us_per_io: Some(2.0),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn job_notes_say_what_each_count_gave_and_why_the_search_stopped() {
+        let report = DiskReport {
+            path: "/d".into(),
+            filesystem: "tmpfs".into(),
+            mount_point: None,
+            file_bytes: 1 << 20,
+            buffer_bytes: 0,
+            direct: true,
+            engine: Some(Engine::IoUring),
+            hipri: false,
+            sqpoll: false,
+            tests: vec![
+                test(DiskTestKind::RandRead, 2, &[(1, 400_000.0), (2, 800_000.0)]),
+                test(DiskTestKind::SeqRead, 1, &[(1, 5000.0), (2, 5100.0)]),
+                test(DiskTestKind::SeqWrite, 1, &[]),
+            ],
+            notes: Vec::new(),
+            error: None,
+        };
+        let n = job_notes(&report);
+        assert_eq!(n.len(), 2, "{n:?}");
+        assert_eq!(
+            n[0],
+            "disk /d rand_read: 2 jobs (1 → 400000 IOPS, 2 → 800000 IOPS; stopped adding: one job per CPU)"
+        );
+        assert!(
+            n[1].starts_with("disk /d seq_read: 1 job (1 → 0.02 GB/s"),
+            "{}",
+            n[1]
+        );
+        assert!(
+            n[1].ends_with("stopped adding: job 2 added under 5%)"),
+            "{}",
+            n[1]
+        );
+    }
 }

@@ -105,6 +105,51 @@ pub struct DiskTestResult {
     pub filesystem: String,
     /// Set when the test stopped early; the figures are what was measured until then.
     pub error: Option<String>,
+    /// Jobs that ran at once, each on its own thread (and ring) in its own region of the file;
+    /// the figures above are their sum (bytes, operations) over the longest job's time.
+    pub jobs: u32,
+    /// Each job's figures (one entry for one job).
+    pub per_job: Vec<DiskJobResult>,
+    /// Operations whose latency went into `latency_us`: every completed one (the clock is
+    /// read once per batch of completions, not per operation, so nothing is sampled).
+    pub latency_samples: u64,
+    /// CPU time of the whole process (the kernel's io_uring workers and SQPOLL thread
+    /// included) over the test's time, % of one core.
+    pub cpu_percent: f64,
+    /// That CPU time per operation, µs; `None` when no operation completed.
+    pub cpu_us_per_io: Option<f64>,
+    /// When the number of jobs was searched for (doctor): each number tried, in order; the
+    /// figures above are the best of them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub job_scaling: Vec<DiskJobStep>,
+}
+
+/// One job of a test (`tests[].per_job[]`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DiskJobResult {
+    /// 0, 1, ...
+    pub job: u32,
+    /// The job's region of the test file: from this byte, this many bytes.
+    pub region_start: u64,
+    pub region_bytes: u64,
+    pub bytes: u64,
+    pub ops: u64,
+    pub seconds: f64,
+    pub iops: f64,
+    /// 10^9 byte/s.
+    pub gb_per_s: f64,
+    pub latency_us: Option<LatencyUs>,
+}
+
+/// One number of jobs tried (`tests[].job_scaling[]`).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct DiskJobStep {
+    pub jobs: u32,
+    pub iops: f64,
+    /// 10^9 byte/s.
+    pub gb_per_s: f64,
+    /// CPU time per operation, µs.
+    pub cpu_us_per_io: Option<f64>,
 }
 
 /// The whole run.
@@ -120,6 +165,10 @@ pub struct DiskReport {
     pub buffer_bytes: u64,
     pub direct: bool,
     pub engine: Option<Engine>,
+    /// Polled completions (`--hipri`, IORING_SETUP_IOPOLL).
+    pub hipri: bool,
+    /// A kernel thread takes submissions (`--sqpoll`, IORING_SETUP_SQPOLL).
+    pub sqpoll: bool,
     pub tests: Vec<DiskTestResult>,
     /// What a reader needs to interpret the figures (buffered I/O, memory filesystem, ...).
     pub notes: Vec<String>,

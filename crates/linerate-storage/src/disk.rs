@@ -30,16 +30,19 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::engine::{self, Access, Job, Outcome, Stop, Watch};
+use crate::engine::{self, Access, Job, JobOut, Outcome, Stop, Watch};
 use crate::mountinfo::{self, MountEntry};
 use crate::signals;
 use crate::size::{self, fmt_bytes, Medium, SizeError, SizeInput, MIB};
-use crate::sys::{self, IoKind, Uring, ALIGN};
+use crate::sys::{self, IoKind, RingOpts, Uring, ALIGN};
+use linerate_stats::LatencyHistogram;
 use linerate_units::r3;
 
 // The output data lives in `linerate-results` (renderers depend on it, not on this crate);
 // re-exported here so `linerate_storage::disk::DiskReport` and the rest keep their paths.
-pub use linerate_results::disk::{DiskReport, DiskTestKind, DiskTestResult, Engine};
+pub use linerate_results::disk::{
+    DiskJobResult, DiskJobStep, DiskReport, DiskTestKind, DiskTestResult, Engine,
+};
 
 /// Largest block: 64 MiB.
 pub const MAX_BLOCK: u32 = 64 << 20;
@@ -47,6 +50,10 @@ pub const MAX_BLOCK: u32 = 64 << 20;
 pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
 /// Largest queue depth.
 pub const MAX_QUEUE_DEPTH: u32 = 1024;
+/// Most jobs (threads, each with its own ring and region of the file).
+pub const MAX_JOBS: u32 = 256;
+/// A job added while searching for the number of jobs must add at least this fraction.
+pub const JOB_GAIN: f64 = 0.05;
 /// Prefix of every test file's name.
 pub const FILE_PREFIX: &str = ".linerate-disk-";
 
@@ -78,6 +85,16 @@ pub struct DiskPlan {
     pub engine: EngineChoice,
     /// Try O_DIRECT (false: buffered I/O, on purpose).
     pub direct: bool,
+    /// Jobs at once, each on its own thread with its own ring (or thread pool) and region of
+    /// the file; with `scale_jobs`, the most to try.
+    pub jobs: u32,
+    /// Search for the number of jobs: 1, 2, ... up to `jobs`, stopping when one more adds less
+    /// than [`JOB_GAIN`]; each test reports its best.
+    pub scale_jobs: bool,
+    /// Polled I/O (IORING_SETUP_IOPOLL); refused where the file or device cannot poll.
+    pub hipri: bool,
+    /// A kernel thread takes submissions (IORING_SETUP_SQPOLL); refused where the kernel will not.
+    pub sqpoll: bool,
     /// Set to stop the run early (as a signal would); the file is deleted.
     pub cancel: Option<Arc<AtomicBool>>,
 }
@@ -98,6 +115,10 @@ impl Default for DiskPlan {
             ],
             engine: EngineChoice::Auto,
             direct: true,
+            jobs: 1,
+            scale_jobs: false,
+            hipri: false,
+            sqpoll: false,
             cancel: None,
         }
     }
@@ -122,9 +143,16 @@ impl DiskPlan {
             })
     }
 
-    /// Bytes of I/O buffers the run holds: `queue_depth × largest block`.
+    /// Bytes of I/O buffers the run holds: `jobs × queue_depth × largest block`.
     pub fn buffer_bytes(&self) -> u64 {
-        u64::from(self.queue_depth) * u64::from(self.max_block())
+        u64::from(self.jobs) * u64::from(self.queue_depth) * u64::from(self.max_block())
+    }
+
+    fn ring_opts(&self) -> RingOpts {
+        RingOpts {
+            iopoll: self.hipri,
+            sqpoll: self.sqpoll,
+        }
     }
 
     /// Refuse plans that cannot run (the message names the parameter).
@@ -142,11 +170,30 @@ impl DiskPlan {
                 self.queue_depth
             ));
         }
+        if self.jobs == 0 || self.jobs > MAX_JOBS {
+            return Err(format!(
+                "jobs {}: must be between 1 and {MAX_JOBS}",
+                self.jobs
+            ));
+        }
         if self.buffer_bytes() > MAX_BUFFER_BYTES {
             return Err(format!(
-                "queue depth × block = {} of buffers: at most 1 GiB; lower --qd or --block",
+                "jobs × queue depth × block = {} of buffers: at most 1 GiB; lower --jobs, --qd or --block",
                 fmt_bytes(self.buffer_bytes())
             ));
+        }
+        for (on, flag) in [(self.hipri, "--hipri"), (self.sqpoll, "--sqpoll")] {
+            if on && self.engine == EngineChoice::Sync {
+                return Err(format!(
+                    "{flag} is an io_uring option: it does not go with --engine sync"
+                ));
+            }
+        }
+        if self.hipri && !self.direct {
+            return Err(
+                "--hipri polls for completions of O_DIRECT I/O: it does not go with --buffered"
+                    .into(),
+            );
         }
         if self.duration.is_zero() {
             return Err("the time per test must be positive".into());
@@ -227,6 +274,12 @@ pub enum DiskErrorKind {
     },
     #[error("io_uring is not available here ({reason}); use --engine sync or auto")]
     EngineUnavailable { reason: String },
+    #[error("{}: {option} refused: {reason}", .path.display())]
+    Unsupported {
+        path: PathBuf,
+        option: &'static str,
+        reason: String,
+    },
     #[error("{}: {during}: {cause}", .path.display())]
     Io {
         path: PathBuf,
@@ -401,31 +454,39 @@ fn stop_error(path: &Path, fs: &str, during: &str, stop: Stop) -> DiskErrorKind 
     }
 }
 
-/// The engine of a run: one io_uring for the whole run, or the thread pool.
+/// The engine of a run: the calling thread's io_uring for the whole run (other jobs make their
+/// own with the same options), or the thread pool.
 enum Runner<'f> {
-    Uring(Box<Uring<'f>>),
+    Uring(Box<Uring<'f>>, RingOpts, usize),
     Sync,
 }
 
 impl Runner<'_> {
     fn engine(&self) -> Engine {
         match self {
-            Self::Uring(_) => Engine::IoUring,
+            Self::Uring(..) => Engine::IoUring,
             Self::Sync => Engine::Sync,
         }
     }
 
+    /// Run `job` as `jobs` jobs (see [`engine::run_jobs`]).
     fn run(
         &mut self,
         file: &File,
         job: &Job,
+        jobs: usize,
         watch: &mut Watch<'_>,
         progress: &mut dyn FnMut(u64),
-    ) -> Outcome {
-        match self {
-            Self::Uring(r) => engine::run_uring(r, file, job, watch, progress),
-            Self::Sync => engine::run_sync(file, job, watch, progress),
-        }
+    ) -> (Vec<JobOut>, Option<Stop>) {
+        let engines = match self {
+            Self::Uring(ring, opts, buf_len) => engine::Engines::Uring {
+                ring,
+                opts: *opts,
+                buf_len: *buf_len,
+            },
+            Self::Sync => engine::Engines::Sync,
+        };
+        engine::run_jobs(engines, file, job, jobs, watch, progress)
     }
 }
 
@@ -478,7 +539,9 @@ pub fn run(
         Err(kind) => return Err(fail(report, kind)),
     };
     report.file_bytes = file_bytes;
-    let mut runner = match open_runner(plan, &tf, &mut report.notes) {
+    report.hipri = plan.hipri;
+    report.sqpoll = plan.sqpoll;
+    let mut runner = match open_runner(path, plan, &tf, &filesystem, &mut report.notes) {
         Ok(r) => r,
         Err(kind) => return Err(fail(report, kind)),
     };
@@ -506,6 +569,7 @@ pub fn run(
         file_bytes,
         seed: seed(),
         kernel_copies: medium == Medium::Memory || !tf.direct,
+        memory_fs: medium == Medium::Memory,
     };
     if let Err(kind) = session.fill(&mut runner, &mut watch, &mut progress) {
         return Err(fail(report, kind));
@@ -556,6 +620,8 @@ fn empty_report(
         buffer_bytes: plan.buffer_bytes(),
         direct: false,
         engine: None,
+        hipri: false,
+        sqpoll: false,
         tests: Vec::new(),
         notes: Vec::new(),
         error: None,
@@ -603,31 +669,64 @@ fn file_size(
     })
 }
 
-/// The engine the plan asks for; with `Auto`, the thread pool when io_uring is unavailable
-/// (and a note in `notes` saying so).
+/// The engine the plan asks for (a ring per job); with `Auto`, the thread pool when io_uring is
+/// unavailable (and a note in `notes` saying so). `--hipri` and `--sqpoll` never fall back: they
+/// are refused with the reason.
 fn open_runner<'f>(
+    path: &Path,
     plan: &DiskPlan,
     tf: &'f TestFile,
+    filesystem: &str,
     notes: &mut Vec<String>,
 ) -> Result<Runner<'f>, DiskErrorKind> {
     let qd = plan.queue_depth as usize;
     let max_block = plan.max_block() as usize;
-    Ok(match plan.engine {
-        EngineChoice::Sync => Runner::Sync,
-        EngineChoice::IoUring | EngineChoice::Auto => match Uring::new(&tf.file, qd, max_block) {
-            Ok(r) => Runner::Uring(Box::new(r)),
-            Err(e) if plan.engine == EngineChoice::IoUring => {
-                return Err(DiskErrorKind::EngineUnavailable {
-                    reason: e.to_string(),
-                })
-            }
-            Err(e) => {
-                notes.push(format!(
-                    "io_uring is not available ({e}): {qd} threads doing pread/pwrite instead"
-                ));
-                Runner::Sync
-            }
-        },
+    let opts = plan.ring_opts();
+    let refuse = |option: &'static str, reason: String| DiskErrorKind::Unsupported {
+        path: path.into(),
+        option,
+        reason,
+    };
+    if opts.iopoll {
+        if !tf.direct {
+            return Err(refuse(
+                "--hipri",
+                format!("{filesystem} refuses O_DIRECT, and polled I/O needs it"),
+            ));
+        }
+        if let Some((dev, false)) = sys::device_polls(Path::new("/sys"), tf.dev) {
+            return Err(refuse("--hipri", format!(
+                "the device {dev} has no poll queues (/sys/block/{dev}/queue/io_poll is 0); polled I/O needs a driver with poll queues, e.g. NVMe with the nvme.poll_queues module parameter above 0"
+            )));
+        }
+    }
+    if plan.engine == EngineChoice::Sync {
+        return Ok(Runner::Sync);
+    }
+    Ok(match Uring::new(&tf.file, qd, max_block, opts) {
+        Ok(r) => Runner::Uring(Box::new(r), opts, max_block),
+        Err(e) if opts.iopoll || opts.sqpoll => {
+            let (option, ring) = if opts.iopoll {
+                ("--hipri", "a polled (IORING_SETUP_IOPOLL)")
+            } else {
+                ("--sqpoll", "an SQPOLL (IORING_SETUP_SQPOLL)")
+            };
+            return Err(refuse(
+                option,
+                format!("the kernel refused {ring} io_uring: {e}"),
+            ));
+        }
+        Err(e) if plan.engine == EngineChoice::IoUring => {
+            return Err(DiskErrorKind::EngineUnavailable {
+                reason: e.to_string(),
+            })
+        }
+        Err(e) => {
+            notes.push(format!(
+                "io_uring is not available ({e}): {qd} threads doing pread/pwrite instead"
+            ));
+            Runner::Sync
+        }
     })
 }
 
@@ -642,6 +741,8 @@ struct Session<'a> {
     /// The kernel copies the data (page cache or RAM filesystem): decides registered buffers
     /// and eager submission.
     kernel_copies: bool,
+    /// The file lives in RAM (tmpfs): decides IOSQE_ASYNC.
+    memory_fs: bool,
 }
 
 impl Session<'_> {
@@ -659,22 +760,24 @@ impl Session<'_> {
             access: Access::Seq,
             block: plan.seq_block as usize,
             qd: plan.queue_depth as usize,
+            region_start: 0,
             file_bytes,
             duration: None,
             drop_on_wrap: false,
             registered: engine::registered_buffers_pay(plan.seq_block as usize, self.kernel_copies),
             eager_submit: engine::submit_each(self.kernel_copies),
+            force_async: engine::force_async(self.memory_fs),
             seed: self.seed,
         };
-        let out = runner.run(&self.tf.file, &fill, watch, &mut |done| {
+        let (_, stop) = runner.run(&self.tf.file, &fill, 1, watch, &mut |done| {
             progress(&DiskEvent::Filling {
                 done_bytes: done,
                 total_bytes: file_bytes,
             });
         });
         let during = "filling the test file";
-        if let Some(stop) = out.stop {
-            return Err(stop_error(self.path, self.filesystem, during, stop));
+        if let Some(stop) = stop {
+            return Err(self.stop_error(during, stop));
         }
         if let Err(e) = self.tf.file.sync_data() {
             return Err(classify(self.path, self.filesystem, during, e));
@@ -696,34 +799,112 @@ impl Session<'_> {
         progress: &mut dyn FnMut(&DiskEvent),
         report: &DiskReport,
     ) -> (DiskTestResult, Option<DiskErrorKind>) {
-        let (plan, tf) = (self.plan, self.tf);
-        if !tf.direct {
-            // Start from a cold cache (the medium, not RAM).
-            let _ = tf.file.sync_data();
-            let _ = sys::drop_cache(&tf.file);
-        }
+        let plan = self.plan;
         progress(&DiskEvent::TestStarted {
             kind,
             duration: plan.duration,
         });
         let job = self.job(i, kind);
-        let mut out = runner.run(&tf.file, &job, watch, &mut |_| {});
-        if kind.is_write() && out.stop.is_none() {
+        let block = job.block;
+        let Some(_) = engine::regions(self.file_bytes, block, plan.jobs as usize) else {
+            let e = DiskErrorKind::InvalidPlan(format!(
+                "{} jobs need a test file of at least {} (one {} block each); it is {}",
+                plan.jobs,
+                fmt_bytes(u64::from(plan.jobs) * block as u64),
+                fmt_bytes(block as u64),
+                fmt_bytes(self.file_bytes)
+            ));
+            let r = result(
+                kind,
+                plan,
+                &Measured::default(),
+                report,
+                runner.engine(),
+                Some(&e),
+            );
+            return (r, Some(e));
+        };
+        let counts: Vec<u32> = if plan.scale_jobs {
+            (1..=plan.jobs).collect()
+        } else {
+            vec![plan.jobs]
+        };
+        let mut best: Option<Measured> = None;
+        let mut steps = Vec::new();
+        for n in counts {
+            let m = self.measure_with(kind, &job, n, runner, watch);
+            steps.push(DiskJobStep {
+                jobs: n,
+                iops: m.iops(),
+                gb_per_s: r3(m.byte_rate() / 1e9),
+                cpu_us_per_io: m.cpu_us_per_io(),
+            });
+            let prev = best.as_ref().map_or(0.0, Measured::rate);
+            let stopped = m.stop.is_some();
+            let gained = m.rate() >= prev * (1.0 + JOB_GAIN);
+            if best.is_none() || m.rate() > prev || stopped {
+                best = Some(m);
+            }
+            if stopped || !gained {
+                break;
+            }
+        }
+        let mut m = best.unwrap_or_default();
+        let during = format!("running {kind}");
+        let err = m.stop.take().map(|s| self.stop_error(&during, s));
+        let mut r = result(kind, plan, &m, report, runner.engine(), err.as_ref());
+        if plan.scale_jobs {
+            r.job_scaling = steps;
+        }
+        (r, err)
+    }
+
+    /// One run of `job` as `n` jobs, with the fdatasync of a write test counted.
+    fn measure_with(
+        &self,
+        kind: DiskTestKind,
+        job: &Job,
+        n: u32,
+        runner: &mut Runner<'_>,
+        watch: &mut Watch<'_>,
+    ) -> Measured {
+        let tf = self.tf;
+        if !tf.direct {
+            // Start from a cold cache (the medium, not RAM).
+            let _ = tf.file.sync_data();
+            let _ = sys::drop_cache(&tf.file);
+        }
+        let cpu0 = sys::process_cpu_seconds();
+        let (outs, mut stop) = runner.run(&tf.file, job, n as usize, watch, &mut |_| {});
+        let mut m = Measured::of(outs, n);
+        if kind.is_write() && stop.is_none() {
             // Count the time to get the data onto the medium.
             let t = Instant::now();
             if let Err(e) = tf.file.sync_data() {
-                out.stop = Some(Stop::Io(e));
+                stop = Some(Stop::Io(e));
             }
-            out.seconds += t.elapsed().as_secs_f64();
+            m.seconds += t.elapsed().as_secs_f64();
         }
-        let during = format!("running {kind}");
-        let err = out
-            .stop
-            .take()
-            .map(|s| stop_error(self.path, self.filesystem, &during, s));
-        let engine = runner.engine();
-        let result = result(kind, plan, &out, report, engine, err.as_ref());
-        (result, err)
+        m.cpu_seconds = sys::process_cpu_seconds() - cpu0;
+        m.stop = stop;
+        m
+    }
+
+    /// A stop as an error; EOPNOTSUPP under `--hipri` is the file refusing polled I/O.
+    fn stop_error(&self, during: &str, stop: Stop) -> DiskErrorKind {
+        match stop {
+            Stop::Io(e) if self.plan.hipri && e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+                DiskErrorKind::Unsupported {
+                    path: self.path.into(),
+                    option: "--hipri",
+                    reason: format!(
+                        "{} does not support polled I/O (its first operation on a polled ring returned EOPNOTSUPP); polled I/O needs a block device with poll queues",
+                        self.filesystem
+                    ),
+                }
+            }
+            s => stop_error(self.path, self.filesystem, during, s),
+        }
     }
 
     /// The job for test number `i`: its direction, access pattern and block, for the plan's time.
@@ -742,6 +923,7 @@ impl Session<'_> {
             },
             block: plan.block(kind) as usize,
             qd: plan.queue_depth as usize,
+            region_start: 0,
             file_bytes: self.file_bytes,
             duration: Some(plan.duration),
             drop_on_wrap: !self.tf.direct && kind == DiskTestKind::SeqRead,
@@ -750,46 +932,113 @@ impl Session<'_> {
                 self.kernel_copies,
             ),
             eager_submit: engine::submit_each(self.kernel_copies),
+            force_async: engine::force_async(self.memory_fs),
             seed: self.seed.wrapping_add(i as u64 + 1),
         }
+    }
+}
+
+/// What the jobs of one run measured together.
+#[derive(Debug, Default)]
+struct Measured {
+    jobs: u32,
+    bytes: u64,
+    ops: u64,
+    /// The longest job's time (plus a write test's fdatasync).
+    seconds: f64,
+    hist: LatencyHistogram,
+    per_job: Vec<DiskJobResult>,
+    cpu_seconds: f64,
+    stop: Option<Stop>,
+}
+
+impl Measured {
+    fn of(outs: Vec<JobOut>, jobs: u32) -> Self {
+        let mut m = Measured {
+            jobs,
+            ..Measured::default()
+        };
+        for (k, o) in outs.into_iter().enumerate() {
+            let out: Outcome = o.outcome;
+            m.bytes += out.bytes;
+            m.ops += out.ops;
+            m.seconds = m.seconds.max(out.seconds);
+            m.hist += &out.hist;
+            let secs = out.seconds.max(1e-9);
+            m.per_job.push(DiskJobResult {
+                job: u32::try_from(k).unwrap_or(u32::MAX),
+                region_start: o.region_start,
+                region_bytes: o.region_bytes,
+                bytes: out.bytes,
+                ops: out.ops,
+                seconds: linerate_units::round(out.seconds, 6),
+                iops: (out.ops as f64 / secs).round(),
+                gb_per_s: r3(out.bytes as f64 / secs / 1e9),
+                latency_us: out.hist.summary().map(|l| l.rounded().without_spread()),
+            });
+        }
+        m
+    }
+
+    /// Bytes per second (0 when nothing completed).
+    fn byte_rate(&self) -> f64 {
+        if self.ops == 0 {
+            0.0
+        } else {
+            self.bytes as f64 / self.seconds.max(1e-9)
+        }
+    }
+
+    fn iops(&self) -> f64 {
+        if self.ops == 0 {
+            0.0
+        } else {
+            (self.ops as f64 / self.seconds.max(1e-9)).round()
+        }
+    }
+
+    /// What a job search compares: operations per second.
+    fn rate(&self) -> f64 {
+        self.ops as f64 / self.seconds.max(1e-9)
+    }
+
+    fn cpu_us_per_io(&self) -> Option<f64> {
+        (self.ops > 0).then(|| linerate_units::round(self.cpu_seconds * 1e6 / self.ops as f64, 3))
     }
 }
 
 fn result(
     kind: DiskTestKind,
     plan: &DiskPlan,
-    out: &Outcome,
+    m: &Measured,
     report: &DiskReport,
     engine: Engine,
     err: Option<&DiskErrorKind>,
 ) -> DiskTestResult {
-    let secs = out.seconds.max(1e-9);
-    let rate = if out.ops == 0 {
-        0.0
-    } else {
-        out.bytes as f64 / secs
-    };
+    let rate = m.byte_rate();
     DiskTestResult {
         kind,
         gbps: r3(rate * 8.0 / 1e9),
         gb_per_s: r3(rate / 1e9),
-        iops: if out.ops == 0 {
-            0.0
-        } else {
-            (out.ops as f64 / secs).round()
-        },
+        iops: m.iops(),
         // The disk document carries no min or stddev (schemas/disk.schema.json).
-        latency_us: out.hist.summary().map(|l| l.rounded().without_spread()),
+        latency_us: m.hist.summary().map(|l| l.rounded().without_spread()),
         block_bytes: u64::from(plan.block(kind)),
         queue_depth: plan.queue_depth,
         direct: report.direct,
         file_bytes: report.file_bytes,
         engine,
-        seconds: linerate_units::round(out.seconds, 6),
-        bytes: out.bytes,
-        ops: out.ops,
+        seconds: linerate_units::round(m.seconds, 6),
+        bytes: m.bytes,
+        ops: m.ops,
         filesystem: report.filesystem.clone(),
         error: err.map(ToString::to_string),
+        jobs: m.jobs.max(1),
+        per_job: m.per_job.clone(),
+        latency_samples: m.hist.count(),
+        cpu_percent: linerate_units::round(m.cpu_seconds * 100.0 / m.seconds.max(1e-9), 1),
+        cpu_us_per_io: m.cpu_us_per_io(),
+        job_scaling: Vec::new(),
     }
 }
 

@@ -13,7 +13,7 @@ pub mod size;
 mod sys;
 
 pub use disk::{
-    run, DiskError, DiskErrorKind, DiskEvent, DiskPlan, DiskReport, DiskTestKind, DiskTestResult,
-    Engine, EngineChoice,
+    run, DiskError, DiskErrorKind, DiskEvent, DiskJobResult, DiskJobStep, DiskPlan, DiskReport,
+    DiskTestKind, DiskTestResult, Engine, EngineChoice,
 };
 pub use linerate_stats::LatencyUs;

@@ -12,7 +12,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use io_uring::{opcode, types, IoUring, Probe};
+use io_uring::{opcode, squeue, types, IoUring, Probe};
 
 /// Space on a filesystem, statvfs(3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +95,53 @@ pub enum IoKind {
     Write,
 }
 
+/// How the kernel should drive a ring: the user's `--hipri` and `--sqpoll`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RingOpts {
+    /// IORING_SETUP_IOPOLL: completions are polled from the device's poll queues, not signalled
+    /// by interrupts (needs O_DIRECT and a driver with poll queues).
+    pub iopoll: bool,
+    /// IORING_SETUP_SQPOLL: a kernel thread takes submissions from the ring, sparing a system
+    /// call per batch.
+    pub sqpoll: bool,
+}
+
+/// How long the SQPOLL thread spins without work before it sleeps, ms (fio's default is 1 s;
+/// the engine never leaves the ring idle that long while a test runs).
+const SQPOLL_IDLE_MS: u32 = 1000;
+
+/// Whether the block device holding a file (its `st_dev`) has poll queues: `Some(false)` when
+/// sysfs says `queue/io_poll` is 0, `None` when the device has no sysfs entry to ask (a
+/// network or memory filesystem, btrfs and overlay's anonymous devices).
+pub fn device_polls(sys_root: &Path, dev: u64) -> Option<(String, bool)> {
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let node = sys_root.join(format!("dev/block/{major}:{minor}"));
+    // A partition's queue is its disk's.
+    let queue = [node.join("queue"), node.join("../queue")]
+        .into_iter()
+        .find(|q| q.join("io_poll").exists())?;
+    let name = std::fs::canonicalize(queue.join(".."))
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| format!("{major}:{minor}"));
+    let polls = std::fs::read_to_string(queue.join("io_poll")).ok()?;
+    Some((name, polls.trim() != "0"))
+}
+
+/// CPU time of the whole process (every thread, the kernel's io_uring workers included), s.
+pub fn process_cpu_seconds() -> f64 {
+    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the zeroed `struct rusage` we own.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr()) };
+    if rc != 0 {
+        return 0.0;
+    }
+    // SAFETY: zero-initialised plain integers, and getrusage filled them.
+    let u = unsafe { u.assume_init() };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
 /// One finished operation: its slot and the kernel's result (bytes, or `-errno`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Completion {
@@ -113,6 +160,8 @@ pub struct Uring<'f> {
     fixed_bufs: bool,
     /// Submit READ_FIXED/WRITE_FIXED (when the buffers are registered).
     use_fixed: bool,
+    /// Mark each operation IOSQE_ASYNC (see [`Self::use_async`]).
+    force_async: bool,
 }
 
 impl std::fmt::Debug for Uring<'_> {
@@ -129,18 +178,33 @@ impl std::fmt::Debug for Uring<'_> {
 impl<'f> Uring<'f> {
     /// A ring for `slots` operations of at most `buf_len` bytes on `file`. Fails when the kernel
     /// has no io_uring (ENOSYS), forbids it (EPERM: `kernel.io_uring_disabled`, seccomp) or lacks
-    /// IORING_OP_READ/WRITE (before 5.6). Registering the file and the buffers (fewer
-    /// per-operation costs) is tried and skipped when refused (RLIMIT_MEMLOCK).
-    pub fn new(file: &'f File, slots: usize, buf_len: usize) -> io::Result<Self> {
+    /// IORING_OP_READ/WRITE (before 5.6), or refuses a polled ring `opts` asks for. Registering the
+    /// file and the buffers (fewer per-operation costs) is tried and skipped when refused
+    /// (RLIMIT_MEMLOCK).
+    pub fn new(file: &'f File, slots: usize, buf_len: usize, opts: RingOpts) -> io::Result<Self> {
         let slots = slots.clamp(1, 1024);
         let entries = u32::try_from(slots.next_power_of_two()).unwrap_or(1024);
-        // Completions run in this thread when it waits (6.1), else at the next transition (5.19).
-        let ring = IoUring::builder()
-            .setup_single_issuer()
-            .setup_defer_taskrun()
-            .build(entries)
-            .or_else(|_| IoUring::builder().setup_coop_taskrun().build(entries))
-            .or_else(|_| IoUring::new(entries))?;
+        let ring = if opts.iopoll || opts.sqpoll {
+            // No fallback: the user asked for exactly this ring. DEFER_TASKRUN does not go with
+            // SQPOLL (the kernel thread, not this one, submits).
+            let mut b = IoUring::builder();
+            if opts.iopoll {
+                b.setup_iopoll();
+            }
+            if opts.sqpoll {
+                b.setup_sqpoll(SQPOLL_IDLE_MS);
+            }
+            b.build(entries)?
+        } else {
+            // Completions run in this thread when it waits (6.1), else at the next transition
+            // (5.19).
+            IoUring::builder()
+                .setup_single_issuer()
+                .setup_defer_taskrun()
+                .build(entries)
+                .or_else(|_| IoUring::builder().setup_coop_taskrun().build(entries))
+                .or_else(|_| IoUring::new(entries))?
+        };
         let mut probe = Probe::new();
         ring.submitter().register_probe(&mut probe)?;
         if !probe.is_supported(opcode::Read::CODE) || !probe.is_supported(opcode::Write::CODE) {
@@ -171,6 +235,7 @@ impl<'f> Uring<'f> {
             fixed_file,
             fixed_bufs,
             use_fixed: fixed_bufs,
+            force_async: false,
         })
     }
 
@@ -187,6 +252,15 @@ impl<'f> Uring<'f> {
     /// operation; plain ones let it copy with `copy_to_user` rather than a memcpy per page.
     pub fn use_registered(&mut self, on: bool) {
         self.use_fixed = on && self.fixed_bufs;
+    }
+
+    /// Hand every operation straight to the kernel's io-wq workers (IOSQE_ASYNC) from now on,
+    /// instead of first trying it inline without blocking. Where the file cannot do I/O without
+    /// blocking (tmpfs, whose reads and writes return EAGAIN to the inline attempt) every
+    /// operation goes to a worker anyway, and the failed attempt before it costs the submitting
+    /// thread a trip through the read path per operation.
+    pub fn use_async(&mut self, on: bool) {
+        self.force_async = on;
     }
 
     /// The buffer of an idle slot.
@@ -241,6 +315,11 @@ impl<'f> Uring<'f> {
                 .build(),
         }
         .user_data(slot as u64);
+        let entry = if self.force_async {
+            entry.flags(squeue::Flags::ASYNC)
+        } else {
+            entry
+        };
         // SAFETY: the entry points into `self.bufs[slot]` (`len` bytes, checked above), which
         // stays allocated until this ring is dropped; `busy[slot]` keeps `buf_mut` and `queue`
         // off it until its completion is reaped; the file outlives `self` ('f).
@@ -318,6 +397,34 @@ mod tests {
     }
 
     #[test]
+    fn poll_queues_from_sysfs() {
+        let root = tempfile::tempdir().unwrap();
+        let disk = root.path().join("devices/virtual/block/vdz");
+        std::fs::create_dir_all(disk.join("queue")).unwrap();
+        std::fs::create_dir_all(disk.join("vdz1")).unwrap();
+        std::fs::write(disk.join("queue/io_poll"), "0\n").unwrap();
+        std::fs::create_dir_all(root.path().join("dev/block")).unwrap();
+        std::os::unix::fs::symlink(&disk, root.path().join("dev/block/253:16")).unwrap();
+        std::os::unix::fs::symlink(disk.join("vdz1"), root.path().join("dev/block/253:17"))
+            .unwrap();
+        let dev = |min| libc::makedev(253, min);
+        assert_eq!(
+            device_polls(root.path(), dev(16)),
+            Some(("vdz".into(), false))
+        );
+        assert_eq!(
+            device_polls(root.path(), dev(17)),
+            Some(("vdz".into(), false))
+        );
+        std::fs::write(disk.join("queue/io_poll"), "1\n").unwrap();
+        assert_eq!(
+            device_polls(root.path(), dev(17)),
+            Some(("vdz".into(), true))
+        );
+        assert_eq!(device_polls(root.path(), libc::makedev(0, 44)), None);
+    }
+
+    #[test]
     fn statvfs_of_root() {
         let s = statvfs(Path::new("/")).unwrap();
         assert!(s.total_bytes > 0 && s.avail_bytes <= s.total_bytes);
@@ -329,7 +436,7 @@ mod tests {
         let mut f = tempfile::tempfile().unwrap();
         let data: Vec<u8> = (0..16384u32).map(|i| (i % 251) as u8).collect();
         f.write_all(&data).unwrap();
-        let Ok(mut ring) = Uring::new(&f, 4, 4096) else {
+        let Ok(mut ring) = Uring::new(&f, 4, 4096, RingOpts::default()) else {
             eprintln!("io_uring unavailable here: skipped");
             return;
         };

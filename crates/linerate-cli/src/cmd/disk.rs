@@ -38,6 +38,9 @@ pub fn plan(a: &DiskArgs) -> anyhow::Result<DiskPlan> {
             DiskEngineArg::Sync => EngineChoice::Sync,
         },
         direct: !a.buffered,
+        jobs: a.jobs,
+        hipri: a.hipri,
+        sqpoll: a.sqpoll,
         ..DiskPlan::default()
     };
     p.validate().map_err(|e| match e.strip_prefix("block ") {
@@ -108,6 +111,37 @@ pub fn test_line(r: &DiskTestResult, style: Style) -> String {
         if r.direct { "direct" } else { "buffered" },
         r.engine.as_str(),
     );
+    if let Some(cpu) = r.cpu_us_per_io {
+        let _ = write!(
+            line,
+            "   CPU {:.0}% ({} per I/O)",
+            r.cpu_percent,
+            fmt_us(cpu)
+        );
+    }
+    if r.jobs > 1 {
+        for j in &r.per_job {
+            let _ = write!(
+                line,
+                "\n    job {:<3} {:>7.2} GB/s  {:>11} IOPS   p50 {:>8}   p99 {:>8}",
+                j.job,
+                j.gb_per_s,
+                thousands(j.iops),
+                j.latency_us.map_or_else(|| "-".into(), |l| fmt_us(l.p50)),
+                j.latency_us.map_or_else(|| "-".into(), |l| fmt_us(l.p99)),
+            );
+        }
+    }
+    for step in &r.job_scaling {
+        let _ = write!(
+            line,
+            "\n    tried {} job{}: {} IOPS, {:.2} GB/s",
+            step.jobs,
+            if step.jobs == 1 { "" } else { "s" },
+            thousands(step.iops),
+            step.gb_per_s
+        );
+    }
     if let Some(e) = &r.error {
         let _ = write!(line, "\n    {} {e}", style.bold("stopped:"));
     }
@@ -124,11 +158,14 @@ fn header(
     engine: &str,
 ) -> String {
     format!(
-        "linerate disk {}: {filesystem}, test file {}, {}, {engine}, QD {}, {} s per test, {} of buffers\n",
+        "linerate disk {}: {filesystem}, test file {}, {}, {engine}{}{}, QD {}{}, {} s per test, {} of buffers\n",
         a.path.display(),
         fmt_bytes(file_bytes),
         if direct { "O_DIRECT" } else { "buffered" },
+        if a.hipri { " polled (hipri)" } else { "" },
+        if a.sqpoll { " with SQPOLL" } else { "" },
         a.qd,
+        if a.jobs > 1 { format!(" × {} jobs", a.jobs) } else { String::new() },
         a.time as f64 / 1000.0,
         fmt_bytes(plan.buffer_bytes()),
     )
