@@ -108,6 +108,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--max-tests', '--max-tests', [CompletionResultType]::ParameterName, 'Most tests running at once')
             [CompletionResult]::new('--max-streams', '--max-streams', [CompletionResultType]::ParameterName, 'Most streams per test (per direction)')
             [CompletionResult]::new('--max-duration', '--max-duration', [CompletionResultType]::ParameterName, 'Longest test, seconds')
+            [CompletionResult]::new('--max-soak-duration', '--max-soak-duration', [CompletionResultType]::ParameterName, 'Longest soak (`linerate soak`), seconds: the one test meant to run long')
             [CompletionResult]::new('--max-udp-bitrate', '--max-udp-bitrate', [CompletionResultType]::ParameterName, 'Highest UDP rate per stream (e.g. 10G); 0 = no limit')
             [CompletionResult]::new('--max-length', '--max-length', [CompletionResultType]::ParameterName, 'Largest read/write length a client may ask for')
             [CompletionResult]::new('--max-memory', '--max-memory', [CompletionResultType]::ParameterName, 'Total buffer memory of all running tests')

@@ -895,7 +895,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__serve)
-            opts="-p -B -h -V --port --bind --max-tests --max-streams --max-duration --max-udp-bitrate --max-length --max-memory --psk-file --handshake-timeout --max-pending --once --write-dir --max-file-size --max-spin --root --color --help --version"
+            opts="-p -B -h -V --port --bind --max-tests --max-streams --max-duration --max-soak-duration --max-udp-bitrate --max-length --max-memory --psk-file --handshake-timeout --max-pending --once --write-dir --max-file-size --max-spin --root --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -926,6 +926,10 @@ _linerate() {
                     return 0
                     ;;
                 --max-duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-soak-duration)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -100,6 +100,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand --max-tests 'Most tests running at once'
             cand --max-streams 'Most streams per test (per direction)'
             cand --max-duration 'Longest test, seconds'
+            cand --max-soak-duration 'Longest soak (`linerate soak`), seconds: the one test meant to run long'
             cand --max-udp-bitrate 'Highest UDP rate per stream (e.g. 10G); 0 = no limit'
             cand --max-length 'Largest read/write length a client may ask for'
             cand --max-memory 'Total buffer memory of all running tests'

@@ -103,6 +103,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand serve" -s B -l bind -d
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-tests -d 'Most tests running at once' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-streams -d 'Most streams per test (per direction)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-duration -d 'Longest test, seconds' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-soak-duration -d 'Longest soak (`linerate soak`), seconds: the one test meant to run long' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-udp-bitrate -d 'Highest UDP rate per stream (e.g. 10G); 0 = no limit' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-length -d 'Largest read/write length a client may ask for' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-memory -d 'Total buffer memory of all running tests' -r

@@ -239,6 +239,9 @@ pub struct ServeArgs {
     /// Longest test, seconds.
     #[arg(long, value_name = "SECS", default_value_t = defaults::MAX_DURATION_MS / 1000, value_parser = secs)]
     pub max_duration: u64,
+    /// Longest soak (`linerate soak`), seconds: the one test meant to run long.
+    #[arg(long, value_name = "SECS", default_value_t = defaults::MAX_SOAK_DURATION_MS / 1000, value_parser = secs)]
+    pub max_soak_duration: u64,
     /// Highest UDP rate per stream (e.g. 10G); 0 = no limit.
     #[arg(long, value_name = "RATE", default_value_t = defaults::MAX_UDP_BITRATE_BPS, value_parser = rate)]
     pub max_udp_bitrate: u64,
@@ -302,7 +305,7 @@ verdict says which), 1 a port marginal or bad, 2 the soak could not run or stopp
 measured until then is still reported).
 
 Examples:
-  # ten minutes of traffic both ways to server1 (which runs `linerate serve --max-duration 3600`)
+  # ten minutes of traffic both ways to server1 (which runs `linerate serve`)
   linerate soak server1
   # five minutes, verdicts as JSON, and a Prometheus text file for node_exporter
   linerate soak server1 --duration 5m --json --textfile /var/lib/node_exporter
@@ -839,6 +842,7 @@ mod tests {
         assert_eq!(a.max_tests, defaults::MAX_TESTS);
         assert_eq!(a.max_streams, defaults::MAX_STREAMS);
         assert_eq!(a.max_duration, defaults::MAX_DURATION_MS);
+        assert_eq!(a.max_soak_duration, defaults::MAX_SOAK_DURATION_MS);
         assert_eq!(a.max_udp_bitrate, defaults::MAX_UDP_BITRATE_BPS);
         assert_eq!(a.max_length, defaults::MAX_LENGTH);
         assert_eq!(u64::from(a.max_memory), defaults::MAX_MEMORY_BYTES);

@@ -85,6 +85,10 @@ pub const MAX_TESTS: u32 = 8;
 pub const MAX_STREAMS: u32 = 64;
 /// The longest test a server runs: a hung or hostile client holds a slot no longer.
 pub const MAX_DURATION_MS: u64 = 300_000;
+/// The longest soak a server runs (`serve --max-soak-duration`): a soak is the one test meant to
+/// run long (ibdiagnet's method waits 5-10 minutes, `linerate soak` defaults to 10), so it has a
+/// limit of its own instead of every test being allowed an hour.
+pub const MAX_SOAK_DURATION_MS: u64 = 3_600_000;
 /// UDP rate per stream a server allows; 0: no limit (the operator sets one on shared links).
 pub const MAX_UDP_BITRATE_BPS: u64 = 0;
 /// The longest write a client may ask for: 1 MiB, the best TCP write size (see

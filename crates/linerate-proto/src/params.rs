@@ -238,6 +238,14 @@ pub struct Limits {
     /// --max-spin`); a client asking for more gets this much, and is told in the results.
     #[serde(default = "default_max_spin")]
     pub max_spin_us: u32,
+    /// Soaks (`params.soak`): the longest one, ms (`serve --max-soak-duration`); other tests
+    /// keep `max_duration_ms`.
+    #[serde(default = "default_max_soak_duration")]
+    pub max_soak_duration_ms: u64,
+}
+
+fn default_max_soak_duration() -> u64 {
+    defaults::MAX_SOAK_DURATION_MS
 }
 
 fn default_max_spin() -> u32 {
@@ -263,6 +271,7 @@ impl Default for Limits {
             max_window: defaults::MAX_WINDOW,
             max_file_bytes: defaults::MAX_FILE_BYTES,
             max_spin_us: defaults::SERVE_MAX_SPIN_US,
+            max_soak_duration_ms: defaults::MAX_SOAK_DURATION_MS,
         }
     }
 }
@@ -643,11 +652,16 @@ impl TestParams {
                 self.streams, l.max_streams
             ));
         }
-        if self.duration_ms > l.max_duration_ms {
+        let (max_ms, flag) = if self.soak {
+            (l.max_soak_duration_ms, "serve --max-soak-duration")
+        } else {
+            (l.max_duration_ms, "serve --max-duration")
+        };
+        if self.duration_ms > max_ms {
             return r(format!(
-                "{} s requested; this server allows at most {} s (serve --max-duration)",
+                "{} s requested; this server allows at most {} s ({flag})",
                 self.duration_ms / 1000,
-                l.max_duration_ms / 1000
+                max_ms / 1000
             ));
         }
         if self.length > l.max_length && self.kind != TestKind::Rdma {
@@ -823,6 +837,35 @@ mod tests {
             ..soak
         };
         assert_eq!(quiet.check_shape().unwrap_err().param, Param::Interval);
+    }
+
+    #[test]
+    fn a_soak_has_a_duration_limit_of_its_own() {
+        let l = Limits::default();
+        let ten_min = |soak| TestParams {
+            soak,
+            duration_ms: 600_000,
+            ..TestParams::new(TestKind::TcpBw, Direction::Bidir)
+        };
+        // The default soak (10 min) runs on a default server; a 10-minute bench does not.
+        assert!(ten_min(true).validate(&l).is_ok());
+        let e = ten_min(false).validate(&l).unwrap_err();
+        assert!(e.reason.contains("serve --max-duration"), "{}", e.reason);
+        let short = Limits {
+            max_soak_duration_ms: 300_000,
+            ..l.clone()
+        };
+        let e = ten_min(true).validate(&short).unwrap_err();
+        assert!(
+            e.reason.contains("serve --max-soak-duration"),
+            "{}",
+            e.reason
+        );
+        // A server from before the limit existed sends none: the default applies.
+        let mut json = serde_json::to_value(&l).unwrap();
+        json.as_object_mut().unwrap().remove("max_soak_duration_ms");
+        let old: Limits = serde_json::from_value(json).unwrap();
+        assert_eq!(old.max_soak_duration_ms, defaults::MAX_SOAK_DURATION_MS);
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
             max_length: a.max_length,
             max_file_bytes: a.max_file_size,
             max_spin_us: a.max_spin,
+            max_soak_duration_ms: a.max_soak_duration.max(1000),
             ..Limits::default()
         },
         psk,
