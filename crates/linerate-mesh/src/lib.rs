@@ -26,4 +26,7 @@ pub use schedule::{
     cap_concurrency, incast, pairwise, parse_round_file, quick, ring, Flow, Round, Schedule,
     ScheduleError, ScheduleKind,
 };
-pub use types::{LinkMeasurement, MeshLatency, NodeFacts, Phase, PortFacts, RankId, Transport};
+pub use types::{
+    LinkMeasurement, MeshLatency, NodeFacts, NodeShaper, Phase, PortFacts, RankId, ShaperDirection,
+    Transport,
+};

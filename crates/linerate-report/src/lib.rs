@@ -5,8 +5,8 @@ pub mod doctor;
 pub mod html;
 pub mod json;
 pub mod mesh;
-pub mod soak;
 pub mod setup;
+pub mod soak;
 pub mod style;
 pub mod text;
 
@@ -15,7 +15,7 @@ pub use doctor::render_doctor;
 pub use html::render_html;
 pub use json::{plan_doc, probe_doc, PlanDoc, ProbeDoc, SCHEMA_VERSION};
 pub use mesh::{mesh_csv, mesh_html, render_mesh};
-pub use soak::{render_soak, soak_html, soak_json, soak_live_line, soak_textfile};
 pub use setup::{render_setup, setup_doc, SetupAction, SetupDoc};
+pub use soak::{render_soak, soak_html, soak_json, soak_live_line, soak_textfile};
 pub use style::Style;
 pub use text::{render_plan, render_probe};

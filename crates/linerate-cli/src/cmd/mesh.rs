@@ -11,7 +11,7 @@ use linerate_cluster::rank::{self, RankConfig};
 use linerate_cluster::rendezvous::{self, Coordinator, Request, DEFAULT_COORDINATOR_PORT};
 use linerate_mesh::{
     build_report, FactsInput, Identity, LaunchArgs, LinkMeasurement, MeshInput, MeshReport,
-    NodeFacts, RankEntry, RankId, Schedule, ScheduleKind, Transport,
+    NodeFacts, NodeShaper, RankEntry, RankId, Schedule, ScheduleKind, ShaperDirection, Transport,
 };
 use linerate_proto::{Limits, Psk};
 use linerate_report::Style;
@@ -119,12 +119,44 @@ fn text_line(m: &LinkMeasurement) -> String {
     )
 }
 
+/// The rate limits on `netdev`: its own egress, and the egress of every device its ingress
+/// filters redirect to (an `ifb`); `None` when netlink could not be read.
+fn shapers_on(netdev: &str) -> Option<Vec<NodeShaper>> {
+    use linerate_inventory::qdisc;
+    let root = Path::new("/");
+    let shaper = |s: qdisc::Shaper, direction, via: Option<&String>| NodeShaper {
+        direction,
+        netdev: netdev.to_string(),
+        via: via.cloned(),
+        kind: s.kind,
+        rate_bps: s.rate_bps,
+    };
+    let mut out: Vec<NodeShaper> = qdisc::shapers_of(root, netdev)
+        .ok()?
+        .into_iter()
+        .map(|s| shaper(s, ShaperDirection::Egress, None))
+        .collect();
+    // No ingress qdisc is the common case: the kernel refuses the dump, which is no limit.
+    for ifb in qdisc::ingress_redirects_of(root, netdev).unwrap_or_default() {
+        for s in qdisc::shapers_of(root, &ifb).unwrap_or_default() {
+            out.push(shaper(s, ShaperDirection::Ingress, Some(&ifb)));
+        }
+    }
+    Some(out)
+}
+
 /// This node's facts from its probe, for the interface that carries `data` (only the host
-/// name and address where probe cannot run).
+/// name and address where probe cannot run), with the rate limits on that interface.
 fn describe(rank: RankId, data: SocketAddr) -> NodeFacts {
+    let port = linerate_engine::sys::interface_of(data.ip());
+    let mut facts = probe_facts(rank, data, port.as_deref());
+    facts.shapers = port.as_deref().and_then(shapers_on);
+    facts
+}
+
+fn probe_facts(rank: RankId, data: SocketAddr, port: Option<&str>) -> NodeFacts {
     let host = hostname();
     let addr = data.to_string();
-    let port = linerate_engine::sys::interface_of(data.ip());
     match linerate_inventory::probe(Path::new("/")) {
         Ok(inv) => {
             let analysis = linerate_rules::analyze(&inv);
@@ -132,7 +164,7 @@ fn describe(rank: RankId, data: SocketAddr) -> NodeFacts {
                 rank,
                 host: &host,
                 data_addr: Some(&addr),
-                port: port.as_deref(),
+                port,
             };
             linerate_mesh::node_facts(&input, &inv, &analysis)
         }
