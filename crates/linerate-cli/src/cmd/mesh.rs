@@ -185,14 +185,41 @@ struct Common {
 }
 
 /// The data server's limits: serve's defaults, with room for every other rank sending to this
-/// one at once (incast) and for a --time above serve's longest test.
+/// one at once (incast) and for a --time above serve's longest test, unless the operator set
+/// them (`--max-tests`, `--max-duration`; checked against the run by [`check_limits`]).
 fn data_limits(a: &MeshArgs, size: u32) -> Limits {
     let d = Limits::default();
     Limits {
-        max_tests: d.max_tests.max(size),
-        max_duration_ms: d.max_duration_ms.max(a.time),
+        max_tests: a.max_tests.unwrap_or_else(|| d.max_tests.max(size)),
+        max_duration_ms: a
+            .max_duration
+            .unwrap_or_else(|| d.max_duration_ms.max(a.time)),
         ..d
     }
+}
+
+/// Refuses, before anything listens, limits the run cannot keep: a --size above rank 0's
+/// --max-ranks, a --max-duration below --time (every test would be refused).
+fn check_limits(a: &MeshArgs, id: &Identity) -> anyhow::Result<()> {
+    if id.rank == 0 && id.size > a.max_ranks {
+        bail!(
+            "--size {} is more than --max-ranks {}: this coordinator admits at most {} ranks (raise --max-ranks, up to {})",
+            id.size,
+            a.max_ranks,
+            a.max_ranks,
+            linerate_cluster::wire::MAX_RANKS
+        );
+    }
+    if let Some(max) = a.max_duration {
+        if max < a.time {
+            bail!(
+                "--max-duration {} s is shorter than --time {} s: this rank's data server would refuse every test",
+                fmt_round(max as f64 / 1000.0, 1),
+                fmt_round(a.time as f64 / 1000.0, 1)
+            );
+        }
+    }
+    Ok(())
 }
 
 fn rank_config(a: &MeshArgs, c: &Common) -> RankConfig {
@@ -217,6 +244,7 @@ fn rank_config(a: &MeshArgs, c: &Common) -> RankConfig {
         heartbeat_timeout: Duration::from_millis(a.heartbeat_timeout.max(1000)),
         rdma_provider: a.provider.clone(),
         limits: data_limits(a, c.id.size),
+        max_memory_bytes: u64::from(a.max_memory),
     }
 }
 
@@ -238,6 +266,7 @@ fn run_rank0(
         transport: c.transport,
         duration_ms: a.time.max(100),
         max_concurrent_pairs: a.max_concurrent_pairs,
+        max_ranks: a.max_ranks,
     };
     // Each rank's host and address, for the stream lines, as the ranks join.
     let mut nodes: Vec<NodeFacts> = Vec::new();
@@ -353,6 +382,7 @@ pub fn run(a: &MeshArgs, style: Style) -> anyhow::Result<u8> {
             linerate_cluster::wire::MAX_RANKS
         );
     }
+    check_limits(a, &id)?;
     for n in &id.notes {
         eprintln!("linerate mesh: {n}");
     }
