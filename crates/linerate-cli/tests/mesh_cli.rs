@@ -58,6 +58,15 @@ fn rank_0_writes_the_document_the_csv_and_the_html_report() {
     let doc: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\n{stderr}", String::from_utf8_lossy(&out.stdout)));
     schema::assert_matches("mesh.schema.json", &doc);
+    assert_eq!(doc["rendezvous"]["method"], "flag", "{}", doc["rendezvous"]);
+    assert_eq!(doc["rendezvous"]["label"], "--coordinator");
+    assert!(
+        doc["rendezvous"]["addr"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("127.0.0.1:")),
+        "{}",
+        doc["rendezvous"]
+    );
     // The exit status follows the verdict (loopback on a shared machine may judge a link slow).
     let healthy = doc["healthy"].as_bool().unwrap();
     assert_eq!(out.status.code(), Some(i32::from(!healthy)), "{stderr}");

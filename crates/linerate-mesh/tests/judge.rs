@@ -178,6 +178,7 @@ fn a_degraded_node_is_explained_by_what_differs_in_its_inventory() {
         measurements: f.rounds(),
         lost: Vec::new(),
         notes: Vec::new(),
+        rendezvous: None,
     });
     expect_nodes(&r, &[(7, NodeStatus::RxDegraded)]);
     let e = &r.nodes[7].explanation;
@@ -535,6 +536,7 @@ fn a_shaped_node_is_explained_by_its_shaper_with_its_direction() {
         measurements: f.rounds(),
         lost: Vec::new(),
         notes: Vec::new(),
+        rendezvous: None,
     });
     expect_nodes(
         &r,

@@ -153,6 +153,9 @@ pub fn render_mesh(r: &MeshReport, style: Style, unicode: bool) -> String {
         r.links.len(),
         gbps(r.reference_gbps)
     );
+    if let Some(rv) = &r.rendezvous {
+        let _ = writeln!(o, "  {}", rv.line());
+    }
     let verdict = if r.healthy {
         style.good("HEALTHY: every node and link within the fleet's rate")
     } else {

@@ -11,7 +11,8 @@ use linerate_cluster::rank::{self, RankConfig};
 use linerate_cluster::rendezvous::{self, Coordinator, Request, DEFAULT_COORDINATOR_PORT};
 use linerate_mesh::{
     build_report, FactsInput, Identity, LaunchArgs, LinkMeasurement, MeshInput, MeshReport,
-    NodeFacts, NodeShaper, RankEntry, RankId, Schedule, ScheduleKind, ShaperDirection, Transport,
+    NodeFacts, NodeShaper, RankEntry, RankId, RendezvousInfo, RendezvousSkip, Schedule,
+    ScheduleKind, ShaperDirection, Transport,
 };
 use linerate_proto::{Limits, Psk};
 use linerate_report::Style;
@@ -179,6 +180,7 @@ fn probe_facts(rank: RankId, data: SocketAddr, port: Option<&str>) -> NodeFacts 
 
 struct Common {
     id: Identity,
+    rendezvous: RendezvousInfo,
     coordinator: SocketAddr,
     psk: Option<Psk>,
     transport: Transport,
@@ -337,7 +339,26 @@ fn mesh_report(a: &MeshArgs, c: &Common, kind: ScheduleKind, run: &MeshRun) -> M
         measurements: run.measurements.clone(),
         lost,
         notes,
+        rendezvous: Some(c.rendezvous.clone()),
     })
+}
+
+/// How this rank found the coordinator, for the document.
+fn rendezvous_info(found: &Coordinator) -> RendezvousInfo {
+    RendezvousInfo {
+        method: found.method.id().to_string(),
+        label: found.method.as_str().to_string(),
+        addr: found.addr.clone(),
+        skipped: found
+            .skipped
+            .iter()
+            .map(|k| RendezvousSkip {
+                method: k.method.id().to_string(),
+                label: k.method.as_str().to_string(),
+                why: k.why.clone(),
+            })
+            .collect(),
+    }
 }
 
 /// Whether the terminal takes Unicode (the heatmap's blocks), from the locale.
@@ -394,6 +415,7 @@ pub fn run(a: &MeshArgs, style: Style) -> anyhow::Result<u8> {
     let mut found = find_coordinator(a, &id, &hosts)?;
     let coordinator = found.resolve(Duration::from_millis(a.join_timeout.max(1000)))?;
     let c = Common {
+        rendezvous: rendezvous_info(&found),
         coordinator,
         psk,
         transport: if a.rdma {
