@@ -832,6 +832,8 @@ fn cause(r: RankId, status: NodeStatus, input: &JudgeInput<'_>) -> Option<String
                 .iter()
                 .filter(|s| s.direction == dir)
                 .min_by_key(|s| s.rate_bps)?;
+            // This node against every other one (others may share its limit).
+            let others = others_phrase(f.majority_count? as usize, compared - 1);
             let theirs = majority
                 .parse::<u64>()
                 .map_or_else(|_| format!("have no {} limit", dir.as_str()), fmt_rate);

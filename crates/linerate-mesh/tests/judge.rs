@@ -549,7 +549,7 @@ fn a_shaped_node_is_explained_by_its_shaper_with_its_direction() {
     let e = |r: &MeshReport, i: usize| r.nodes[i].explanation.clone();
     assert!(
         e(&r, 5).starts_with(
-            "node05 tx-degraded: eth0 egress tbf limits it to 0.3 Gb/s, the other 6 nodes 1 Gb/s"
+            "node05 tx-degraded: eth0 egress tbf limits it to 0.3 Gb/s, 6 of the other 7 nodes 1 Gb/s"
         ),
         "{}",
         e(&r, 5)
@@ -560,7 +560,9 @@ fn a_shaped_node_is_explained_by_its_shaper_with_its_direction() {
         e(&r, 6)
     );
     assert!(
-        e(&r, 2).starts_with("node02 tx+rx-degraded: eth0 egress tbf limits it to 0.3 Gb/s"),
+        e(&r, 2).starts_with(
+            "node02 tx+rx-degraded: eth0 egress tbf limits it to 0.3 Gb/s, 6 of the other 7 nodes 1 Gb/s"
+        ),
         "{}",
         e(&r, 2)
     );
