@@ -204,8 +204,17 @@ fn mpirun_in_the_host_namespace_finds_rank_0_through_pmix() {
     check_status(&out);
     let doc = document(&out.stdout, None);
     check_mesh(&doc, 3);
-    assert_eq!(doc["ranks"][0]["identity_source"], "open_mpi", "{doc}");
+    every_rank_from(&doc, "open_mpi");
     found_by(&doc, "pmix", &["flag"]);
+}
+
+/// Every rank reported where its number came from, all from the same source.
+fn every_rank_from(doc: &Value, source: &str) {
+    let ranks = doc["ranks"].as_array().unwrap_or_else(|| panic!("{doc}"));
+    assert!(!ranks.is_empty(), "{doc}");
+    for r in ranks {
+        assert_eq!(r["identity_source"], source, "rank {}: {doc}", r["rank"]);
+    }
 }
 
 /// The document says how rank 0 found the coordinator, and which methods it passed over first.
@@ -245,7 +254,7 @@ fn mpirun_inside_a_slurm_allocation_takes_the_mpi_rank() {
     check_status(&out);
     let doc = document(&out.stdout, None);
     check_mesh(&doc, 2);
-    assert_eq!(doc["ranks"][0]["identity_source"], "open_mpi", "{doc}");
+    every_rank_from(&doc, "open_mpi");
     assert!(
         doc["notes"].to_string().contains("ignores SLURM_NTASKS=1"),
         "{doc}"
@@ -414,7 +423,7 @@ fn pdsh_exec_with_hosts_and_self() {
     let out = wait_all(vec![child]).remove(0);
     let doc = document(&out.stdout, Some(&format!("{}: ", fab.ns(0))));
     check_mesh(&doc, 2);
-    assert_eq!(doc["ranks"][0]["identity_source"], "host_list", "{doc}");
+    every_rank_from(&doc, "host_list");
     found_by(
         &doc,
         "host_list",
@@ -463,7 +472,7 @@ fn kubernetes_indexed_job_contract() {
     );
     let doc = document(&outs[0].stdout, None);
     check_mesh(&doc, 2);
-    assert_eq!(doc["ranks"][0]["identity_source"], "indexed_job", "{doc}");
+    every_rank_from(&doc, "indexed_job");
     found_by(
         &doc,
         "indexed_job",

@@ -60,6 +60,10 @@ fn rank_0_writes_the_document_the_csv_and_the_html_report() {
     schema::assert_matches("mesh.schema.json", &doc);
     assert_eq!(doc["rendezvous"]["method"], "flag", "{}", doc["rendezvous"]);
     assert_eq!(doc["rendezvous"]["label"], "--coordinator");
+    // Each rank says where its number came from (here: --rank and --size).
+    for r in doc["ranks"].as_array().unwrap() {
+        assert_eq!(r["identity_source"], "flags", "{r}");
+    }
     assert!(
         doc["rendezvous"]["addr"]
             .as_str()

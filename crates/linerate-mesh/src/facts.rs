@@ -112,5 +112,6 @@ pub fn node_facts(input: &FactsInput<'_>, inv: &Inventory, analysis: &Analysis) 
             .collect(),
         // Read by the runtime over netlink, not by probe.
         shapers: None,
+        identity_source: None,
     }
 }

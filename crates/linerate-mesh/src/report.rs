@@ -164,6 +164,12 @@ fn matrix(size: u32, links: &[LinkVerdict]) -> Vec<Vec<Option<f64>>> {
 /// facts is named `rank N`.
 pub fn build_report(input: MeshInput) -> MeshReport {
     let mut ranks = input.ranks;
+    // Each rank's own word on its identity source, in its entry (once, not in its facts too).
+    for r in &mut ranks {
+        if let Some(src) = r.facts.identity_source.take() {
+            r.identity_source.get_or_insert(src);
+        }
+    }
     ranks.sort_by_key(|r| r.facts.rank);
     ranks.dedup_by_key(|r| r.facts.rank);
     ranks.retain(|r| r.facts.rank < input.size);

@@ -90,6 +90,10 @@ pub struct NodeFacts {
     /// data port found, netlink refused, or a rank from before this field).
     #[serde(default)]
     pub shapers: Option<Vec<NodeShaper>>,
+    /// Where this rank's number came from, as the rank tells the coordinator (`None` from a
+    /// rank before this field); the final document moves it to the rank's entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_source: Option<crate::launch::IdentitySource>,
 }
 
 /// Which way a shaper limits the data port's traffic.

@@ -577,3 +577,30 @@ fn a_shaped_node_is_explained_by_its_shaper_with_its_direction() {
         );
     }
 }
+
+#[test]
+fn each_ranks_own_identity_source_lands_in_its_entry_once() {
+    use linerate_mesh::IdentitySource;
+    let f = Fleet::healthy(4);
+    let mut entries = f.facts();
+    entries[3].identity_source = None;
+    entries[3].facts.identity_source = Some(IdentitySource::Flags);
+    // What rank 0 knows first-hand wins over what a rank sent.
+    entries[0].facts.identity_source = Some(IdentitySource::Slurm);
+    let r = build_report(MeshInput {
+        schedule: ScheduleKind::Pairwise,
+        size: 4,
+        transport: Transport::Tcp,
+        duration_s: 2.0,
+        ranks: entries,
+        measurements: f.rounds(),
+        lost: Vec::new(),
+        notes: Vec::new(),
+        rendezvous: None,
+    });
+    assert_eq!(r.ranks[3].identity_source, Some(IdentitySource::Flags));
+    assert_eq!(r.ranks[0].identity_source, Some(IdentitySource::OpenMpi));
+    assert!(r.ranks.iter().all(|e| e.facts.identity_source.is_none()));
+    let v = serde_json::to_value(&r.ranks[3]).unwrap();
+    assert_eq!(v["identity_source"], "flags", "{v}");
+}

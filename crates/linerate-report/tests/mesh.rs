@@ -226,6 +226,7 @@ fn text_says_how_the_coordinator_was_found_in_one_line() {
         ],
     });
     let t = render_mesh(&r, Style::PLAIN, true);
+    assert!(t.contains("\n  rank numbers from slurm (4)\n"), "{t}");
     let lines: Vec<&str> = t.lines().filter(|l| l.contains("found by")).collect();
     assert_eq!(
         lines,

@@ -10,8 +10,8 @@ use linerate_cluster::coordinator::{self, CoordEvent, CoordinatorConfig, MeshRun
 use linerate_cluster::rank::{self, RankConfig};
 use linerate_cluster::rendezvous::{self, Coordinator, Request, DEFAULT_COORDINATOR_PORT};
 use linerate_mesh::{
-    build_report, FactsInput, Identity, LaunchArgs, LinkMeasurement, MeshInput, MeshReport,
-    NodeFacts, NodeShaper, RankEntry, RankId, RendezvousInfo, RendezvousSkip, Schedule,
+    build_report, FactsInput, Identity, IdentitySource, LaunchArgs, LinkMeasurement, MeshInput,
+    MeshReport, NodeFacts, NodeShaper, RankEntry, RankId, RendezvousInfo, RendezvousSkip, Schedule,
     ScheduleKind, ShaperDirection, Transport,
 };
 use linerate_proto::{Limits, Psk};
@@ -148,9 +148,10 @@ fn shapers_on(netdev: &str) -> Option<Vec<NodeShaper>> {
 
 /// This node's facts from its probe, for the interface that carries `data` (only the host
 /// name and address where probe cannot run), with the rate limits on that interface.
-fn describe(rank: RankId, data: SocketAddr) -> NodeFacts {
+fn describe(rank: RankId, source: IdentitySource, data: SocketAddr) -> NodeFacts {
     let port = linerate_engine::sys::interface_of(data.ip());
     let mut facts = probe_facts(rank, data, port.as_deref());
+    facts.identity_source = Some(source);
     facts.shapers = port.as_deref().and_then(shapers_on);
     facts
 }
@@ -225,7 +226,7 @@ fn check_limits(a: &MeshArgs, id: &Identity) -> anyhow::Result<()> {
 }
 
 fn rank_config(a: &MeshArgs, c: &Common) -> RankConfig {
-    let rank = c.id.rank;
+    let (rank, source) = (c.id.rank, c.id.source);
     RankConfig {
         rank: c.id.rank,
         size: c.id.size,
@@ -239,9 +240,10 @@ fn rank_config(a: &MeshArgs, c: &Common) -> RankConfig {
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
                 .ok()
                 .map(|s| s.trim().to_string()),
+            identity_source: Some(source),
             ..NodeFacts::default()
         },
-        describe: Some(Arc::new(move |data| describe(rank, data))),
+        describe: Some(Arc::new(move |data| describe(rank, source, data))),
         join_timeout: Duration::from_millis(a.join_timeout.max(1000)),
         heartbeat_timeout: Duration::from_millis(a.heartbeat_timeout.max(1000)),
         rdma_provider: a.provider.clone(),
