@@ -5,8 +5,9 @@
 #   node 5: 300 Mbit/s transmit only    (expect tx-degraded: its egress tbf)
 #   node 6: 300 Mbit/s receive only     (expect rx-degraded: its ingress through an ifb device)
 #   node 7: killed mid-run              (expect unreachable)
-# Prints the wall time of the run and whether each fault was named with the right direction
-# and nothing else was; exit status 0 when all four were found and no false positive.
+# Prints the wall time of the run, how the coordinator was found, and whether each fault was
+# named with the right direction and nothing else was (node 5's and 6's verdicts also name
+# their tbf with its direction: node 2's receive limit sits on its bridge port, outside it); exit status 0 when all four were found and no false positive.
 #
 # Needs root, iproute2 (ip, tc) and the ifb module. Everything it creates is named with this
 # script's PID and removed on exit (also on failure or Ctrl-C).
@@ -91,6 +92,8 @@ printf 'mesh_scenario: wall time %.1f s (8 ranks, pairwise, -t 1, the retest pha
 python3 - "$WORK/mesh.json" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
+rv = doc.get("rendezvous") or {}
+print(f"  coordinator at {rv.get('addr')}, found by {rv.get('label')}")
 want = {2: "both", 5: "tx_degraded", 6: "rx_degraded", 7: "unreachable"}
 ok = True
 for n in doc["nodes"]:
@@ -107,6 +110,12 @@ false_links = [l for l in doc["links"]
                and l["tx"] not in slow_tx and l["rx"] not in slow_rx]
 for l in false_links:
     print(f"  false positive: link {l['tx']} -> {l['rx']} {l['status']}: {l['explanation']}")
+# The shaped nodes' verdicts name their shaper with its direction.
+for r, words in ((5, "eth0 egress tbf"), (6, "eth0 ingress tbf")):
+    e = next(n["explanation"] for n in doc["nodes"] if n["rank"] == r)
+    if words not in e:
+        print(f"  node {r}: its verdict does not name its shaper ({words})")
+        ok = False
 ok = ok and not false_links
 print("mesh_scenario: all four faults found with the right direction, no false positive" if ok
       else "mesh_scenario: FAILED (see above)")

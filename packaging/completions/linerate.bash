@@ -737,7 +737,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__mesh)
-            opts="-t -h -V --rank --size --hosts --self --coordinator --rendezvous-dir --job --bind --data-port --psk-file --schedule --time --max-concurrent-pairs --rdma --provider --json --json-stream --csv --report --join-timeout --heartbeat-timeout --color --help --version"
+            opts="-t -h -V --rank --size --hosts --self --coordinator --rendezvous-dir --job --bind --data-port --psk-file --schedule --time --max-concurrent-pairs --rdma --provider --json --json-stream --csv --report --join-timeout --heartbeat-timeout --max-ranks --max-duration --max-tests --max-memory --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -816,6 +816,22 @@ _linerate() {
                     return 0
                     ;;
                 --heartbeat-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-ranks)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-tests)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-memory)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -204,6 +204,10 @@ complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l csv -d 'Write
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l report -d 'Write an HTML report to FILE (rank 0)' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l join-timeout -d 'Seconds the ranks have to join; the missing ones are then unreachable' -r
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l heartbeat-timeout -d 'Seconds a rank (or the coordinator) may stay silent before it counts as gone' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l max-ranks -d 'Rank 0: the most ranks its coordinator admits; a larger --size is refused at start, and so is a join from a rank or size beyond it' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l max-duration -d 'Data server: the longest test it accepts, seconds (default: serve\'s 300, or --time if longer); below --time is refused at start' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l max-tests -d 'Data server: most tests running at once (default: serve\'s 8, or --size if more, so every other rank can send to this one at once)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l max-memory -d 'Data server: total buffer memory of all its running tests (as serve\'s)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"

@@ -124,7 +124,9 @@ Examples:
   # under `mpirun -np 16 --map-by ppr:1:node` or `srun`: rank and size from the launcher
   linerate mesh --coordinator node01:5302 --json-stream
   # under `pdsh -w node[01-16]`: the rank is this host's position in --hosts
-  linerate mesh --hosts node[01-16] --psk-file /etc/linerate/key"
+  linerate mesh --hosts node[01-16] --psk-file /etc/linerate/key
+  # on a shared network: a key, and tight limits on what each rank listens with
+  linerate mesh --hosts node[01-64] --psk-file key --max-ranks 64 --max-duration 10 --max-memory 256M"
 )]
 #[allow(clippy::struct_excessive_bools)]
 pub struct MeshArgs {
@@ -196,6 +198,21 @@ pub struct MeshArgs {
     /// Seconds a rank (or the coordinator) may stay silent before it counts as gone.
     #[arg(long, value_name = "SECS", default_value = "5", value_parser = secs)]
     pub heartbeat_timeout: u64,
+    /// Rank 0: the most ranks its coordinator admits; a larger --size is refused at start, and
+    /// so is a join from a rank or size beyond it.
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub max_ranks: u32,
+    /// Data server: the longest test it accepts, seconds (default: serve's 300, or --time if
+    /// longer); below --time is refused at start.
+    #[arg(long, value_name = "SECS", value_parser = secs)]
+    pub max_duration: Option<u64>,
+    /// Data server: most tests running at once (default: serve's 8, or --size if more, so
+    /// every other rank can send to this one at once).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub max_tests: Option<u32>,
+    /// Data server: total buffer memory of all its running tests (as serve's).
+    #[arg(long, value_name = "BYTES", default_value = "1G", value_parser = size)]
+    pub max_memory: u32,
 }
 
 fn rate(s: &str) -> Result<u64, String> {

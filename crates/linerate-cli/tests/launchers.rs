@@ -204,7 +204,30 @@ fn mpirun_in_the_host_namespace_finds_rank_0_through_pmix() {
     check_status(&out);
     let doc = document(&out.stdout, None);
     check_mesh(&doc, 3);
-    assert_eq!(doc["ranks"][0]["identity_source"], "open_mpi", "{doc}");
+    every_rank_from(&doc, "open_mpi");
+    found_by(&doc, "pmix", &["flag"]);
+}
+
+/// Every rank reported where its number came from, all from the same source.
+fn every_rank_from(doc: &Value, source: &str) {
+    let ranks = doc["ranks"].as_array().unwrap_or_else(|| panic!("{doc}"));
+    assert!(!ranks.is_empty(), "{doc}");
+    for r in ranks {
+        assert_eq!(r["identity_source"], source, "rank {}: {doc}", r["rank"]);
+    }
+}
+
+/// The document says how rank 0 found the coordinator, and which methods it passed over first.
+fn found_by(doc: &Value, method: &str, skipped: &[&str]) {
+    let rv = &doc["rendezvous"];
+    assert_eq!(rv["method"], method, "{rv}");
+    let got: Vec<&str> = rv["skipped"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{rv}"))
+        .iter()
+        .map(|k| k["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(got, skipped, "{rv}");
 }
 
 #[test]
@@ -231,7 +254,7 @@ fn mpirun_inside_a_slurm_allocation_takes_the_mpi_rank() {
     check_status(&out);
     let doc = document(&out.stdout, None);
     check_mesh(&doc, 2);
-    assert_eq!(doc["ranks"][0]["identity_source"], "open_mpi", "{doc}");
+    every_rank_from(&doc, "open_mpi");
     assert!(
         doc["notes"].to_string().contains("ignores SLURM_NTASKS=1"),
         "{doc}"
@@ -371,6 +394,7 @@ fn mpirun_with_a_wrapper_into_each_ranks_namespace_and_coordinator() {
     check_status(&out);
     let doc = document(&out.stdout, None);
     check_mesh(&doc, 2);
+    found_by(&doc, "flag", &[]);
     // Each rank's data address is its own namespace's, the one that routes to the coordinator.
     for i in 0..2 {
         let a = doc["ranks"][i]["data_addr"].as_str().unwrap();
@@ -399,7 +423,12 @@ fn pdsh_exec_with_hosts_and_self() {
     let out = wait_all(vec![child]).remove(0);
     let doc = document(&out.stdout, Some(&format!("{}: ", fab.ns(0))));
     check_mesh(&doc, 2);
-    assert_eq!(doc["ranks"][0]["identity_source"], "host_list", "{doc}");
+    every_rank_from(&doc, "host_list");
+    found_by(
+        &doc,
+        "host_list",
+        &["flag", "pmix", "directory", "slurm_nodelist", "indexed_job"],
+    );
     for i in 0..2 {
         let a = doc["ranks"][i]["data_addr"].as_str().unwrap();
         assert!(a.starts_with(&format!("{}:", fab.ip(i))), "rank {i} at {a}");
@@ -443,7 +472,12 @@ fn kubernetes_indexed_job_contract() {
     );
     let doc = document(&outs[0].stdout, None);
     check_mesh(&doc, 2);
-    assert_eq!(doc["ranks"][0]["identity_source"], "indexed_job", "{doc}");
+    every_rank_from(&doc, "indexed_job");
+    found_by(
+        &doc,
+        "indexed_job",
+        &["flag", "pmix", "directory", "slurm_nodelist"],
+    );
     for i in 0..2 {
         assert_eq!(doc["ranks"][i]["host"], format!("{job}-{i}"), "{doc}");
     }
@@ -483,6 +517,7 @@ fn a_shared_directory_with_a_job_name_and_no_launcher() {
     );
     let doc = document(&outs[0].stdout, None);
     check_mesh(&doc, 2);
+    found_by(&doc, "directory", &["flag", "pmix"]);
     // Rank 0's file is gone with its run.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

@@ -58,6 +58,19 @@ fn rank_0_writes_the_document_the_csv_and_the_html_report() {
     let doc: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\n{stderr}", String::from_utf8_lossy(&out.stdout)));
     schema::assert_matches("mesh.schema.json", &doc);
+    assert_eq!(doc["rendezvous"]["method"], "flag", "{}", doc["rendezvous"]);
+    assert_eq!(doc["rendezvous"]["label"], "--coordinator");
+    // Each rank says where its number came from (here: --rank and --size).
+    for r in doc["ranks"].as_array().unwrap() {
+        assert_eq!(r["identity_source"], "flags", "{r}");
+    }
+    assert!(
+        doc["rendezvous"]["addr"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("127.0.0.1:")),
+        "{}",
+        doc["rendezvous"]
+    );
     // The exit status follows the verdict (loopback on a shared machine may judge a link slow).
     let healthy = doc["healthy"].as_bool().unwrap();
     assert_eq!(out.status.code(), Some(i32::from(!healthy)), "{stderr}");
@@ -86,7 +99,18 @@ fn rank_0_writes_the_document_the_csv_and_the_html_report() {
 
 #[test]
 fn json_stream_lines_are_mesh_events() {
-    let out = three_ranks(&["--json-stream"]);
+    // Operator limits at exactly what the run needs are no obstacle (a 0.3 s test, 3 ranks).
+    let out = three_ranks(&[
+        "--json-stream",
+        "--max-ranks",
+        "3",
+        "--max-duration",
+        "0.3",
+        "--max-tests",
+        "2",
+        "--max-memory",
+        "64M",
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let v = schema::validator("mesh-event.schema.json");
     let mut n = 0;
@@ -160,4 +184,49 @@ fn errors_say_what_to_do() {
     ]);
     assert_eq!(code, Some(2));
     assert!(err.contains("cannot reach the coordinator"), "{err}");
+}
+
+#[test]
+fn operator_limits_that_the_run_cannot_keep_are_refused_at_start() {
+    let (code, err) = mesh(&[
+        "--rank",
+        "0",
+        "--size",
+        "8",
+        "--max-ranks",
+        "4",
+        "--coordinator",
+        "127.0.0.1:1",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--size 8 is more than --max-ranks 4"), "{err}");
+    let (code, err) = mesh(&[
+        "--rank",
+        "0",
+        "--size",
+        "2",
+        "-t",
+        "5",
+        "--max-duration",
+        "2",
+        "--coordinator",
+        "127.0.0.1:1",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--max-duration 2 s is shorter than --time 5 s"),
+        "{err}"
+    );
+    for bad in [
+        ["--max-ranks", "0"],
+        ["--max-ranks", "5000"],
+        ["--max-tests", "0"],
+        ["--max-memory", "lots"],
+    ] {
+        let mut args = vec!["--rank", "0", "--size", "2", "--coordinator", "127.0.0.1:1"];
+        args.extend(bad);
+        let (code, err) = mesh(&args);
+        assert_eq!(code, Some(2), "{bad:?}");
+        assert!(err.contains(bad[0]), "{bad:?}: {err}");
+    }
 }

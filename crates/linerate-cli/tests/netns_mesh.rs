@@ -318,6 +318,34 @@ fn eight_nodes_four_faults_each_named_with_its_direction() {
         let n = node(&doc, rank);
         assert_eq!(n["status"], want, "node {rank}: {n}");
     }
+    // Each shaped node's verdict names its shaper, on its side and in its direction (node 2's
+    // receive limit sits on its bridge port, outside the node: only its egress tbf shows).
+    let ifb6 = format!("{}i6", f.p);
+    for (rank, want) in [
+        (2, "eth0 egress tbf limits it to 0.3 Gb/s".to_string()),
+        (5, "eth0 egress tbf limits it to 0.3 Gb/s".to_string()),
+        (
+            6,
+            format!("eth0 ingress tbf (on {ifb6}) limits it to 0.3 Gb/s"),
+        ),
+    ] {
+        let e = node(&doc, rank)["explanation"].as_str().unwrap_or_default();
+        assert!(e.contains(&want), "node {rank}: {e}");
+    }
+    for (id, ranks) in [
+        ("fleet.egress_limit", vec![2, 5]),
+        ("fleet.ingress_limit", vec![6]),
+    ] {
+        assert!(
+            doc["fleet"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x["id"] == id && x["ranks"] == serde_json::json!(ranks)),
+            "{id} on {ranks:?}: {}",
+            doc["fleet"]
+        );
+    }
     assert!(err.contains("rank 7 unreachable"), "{err}");
     // No false positive: every bad link has a faulty sender (2, 5, 7) or receiver (2, 6, 7).
     for l in doc["links"].as_array().unwrap() {

@@ -38,6 +38,9 @@ pub struct CoordinatorConfig {
     pub duration_ms: u64,
     /// Split rounds so that at most this many flows run at once (oversubscribed fabrics).
     pub max_concurrent_pairs: Option<u32>,
+    /// The most ranks this coordinator admits (`--max-ranks`): a join from a rank or a size
+    /// beyond it is refused, and a larger `size` is cut to it.
+    pub max_ranks: u32,
 }
 
 /// What the coordinator reports while it runs.
@@ -176,6 +179,12 @@ fn admit(
                 )
             }
         }
+    }
+    if size > cfg.max_ranks || rank >= cfg.max_ranks {
+        return Err(format!(
+            "rank {rank} of a run of {size} is beyond this coordinator's --max-ranks {}",
+            cfg.max_ranks
+        ));
     }
     if size != cfg.size {
         return Err(format!(
@@ -541,7 +550,7 @@ pub fn run(
     retest: &mut dyn FnMut(&MeshRun) -> Vec<Round>,
     events: &mut dyn FnMut(CoordEvent),
 ) -> MeshRun {
-    let size = cfg.size.min(MAX_RANKS);
+    let size = cfg.size.min(MAX_RANKS).min(cfg.max_ranks.max(1));
     let cfg = CoordinatorConfig {
         size,
         ..cfg.clone()

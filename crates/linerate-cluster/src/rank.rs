@@ -49,6 +49,8 @@ pub struct RankConfig {
     pub rdma_provider: Option<String>,
     /// The data server's limits (`serve`'s).
     pub limits: Limits,
+    /// The data server's total buffer memory over its running tests (`serve --max-memory`).
+    pub max_memory_bytes: u64,
 }
 
 impl std::fmt::Debug for RankConfig {
@@ -142,6 +144,7 @@ fn data_server(cfg: &RankConfig, ip: IpAddr) -> Result<SocketAddr, RankError> {
     let scfg = ServerConfig {
         bind: addr,
         limits: cfg.limits.clone(),
+        max_memory_bytes: cfg.max_memory_bytes,
         psk: cfg.psk.clone(),
         log: false,
         ..ServerConfig::default()

@@ -24,6 +24,7 @@ fn coord_cfg(size: u32, psk: Option<Psk>, join_timeout: Duration) -> Coordinator
         transport: Transport::Tcp,
         duration_ms: 300,
         max_concurrent_pairs: None,
+        max_ranks: 1024,
     }
 }
 
@@ -44,6 +45,7 @@ fn rank_cfg(rank: u32, size: u32, coordinator: SocketAddr, psk: Option<Psk>) -> 
         heartbeat_timeout: Duration::from_secs(5),
         rdma_provider: None,
         limits: linerate_proto::Limits::default(),
+        max_memory_bytes: linerate_proto::defaults::MAX_MEMORY_BYTES,
     }
 }
 
@@ -241,6 +243,26 @@ fn hostile_connections_are_refused_and_the_run_goes_on() {
     for h in [r0, r1, r2] {
         assert!(h.join().unwrap().unwrap().error.is_none());
     }
+}
+
+#[test]
+fn joins_beyond_max_ranks_are_refused_naming_the_limit() {
+    let key = Psk::from_bytes(KEY);
+    let cfg = CoordinatorConfig {
+        max_ranks: 2,
+        ..coord_cfg(2, Some(key.clone()), Duration::from_secs(1))
+    };
+    let (addr, _ev, h) = start(cfg);
+    for (rank, size) in [(1, 5), (3, 2), (4095, 4096)] {
+        let r = refused(join_as(addr, rank, size, &key));
+        assert!(r.contains("--max-ranks 2"), "rank {rank} of {size}: {r}");
+    }
+    // Within the limit, the ordinary checks still apply.
+    assert!(refused(join_as(addr, 1, 1, &key)).contains("same --size"));
+    // Nobody joined: the run ends after the join timeout with both ranks unreachable.
+    let run = h.join().unwrap();
+    let lost: Vec<u32> = run.unreachable.iter().map(|(r, _)| *r).collect();
+    assert_eq!(lost, [0, 1]);
 }
 
 #[test]

@@ -14,6 +14,10 @@ const RTM_GETQDISC: u16 = 38;
 const RTM_NEWQDISC: u16 = 36;
 const RTM_GETTCLASS: u16 = 42;
 const RTM_NEWTCLASS: u16 = 40;
+const RTM_GETTFILTER: u16 = 46;
+const RTM_NEWTFILTER: u16 = 44;
+/// `TC_H_MAKE(TC_H_INGRESS, TC_H_MIN_INGRESS)`: the parent of an interface's ingress filters.
+const TC_H_INGRESS_PARENT: u32 = 0xFFFF_FFF1;
 const NLM_F_REQUEST: u16 = 1;
 const NLM_F_DUMP: u16 = 0x300;
 const NLMSG_ERROR: u16 = 2;
@@ -156,7 +160,15 @@ pub fn parse_dump(mut b: &[u8], ifindex: i32, out: &mut Vec<Shaper>) -> Result<b
     Ok(false)
 }
 
-fn dump(sock: &Socket, ty: u16, ifindex: i32, seq: u32, out: &mut Vec<Shaper>) -> io::Result<()> {
+/// Send one dump request (`struct tcmsg` for `ifindex` and `parent`) and feed each reply to
+/// `parse` until it reports the dump complete.
+fn request(
+    sock: &Socket,
+    ty: u16,
+    (ifindex, parent): (i32, u32),
+    seq: u32,
+    mut parse: impl FnMut(&[u8]) -> Result<bool, String>,
+) -> io::Result<()> {
     let mut req = Vec::with_capacity(36);
     req.extend_from_slice(&36u32.to_ne_bytes());
     req.extend_from_slice(&ty.to_ne_bytes());
@@ -166,41 +178,161 @@ fn dump(sock: &Socket, ty: u16, ifindex: i32, seq: u32, out: &mut Vec<Shaper>) -
     // struct tcmsg: family, pad, pad, ifindex, handle, parent, info
     req.extend_from_slice(&[0u8; 4]);
     req.extend_from_slice(&ifindex.to_ne_bytes());
-    req.extend_from_slice(&[0u8; 12]);
+    req.extend_from_slice(&0u32.to_ne_bytes());
+    req.extend_from_slice(&parent.to_ne_bytes());
+    req.extend_from_slice(&0u32.to_ne_bytes());
     // An unbound netlink socket sends to the kernel (port id 0) and is bound on first use.
     (&*sock).write_all(&req)?;
     let mut buf = vec![0u8; 64 * 1024];
     // Bounded: a dump of one interface is small; give up after 256 reads.
     for _ in 0..256 {
         let n = (&*sock).read(&mut buf)?;
-        if n == 0 || parse_dump(&buf[..n], ifindex, out).map_err(io::Error::other)? {
+        if n == 0 || parse(&buf[..n]).map_err(io::Error::other)? {
             return Ok(());
         }
     }
     Ok(())
 }
 
-/// Every rate limit on interface `ifindex` (qdiscs and classes).
-pub fn shapers(ifindex: i32) -> io::Result<Vec<Shaper>> {
+fn dump(sock: &Socket, ty: u16, ifindex: i32, seq: u32, out: &mut Vec<Shaper>) -> io::Result<()> {
+    request(sock, ty, (ifindex, 0), seq, |b| parse_dump(b, ifindex, out))
+}
+
+fn route_socket() -> io::Result<Socket> {
     let sock = Socket::new(
         Domain::from(libc::AF_NETLINK),
         Type::RAW.cloexec(),
         Some(Protocol::from(NETLINK_ROUTE)),
     )?;
     sock.set_read_timeout(Some(std::time::Duration::from_secs(2)))?;
+    Ok(sock)
+}
+
+/// The devices a `mirred` action sends packets to (egress redirect or mirror, so they pass
+/// the target's root qdisc), found anywhere in nested attributes `b` (at most 8 deep).
+fn mirred_targets(b: &[u8], depth: u32, out: &mut Vec<i32>) {
+    // TCA_ACT_KIND = 1, TCA_ACT_OPTIONS = 2; TCA_MIRRED_PARMS = 2 (struct tc_mirred: tc_gen
+    // of 20 bytes, eaction i32, ifindex u32); TCA_EGRESS_REDIR = 1, TCA_EGRESS_MIRROR = 2.
+    if depth > 8 {
+        return;
+    }
+    let a = attrs(b);
+    let kind = a.iter().find(|(t, _)| *t == 1).map(|(_, p)| *p);
+    if kind.is_some_and(|k| k.strip_suffix(b"\0").unwrap_or(k) == b"mirred") {
+        let parms = a
+            .iter()
+            .find(|(t, _)| *t == 2)
+            .and_then(|(_, o)| attrs(o).into_iter().find(|(t, _)| *t == 2))
+            .map(|(_, p)| p);
+        if let Some(p) = parms {
+            let eaction = u32_at(p, 20).map(u32::cast_signed);
+            let target = u32_at(p, 24).map(u32::cast_signed);
+            if let (Some(1 | 2), Some(t)) = (eaction, target) {
+                if t > 0 && !out.contains(&t) {
+                    out.push(t);
+                }
+            }
+        }
+        return;
+    }
+    for (_, p) in a {
+        if p.len() >= 4 {
+            mirred_targets(p, depth + 1, out);
+        }
+    }
+}
+
+/// Decode a filter dump reply: the devices `ifindex`'s filters redirect or mirror packets to.
+/// Returns `Ok(true)` when the dump is complete.
+pub fn parse_redirects(mut b: &[u8], ifindex: i32, out: &mut Vec<i32>) -> Result<bool, String> {
+    while b.len() >= 16 {
+        let len = u32_at(b, 0).ok_or("short header")? as usize;
+        let ty = u16_at(b, 4).ok_or("short header")?;
+        if len < 16 || len > b.len() {
+            return Err(format!("netlink message length {len} out of range"));
+        }
+        let body = &b[16..len];
+        match ty {
+            NLMSG_DONE => return Ok(true),
+            NLMSG_ERROR => {
+                let code = u32_at(body, 0).map_or(0, u32::cast_signed);
+                if code != 0 {
+                    return Err(io::Error::from_raw_os_error(-code).to_string());
+                }
+            }
+            RTM_NEWTFILTER
+                if body.len() >= 20 && u32_at(body, 4).map(u32::cast_signed) == Some(ifindex) =>
+            {
+                let a = attrs(&body[20..]);
+                if let Some((_, opts)) = a.iter().find(|(t, _)| *t == TCA_OPTIONS) {
+                    mirred_targets(opts, 0, out);
+                }
+            }
+            _ => {}
+        }
+        let next = (len + 3) & !3;
+        if next >= b.len() {
+            break;
+        }
+        b = &b[next..];
+    }
+    Ok(false)
+}
+
+/// The interfaces that `ifindex`'s ingress filters redirect packets to (an `ifb` device that
+/// shapes what the interface receives), by index.
+pub fn ingress_redirects(ifindex: i32) -> io::Result<Vec<i32>> {
+    let sock = route_socket()?;
+    let mut out = Vec::new();
+    request(
+        &sock,
+        RTM_GETTFILTER,
+        (ifindex, TC_H_INGRESS_PARENT),
+        3,
+        |b| parse_redirects(b, ifindex, &mut out),
+    )?;
+    Ok(out)
+}
+
+/// Every rate limit on interface `ifindex` (qdiscs and classes).
+pub fn shapers(ifindex: i32) -> io::Result<Vec<Shaper>> {
+    let sock = route_socket()?;
     let mut out = Vec::new();
     dump(&sock, RTM_GETQDISC, ifindex, 1, &mut out)?;
     dump(&sock, RTM_GETTCLASS, ifindex, 2, &mut out)?;
     Ok(out)
 }
 
-/// Shapers of the interface `name` (its index from sysfs under `root`).
-pub fn shapers_of(root: &std::path::Path, name: &str) -> io::Result<Vec<Shaper>> {
-    let idx: i32 = std::fs::read_to_string(root.join("sys/class/net").join(name).join("ifindex"))?
+/// The index of interface `name`, from sysfs under `root`.
+fn ifindex_of(root: &std::path::Path, name: &str) -> io::Result<i32> {
+    std::fs::read_to_string(root.join("sys/class/net").join(name).join("ifindex"))?
         .trim()
         .parse()
-        .map_err(|_| io::Error::other(format!("/sys/class/net/{name}/ifindex is not a number")))?;
-    shapers(idx)
+        .map_err(|_| io::Error::other(format!("/sys/class/net/{name}/ifindex is not a number")))
+}
+
+/// Shapers of the interface `name` (its index from sysfs under `root`).
+pub fn shapers_of(root: &std::path::Path, name: &str) -> io::Result<Vec<Shaper>> {
+    shapers(ifindex_of(root, name)?)
+}
+
+/// The interfaces (by name, from sysfs under `root`) that the ingress filters of `name`
+/// redirect its received packets to: where a shaper of what `name` receives sits.
+pub fn ingress_redirects_of(root: &std::path::Path, name: &str) -> io::Result<Vec<String>> {
+    let targets = ingress_redirects(ifindex_of(root, name)?)?;
+    if targets.is_empty() {
+        return Ok(Vec::new());
+    }
+    let class = root.join("sys/class/net");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(&class)?.flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        if ifindex_of(root, &n).is_ok_and(|i| targets.contains(&i)) {
+            out.push(n);
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -278,6 +410,37 @@ mod tests {
         }
     }
 
+    #[test]
+    fn mirred_redirect_target_in_a_u32_filter() {
+        // u32 options > TCA_U32_ACT (7) > action 1 > kind "mirred", options > TCA_MIRRED_PARMS.
+        let mut parms = vec![0u8; 28];
+        parms[20..24].copy_from_slice(&1i32.to_ne_bytes()); // TCA_EGRESS_REDIR
+        parms[24..28].copy_from_slice(&9u32.to_ne_bytes());
+        let mut act = rtattr(1, b"mirred\0");
+        act.extend(rtattr(2, &rtattr(2, &parms)));
+        let u32_opts = rtattr(7, &rtattr(1, &act));
+        let mut a = rtattr(TCA_KIND, b"u32\0");
+        a.extend(rtattr(TCA_OPTIONS, &u32_opts));
+        let mut dump = msg(RTM_NEWTFILTER, 4, 0, &a);
+        dump.extend(msg(RTM_NEWTFILTER, 5, 0, &a)); // another interface's filter
+        dump.extend(msg(NLMSG_DONE, 0, 0, &[]));
+        let mut out = Vec::new();
+        assert_eq!(parse_redirects(&dump, 4, &mut out), Ok(true));
+        assert_eq!(out, [9]);
+        // An ingress redirect (3) does not pass the target's root qdisc: not a shaper's place.
+        parms[20..24].copy_from_slice(&3i32.to_ne_bytes());
+        let mut act = rtattr(1, b"mirred\0");
+        act.extend(rtattr(2, &rtattr(2, &parms)));
+        let mut a = rtattr(TCA_KIND, b"u32\0");
+        a.extend(rtattr(TCA_OPTIONS, &rtattr(7, &rtattr(1, &act))));
+        let mut out = Vec::new();
+        parse_redirects(&msg(RTM_NEWTFILTER, 4, 0, &a), 4, &mut out).unwrap();
+        assert!(out.is_empty());
+        for junk in [&[0xffu8; 40][..], &[16, 0, 0, 0, 44, 0, 0, 0]] {
+            let _ = parse_redirects(junk, 4, &mut out);
+        }
+    }
+
     /// The real socket: loopback normally has no shaper, and the call works without root.
     /// A real tbf is read through this dump by the namespace tests (`netns_doctor`'s
     /// shaper scenarios install `tbf rate 2gbit` and check doctor's `shapers[].rate_bps`).
@@ -285,5 +448,8 @@ mod tests {
     fn live_dump() {
         let out = shapers(1).expect("rtnetlink dump works");
         assert!(out.iter().all(|s| s.rate_bps > 0));
+        // Loopback has no ingress qdisc: the kernel answers the filter dump with an error or
+        // nothing, never a redirect.
+        assert!(ingress_redirects(1).map_or(true, |r| r.is_empty()));
     }
 }

@@ -110,5 +110,8 @@ pub fn node_facts(input: &FactsInput<'_>, inv: &Inventory, analysis: &Analysis) 
                 (f.id.as_str().to_string(), message)
             })
             .collect(),
+        // Read by the runtime over netlink, not by probe.
+        shapers: None,
+        identity_source: None,
     }
 }

@@ -1,19 +1,23 @@
 //! Fleet findings: what the nodes' inventories say side by side. A node whose firmware, PCIe
 //! link, MTU, IPoIB mode, link rate, card, kernel, CPU governor or TCP buffer maxima differ
-//! from the majority is named with both values; every probe finding of every node is listed,
+//! from the majority is named with both values, and so is a node whose egress or ingress rate
+//! limit (a shaper on the data port) is below the majority's or that has one where the majority
+//! has none; every probe finding of every node is listed,
 //! grouped by id. The verdicts use the differences to explain a degraded node.
 
 use std::collections::BTreeMap;
 
-use linerate_units::fmt_num;
+use linerate_units::{bps_to_gbps, fmt_num};
 use serde::{Deserialize, Serialize};
 
-use crate::types::{NodeFacts, RankId};
+use crate::types::{NodeFacts, RankId, ShaperDirection};
 
 /// What the nodes are compared on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FleetAttribute {
+    EgressLimit,
+    IngressLimit,
     LinkRate,
     PcieLink,
     Card,
@@ -27,7 +31,9 @@ pub enum FleetAttribute {
 }
 
 impl FleetAttribute {
-    pub const ALL: [FleetAttribute; 10] = [
+    pub const ALL: [FleetAttribute; 12] = [
+        FleetAttribute::EgressLimit,
+        FleetAttribute::IngressLimit,
         FleetAttribute::LinkRate,
         FleetAttribute::PcieLink,
         FleetAttribute::Card,
@@ -43,6 +49,8 @@ impl FleetAttribute {
     /// The id of its fleet finding: `fleet.pcie_link`.
     pub fn id(self) -> &'static str {
         match self {
+            Self::EgressLimit => "fleet.egress_limit",
+            Self::IngressLimit => "fleet.ingress_limit",
             Self::LinkRate => "fleet.link_rate",
             Self::PcieLink => "fleet.pcie_link",
             Self::Card => "fleet.card",
@@ -59,6 +67,13 @@ impl FleetAttribute {
     /// The value as a reader sees it: `PCIe 5.0 GT/s x4`, `MTU 1500`.
     pub fn describe(self, value: &str) -> String {
         match self {
+            Self::EgressLimit | Self::IngressLimit => {
+                let dir = self.direction().map_or("", ShaperDirection::as_str);
+                match value.parse::<u64>() {
+                    Ok(bps) => format!("an {dir} limit of {}", fmt_rate(bps)),
+                    Err(_) => format!("no {dir} limit"),
+                }
+            }
             Self::LinkRate => format!("a {value} Gb/s link"),
             Self::PcieLink => format!("PCIe at {value}"),
             Self::Card => format!("card {value}"),
@@ -76,6 +91,17 @@ impl FleetAttribute {
     pub fn value(self, n: &NodeFacts) -> Option<String> {
         let port = n.port.as_ref();
         match self {
+            Self::EgressLimit | Self::IngressLimit => {
+                let dir = self.direction()?;
+                let lowest = n
+                    .shapers
+                    .as_ref()?
+                    .iter()
+                    .filter(|s| s.direction == dir)
+                    .map(|s| s.rate_bps)
+                    .min();
+                Some(lowest.map_or_else(|| NO_LIMIT.to_string(), |b| b.to_string()))
+            }
             Self::LinkRate => port.and_then(|p| p.link_gbps).map(fmt_num),
             Self::PcieLink => port.and_then(|p| p.pcie_current.clone()),
             Self::Card => port.and_then(|p| p.card.clone()),
@@ -88,6 +114,28 @@ impl FleetAttribute {
             Self::Kernel => n.kernel.clone(),
         }
     }
+
+    /// The direction of a rate-limit attribute.
+    pub fn direction(self) -> Option<ShaperDirection> {
+        match self {
+            Self::EgressLimit => Some(ShaperDirection::Egress),
+            Self::IngressLimit => Some(ShaperDirection::Ingress),
+            _ => None,
+        }
+    }
+}
+
+/// The value of a rate-limit attribute on a node with no shaper in that direction.
+pub const NO_LIMIT: &str = "none";
+
+/// `0.3 Gb/s`: a shaper's rate (bit/s) as the reports write rates.
+pub fn fmt_rate(bps: u64) -> String {
+    format!("{} Gb/s", fmt_num(bps_to_gbps(bps as f64)))
+}
+
+/// A rate-limit value as a number to compare: no limit is the highest.
+fn limit_bps(value: &str) -> u64 {
+    value.parse().unwrap_or(u64::MAX)
 }
 
 /// One fleet finding: a group of nodes that differs from the majority (`attribute` set), a
@@ -170,6 +218,9 @@ fn differences(attr: FleetAttribute, nodes: &[NodeFacts]) -> Vec<FleetFinding> {
     groups
         .iter()
         .filter(|(v, _)| **v != majority)
+        // A rate limit is a finding only where it is lower than the majority's (or the
+        // majority has none): a node without the fleet's shaper is not slower for it.
+        .filter(|(v, _)| attr.direction().is_none() || limit_bps(v) < limit_bps(&majority))
         .map(|(v, g)| {
             let (ranks, hosts) = ranks_hosts(g);
             let others = others_phrase(top, compared - g.len());
@@ -312,6 +363,61 @@ mod tests {
             "{}",
             f[0].message
         );
+    }
+
+    fn shaped(mut n: NodeFacts, egress: Option<u64>, ingress: Option<u64>) -> NodeFacts {
+        use crate::types::NodeShaper;
+        let mut v = Vec::new();
+        for (direction, rate, via) in [
+            (ShaperDirection::Egress, egress, None),
+            (ShaperDirection::Ingress, ingress, Some("ifb0".to_string())),
+        ] {
+            if let Some(rate_bps) = rate {
+                v.push(NodeShaper {
+                    direction,
+                    netdev: "eth0".into(),
+                    via,
+                    kind: "tbf".into(),
+                    rate_bps,
+                });
+            }
+        }
+        n.shapers = Some(v);
+        n
+    }
+
+    #[test]
+    fn a_lower_limit_or_one_the_majority_lacks_is_a_finding_a_missing_one_is_not() {
+        const G: u64 = 1_000_000_000;
+        let mut nodes: Vec<NodeFacts> = (0..8)
+            .map(|r| shaped(node(r, "8.0 GT/s x8", 1500), Some(G), None))
+            .collect();
+        nodes[5] = shaped(node(5, "8.0 GT/s x8", 1500), Some(300_000_000), None);
+        nodes[6] = shaped(node(6, "8.0 GT/s x8", 1500), Some(G), Some(300_000_000));
+        // No egress shaper at all, and one whose shapers were not read: neither is a finding.
+        nodes[3] = shaped(node(3, "8.0 GT/s x8", 1500), None, None);
+        nodes[4].shapers = None;
+        let f = fleet_findings(&nodes);
+        let msgs: Vec<(&str, &str)> = f
+            .iter()
+            .map(|f| (f.id.as_str(), f.message.as_str()))
+            .collect();
+        assert_eq!(
+            msgs,
+            [
+                (
+                    "fleet.egress_limit",
+                    "node05 has an egress limit of 0.3 Gb/s, 5 of the other 6 nodes an egress limit of 1 Gb/s"
+                ),
+                (
+                    "fleet.ingress_limit",
+                    "node06 has an ingress limit of 0.3 Gb/s, the other 6 nodes no ingress limit"
+                ),
+            ]
+        );
+        assert_eq!(f[0].ranks, [5]);
+        assert_eq!(f[1].value.as_deref(), Some("300000000"));
+        assert_eq!(f[1].majority.as_deref(), Some(NO_LIMIT));
     }
 
     #[test]

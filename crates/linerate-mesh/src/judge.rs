@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use linerate_units::{fmt_sig, r3};
 use serde::{Deserialize, Serialize};
 
-use crate::fleet::{others_phrase, FleetAttribute, FleetFinding};
+use crate::fleet::{fmt_rate, others_phrase, FleetAttribute, FleetFinding};
 use crate::schedule::{Flow, Round};
 use crate::types::{LinkMeasurement, MeshLatency, NodeFacts, Phase, RankId, Transport};
 
@@ -767,6 +767,7 @@ fn cause(r: RankId, status: NodeStatus, input: &JudgeInput<'_>) -> Option<String
     use FleetAttribute as A;
     let order: &[FleetAttribute] = match status {
         NodeStatus::TxDegraded => &[
+            A::EgressLimit,
             A::LinkRate,
             A::PcieLink,
             A::Card,
@@ -778,6 +779,7 @@ fn cause(r: RankId, status: NodeStatus, input: &JudgeInput<'_>) -> Option<String
             A::Kernel,
         ],
         NodeStatus::RxDegraded => &[
+            A::IngressLimit,
             A::LinkRate,
             A::PcieLink,
             A::Card,
@@ -789,6 +791,8 @@ fn cause(r: RankId, status: NodeStatus, input: &JudgeInput<'_>) -> Option<String
             A::Kernel,
         ],
         _ => &[
+            A::EgressLimit,
+            A::IngressLimit,
             A::LinkRate,
             A::PcieLink,
             A::Card,
@@ -801,10 +805,8 @@ fn cause(r: RankId, status: NodeStatus, input: &JudgeInput<'_>) -> Option<String
             A::Kernel,
         ],
     };
-    let card = input
-        .nodes
-        .iter()
-        .find(|n| n.rank == r)
+    let me = input.nodes.iter().find(|n| n.rank == r);
+    let card = me
         .and_then(|n| n.port.as_ref())
         .and_then(|p| p.card.clone());
     let mine: Vec<&FleetFinding> = input
@@ -822,6 +824,25 @@ fn cause(r: RankId, status: NodeStatus, input: &JudgeInput<'_>) -> Option<String
         let (value, majority) = (f.value.as_deref()?, f.majority.as_deref()?);
         let compared = f.compared? as usize;
         let others = others_phrase(f.majority_count? as usize, compared - f.ranks.len());
+        if let Some(dir) = a.direction() {
+            // The shaper itself, by device, direction and kind.
+            let s = me?
+                .shapers
+                .as_ref()?
+                .iter()
+                .filter(|s| s.direction == dir)
+                .min_by_key(|s| s.rate_bps)?;
+            // This node against every other one (others may share its limit).
+            let others = others_phrase(f.majority_count? as usize, compared - 1);
+            let theirs = majority
+                .parse::<u64>()
+                .map_or_else(|_| format!("have no {} limit", dir.as_str()), fmt_rate);
+            return Some(format!(
+                "{} limits it to {}, {others} {theirs}",
+                s.label(),
+                fmt_rate(s.rate_bps)
+            ));
+        }
         let subject = match (&card, a) {
             (Some(c), A::PcieLink | A::LinkRate | A::Firmware | A::Mtu | A::IpoibMode) => {
                 format!("its {c}")

@@ -21,9 +21,15 @@ pub use launch::{
     coordinator_candidates, identify, CandidateSource, CoordinatorCandidate, Identity,
     IdentitySource, LaunchArgs, LaunchError,
 };
-pub use report::{build_report, mesh_event, EventEnd, MeshEvent, MeshInput, MeshReport, RankEntry};
+pub use report::{
+    build_report, mesh_event, EventEnd, MeshEvent, MeshInput, MeshReport, RankEntry,
+    RendezvousInfo, RendezvousSkip,
+};
 pub use schedule::{
     cap_concurrency, incast, pairwise, parse_round_file, quick, ring, Flow, Round, Schedule,
     ScheduleError, ScheduleKind,
 };
-pub use types::{LinkMeasurement, MeshLatency, NodeFacts, Phase, PortFacts, RankId, Transport};
+pub use types::{
+    LinkMeasurement, MeshLatency, NodeFacts, NodeShaper, Phase, PortFacts, RankId, ShaperDirection,
+    Transport,
+};

@@ -3,6 +3,8 @@
 //! the matrix, the link and node verdicts, the fleet findings, and `healthy` for the exit
 //! status. Built in one pure function from what the coordinator gathered.
 
+use std::fmt::Write as _;
+
 use linerate_results::{Tool, SCHEMA_VERSION, TOOL};
 use serde::Serialize;
 
@@ -23,6 +25,43 @@ pub struct RankEntry {
     pub identity_source: Option<IdentitySource>,
 }
 
+/// How rank 0 found where its coordinator listens (the rendezvous), and the methods it passed
+/// over before that one, with why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RendezvousInfo {
+    /// `flag`, `pmix`, `directory`, `slurm_nodelist`, `indexed_job` or `host_list`.
+    pub method: String,
+    /// As the options and docs name it: `--coordinator`, `PMIx`, `--rendezvous-dir`...
+    pub label: String,
+    /// The address the ranks connect to (`HOST:PORT`).
+    pub addr: String,
+    pub skipped: Vec<RendezvousSkip>,
+}
+
+/// A rendezvous method passed over, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RendezvousSkip {
+    pub method: String,
+    pub label: String,
+    pub why: String,
+}
+
+impl RendezvousInfo {
+    /// `coordinator at node01:5302, found by --hosts (passed over: PMIx: ...; ...)`.
+    pub fn line(&self) -> String {
+        let mut s = format!("coordinator at {}, found by {}", self.addr, self.label);
+        if !self.skipped.is_empty() {
+            let skipped: Vec<String> = self
+                .skipped
+                .iter()
+                .map(|k| format!("{}: {}", k.label, k.why))
+                .collect();
+            let _ = write!(s, " (passed over: {})", skipped.join("; "));
+        }
+        s
+    }
+}
+
 /// What the coordinator gathered.
 #[derive(Debug, Clone)]
 pub struct MeshInput {
@@ -38,6 +77,8 @@ pub struct MeshInput {
     pub lost: Vec<RankId>,
     /// Remarks of the run (identity notes, a run cut short...).
     pub notes: Vec<String>,
+    /// How rank 0 found the coordinator's address; `None` when not known.
+    pub rendezvous: Option<RendezvousInfo>,
 }
 
 /// The final document.
@@ -61,6 +102,8 @@ pub struct MeshReport {
     pub fleet: Vec<FleetFinding>,
     pub lost: Vec<RankId>,
     pub notes: Vec<String>,
+    /// How rank 0 found the coordinator's address, and the methods it passed over.
+    pub rendezvous: Option<RendezvousInfo>,
     /// No node degraded or unreachable and no link slow, lossy or unreachable: exit status 0.
     pub healthy: bool,
 }
@@ -121,6 +164,12 @@ fn matrix(size: u32, links: &[LinkVerdict]) -> Vec<Vec<Option<f64>>> {
 /// facts is named `rank N`.
 pub fn build_report(input: MeshInput) -> MeshReport {
     let mut ranks = input.ranks;
+    // Each rank's own word on its identity source, in its entry (once, not in its facts too).
+    for r in &mut ranks {
+        if let Some(src) = r.facts.identity_source.take() {
+            r.identity_source.get_or_insert(src);
+        }
+    }
     ranks.sort_by_key(|r| r.facts.rank);
     ranks.dedup_by_key(|r| r.facts.rank);
     ranks.retain(|r| r.facts.rank < input.size);
@@ -169,6 +218,7 @@ pub fn build_report(input: MeshInput) -> MeshReport {
         fleet,
         lost: input.lost,
         notes,
+        rendezvous: input.rendezvous,
         healthy,
     }
 }

@@ -86,4 +86,63 @@ pub struct NodeFacts {
     pub tcp_wmem_max: Option<u64>,
     /// Probe findings of this node: (finding id, message).
     pub findings: Vec<(String, String)>,
+    /// The rate limits on the data port, both directions; `None` when they were not read (no
+    /// data port found, netlink refused, or a rank from before this field).
+    #[serde(default)]
+    pub shapers: Option<Vec<NodeShaper>>,
+    /// Where this rank's number came from, as the rank tells the coordinator (`None` from a
+    /// rank before this field); the final document moves it to the rank's entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_source: Option<crate::launch::IdentitySource>,
+}
+
+/// Which way a shaper limits the data port's traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShaperDirection {
+    /// What the node sends: a qdisc or class on the port's own egress.
+    Egress,
+    /// What the node receives: a qdisc on the device (an `ifb`) the port's ingress filters
+    /// redirect to.
+    Ingress,
+}
+
+impl ShaperDirection {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Egress => "egress",
+            Self::Ingress => "ingress",
+        }
+    }
+}
+
+/// One rate limit on a node's data path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeShaper {
+    pub direction: ShaperDirection,
+    /// The data port's netdev (`eth0`).
+    pub netdev: String,
+    /// The device the limit sits on when it is not the port itself: the `ifb` its ingress
+    /// redirects to.
+    pub via: Option<String>,
+    /// `tbf`, `htb`, `fq`, `cake`.
+    pub kind: String,
+    /// The limit, bit/s.
+    pub rate_bps: u64,
+}
+
+impl NodeShaper {
+    /// `eth0 egress tbf`, `eth0 ingress tbf (on ifb0)`.
+    pub fn label(&self) -> String {
+        let via = self
+            .via
+            .as_ref()
+            .map_or_else(String::new, |v| format!(" (on {v})"));
+        format!(
+            "{} {} {}{via}",
+            self.netdev,
+            self.direction.as_str(),
+            self.kind
+        )
+    }
 }

@@ -4,8 +4,8 @@ mod common;
 
 use common::Fleet;
 use linerate_mesh::{
-    build_report, LinkStatus, MeshInput, MeshLatency, MeshReport, NodeStatus, Phase, RankId,
-    ScheduleKind, Transport,
+    build_report, LinkStatus, MeshInput, MeshLatency, MeshReport, NodeShaper, NodeStatus, Phase,
+    RankId, ScheduleKind, ShaperDirection, Transport,
 };
 
 /// Makes node `v` slow (`rate` Gb/s) in the direction(s) of `kind`.
@@ -178,6 +178,7 @@ fn a_degraded_node_is_explained_by_what_differs_in_its_inventory() {
         measurements: f.rounds(),
         lost: Vec::new(),
         notes: Vec::new(),
+        rendezvous: None,
     });
     expect_nodes(&r, &[(7, NodeStatus::RxDegraded)]);
     let e = &r.nodes[7].explanation;
@@ -492,4 +493,114 @@ fn every_triple_of_faults_among_eight_is_named_without_a_false_positive() {
             }
         }
     }
+}
+
+fn tbf(direction: ShaperDirection, rate_bps: u64) -> NodeShaper {
+    NodeShaper {
+        direction,
+        netdev: "eth0".into(),
+        via: (direction == ShaperDirection::Ingress).then(|| "ifb6".to_string()),
+        kind: "tbf".into(),
+        rate_bps,
+    }
+}
+
+#[test]
+fn a_shaped_node_is_explained_by_its_shaper_with_its_direction() {
+    // The namespace scenario: every eth0 has a 1 Gbit/s egress tbf; node 5's is 0.3 Gbit/s,
+    // node 6 receives through a 0.3 Gbit/s tbf on the ifb its ingress redirects to, node 2 is
+    // slow both ways (its receive side is shaped outside the node, so only its egress shows).
+    let mut f = Fleet::healthy(8);
+    f.tx_cap[2] = 0.29;
+    f.rx_cap[2] = 0.29;
+    f.tx_cap[5] = 0.29;
+    f.rx_cap[6] = 0.29;
+    let mut entries = f.facts();
+    for e in &mut entries {
+        let egress = match e.facts.rank {
+            2 | 5 => 300_000_000,
+            _ => 1_000_000_000,
+        };
+        let mut s = vec![tbf(ShaperDirection::Egress, egress)];
+        if e.facts.rank == 6 {
+            s.push(tbf(ShaperDirection::Ingress, 300_000_000));
+        }
+        e.facts.shapers = Some(s);
+    }
+    let r = build_report(MeshInput {
+        schedule: ScheduleKind::Pairwise,
+        size: 8,
+        transport: Transport::Tcp,
+        duration_s: 2.0,
+        ranks: entries,
+        measurements: f.rounds(),
+        lost: Vec::new(),
+        notes: Vec::new(),
+        rendezvous: None,
+    });
+    expect_nodes(
+        &r,
+        &[
+            (2, NodeStatus::Both),
+            (5, NodeStatus::TxDegraded),
+            (6, NodeStatus::RxDegraded),
+        ],
+    );
+    let e = |r: &MeshReport, i: usize| r.nodes[i].explanation.clone();
+    assert!(
+        e(&r, 5).starts_with(
+            "node05 tx-degraded: eth0 egress tbf limits it to 0.3 Gb/s, 6 of the other 7 nodes 1 Gb/s"
+        ),
+        "{}",
+        e(&r, 5)
+    );
+    assert!(
+        e(&r, 6).starts_with("node06 rx-degraded: eth0 ingress tbf (on ifb6) limits it to 0.3 Gb/s, the other 7 nodes have no ingress limit"),
+        "{}",
+        e(&r, 6)
+    );
+    assert!(
+        e(&r, 2).starts_with(
+            "node02 tx+rx-degraded: eth0 egress tbf limits it to 0.3 Gb/s, 6 of the other 7 nodes 1 Gb/s"
+        ),
+        "{}",
+        e(&r, 2)
+    );
+    for (id, ranks) in [
+        ("fleet.egress_limit", vec![2, 5]),
+        ("fleet.ingress_limit", vec![6]),
+    ] {
+        assert!(
+            r.fleet.iter().any(|f| f.id == id && f.ranks == ranks),
+            "{id}: {:#?}",
+            r.fleet
+        );
+    }
+}
+
+#[test]
+fn each_ranks_own_identity_source_lands_in_its_entry_once() {
+    use linerate_mesh::IdentitySource;
+    let f = Fleet::healthy(4);
+    let mut entries = f.facts();
+    entries[3].identity_source = None;
+    entries[3].facts.identity_source = Some(IdentitySource::Flags);
+    // What rank 0 knows first-hand wins over what a rank sent.
+    entries[0].facts.identity_source = Some(IdentitySource::Slurm);
+    let r = build_report(MeshInput {
+        schedule: ScheduleKind::Pairwise,
+        size: 4,
+        transport: Transport::Tcp,
+        duration_s: 2.0,
+        ranks: entries,
+        measurements: f.rounds(),
+        lost: Vec::new(),
+        notes: Vec::new(),
+        rendezvous: None,
+    });
+    assert_eq!(r.ranks[3].identity_source, Some(IdentitySource::Flags));
+    assert_eq!(r.ranks[0].identity_source, Some(IdentitySource::OpenMpi));
+    assert!(r.ranks.iter().all(|e| e.facts.identity_source.is_none()));
+    let v = serde_json::to_value(&r.ranks[3]).unwrap();
+    assert_eq!(v["identity_source"], "flags", "{v}");
 }

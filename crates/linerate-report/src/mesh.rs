@@ -153,6 +153,12 @@ pub fn render_mesh(r: &MeshReport, style: Style, unicode: bool) -> String {
         r.links.len(),
         gbps(r.reference_gbps)
     );
+    if let Some(rv) = &r.rendezvous {
+        let _ = writeln!(o, "  {}", rv.line());
+    }
+    if let Some(ids) = identity_line(r) {
+        let _ = writeln!(o, "  {ids}");
+    }
     let verdict = if r.healthy {
         style.good("HEALTHY: every node and link within the fleet's rate")
     } else {
@@ -203,6 +209,23 @@ pub fn render_mesh(r: &MeshReport, style: Style, unicode: bool) -> String {
         let _ = writeln!(o, "note: {n}");
     }
     o
+}
+
+/// `rank numbers from open_mpi (7), flags (1)`: where the ranks' numbers came from, as each
+/// rank said; `None` when no rank said.
+fn identity_line(r: &MeshReport) -> Option<String> {
+    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for e in &r.ranks {
+        let k = e.identity_source.map_or("not reported", |s| s.as_str());
+        *counts.entry(k).or_default() += 1;
+    }
+    if counts.keys().all(|k| *k == "not reported") {
+        return None;
+    }
+    let mut parts: Vec<(&str, usize)> = counts.into_iter().collect();
+    parts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let parts: Vec<String> = parts.iter().map(|(k, n)| format!("{k} ({n})")).collect();
+    Some(format!("rank numbers from {}", parts.join(", ")))
 }
 
 fn nodes_text(o: &mut String, r: &MeshReport, style: Style) {

@@ -3,7 +3,7 @@
 
 use linerate_mesh::{
     build_report, pairwise, IdentitySource, LinkMeasurement, MeshInput, MeshReport, NodeFacts,
-    Phase, PortFacts, RankEntry, ScheduleKind, Transport,
+    Phase, PortFacts, RankEntry, RendezvousInfo, RendezvousSkip, ScheduleKind, Transport,
 };
 use linerate_report::{mesh_csv, mesh_html, render_mesh, Style};
 
@@ -64,6 +64,7 @@ fn run(n: u32, dead: Option<u32>) -> MeshReport {
         measurements,
         lost: dead.into_iter().collect(),
         notes: Vec::new(),
+        rendezvous: None,
     })
 }
 
@@ -203,4 +204,33 @@ fn html_of_a_large_fleet_draws_only_the_cells_that_are_not_healthy() {
         "heatmap background, slow cells, bars"
     );
     assert!(h.len() < 2_000_000, "{} bytes", h.len());
+}
+
+#[test]
+fn text_says_how_the_coordinator_was_found_in_one_line() {
+    let mut r = run(4, None);
+    let t = render_mesh(&r, Style::PLAIN, true);
+    assert!(!t.contains("found by"), "{t}");
+    let skip = |method: &str, label: &str, why: &str| RendezvousSkip {
+        method: method.into(),
+        label: label.into(),
+        why: why.into(),
+    };
+    r.rendezvous = Some(RendezvousInfo {
+        method: "host_list".into(),
+        label: "--hosts".into(),
+        addr: "node00:5302".into(),
+        skipped: vec![
+            skip("flag", "--coordinator", "not given"),
+            skip("pmix", "PMIx", "no PMIX_RANK"),
+        ],
+    });
+    let t = render_mesh(&r, Style::PLAIN, true);
+    assert!(t.contains("\n  rank numbers from slurm (4)\n"), "{t}");
+    let lines: Vec<&str> = t.lines().filter(|l| l.contains("found by")).collect();
+    assert_eq!(
+        lines,
+        ["  coordinator at node00:5302, found by --hosts (passed over: --coordinator: not given; PMIx: no PMIX_RANK)"],
+        "{t}"
+    );
 }

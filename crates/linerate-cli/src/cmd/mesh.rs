@@ -10,8 +10,9 @@ use linerate_cluster::coordinator::{self, CoordEvent, CoordinatorConfig, MeshRun
 use linerate_cluster::rank::{self, RankConfig};
 use linerate_cluster::rendezvous::{self, Coordinator, Request, DEFAULT_COORDINATOR_PORT};
 use linerate_mesh::{
-    build_report, FactsInput, Identity, LaunchArgs, LinkMeasurement, MeshInput, MeshReport,
-    NodeFacts, RankEntry, RankId, Schedule, ScheduleKind, Transport,
+    build_report, FactsInput, Identity, IdentitySource, LaunchArgs, LinkMeasurement, MeshInput,
+    MeshReport, NodeFacts, NodeShaper, RankEntry, RankId, RendezvousInfo, RendezvousSkip, Schedule,
+    ScheduleKind, ShaperDirection, Transport,
 };
 use linerate_proto::{Limits, Psk};
 use linerate_report::Style;
@@ -119,12 +120,45 @@ fn text_line(m: &LinkMeasurement) -> String {
     )
 }
 
+/// The rate limits on `netdev`: its own egress, and the egress of every device its ingress
+/// filters redirect to (an `ifb`); `None` when netlink could not be read.
+fn shapers_on(netdev: &str) -> Option<Vec<NodeShaper>> {
+    use linerate_inventory::qdisc;
+    let root = Path::new("/");
+    let shaper = |s: qdisc::Shaper, direction, via: Option<&String>| NodeShaper {
+        direction,
+        netdev: netdev.to_string(),
+        via: via.cloned(),
+        kind: s.kind,
+        rate_bps: s.rate_bps,
+    };
+    let mut out: Vec<NodeShaper> = qdisc::shapers_of(root, netdev)
+        .ok()?
+        .into_iter()
+        .map(|s| shaper(s, ShaperDirection::Egress, None))
+        .collect();
+    // No ingress qdisc is the common case: the kernel refuses the dump, which is no limit.
+    for ifb in qdisc::ingress_redirects_of(root, netdev).unwrap_or_default() {
+        for s in qdisc::shapers_of(root, &ifb).unwrap_or_default() {
+            out.push(shaper(s, ShaperDirection::Ingress, Some(&ifb)));
+        }
+    }
+    Some(out)
+}
+
 /// This node's facts from its probe, for the interface that carries `data` (only the host
-/// name and address where probe cannot run).
-fn describe(rank: RankId, data: SocketAddr) -> NodeFacts {
+/// name and address where probe cannot run), with the rate limits on that interface.
+fn describe(rank: RankId, source: IdentitySource, data: SocketAddr) -> NodeFacts {
+    let port = linerate_engine::sys::interface_of(data.ip());
+    let mut facts = probe_facts(rank, data, port.as_deref());
+    facts.identity_source = Some(source);
+    facts.shapers = port.as_deref().and_then(shapers_on);
+    facts
+}
+
+fn probe_facts(rank: RankId, data: SocketAddr, port: Option<&str>) -> NodeFacts {
     let host = hostname();
     let addr = data.to_string();
-    let port = linerate_engine::sys::interface_of(data.ip());
     match linerate_inventory::probe(Path::new("/")) {
         Ok(inv) => {
             let analysis = linerate_rules::analyze(&inv);
@@ -132,7 +166,7 @@ fn describe(rank: RankId, data: SocketAddr) -> NodeFacts {
                 rank,
                 host: &host,
                 data_addr: Some(&addr),
-                port: port.as_deref(),
+                port,
             };
             linerate_mesh::node_facts(&input, &inv, &analysis)
         }
@@ -147,24 +181,52 @@ fn describe(rank: RankId, data: SocketAddr) -> NodeFacts {
 
 struct Common {
     id: Identity,
+    rendezvous: RendezvousInfo,
     coordinator: SocketAddr,
     psk: Option<Psk>,
     transport: Transport,
 }
 
 /// The data server's limits: serve's defaults, with room for every other rank sending to this
-/// one at once (incast) and for a --time above serve's longest test.
+/// one at once (incast) and for a --time above serve's longest test, unless the operator set
+/// them (`--max-tests`, `--max-duration`; checked against the run by [`check_limits`]).
 fn data_limits(a: &MeshArgs, size: u32) -> Limits {
     let d = Limits::default();
     Limits {
-        max_tests: d.max_tests.max(size),
-        max_duration_ms: d.max_duration_ms.max(a.time),
+        max_tests: a.max_tests.unwrap_or_else(|| d.max_tests.max(size)),
+        max_duration_ms: a
+            .max_duration
+            .unwrap_or_else(|| d.max_duration_ms.max(a.time)),
         ..d
     }
 }
 
+/// Refuses, before anything listens, limits the run cannot keep: a --size above rank 0's
+/// --max-ranks, a --max-duration below --time (every test would be refused).
+fn check_limits(a: &MeshArgs, id: &Identity) -> anyhow::Result<()> {
+    if id.rank == 0 && id.size > a.max_ranks {
+        bail!(
+            "--size {} is more than --max-ranks {}: this coordinator admits at most {} ranks (raise --max-ranks, up to {})",
+            id.size,
+            a.max_ranks,
+            a.max_ranks,
+            linerate_cluster::wire::MAX_RANKS
+        );
+    }
+    if let Some(max) = a.max_duration {
+        if max < a.time {
+            bail!(
+                "--max-duration {} s is shorter than --time {} s: this rank's data server would refuse every test",
+                fmt_round(max as f64 / 1000.0, 1),
+                fmt_round(a.time as f64 / 1000.0, 1)
+            );
+        }
+    }
+    Ok(())
+}
+
 fn rank_config(a: &MeshArgs, c: &Common) -> RankConfig {
-    let rank = c.id.rank;
+    let (rank, source) = (c.id.rank, c.id.source);
     RankConfig {
         rank: c.id.rank,
         size: c.id.size,
@@ -178,13 +240,15 @@ fn rank_config(a: &MeshArgs, c: &Common) -> RankConfig {
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
                 .ok()
                 .map(|s| s.trim().to_string()),
+            identity_source: Some(source),
             ..NodeFacts::default()
         },
-        describe: Some(Arc::new(move |data| describe(rank, data))),
+        describe: Some(Arc::new(move |data| describe(rank, source, data))),
         join_timeout: Duration::from_millis(a.join_timeout.max(1000)),
         heartbeat_timeout: Duration::from_millis(a.heartbeat_timeout.max(1000)),
         rdma_provider: a.provider.clone(),
         limits: data_limits(a, c.id.size),
+        max_memory_bytes: u64::from(a.max_memory),
     }
 }
 
@@ -206,6 +270,7 @@ fn run_rank0(
         transport: c.transport,
         duration_ms: a.time.max(100),
         max_concurrent_pairs: a.max_concurrent_pairs,
+        max_ranks: a.max_ranks,
     };
     // Each rank's host and address, for the stream lines, as the ranks join.
     let mut nodes: Vec<NodeFacts> = Vec::new();
@@ -276,7 +341,26 @@ fn mesh_report(a: &MeshArgs, c: &Common, kind: ScheduleKind, run: &MeshRun) -> M
         measurements: run.measurements.clone(),
         lost,
         notes,
+        rendezvous: Some(c.rendezvous.clone()),
     })
+}
+
+/// How this rank found the coordinator, for the document.
+fn rendezvous_info(found: &Coordinator) -> RendezvousInfo {
+    RendezvousInfo {
+        method: found.method.id().to_string(),
+        label: found.method.as_str().to_string(),
+        addr: found.addr.clone(),
+        skipped: found
+            .skipped
+            .iter()
+            .map(|k| RendezvousSkip {
+                method: k.method.id().to_string(),
+                label: k.method.as_str().to_string(),
+                why: k.why.clone(),
+            })
+            .collect(),
+    }
 }
 
 /// Whether the terminal takes Unicode (the heatmap's blocks), from the locale.
@@ -321,6 +405,7 @@ pub fn run(a: &MeshArgs, style: Style) -> anyhow::Result<u8> {
             linerate_cluster::wire::MAX_RANKS
         );
     }
+    check_limits(a, &id)?;
     for n in &id.notes {
         eprintln!("linerate mesh: {n}");
     }
@@ -332,6 +417,7 @@ pub fn run(a: &MeshArgs, style: Style) -> anyhow::Result<u8> {
     let mut found = find_coordinator(a, &id, &hosts)?;
     let coordinator = found.resolve(Duration::from_millis(a.join_timeout.max(1000)))?;
     let c = Common {
+        rendezvous: rendezvous_info(&found),
         coordinator,
         psk,
         transport: if a.rdma {

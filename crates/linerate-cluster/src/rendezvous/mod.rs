@@ -75,6 +75,19 @@ pub enum Method {
 }
 
 impl Method {
+    /// Its name in JSON documents: `flag`, `pmix`, `directory`, `slurm_nodelist`,
+    /// `indexed_job`, `host_list`.
+    pub fn id(self) -> &'static str {
+        match self {
+            Method::Flag => "flag",
+            Method::Pmix => "pmix",
+            Method::Directory => "directory",
+            Method::SlurmNodelist => "slurm_nodelist",
+            Method::IndexedJob => "indexed_job",
+            Method::HostList => "host_list",
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Method::Flag => "--coordinator",

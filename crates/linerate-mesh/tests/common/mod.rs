@@ -142,6 +142,7 @@ impl Fleet {
             measurements,
             lost,
             notes: Vec::new(),
+            rendezvous: None,
         })
     }
 }
