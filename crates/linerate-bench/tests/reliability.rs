@@ -47,6 +47,7 @@ fn server_config() -> ServerConfig {
             max_window: 4 * 1024 * 1024,
             max_file_bytes: 0,
             max_spin_us: 50,
+            max_soak_duration_ms: 10_000,
         },
         psk: None,
         handshake_timeout: HANDSHAKE,

@@ -209,6 +209,21 @@ fn is_root() -> bool {
 /// `setpriv` as nobody: (name, value) pairs and problems.
 fn stats_in(ns: &str, iface: &str, unprivileged: bool) -> Result<Vec<(String, String)>, String> {
     let exe = std::env::current_exe().expect("the test binary");
+    // nobody runs a copy in a directory open to all: the target directory may sit under one
+    // closed to other users (a clone in a 0700 directory, /root).
+    let copy_dir = tempfile::tempdir().expect("a temporary directory");
+    let exe = if unprivileged {
+        use std::os::unix::fs::PermissionsExt;
+        let open = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(copy_dir.path(), open.clone())
+            .expect("chmod the copy's directory");
+        let copy = copy_dir.path().join("soak_counters");
+        std::fs::copy(&exe, &copy).expect("copy the test binary");
+        std::fs::set_permissions(&copy, open).expect("chmod the copy");
+        copy
+    } else {
+        exe
+    };
     let exe = exe.to_str().expect("a UTF-8 path");
     let mut args = vec!["netns", "exec", ns];
     if unprivileged {
