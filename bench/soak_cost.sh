@@ -38,7 +38,11 @@ b=lrcost-$pid-b
 out=$(mktemp -d)
 server=
 cleanup() {
-    [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+    # The server ends by our TERM: its status (143) is not the script's.
+    if [ -n "$server" ]; then
+        kill "$server" 2>/dev/null || true
+        wait "$server" 2>/dev/null || true
+    fi
     ip netns del "$a" 2>/dev/null || true
     ip netns del "$b" 2>/dev/null || true
     rm -rf "$out"

@@ -124,9 +124,7 @@ Examples:
   # under `mpirun -np 16 --map-by ppr:1:node` or `srun`: rank and size from the launcher
   linerate mesh --coordinator node01:5302 --json-stream
   # under `pdsh -w node[01-16]`: the rank is this host's position in --hosts
-  linerate mesh --hosts node[01-16] --psk-file /etc/linerate/key
-  # on a shared network: a key, and tight limits on what each rank listens with
-  linerate mesh --hosts node[01-64] --psk-file key --max-ranks 64 --max-duration 10 --max-memory 256M"
+  linerate mesh --hosts node[01-16] --psk-file /etc/linerate/key"
 )]
 #[allow(clippy::struct_excessive_bools)]
 pub struct MeshArgs {
