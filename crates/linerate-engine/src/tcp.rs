@@ -5,6 +5,8 @@ use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
+use rustix::event::{PollFd, PollFlags, Timespec};
+
 use crate::meter::{Meter, Stop};
 use crate::{sys, StreamOutcome};
 
@@ -38,11 +40,28 @@ fn pace(start: Instant, sent: u64, bitrate_bps: u64, deadline: Instant) {
     }
 }
 
-/// Send until the deadline, then close the write side. Never blocks longer than [`STALL`].
+/// Wait until `sock` is ready for `flags` (or has an error or hang-up), at most `limit`:
+/// `Ok(false)` when the time ran out first.
+fn wait_ready(sock: &TcpStream, flags: PollFlags, limit: Duration) -> std::io::Result<bool> {
+    let timeout = Timespec::try_from(limit).map_err(std::io::Error::other)?;
+    let mut fds = [PollFd::new(sock, flags)];
+    match rustix::event::poll(&mut fds, Some(&timeout)) {
+        Ok(n) => Ok(n > 0),
+        Err(rustix::io::Errno::INTR) => Ok(true),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Send until the deadline, then close the write side. Never waits longer than [`STALL`] for
+/// the receiver.
+///
+/// The socket is non-blocking and the loop waits in poll(2) when the send buffer is full, as
+/// iperf3 does: a blocking write(2) of a whole block sleeps inside the kernel with the socket's
+/// send path half done, and the loop could not end at the deadline while the receiver is slow.
 pub fn send(mut sock: &TcpStream, plan: &SendPlan, meter: &Meter, stop: &Stop) -> StreamOutcome {
     let mut out = StreamOutcome::default();
-    if let Err(e) = sock.set_write_timeout(Some(STALL)) {
-        out.error = Some(format!("setting the send timeout: {e}"));
+    if let Err(e) = sock.set_nonblocking(true) {
+        out.error = Some(format!("making the socket non-blocking: {e}"));
         return out;
     }
     let len = plan.length.max(1);
@@ -60,6 +79,7 @@ pub fn send(mut sock: &TcpStream, plan: &SendPlan, meter: &Meter, stop: &Stop) -
     let buf = vec![0x5au8; len];
     let start = Instant::now();
     let mut sent: u64 = 0;
+    let mut progress = start;
     while !stop.is_set() && Instant::now() < plan.deadline {
         let r = match &file {
             Some(f) => sys::sendfile(sock.as_raw_fd(), f.as_raw_fd(), 0, len),
@@ -69,8 +89,23 @@ pub fn send(mut sock: &TcpStream, plan: &SendPlan, meter: &Meter, stop: &Stop) -
             Ok(n) => {
                 sent += n as u64;
                 meter.add(n as u64);
+                progress = Instant::now();
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                let now = Instant::now();
+                if now.duration_since(progress) >= STALL {
+                    out.error = Some(send_error(&e, STALL));
+                    break;
+                }
+                let limit = (progress + STALL)
+                    .min(plan.deadline)
+                    .saturating_duration_since(now);
+                if let Err(e) = wait_ready(sock, PollFlags::OUT, limit) {
+                    out.error = Some(describe(&e, "waiting to send"));
+                    break;
+                }
+            }
             Err(e) => {
                 out.error = Some(send_error(&e, STALL));
                 break;
@@ -80,6 +115,8 @@ pub fn send(mut sock: &TcpStream, plan: &SendPlan, meter: &Meter, stop: &Stop) -
     }
     out.ended = Some(Instant::now());
     out.tcp = sys::tcp_info(sock);
+    // Blocking again for the close: what is queued still goes out after the shutdown.
+    let _ = sock.set_nonblocking(false);
     let _ = sock.shutdown(Shutdown::Write);
     out.bytes = sent;
     out
@@ -96,6 +133,8 @@ pub enum Receive {
 }
 
 /// Receive until end of stream, an error, `stop`, or `idle` without data.
+///
+/// Non-blocking reads until the queue is empty, then poll(2), as iperf3 does (see [`send`]).
 pub fn recv(
     mut sock: &TcpStream,
     length: usize,
@@ -105,8 +144,8 @@ pub fn recv(
     stop: &Stop,
 ) -> StreamOutcome {
     let mut out = StreamOutcome::default();
-    if let Err(e) = sock.set_read_timeout(Some(idle)) {
-        out.error = Some(format!("setting the receive timeout: {e}"));
+    if let Err(e) = sock.set_nonblocking(true) {
+        out.error = Some(format!("making the socket non-blocking: {e}"));
         return out;
     }
     let mut buf = vec![0u8; length.clamp(64 * 1024, 4 * 1024 * 1024)];
@@ -126,6 +165,19 @@ pub fn recv(
                 meter.add(n as u64);
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                match wait_ready(sock, PollFlags::IN, idle) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        out.error = Some(recv_error(&e, idle));
+                        break;
+                    }
+                    Err(e) => {
+                        out.error = Some(describe(&e, "waiting for data"));
+                        break;
+                    }
+                }
+            }
             Err(e) => {
                 out.error = Some(recv_error(&e, idle));
                 break;
@@ -213,5 +265,58 @@ mod tests {
             assert_eq!(discard.bytes, total as u64, "discard, {total} bytes");
             assert!(copy.error.is_none() && discard.error.is_none());
         }
+    }
+
+    /// A connected pair on loopback: (the accepted end, the connecting end).
+    fn pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        (s, c)
+    }
+
+    #[test]
+    fn a_sender_ends_at_its_deadline_when_the_receiver_takes_nothing() {
+        let (peer, s) = pair();
+        let plan = SendPlan {
+            length: 1 << 20,
+            deadline: Instant::now() + Duration::from_millis(300),
+            bitrate_bps: 0,
+            zerocopy: false,
+        };
+        let t0 = Instant::now();
+        let out = send(&s, &plan, &Meter::new(), &Stop::new());
+        // The buffers fill within the 300 ms; a sender asleep in write(2) would stay there
+        // until the stall limit (10 s).
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the sender took {:?}",
+            t0.elapsed()
+        );
+        assert!(out.error.is_none(), "{:?}", out.error);
+        assert!(out.bytes > 0, "the buffers took something");
+        drop(peer);
+    }
+
+    #[test]
+    fn a_receiver_without_data_fails_after_its_idle_limit() {
+        let (_peer, s) = pair();
+        let t0 = Instant::now();
+        let out = recv(
+            &s,
+            128 * 1024,
+            Receive::Copy,
+            Duration::from_millis(300),
+            &Meter::new(),
+            &Stop::new(),
+        );
+        let took = t0.elapsed();
+        assert!(
+            took >= Duration::from_millis(250) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+        let e = out.error.expect("an idle receiver fails");
+        assert!(e.contains("no data"), "{e}");
+        assert_eq!(out.bytes, 0);
     }
 }
