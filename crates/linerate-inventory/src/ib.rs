@@ -121,23 +121,6 @@ impl IbDevice {
     }
 }
 
-/// Counters read, with their widths in bits (sysfs-kb §1.4).
-const COUNTERS: [(&str, u32); 13] = [
-    ("symbol_error", 16),
-    ("link_error_recovery", 8),
-    ("link_downed", 8),
-    ("port_rcv_errors", 16),
-    ("port_rcv_remote_physical_errors", 16),
-    ("port_rcv_switch_relay_errors", 16),
-    ("port_xmit_discards", 16),
-    ("port_xmit_constraint_errors", 8),
-    ("port_rcv_constraint_errors", 8),
-    ("local_link_integrity_errors", 4),
-    ("excessive_buffer_overrun_errors", 4),
-    ("VL15_dropped", 16),
-    ("port_xmit_wait", 32),
-];
-
 pub fn read_all(r: &mut Root, pcis: &mut Registry) -> Vec<IbDevice> {
     let class = r.path("sys/class/infiniband");
     Root::list(&class)
@@ -212,7 +195,7 @@ fn read_port(r: &mut Root, dir: &Path, dev: &str, n: u32) -> IbPort {
         .filter(|v| !v.is_empty());
     let mut counters = Vec::new();
     let cdir = dir.join("counters");
-    for (name, bits) in COUNTERS {
+    for (name, bits) in linerate_model::ib::PMA_ERROR_COUNTERS {
         let p = cdir.join(name);
         // Old kernels print `N/A (no PMA)`: the port has no counters, not a fault.
         match Root::read_raw(&p) {

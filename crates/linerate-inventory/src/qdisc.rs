@@ -110,54 +110,32 @@ fn rate_of(kind: &str, opts: &[u8]) -> Option<u64> {
 
 /// Decode a netlink dump reply (one or more messages) into shapers of `ifindex`.
 /// Returns `Ok(true)` in the second field when the dump is complete.
-pub fn parse_dump(mut b: &[u8], ifindex: i32, out: &mut Vec<Shaper>) -> Result<bool, String> {
-    while b.len() >= 16 {
-        let len = u32_at(b, 0).ok_or("short header")? as usize;
-        let ty = u16_at(b, 4).ok_or("short header")?;
-        if len < 16 || len > b.len() {
-            return Err(format!("netlink message length {len} out of range"));
-        }
-        let body = &b[16..len];
-        match ty {
-            NLMSG_DONE => return Ok(true),
-            NLMSG_ERROR => {
-                let code = u32_at(body, 0).map_or(0, u32::cast_signed);
-                if code != 0 {
-                    return Err(io::Error::from_raw_os_error(-code).to_string());
-                }
-            }
-            RTM_NEWQDISC | RTM_NEWTCLASS if body.len() >= 20 => {
-                let idx = u32_at(body, 4).map_or(0, u32::cast_signed);
-                let handle = u32_at(body, 8).unwrap_or(0);
-                if idx == ifindex {
-                    let a = attrs(&body[20..]);
-                    let kind = a.iter().find(|(t, _)| *t == TCA_KIND).map(|(_, p)| {
-                        String::from_utf8_lossy(p)
-                            .trim_end_matches('\0')
-                            .to_string()
-                    });
-                    let opts = a.iter().find(|(t, _)| *t == TCA_OPTIONS).map(|(_, p)| *p);
-                    if let (Some(kind), Some(opts)) = (kind, opts) {
-                        if let Some(rate_bps) = rate_of(&kind, opts) {
-                            out.push(Shaper {
-                                kind,
-                                object: if ty == RTM_NEWQDISC { "qdisc" } else { "class" },
-                                handle: handle_str(handle),
-                                rate_bps,
-                            });
-                        }
+pub fn parse_dump(b: &[u8], ifindex: i32, out: &mut Vec<Shaper>) -> Result<bool, String> {
+    walk(b, |ty, body| {
+        if matches!(ty, RTM_NEWQDISC | RTM_NEWTCLASS) && body.len() >= 20 {
+            let idx = u32_at(body, 4).map_or(0, u32::cast_signed);
+            let handle = u32_at(body, 8).unwrap_or(0);
+            if idx == ifindex {
+                let a = attrs(&body[20..]);
+                let kind = a.iter().find(|(t, _)| *t == TCA_KIND).map(|(_, p)| {
+                    String::from_utf8_lossy(p)
+                        .trim_end_matches('\0')
+                        .to_string()
+                });
+                let opts = a.iter().find(|(t, _)| *t == TCA_OPTIONS).map(|(_, p)| *p);
+                if let (Some(kind), Some(opts)) = (kind, opts) {
+                    if let Some(rate_bps) = rate_of(&kind, opts) {
+                        out.push(Shaper {
+                            kind,
+                            object: if ty == RTM_NEWQDISC { "qdisc" } else { "class" },
+                            handle: handle_str(handle),
+                            rate_bps,
+                        });
                     }
                 }
             }
-            _ => {}
         }
-        let next = (len + 3) & !3;
-        if next >= b.len() {
-            break;
-        }
-        b = &b[next..];
-    }
-    Ok(false)
+    })
 }
 
 /// Send one dump request (`struct tcmsg` for `ifindex` and `parent`) and feed each reply to
@@ -244,7 +222,23 @@ fn mirred_targets(b: &[u8], depth: u32, out: &mut Vec<i32>) {
 
 /// Decode a filter dump reply: the devices `ifindex`'s filters redirect or mirror packets to.
 /// Returns `Ok(true)` when the dump is complete.
-pub fn parse_redirects(mut b: &[u8], ifindex: i32, out: &mut Vec<i32>) -> Result<bool, String> {
+pub fn parse_redirects(b: &[u8], ifindex: i32, out: &mut Vec<i32>) -> Result<bool, String> {
+    walk(b, |ty, body| {
+        if ty == RTM_NEWTFILTER
+            && body.len() >= 20
+            && u32_at(body, 4).map(u32::cast_signed) == Some(ifindex)
+        {
+            let a = attrs(&body[20..]);
+            if let Some((_, opts)) = a.iter().find(|(t, _)| *t == TCA_OPTIONS) {
+                mirred_targets(opts, 0, out);
+            }
+        }
+    })
+}
+
+/// Walk the messages of a netlink dump reply, handing each one's type and body to `each`:
+/// `Ok(true)` at NLMSG_DONE (the dump is complete), the kernel's error at NLMSG_ERROR.
+fn walk(mut b: &[u8], mut each: impl FnMut(u16, &[u8])) -> Result<bool, String> {
     while b.len() >= 16 {
         let len = u32_at(b, 0).ok_or("short header")? as usize;
         let ty = u16_at(b, 4).ok_or("short header")?;
@@ -260,15 +254,7 @@ pub fn parse_redirects(mut b: &[u8], ifindex: i32, out: &mut Vec<i32>) -> Result
                     return Err(io::Error::from_raw_os_error(-code).to_string());
                 }
             }
-            RTM_NEWTFILTER
-                if body.len() >= 20 && u32_at(body, 4).map(u32::cast_signed) == Some(ifindex) =>
-            {
-                let a = attrs(&body[20..]);
-                if let Some((_, opts)) = a.iter().find(|(t, _)| *t == TCA_OPTIONS) {
-                    mirred_targets(opts, 0, out);
-                }
-            }
-            _ => {}
+            _ => each(ty, body),
         }
         let next = (len + 3) & !3;
         if next >= b.len() {

@@ -12,22 +12,7 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Copy a tree, keeping symbolic links as links.
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = to.join(e.file_name());
-        let ft = e.file_type().unwrap();
-        if ft.is_symlink() {
-            std::os::unix::fs::symlink(fs::read_link(e.path()).unwrap(), &t).unwrap();
-        } else if ft.is_dir() {
-            copy_tree(&e.path(), &t);
-        } else {
-            fs::copy(e.path(), &t).unwrap();
-        }
-    }
-}
+use linerate_testkit::copy_tree;
 
 /// A root holding a sysfs fixture and an etc fixture.
 pub fn root(sysfs: &str, etc: &str) -> tempfile::TempDir {

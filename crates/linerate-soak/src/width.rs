@@ -73,19 +73,10 @@ pub fn counter_width(source: CounterSource, name: &str) -> CounterWidth {
 /// The PMA PortCounters widths ([K:Documentation/ABI/stable/sysfs-class-infiniband],
 /// sysfs-kb §1.4).
 fn ib_pma_width(name: &str) -> CounterWidth {
+    if let Some(bits) = linerate_model::ib::pma_error_counter_bits(name) {
+        return CounterWidth::Bits(bits as u8);
+    }
     match name {
-        "symbol_error"
-        | "port_rcv_errors"
-        | "port_rcv_remote_physical_errors"
-        | "port_rcv_switch_relay_errors"
-        | "port_xmit_discards"
-        | "VL15_dropped" => CounterWidth::Bits(16),
-        "link_error_recovery"
-        | "link_downed"
-        | "port_xmit_constraint_errors"
-        | "port_rcv_constraint_errors" => CounterWidth::Bits(8),
-        "local_link_integrity_errors" | "excessive_buffer_overrun_errors" => CounterWidth::Bits(4),
-        "port_xmit_wait" => CounterWidth::Bits(32),
         "port_xmit_data" | "port_rcv_data" | "port_xmit_packets" | "port_rcv_packets" => {
             CounterWidth::DataCounter
         }

@@ -103,6 +103,24 @@ pub fn skip(reason: impl Display) {
     }
 }
 
+/// Copy a directory tree (a fixture root) to `to`, keeping symbolic links as links: the sysfs
+/// fixtures are made of relative links from `class/` to `devices/`.
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        let ft = e.file_type().unwrap();
+        if ft.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), &t).unwrap();
+        } else if ft.is_dir() {
+            copy_tree(&e.path(), &t);
+        } else {
+            std::fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
