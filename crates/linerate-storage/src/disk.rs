@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::engine::{self, Access, Job, JobOut, Outcome, Stop, Watch};
+use crate::engine::{self, Access, Job, JobOut, Outcome, RingPolicy, Stop, Watch};
 use crate::mountinfo::{self, MountEntry};
 use crate::signals;
 use crate::size::{self, fmt_bytes, Medium, SizeError, SizeInput, MIB};
@@ -738,10 +738,9 @@ struct Session<'a> {
     tf: &'a TestFile,
     file_bytes: u64,
     seed: u64,
-    /// The kernel copies the data (page cache or RAM filesystem): decides registered buffers
-    /// and eager submission.
+    /// The kernel copies the data (page cache or RAM filesystem), and the file lives in RAM
+    /// (tmpfs): they decide how the ring is driven ([`engine::ring_policy`]).
     kernel_copies: bool,
-    /// The file lives in RAM (tmpfs): decides IOSQE_ASYNC.
     memory_fs: bool,
 }
 
@@ -764,9 +763,7 @@ impl Session<'_> {
             file_bytes,
             duration: None,
             drop_on_wrap: false,
-            registered: engine::registered_buffers_pay(plan.seq_block as usize, self.kernel_copies),
-            eager_submit: engine::submit_each(self.kernel_copies),
-            force_async: engine::force_async(self.memory_fs),
+            ring: self.ring_policy(IoKind::Write, plan.seq_block as usize),
             seed: self.seed,
         };
         let (_, stop) = runner.run(&self.tf.file, &fill, 1, watch, &mut |done| {
@@ -910,12 +907,13 @@ impl Session<'_> {
     /// The job for test number `i`: its direction, access pattern and block, for the plan's time.
     fn job(&self, i: usize, kind: DiskTestKind) -> Job {
         let plan = self.plan;
+        let io_kind = if kind.is_write() {
+            IoKind::Write
+        } else {
+            IoKind::Read
+        };
         Job {
-            kind: if kind.is_write() {
-                IoKind::Write
-            } else {
-                IoKind::Read
-            },
+            kind: io_kind,
             access: if kind.is_seq() {
                 Access::Seq
             } else {
@@ -927,14 +925,13 @@ impl Session<'_> {
             file_bytes: self.file_bytes,
             duration: Some(plan.duration),
             drop_on_wrap: !self.tf.direct && kind == DiskTestKind::SeqRead,
-            registered: engine::registered_buffers_pay(
-                plan.block(kind) as usize,
-                self.kernel_copies,
-            ),
-            eager_submit: engine::submit_each(self.kernel_copies),
-            force_async: engine::force_async(self.memory_fs),
+            ring: self.ring_policy(io_kind, plan.block(kind) as usize),
             seed: self.seed.wrapping_add(i as u64 + 1),
         }
+    }
+
+    fn ring_policy(&self, kind: IoKind, block: usize) -> RingPolicy {
+        engine::ring_policy(self.kernel_copies, self.memory_fs, kind, block)
     }
 }
 

@@ -341,6 +341,26 @@ impl<'f> Uring<'f> {
         self.ring.submit_and_wait(want)
     }
 
+    /// Submit what is queued and run the completions that are due (deferred task work), without
+    /// waiting for any: [`Self::reap`] then finds what finished.
+    pub fn submit_and_collect(&mut self) -> io::Result<usize> {
+        if self.ring.params().is_setup_sqpoll() {
+            // The kernel thread submits (woken if it sleeps) and posts completions itself.
+            return self.ring.submit();
+        }
+        let queued = u32::try_from(self.ring.submission().len()).unwrap_or(u32::MAX);
+        // SAFETY: `enter` with no argument (`None`), as `submit` does; GETEVENTS with
+        // min_complete 0 only runs the work that is due and returns.
+        unsafe {
+            self.ring.submitter().enter::<libc::sigset_t>(
+                queued,
+                0,
+                io_uring::EnterFlags::GETEVENTS.bits(),
+                None,
+            )
+        }
+    }
+
     /// Move finished operations to `out`; their slots become idle.
     pub fn reap(&mut self, out: &mut Vec<Completion>) {
         for cqe in self.ring.completion() {
