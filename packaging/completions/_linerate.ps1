@@ -173,6 +173,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--zerocopy', '--zerocopy', [CompletionResultType]::ParameterName, 'Send with sendfile(2) from an in-memory file (no copy from user space)')
             [CompletionResult]::new('--latency', '--latency', [CompletionResultType]::ParameterName, 'Measure request/response round trips (same as --test tcp_lat, or udp_lat with -u)')
             [CompletionResult]::new('--discard', '--discard', [CompletionResultType]::ParameterName, 'TCP: the receiver drops the data in the kernel (recv with MSG_TRUNC) instead of copying it to user space: a diagnostic of how much of the rate the receiving copy costs')
+            [CompletionResult]::new('--no-rcvlowat', '--no-rcvlowat', [CompletionResultType]::ParameterName, 'TCP: wake the receiver on every arrival, as iperf3''s is, instead of once about 1 ms of data has queued (SO_RCVLOWAT): what a plain application sees, wake-ups included')
             [CompletionResult]::new('-J', '-J ', [CompletionResultType]::ParameterName, 'Print one JSON document at the end (schemas/bench.schema.json)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document at the end (schemas/bench.schema.json)')
             [CompletionResult]::new('--json-stream', '--json-stream', [CompletionResultType]::ParameterName, 'Print one JSON object per line as events happen')

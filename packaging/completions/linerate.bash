@@ -137,7 +137,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__bench)
-            opts="-p -t -P -R -O -i -l -w -u -b -B -4 -6 -C -A -Z -J -h -V --port --time --parallel --reverse --bidir --omit --interval --length --window --udp --bitrate --bind --version4 --version6 --congestion --affinity --zerocopy --latency --spin --discard --test --json --json-stream --psk-file --connect-timeout --file --file-name --no-fsync --remove-after --rdma --provider --op --sweep --qps --verify --color --help --version"
+            opts="-p -t -P -R -O -i -l -w -u -b -B -4 -6 -C -A -Z -J -h -V --port --time --parallel --reverse --bidir --omit --interval --length --window --udp --bitrate --bind --version4 --version6 --congestion --affinity --zerocopy --latency --spin --discard --no-rcvlowat --test --json --json-stream --psk-file --connect-timeout --file --file-name --no-fsync --remove-after --rdma --provider --op --sweep --qps --verify --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

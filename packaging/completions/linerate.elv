@@ -164,6 +164,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand --zerocopy 'Send with sendfile(2) from an in-memory file (no copy from user space)'
             cand --latency 'Measure request/response round trips (same as --test tcp_lat, or udp_lat with -u)'
             cand --discard 'TCP: the receiver drops the data in the kernel (recv with MSG_TRUNC) instead of copying it to user space: a diagnostic of how much of the rate the receiving copy costs'
+            cand --no-rcvlowat 'TCP: wake the receiver on every arrival, as iperf3''s is, instead of once about 1 ms of data has queued (SO_RCVLOWAT): what a plain application sees, wake-ups included'
             cand -J 'Print one JSON document at the end (schemas/bench.schema.json)'
             cand --json 'Print one JSON document at the end (schemas/bench.schema.json)'
             cand --json-stream 'Print one JSON object per line as events happen'

@@ -156,6 +156,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand bench" -s 6 -l version
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s Z -l zerocopy -d 'Send with sendfile(2) from an in-memory file (no copy from user space)'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l latency -d 'Measure request/response round trips (same as --test tcp_lat, or udp_lat with -u)'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l discard -d 'TCP: the receiver drops the data in the kernel (recv with MSG_TRUNC) instead of copying it to user space: a diagnostic of how much of the rate the receiving copy costs'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l no-rcvlowat -d 'TCP: wake the receiver on every arrival, as iperf3\'s is, instead of once about 1 ms of data has queued (SO_RCVLOWAT): what a plain application sees, wake-ups included'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s J -l json -d 'Print one JSON document at the end (schemas/bench.schema.json)'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l json-stream -d 'Print one JSON object per line as events happen'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l no-fsync -d 'Do not make the copy durable (fsync) on the server before measuring the end'

@@ -270,6 +270,13 @@ impl<'a> Streams<'a> {
         let (meter, stop) = (Arc::clone(&self.meters[idx as usize]), self.stop.clone());
         let length = p.length as usize;
         let discard = p.discard;
+        let wake = if p.no_rcvlowat {
+            tcp::Wake::EachArrival
+        } else {
+            tcp::Wake::Batched {
+                cap: p.window.map(|w| w as usize / 2),
+            }
+        };
         let send_plan = tcp::SendPlan {
             length,
             deadline: self.deadline,
@@ -284,7 +291,7 @@ impl<'a> Streams<'a> {
             } else {
                 tcp::Receive::Copy
             };
-            Box::new(move || tcp::recv(&s, length, how, IDLE, &meter, &stop))
+            Box::new(move || tcp::recv(&s, length, how, wake, IDLE, &meter, &stop))
         };
         self.spawn_job(idx, f);
     }

@@ -541,6 +541,10 @@ pub struct BenchArgs {
     /// it to user space: a diagnostic of how much of the rate the receiving copy costs.
     #[arg(long, conflicts_with_all = ["udp", "latency", "file", "rdma"])]
     pub discard: bool,
+    /// TCP: wake the receiver on every arrival, as iperf3's is, instead of once about 1 ms of
+    /// data has queued (SO_RCVLOWAT): what a plain application sees, wake-ups included.
+    #[arg(long, conflicts_with_all = ["udp", "latency", "file", "rdma"])]
+    pub no_rcvlowat: bool,
     /// The test to run.
     #[arg(long, value_enum, value_name = "KIND")]
     pub test: Option<TestArg>,

@@ -331,6 +331,31 @@ pub fn recv_nowait(fd: &impl AsRawFd, buf: &mut [u8]) -> io::Result<usize> {
     }
 }
 
+/// SO_RCVLOWAT: poll(2) reports the socket readable, and the kernel wakes a waiting reader,
+/// only once `bytes` are queued (or at end of stream, on an error, or when the receive buffer is
+/// nearly full: `tcp_epollin_ready`). Linux 4.18 and later also grow an automatically sized
+/// receive buffer to twice the mark.
+pub fn set_rcvlowat(fd: &impl AsRawFd, bytes: usize) -> io::Result<()> {
+    let v = libc::c_int::try_from(bytes)
+        .unwrap_or(libc::c_int::MAX)
+        .max(1);
+    // SAFETY: the option value is a c_int that lives across the call, its size passed with it.
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            std::ptr::from_ref(&v).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 /// recv(2) with MSG_TRUNC on a TCP socket: the kernel takes up to `len` bytes off the receive
 /// queue and drops them without copying them to user space (tcp(7)), returning how many it
 /// took; 0 at end of stream. `buf` is never written by the kernel for TCP, but a real buffer of

@@ -94,6 +94,10 @@ pub const MAX_UDP_BITRATE_BPS: u64 = 0;
 /// The longest write a client may ask for: 1 MiB, the best TCP write size (see
 /// [`default_length`]); bounds the server's memory per stream.
 pub const MAX_LENGTH: u32 = 1024 * 1024;
+/// The read buffer of a TCP receiver woken in batches (SO_RCVLOWAT, the default; see
+/// `linerate_engine::tcp::Wake`), and its largest mark: it takes up to this much per read
+/// whatever the sender's write size, so a server accounts this much per receiving stream.
+pub const RECV_BATCH_BYTES: u32 = 1024 * 1024;
 /// The largest socket buffer a client may ask for: the kernel caps it further
 /// (`net.core.rmem_max`).
 pub const MAX_WINDOW: u32 = 256 * 1024 * 1024;

@@ -82,6 +82,11 @@ pub struct TestParams {
     /// without it is the same as before.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub discard: bool,
+    /// TCP bandwidth tests: the receiver is woken on every arrival (`bench --no-rcvlowat`), as
+    /// a plain application is, instead of once about a millisecond's worth of data has queued
+    /// (SO_RCVLOWAT). Sent only when set.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_rcvlowat: bool,
     /// File transfers: the file the client sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<FileSpec>,
@@ -366,6 +371,7 @@ impl TestParams {
             zerocopy: false,
             spin_us: None,
             discard: false,
+            no_rcvlowat: false,
             file: None,
             rdma: None,
             soak: false,
@@ -406,6 +412,16 @@ impl TestParams {
                 (window + RDMA_CTRL_EXTRA).saturating_mul(rx_size + RDMA_CTRL_SIZE),
             );
             return u64::from(r.qps).saturating_mul(per_qp);
+        }
+        if self.kind == TestKind::TcpBw && !self.no_rcvlowat {
+            // A batched receiver reads up to RECV_BATCH_BYTES at a time.
+            let recv = per.max(u64::from(defaults::RECV_BATCH_BYTES));
+            let streams = u64::from(self.streams);
+            return match self.direction {
+                Direction::Send => streams * recv,
+                Direction::Receive => streams * per,
+                Direction::Bidir => streams * (recv + per),
+            };
         }
         let per = if self.kind == TestKind::FileTransfer {
             per * u64::from(FILE_BUFFERS)
@@ -617,6 +633,15 @@ impl TestParams {
                 ),
             ));
         }
+        if self.no_rcvlowat && self.kind != TestKind::TcpBw {
+            return Err(ShapeError::new(
+                Param::NoRcvlowat,
+                &format!(
+                    "--no-rcvlowat applies to TCP bandwidth tests only, not {}",
+                    self.kind.as_str()
+                ),
+            ));
+        }
         if self.soak && self.kind != TestKind::TcpBw {
             return Err(ShapeError::new(
                 Param::Soak,
@@ -753,6 +778,7 @@ pub enum Param {
     Congestion,
     Rdma,
     Discard,
+    NoRcvlowat,
     Soak,
 }
 
@@ -775,6 +801,7 @@ impl Param {
             Self::Congestion => "-C",
             Self::Rdma => "--rdma",
             Self::Discard => "--discard",
+            Self::NoRcvlowat => "--no-rcvlowat",
             Self::Soak => "linerate soak",
         }
     }
@@ -1097,6 +1124,28 @@ mod tests {
     }
 
     #[test]
+    fn no_rcvlowat_is_for_tcp_bandwidth_and_absent_from_the_wire_when_off() {
+        let mut p = tcp();
+        assert!(!serde_json::to_string(&p).unwrap().contains("rcvlowat"));
+        p.no_rcvlowat = true;
+        assert!(p.check_shape().is_ok());
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(json.contains(r#""no_rcvlowat":true"#), "{json}");
+        assert_eq!(serde_json::from_str::<TestParams>(&json).unwrap(), p);
+        let udp = TestParams {
+            no_rcvlowat: true,
+            ..TestParams::new(TestKind::UdpBw, Direction::Send)
+        };
+        let e = udp.check_shape().unwrap_err();
+        assert_eq!(e.param, Param::NoRcvlowat);
+        assert!(
+            e.with_option().starts_with("--no-rcvlowat"),
+            "{}",
+            e.with_option()
+        );
+    }
+
+    #[test]
     fn discard_is_for_tcp_bandwidth_and_absent_from_the_wire_when_off() {
         let mut p = tcp();
         assert!(!serde_json::to_string(&p).unwrap().contains("discard"));
@@ -1143,5 +1192,14 @@ mod tests {
         assert!(p.validate(&l).is_ok());
         // 64 streams × 2 directions × 1 MiB = 128 MiB worst case with default limits.
         assert_eq!(p.server_memory_bytes(), 128 * 1024 * 1024);
+        // Small writes: a batched receiver still reads up to 1 MiB, a sender holds its write.
+        p.length = 128 * 1024;
+        assert_eq!(p.server_memory_bytes(), 64 * ((1 << 20) + (128 << 10)));
+        p.direction = Direction::Receive;
+        assert_eq!(p.server_memory_bytes(), 64 * (128 << 10));
+        p.direction = Direction::Send;
+        assert_eq!(p.server_memory_bytes(), 64 << 20);
+        p.no_rcvlowat = true;
+        assert_eq!(p.server_memory_bytes(), 64 * (128 << 10));
     }
 }

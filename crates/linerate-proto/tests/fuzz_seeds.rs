@@ -492,6 +492,7 @@ fn validate_params_seeds_generated() -> Vec<(String, Vec<u8>)> {
                 zerocopy: true,
                 spin_us: Some(u32::MAX),
                 discard: false,
+                no_rcvlowat: false,
                 file: Some(FileSpec {
                     name: "../../etc/passwd".into(),
                     size: u64::MAX,

@@ -149,6 +149,7 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         zerocopy: a.zerocopy,
         spin_us: Some(a.spin),
         discard: a.discard,
+        no_rcvlowat: a.no_rcvlowat,
         file,
         rdma,
         soak: false,
