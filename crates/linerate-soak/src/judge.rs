@@ -760,7 +760,15 @@ fn end_report(tracker: &Tracker, end: End, jp: &JudgeParams) -> Option<EndReport
 }
 
 /// Intervals below `dip_fraction` of their end's median, with what moved then.
-fn dips(tracker: &Tracker, ends: &[EndReport], jp: &JudgeParams) -> (Vec<Dip>, u64) {
+/// Intervals below `dip_fraction` of their end's median rate. An interval shorter than half the
+/// soak's (the last, cut short when the soak ends, whose bytes include the stream winding down)
+/// is not judged.
+fn dips(
+    tracker: &Tracker,
+    ends: &[EndReport],
+    jp: &JudgeParams,
+    interval_s: f64,
+) -> (Vec<Dip>, u64) {
     let mut out = Vec::new();
     let mut total = 0u64;
     for e in ends {
@@ -771,6 +779,7 @@ fn dips(tracker: &Tracker, ends: &[EndReport], jp: &JudgeParams) -> (Vec<Dip>, u
             .timeline()
             .iter()
             .filter(|r| r.end == e.end && r.end_s > r.start_s)
+            .filter(|r| r.end_s - r.start_s >= interval_s / 2.0)
         {
             let g = r.gbps();
             if g < jp.dip_fraction * e.median_gbps {
@@ -799,7 +808,7 @@ pub fn judge(tracker: &Tracker, params: &SoakParams, jp: &JudgeParams) -> SoakRe
         .into_iter()
         .filter_map(|e| end_report(tracker, e, jp))
         .collect();
-    let (dips, dips_total) = dips(tracker, &ends, jp);
+    let (dips, dips_total) = dips(tracker, &ends, jp, params.interval_s);
     let worst = ends.iter().flat_map(|e| &e.ports).max_by_key(|p| p.verdict);
     let verdict = ends
         .iter()

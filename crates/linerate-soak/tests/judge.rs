@@ -117,7 +117,11 @@ fn soak_with(
             t.push(&s);
         }
     }
-    judge(&t, &SoakParams::default(), jp)
+    let params = SoakParams {
+        interval_s: run.dt,
+        ..SoakParams::default()
+    };
+    judge(&t, &params, jp)
 }
 
 /// The verdict and rule of one port.
@@ -681,6 +685,33 @@ fn zero_length_intervals_are_no_dips() {
         r.dips
     );
     assert_eq!(r.ends[0].median_gbps, 16.0);
+}
+
+#[test]
+fn a_last_interval_cut_short_is_no_dip() {
+    let n = TEN_MIN.n;
+    let r = soak_with(
+        TEN_MIN,
+        &[port(End::Local, "mlx4_0", qdr(), |_| {
+            vec![(IbCounters, "symbol_error", 0)]
+        })],
+        &JudgeParams::default(),
+        |s, seq| {
+            if seq == n {
+                // The soak ended 2 s into its last interval, the stream winding down in it.
+                s.t_s = (n - 1) as f64 * TEN_MIN.dt + 2.0;
+                s.bytes_sent /= 20;
+                s.bytes_received /= 20;
+            }
+            if seq == 30 {
+                // A whole interval at half the rate is one.
+                s.bytes_received /= 2;
+            }
+        },
+    );
+    // Seq 30 on both ends (each end's rate counts both directions); not the short last one.
+    assert_eq!(r.dips_total, 2, "{:?}", r.dips);
+    assert!(r.dips.iter().all(|d| d.seq == 30), "{:?}", r.dips);
 }
 
 #[test]
