@@ -2,7 +2,7 @@
 # TCP scaling: 1, 2, 4 and 8 streams on loopback and on a veth pair between two network
 # namespaces this script creates and removes, linerate against iperf3 and iperf2, each at its
 # default write size and at equal write sizes; one table of medians (Gb/s of payload received).
-#   linerate default: 1 MiB writes for 1-2 streams, 512 KiB for 4, 256 KiB for 8
+#   linerate default: 1 MiB writes for 1 stream, 256 KiB for 2-8
 #     (proto's default_length); iperf3 and iperf2 default: 128 KiB.
 #   equal: every tool at linerate's default for that stream count (-l), and linerate at
 #     128 KiB, the peers' default: both pairings are in the table.
@@ -38,8 +38,9 @@ done
 
 # linerate's default write size for n streams (proto::defaults::default_length).
 lr_default() {
+    (($1 <= 1)) && { echo 1024K; return; }
     local per=$(((2 << 20) / $1))
-    ((per > 1 << 20)) && per=$((1 << 20))
+    ((per > 256 << 10)) && per=$((256 << 10))
     ((per < 128 << 10)) && per=$((128 << 10))
     local p=1
     while ((p * 2 <= per)); do p=$((p * 2)); done

@@ -63,18 +63,26 @@ pub const SERVE_MAX_SPIN_US: u32 = 200;
 /// same LAN round trip, so both ends skip the wake-up on any path where it matters.
 pub const DOCTOR_SPIN_US: u32 = 200;
 
-/// The default bytes per write and per read for a TCP bulk test of `streams` streams (twice as
-/// many connections with `bidir`): about 2 MiB of user buffer across the connections, each a
-/// power of two between 128 KiB and 1 MiB.
+/// The default bytes per write for a TCP bulk test of `streams` streams (twice as many
+/// connections with `bidir`): 1 MiB for one connection, 256 KiB for two to eight, 128 KiB beyond
+/// (at most about 2 MiB of user buffer across the connections).
 ///
-/// Chosen by benchmark (`bench/compare.sh`, alternating runs on loopback and veth): one stream
-/// moved 1.2-1.4 × more with 1 MiB than with 256 KiB (fewer system calls and wake-ups per byte),
-/// 4 MiB was slower again on veth (the buffer no longer stays in cache while the kernel copies
-/// it), and with 8 streams 256 KiB beat 1 MiB by a fifth for the same reason.
+/// Chosen by benchmark, alternating runs of 3 s on loopback and on veth between two namespaces
+/// (2 vCPUs, Linux 6.18), since receivers are woken per millisecond of data rather than per
+/// arrival (`linerate_engine::tcp::Wake`): 2 streams moved 108 Gb/s with 256 KiB writes against
+/// 62 with 1 MiB on loopback, 85 against 43 on veth (medians of 5); 4 streams 91 against 71
+/// (512 KiB) on loopback, 47 against 49 on veth; 8 streams 90 against 72 (1 MiB) and 65 (512 KiB)
+/// on loopback. Two senders copying 1 MiB each, with their receivers' 1 MiB reads, no longer
+/// keep their buffers in cache. One stream alone differed by path and run (loopback 1 MiB 59,
+/// 256 KiB 65; veth 1 MiB 30, 256 KiB 26, 512 KiB 45) and keeps 1 MiB: a quarter of the system
+/// calls of 256 KiB.
 pub fn default_length(streams: u32, bidir: bool) -> u32 {
     const BUDGET: u32 = 2 << 20;
     let connections = streams.saturating_mul(if bidir { 2 } else { 1 });
-    let per = (BUDGET / connections.max(1)).clamp(128 << 10, 1 << 20);
+    if connections <= 1 {
+        return 1 << 20;
+    }
+    let per = (BUDGET / connections).clamp(128 << 10, 256 << 10);
     1 << per.ilog2()
 }
 
@@ -137,13 +145,14 @@ mod tests {
     fn default_length_shrinks_with_the_number_of_connections() {
         assert_eq!(default_length(0, false), 1 << 20);
         assert_eq!(default_length(1, false), 1 << 20);
-        assert_eq!(default_length(1, true), 1 << 20);
-        assert_eq!(default_length(2, false), 1 << 20);
-        assert_eq!(default_length(3, false), 512 << 10);
-        assert_eq!(default_length(2, true), 512 << 10);
-        assert_eq!(default_length(4, false), 512 << 10);
+        assert_eq!(default_length(1, true), 256 << 10);
+        assert_eq!(default_length(2, false), 256 << 10);
+        assert_eq!(default_length(3, false), 256 << 10);
+        assert_eq!(default_length(2, true), 256 << 10);
+        assert_eq!(default_length(4, false), 256 << 10);
         assert_eq!(default_length(8, false), 256 << 10);
         assert_eq!(default_length(4, true), 256 << 10);
+        assert_eq!(default_length(9, false), 128 << 10);
         assert_eq!(default_length(16, false), 128 << 10);
         assert_eq!(default_length(u32::MAX, true), 128 << 10);
     }
