@@ -1123,47 +1123,33 @@ mod tests {
         assert_eq!(old.max_spin_us, defaults::SERVE_MAX_SPIN_US);
     }
 
-    #[test]
-    fn no_rcvlowat_is_for_tcp_bandwidth_and_absent_from_the_wire_when_off() {
+    /// A TCP-bandwidth-only flag: absent from the wire when off, round-trips when on, refused
+    /// with its option's name on another kind of test.
+    fn tcp_bw_only_flag(set: fn(&mut TestParams), key: &str, param: Param, option: &str) {
         let mut p = tcp();
-        assert!(!serde_json::to_string(&p).unwrap().contains("rcvlowat"));
-        p.no_rcvlowat = true;
+        assert!(!serde_json::to_string(&p).unwrap().contains(key));
+        set(&mut p);
         assert!(p.check_shape().is_ok());
         let json = serde_json::to_string(&p).unwrap();
-        assert!(json.contains(r#""no_rcvlowat":true"#), "{json}");
+        assert!(json.contains(&format!(r#""{key}":true"#)), "{json}");
         assert_eq!(serde_json::from_str::<TestParams>(&json).unwrap(), p);
-        let udp = TestParams {
-            no_rcvlowat: true,
-            ..TestParams::new(TestKind::UdpBw, Direction::Send)
-        };
-        let e = udp.check_shape().unwrap_err();
-        assert_eq!(e.param, Param::NoRcvlowat);
-        assert!(
-            e.with_option().starts_with("--no-rcvlowat"),
-            "{}",
-            e.with_option()
-        );
+        for kind in [TestKind::TcpLat, TestKind::UdpBw] {
+            let mut other = TestParams::new(kind, Direction::Send);
+            set(&mut other);
+            let e = other.check_shape().unwrap_err();
+            assert_eq!(e.param, param);
+            assert!(e.with_option().starts_with(option), "{}", e.with_option());
+        }
     }
 
     #[test]
-    fn discard_is_for_tcp_bandwidth_and_absent_from_the_wire_when_off() {
-        let mut p = tcp();
-        assert!(!serde_json::to_string(&p).unwrap().contains("discard"));
-        p.discard = true;
-        assert!(p.check_shape().is_ok());
-        let json = serde_json::to_string(&p).unwrap();
-        assert!(json.contains(r#""discard":true"#), "{json}");
-        assert_eq!(serde_json::from_str::<TestParams>(&json).unwrap(), p);
-        let lat = TestParams {
-            discard: true,
-            ..TestParams::new(TestKind::TcpLat, Direction::Send)
-        };
-        let e = lat.check_shape().unwrap_err();
-        assert_eq!(e.param, Param::Discard);
-        assert!(
-            e.with_option().starts_with("--discard"),
-            "{}",
-            e.with_option()
+    fn discard_and_no_rcvlowat_are_for_tcp_bandwidth_and_absent_from_the_wire_when_off() {
+        tcp_bw_only_flag(|p| p.discard = true, "discard", Param::Discard, "--discard");
+        tcp_bw_only_flag(
+            |p| p.no_rcvlowat = true,
+            "no_rcvlowat",
+            Param::NoRcvlowat,
+            "--no-rcvlowat",
         );
     }
 
