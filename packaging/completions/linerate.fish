@@ -125,7 +125,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand bench" -s t -l time -d
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s P -l parallel -d 'Parallel streams, one thread each' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s O -l omit -d 'Seconds of warm-up to leave out of the totals' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s i -l interval -d 'Seconds between interval reports (0 = none)' -r
-complete -c linerate -n "__fish_linerate_using_subcommand bench" -s l -l length -d 'Bytes per write and read (TCP, default 1M for up to 2 connections, halved per doubling down to 128K), per datagram (UDP, default 1400) or per request (latency, default 1)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s l -l length -d 'Bytes per write (TCP, default 1M for one connection, 256K for 2-8, 128K beyond; the receiver reads up to 1M), per datagram (UDP, default 1400) or per request (latency, default 1)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s w -l window -d 'Socket buffer size to request (SO_SNDBUF/SO_RCVBUF); with --rdma, the number of operations outstanding per queue pair (default 16)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s b -l bitrate -d 'Target rate per stream, bit/s with K/M/G suffix; 0 = as fast as possible (UDP default 1G, TCP default 0)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s B -l bind -d 'Local address to send from' -r

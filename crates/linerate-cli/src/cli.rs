@@ -498,7 +498,7 @@ pub struct BenchArgs {
     /// Seconds between interval reports (0 = none).
     #[arg(short, long, value_name = "SECS", value_parser = secs)]
     pub interval: Option<u64>,
-    /// Bytes per write and read (TCP, default 1M for up to 2 connections, halved per doubling down to 128K), per datagram (UDP, default 1400) or per request (latency, default 1).
+    /// Bytes per write (TCP, default 1M for one connection, 256K for 2-8, 128K beyond; the receiver reads up to 1M), per datagram (UDP, default 1400) or per request (latency, default 1).
     #[arg(short, long, value_name = "BYTES", value_parser = size)]
     pub length: Option<u32>,
     /// Socket buffer size to request (SO_SNDBUF/SO_RCVBUF); with --rdma, the number of
