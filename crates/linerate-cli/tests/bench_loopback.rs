@@ -1,5 +1,6 @@
 //! serve and bench end to end over loopback: every test kind, the JSON contract, live output.
 
+use linerate_testkit::schema;
 use std::process::{Child, Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
@@ -7,7 +8,6 @@ use assert_cmd::Command;
 use serde_json::Value;
 
 mod common;
-mod schema;
 
 use common::{free_port, server, server_env};
 

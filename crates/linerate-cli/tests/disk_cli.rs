@@ -1,5 +1,6 @@
 //! `linerate disk` end to end: bad input, --json, terminal lines, and signals mid-run.
 
+use linerate_testkit::schema;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
@@ -9,7 +10,6 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-mod schema;
 use schema::assert_matches;
 
 fn linerate() -> Command {

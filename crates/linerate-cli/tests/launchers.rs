@@ -13,8 +13,8 @@
 //! name on drop.
 
 mod common;
-mod schema;
 
+use linerate_testkit::schema;
 use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -2,8 +2,8 @@
 //! their schemas, and the errors a user meets first. No root needed; nothing timed.
 
 mod common;
-mod schema;
 
+use linerate_testkit::schema;
 use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;

@@ -10,8 +10,8 @@
 //! Run with `cargo test -p linerate --test netns_bench -- --nocapture` to see the figures.
 
 mod common;
-mod schema;
 
+use linerate_testkit::schema;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -11,8 +11,8 @@
 //! verdict and its findings; `-- --ignored` runs the scenarios that show known bugs.
 
 mod common;
-mod schema;
 
+use linerate_testkit::schema;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 

@@ -9,8 +9,8 @@
 //! under `timeout(1)`.
 
 mod common;
-mod schema;
 
+use linerate_testkit::schema;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -6,8 +6,8 @@
 //! `serial()` (shared with the other namespace tests): their traffic would disturb each other.
 
 mod common;
-mod schema;
 
+use linerate_testkit::schema;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::thread;

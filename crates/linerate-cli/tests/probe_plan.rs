@@ -1,12 +1,12 @@
 //! The CLI end to end: probe on fixture trees and this machine, plan, bad input.
 
+use linerate_testkit::schema;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-mod schema;
 use schema::{assert_valid, validator};
 
 fn repo() -> PathBuf {

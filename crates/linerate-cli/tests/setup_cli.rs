@@ -3,8 +3,7 @@
 //! nothing, `--rollback` restores byte-identical files, and the real tools (`netplan generate`,
 //! `systemd-analyze verify`, `sysctl -p`) accept what was written.
 
-mod schema;
-
+use linerate_testkit::schema;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,7 +17,7 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-use linerate_testkit::copy_tree;
+use linerate_testkit::{copy_tree, read_tree};
 
 fn root(sysfs: &str, etc: &str) -> tempfile::TempDir {
     let t = tempfile::tempdir().unwrap();
@@ -50,24 +49,6 @@ fn setup_json(root: &Path, args: &[&str]) -> Value {
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     schema::assert_matches("setup.schema.json", &v);
     v
-}
-
-fn tree(root: &Path, under: &str) -> BTreeMap<PathBuf, Vec<u8>> {
-    fn walk(d: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-        let Ok(rd) = fs::read_dir(d) else { return };
-        for e in rd {
-            let e = e.unwrap();
-            let ft = e.file_type().unwrap();
-            if ft.is_dir() {
-                walk(&e.path(), out);
-            } else if ft.is_file() {
-                out.insert(e.path(), fs::read(e.path()).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(&root.join(under), &mut out);
-    out
 }
 
 const ETC: [&str; 6] = [
@@ -104,7 +85,7 @@ fn apply_twice_then_rollback_through_the_cli() {
     for etc in ETC {
         let t = root("cx3-fdr-at-qdr-datagram", etc);
         let r = t.path();
-        let before = tree(r, "etc");
+        let before = read_tree(&r.join("etc"));
         let first = setup_json(r, &["all", "--apply"]);
         let id = first["applied"]["id"]
             .as_str()
@@ -146,7 +127,7 @@ fn apply_twice_then_rollback_through_the_cli() {
         let rb = setup_json(r, &["--rollback", &id]);
         assert_eq!(rb["action"], "rollback");
         assert_eq!(
-            tree(r, "etc"),
+            read_tree(&r.join("etc")),
             before,
             "{etc}: rollback restores byte-identical files"
         );
@@ -211,7 +192,7 @@ fn netplan_generate_accepts_the_written_yaml() {
         let t = root("cx3-fdr-at-qdr-datagram", etc);
         let r = t.path();
         // netplan warns about world-readable files; the fixture's mode is git's 0644.
-        for (p, _) in tree(r, "etc/netplan") {
+        for (p, _) in read_tree(&r.join("etc/netplan")) {
             use std::os::unix::fs::PermissionsExt;
             fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
         }
@@ -340,7 +321,7 @@ fn opensm_nfs_irq_on_a_fabric_without_subnet_manager() {
         refusal["reason"].as_str().unwrap().contains("one master"),
         "{refusal}"
     );
-    let before = tree(r, "etc");
+    let before = read_tree(&r.join("etc"));
     let v = setup_json(
         r,
         &[
@@ -421,7 +402,7 @@ fn opensm_nfs_irq_on_a_fabric_without_subnet_manager() {
     let id = v["applied"]["id"].as_str().unwrap();
     setup_json(r, &["--rollback", id]);
     assert_eq!(
-        tree(r, "etc"),
+        read_tree(&r.join("etc")),
         before,
         "rollback restores byte-identical files and removes the created ones"
     );
@@ -457,7 +438,7 @@ fn a_failed_write_mid_apply_restores_the_files_already_written() {
     // A regular file where sysctl's directory should be: the ipoib file is written first, then
     // creating /etc/sysctl.d fails.
     fs::write(r.join("etc/sysctl.d"), "in the way\n").unwrap();
-    let before = tree(r, "etc");
+    let before = read_tree(&r.join("etc"));
     let (code, out, err) = setup(r, &["all", "--apply"]);
     assert_eq!(code, 2, "{out}");
     assert!(
@@ -465,7 +446,7 @@ fn a_failed_write_mid_apply_restores_the_files_already_written() {
         "{err}"
     );
     assert_eq!(
-        tree(r, "etc"),
+        read_tree(&r.join("etc")),
         before,
         "everything written before the failure is restored"
     );

@@ -2,14 +2,13 @@
 //! BER verdict), its files, and the errors of bad options, each naming the option and what is
 //! expected, with exit status 2.
 
+use linerate_testkit::schema;
 use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
 use assert_cmd::Command;
 use serde_json::Value;
-
-mod schema;
 
 const BIN: &str = env!("CARGO_BIN_EXE_linerate");
 

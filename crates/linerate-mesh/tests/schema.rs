@@ -3,28 +3,10 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::Fleet;
 use linerate_mesh::{mesh_event, MeshReport, NodeFacts, Phase};
+use linerate_testkit::schema::{assert_valid, validator};
 use serde_json::Value;
-
-fn schema(name: &str) -> jsonschema::Validator {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../schemas")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-    jsonschema::validator_for(&doc).unwrap_or_else(|e| panic!("{name} compiles: {e}"))
-}
-
-fn assert_valid(v: &jsonschema::Validator, doc: &Value) {
-    let errors: Vec<String> = v
-        .iter_errors(doc)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "{}", errors.join("\n"));
-}
 
 /// Runs with every verdict: degraded nodes, a dead rank, contention, a bad cable, retests.
 fn reports() -> Vec<MeshReport> {
@@ -51,7 +33,7 @@ fn reports() -> Vec<MeshReport> {
 
 #[test]
 fn final_documents_match_the_schema() {
-    let v = schema("mesh.schema.json");
+    let v = validator("mesh.schema.json");
     let reports = reports();
     for r in &reports {
         let doc = serde_json::to_value(r).unwrap();
@@ -83,7 +65,7 @@ fn final_documents_match_the_schema() {
 
 #[test]
 fn a_document_missing_a_required_field_does_not_match() {
-    let v = schema("mesh.schema.json");
+    let v = validator("mesh.schema.json");
     let mut doc = serde_json::to_value(&reports()[0]).unwrap();
     doc.as_object_mut().unwrap().remove("healthy");
     assert!(!v.is_valid(&doc));
@@ -94,7 +76,7 @@ fn a_document_missing_a_required_field_does_not_match() {
 
 #[test]
 fn stream_events_match_the_schema() {
-    let v = schema("mesh-event.schema.json");
+    let v = validator("mesh-event.schema.json");
     let mut f = Fleet::healthy(4);
     f.dead.push((3, 2));
     let facts: Vec<NodeFacts> = f.facts().into_iter().map(|e| e.facts).collect();

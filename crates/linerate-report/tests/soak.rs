@@ -2,7 +2,7 @@
 //! table, the JSON document and stream lines against their schemas, the Prometheus text file
 //! (through `promtool check metrics` where it is installed) and the HTML timeline.
 
-use std::path::{Path, PathBuf};
+use linerate_testkit::schema::{assert_valid, validator};
 use std::process::Command;
 
 use linerate_report::{render_soak, soak_html, soak_json, soak_live_line, soak_textfile, Style};
@@ -96,37 +96,6 @@ fn report() -> (SoakReport, Vec<IntervalOut>) {
         both_ways: true,
     };
     (judge(&t, &params, &JudgeParams::default()), live)
-}
-
-fn schemas_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas")
-}
-
-/// A validator for `name`, with every schema of `schemas/` known by its `$id`.
-fn validator(name: &str) -> jsonschema::Validator {
-    let load = |p: &Path| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(p).expect("readable")).expect("JSON")
-    };
-    let mut options = jsonschema::options();
-    for entry in std::fs::read_dir(schemas_dir()).expect("schemas/") {
-        let path = entry.expect("schemas/").path();
-        if path.extension().is_some_and(|e| e == "json") {
-            let s = load(&path);
-            let id = s["$id"].as_str().expect("$id").to_string();
-            options.with_resource(id, jsonschema::Resource::from_contents(s).expect("schema"));
-        }
-    }
-    options
-        .build(&load(&schemas_dir().join(name)))
-        .unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-fn assert_valid(v: &jsonschema::Validator, doc: &Value) {
-    let errors: Vec<String> = v
-        .iter_errors(doc)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
 
 #[test]

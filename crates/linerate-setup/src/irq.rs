@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use linerate_inventory::{cpulist_string, Inventory};
 use linerate_rules::Analysis;
 
-use crate::plan::{Command, FileAction, FileChange, Plan, Step, Topic, When, Why};
+use crate::plan::{Command, FileChange, Plan, Step, Topic, When, Why};
 use crate::snapshot::Snapshot;
 use crate::Options;
 
@@ -136,10 +136,9 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
             summary: format!("{iface}: interrupts on NUMA node {node} (CPUs {cpus}) at every boot"),
             why: vec![why],
             files: vec![FileChange {
-                path: path.clone(),
+                // A unit linerate owns: 0o644 whatever the file had.
                 mode: 0o644,
-                action: if s.file(&path).is_some() { FileAction::Modify } else { FileAction::Create },
-                content,
+                ..FileChange::write(s, &path, content)
             }],
             commands: vec![
                 Command::new(format!("systemctl daemon-reload && systemctl enable --now linerate-irq-{iface}.service"), When::AfterApply, "sets them now and at every boot; no traffic stops"),

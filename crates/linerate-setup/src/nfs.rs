@@ -5,7 +5,7 @@ use linerate_inventory::Inventory;
 
 use crate::detect::{self, Family};
 use crate::edit::ini;
-use crate::plan::{Command, FileAction, FileChange, Plan, Step, Topic, When, Why};
+use crate::plan::{Command, FileChange, Plan, Step, Topic, When, Why};
 use crate::snapshot::Snapshot;
 use crate::Options;
 
@@ -16,19 +16,6 @@ pub const PORT: u16 = 20049;
 pub const NFS_UTILS_MIN: [u32; 3] = [2, 3, 1];
 pub const DROPIN: &str = "/etc/systemd/system/nfs-server.service.d/90-linerate-rdma.conf";
 pub const MODULES: &str = "/etc/modules-load.d/linerate-nfs-rdma.conf";
-
-fn file(s: &Snapshot, path: &str, content: String) -> Option<FileChange> {
-    (s.file(path) != Some(content.as_str())).then(|| FileChange {
-        path: path.to_string(),
-        mode: s.mode(path).unwrap_or(0o644),
-        action: if s.file(path).is_some() {
-            FileAction::Modify
-        } else {
-            FileAction::Create
-        },
-        content,
-    })
-}
 
 fn exports(s: &Snapshot) -> Vec<(String, String)> {
     std::iter::once(("/etc/exports", s.file("/etc/exports").unwrap_or("")))
@@ -88,18 +75,18 @@ fn server(s: &Snapshot, plan: &mut Plan) {
         let old = s.file("/etc/nfs.conf").unwrap_or("");
         let t = ini::set(old, "nfsd", "rdma", "y");
         let t = ini::set(&t, "nfsd", "rdma-port", &PORT.to_string());
-        files.extend(file(s, "/etc/nfs.conf", t));
+        files.extend(FileChange::if_changed(s, "/etc/nfs.conf", t));
         commands.push(Command::new("systemctl restart nfs-server", When::AfterApply, "nfsd reads nfs.conf when it starts; clients see a short pause (NFS retries), not an error"));
     } else {
         let unit = format!("# Written by `linerate setup nfs-rdma`: nfs-utils here has no nfs.conf rdma= option, so add the\n# RDMA listener after each start of nfsd (it is lost on every restart otherwise).\n[Service]\nExecStartPost=/bin/sh -c 'echo \"rdma {PORT}\" > /proc/fs/nfsd/portlist'\n");
-        files.extend(file(s, DROPIN, unit));
+        files.extend(FileChange::if_changed(s, DROPIN, unit));
         commands.push(Command::new(
             "systemctl daemon-reload && systemctl restart nfs-server",
             When::AfterApply,
             "loads the drop-in; clients see a short pause (NFS retries)",
         ));
     }
-    files.extend(file(s, MODULES, "# Written by `linerate setup nfs-rdma`: the NFS/RDMA transport (rpcrdma; svcrdma and xprtrdma are its aliases).\nsvcrdma\n".to_string()));
+    files.extend(FileChange::if_changed(s, MODULES, "# Written by `linerate setup nfs-rdma`: the NFS/RDMA transport (rpcrdma; svcrdma and xprtrdma are its aliases).\nsvcrdma\n".to_string()));
     commands.insert(
         0,
         Command::new(
@@ -204,7 +191,7 @@ fn client(s: &Snapshot, export: &str, plan: &mut Plan) {
     }
     let mut new = lines.join("\n");
     new.push('\n');
-    let Some(f) = file(s, "/etc/fstab", new) else {
+    let Some(f) = FileChange::if_changed(s, "/etc/fstab", new) else {
         plan.note(
             Topic::NfsRdma,
             format!("/etc/fstab already mounts {export} over RDMA: nothing to write"),

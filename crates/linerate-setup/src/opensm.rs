@@ -6,7 +6,7 @@ use linerate_rules::Analysis;
 
 use crate::detect::{self, Family};
 use crate::edit::ifcfg;
-use crate::plan::{Command, FileAction, FileChange, Plan, Step, Topic, When, Why};
+use crate::plan::{Command, FileChange, Plan, Step, Topic, When, Why};
 use crate::snapshot::Snapshot;
 use crate::Options;
 
@@ -69,34 +69,12 @@ fn files_for(s: &Snapshot, family: Family, guid: &str) -> (&'static str, Vec<Fil
         "sm_priority",
         &SM_PRIORITY.to_string(),
     );
-    if s.file(conf_path) != Some(conf.as_str()) {
-        files.push(FileChange {
-            path: conf_path.to_string(),
-            mode: s.mode(conf_path).unwrap_or(0o644),
-            action: if s.file(conf_path).is_some() {
-                FileAction::Modify
-            } else {
-                FileAction::Create
-            },
-            content: conf,
-        });
-    }
+    files.extend(FileChange::if_changed(s, conf_path, conf));
     if let Some(p) = extra {
         // Debian's init script starts one opensm per port listed in PORTS.
         let old = s.file(p).unwrap_or("");
         let new = ifcfg::set(old, "PORTS", &format!("\"{guid}\""));
-        if s.file(p) != Some(new.as_str()) {
-            files.push(FileChange {
-                path: p.to_string(),
-                mode: s.mode(p).unwrap_or(0o644),
-                action: if s.file(p).is_some() {
-                    FileAction::Modify
-                } else {
-                    FileAction::Create
-                },
-                content: new,
-            });
-        }
+        files.extend(FileChange::if_changed(s, p, new));
     }
     (conf_path, files)
 }

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::snapshot::Snapshot;
+
 /// What `linerate setup` can configure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -52,6 +54,28 @@ pub struct FileChange {
     pub mode: u32,
     pub action: FileAction,
     pub content: String,
+}
+
+impl FileChange {
+    /// `content` for `path`: an edit of the file when the snapshot has it (keeping its mode),
+    /// else a new file with mode 0o644.
+    pub fn write(s: &Snapshot, path: &str, content: String) -> Self {
+        Self {
+            path: path.to_string(),
+            mode: s.mode(path).unwrap_or(0o644),
+            action: if s.file(path).is_some() {
+                FileAction::Modify
+            } else {
+                FileAction::Create
+            },
+            content,
+        }
+    }
+
+    /// [`Self::write`], or `None` when the file already holds exactly `content`.
+    pub fn if_changed(s: &Snapshot, path: &str, content: String) -> Option<Self> {
+        (s.file(path) != Some(content.as_str())).then(|| Self::write(s, path, content))
+    }
 }
 
 /// When a command runs.

@@ -8,7 +8,7 @@ use linerate_inventory::Inventory;
 use linerate_rules::Analysis;
 use linerate_units::{fmt_num, r2, r3};
 
-use crate::plan::{Command, FileAction, FileChange, Plan, Step, Topic, When, Why};
+use crate::plan::{Command, FileChange, Plan, Step, Topic, When, Why};
 use crate::snapshot::Snapshot;
 use crate::Options;
 
@@ -215,12 +215,7 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
         subject: "host".to_string(),
         summary: format!("raise {} in {PATH}", raises.join(", ")),
         why: vec![why],
-        files: vec![FileChange {
-            path: PATH.to_string(),
-            mode: s.mode(PATH).unwrap_or(0o644),
-            action: if s.file(PATH).is_some() { FileAction::Modify } else { FileAction::Create },
-            content,
-        }],
+        files: vec![FileChange::write(s, PATH, content)],
         commands: vec![
             Command::new(format!("sysctl -p {PATH}"), When::AfterApply, "loads the values now (they load at every boot from /etc/sysctl.d); no connection is interrupted"),
             Command::new("sysctl net.core.rmem_max net.core.wmem_max net.ipv4.tcp_rmem net.ipv4.tcp_wmem", When::Check, "prints the values in force"),

@@ -2,7 +2,6 @@
 //! the right file in the right syntax, applying it writes exactly that, a second plan is empty,
 //! and rollback restores byte-identical files.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -12,7 +11,7 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-use linerate_testkit::copy_tree;
+use linerate_testkit::{copy_tree, read_tree};
 
 /// A root holding a sysfs fixture and an etc fixture.
 pub fn root(sysfs: &str, etc: &str) -> tempfile::TempDir {
@@ -27,24 +26,6 @@ fn plan(root: &Path, topics: &[Topic]) -> Plan {
     let analysis = linerate_rules::analyze(&inv);
     let snap = Snapshot::read(root);
     build_plan(topics, &inv, &analysis, &snap, &Options::default())
-}
-
-/// Every regular file under `root/etc`, path → bytes.
-fn etc_files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    fn walk(d: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-        for e in fs::read_dir(d).unwrap() {
-            let e = e.unwrap();
-            let ft = e.file_type().unwrap();
-            if ft.is_dir() {
-                walk(&e.path(), out);
-            } else if ft.is_file() {
-                out.insert(e.path(), fs::read(e.path()).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(&root.join("etc"), &mut out);
-    out
 }
 
 struct Case {
@@ -125,7 +106,7 @@ fn ipoib_plan_apply_idempotent_rollback_for_every_distribution() {
     for c in CASES {
         let t = root("cx3-fdr-at-qdr-datagram", c.etc);
         let r = t.path();
-        let before = etc_files(r);
+        let before = read_tree(&r.join("etc"));
         let p = plan(r, &[Topic::Ipoib]);
         assert!(p.refusals.is_empty(), "{}: {:?}", c.etc, p.refusals);
         let files = p.files();
@@ -153,7 +134,7 @@ fn ipoib_plan_apply_idempotent_rollback_for_every_distribution() {
 
         let owned: Vec<_> = p.files().into_iter().cloned().collect();
         let (id, _) = apply::apply(r, &owned).unwrap();
-        let after = etc_files(r);
+        let after = read_tree(&r.join("etc"));
         let changed: Vec<_> = before.keys().filter(|k| before[*k] != after[*k]).collect();
         assert_eq!(
             changed,
@@ -187,7 +168,7 @@ fn ipoib_plan_apply_idempotent_rollback_for_every_distribution() {
 
         apply::rollback(r, &id).unwrap();
         assert_eq!(
-            etc_files(r),
+            read_tree(&r.join("etc")),
             before,
             "{}: rollback restores byte-identical files",
             c.etc

@@ -7,6 +7,8 @@
 //! skipped, not passed). Where `LINERATE_REQUIRE_PRIVILEGED` is set (CI, which runs as
 //! root), a skip is a broken setup and [`skip`] panics instead.
 
+pub mod schema;
+
 use std::fmt::Display;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -119,6 +121,28 @@ pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
             std::fs::copy(e.path(), &t).unwrap();
         }
     }
+}
+
+/// Every regular file below `dir`, path → bytes (links and other kinds left out); empty when
+/// `dir` does not exist. For comparing a fixture root before and after a command wrote to it.
+pub fn read_tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(d: &Path, out: &mut std::collections::BTreeMap<PathBuf, Vec<u8>>) {
+        let Ok(entries) = std::fs::read_dir(d) else {
+            return;
+        };
+        for e in entries {
+            let e = e.unwrap();
+            let ft = e.file_type().unwrap();
+            if ft.is_dir() {
+                walk(&e.path(), out);
+            } else if ft.is_file() {
+                out.insert(e.path(), std::fs::read(e.path()).unwrap());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir, &mut out);
+    out
 }
 
 #[cfg(test)]

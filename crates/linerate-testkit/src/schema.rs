@@ -1,7 +1,4 @@
-//! The published JSON Schemas (`schemas/*.schema.json`), shared by the CLI tests.
-
-// Each test binary uses its own part of this module.
-#![allow(dead_code)]
+//! The published JSON Schemas (`schemas/*.schema.json`), for every crate's tests.
 
 use std::path::Path;
 
