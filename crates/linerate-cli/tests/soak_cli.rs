@@ -143,4 +143,62 @@ fn bad_options_name_themselves() {
         &["soak", "host1", "--passive"],
         &["--passive", "cannot be used"],
     );
+    // Thresholds: the option, the threshold and what it accepts.
+    refused(
+        &[
+            "soak",
+            "--passive",
+            "--duration",
+            "1s",
+            "--threshold",
+            "ber=2",
+        ],
+        &[
+            "--threshold",
+            "ber is 2",
+            "a ratio above 0 and below 1",
+            "default 1e-12",
+        ],
+    );
+    refused(
+        &["soak", "--passive", "--threshold", "speed=1"],
+        &["`speed` is no threshold", "rcv_errors_per_bit"],
+    );
+    refused(
+        &[
+            "soak",
+            "--passive",
+            "--threshold",
+            "port_rcv_errors_per_s=fast",
+        ],
+        &["port_rcv_errors_per_s: `fast` is not a number", "0 or more"],
+    );
+    refused(
+        &[
+            "soak",
+            "--passive",
+            "--duration",
+            "1s",
+            "--threshold",
+            "min_bits=1e9",
+            "--threshold",
+            "min_bits=1e10",
+        ],
+        &["--threshold min_bits is given twice"],
+    );
+}
+
+#[test]
+fn help_names_every_threshold() {
+    let out = linerate(&["soak", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for t in linerate_soak::Threshold::ALL {
+        assert!(
+            help.contains(t.as_str()),
+            "{t} is not in soak --help:\n{help}"
+        );
+    }
 }
