@@ -384,9 +384,12 @@ fn the_documented_promql_recipe_fires_exactly_with_the_verdicts() {
         .collect();
     soaks.push(exported("report", &report().0));
     // The scenarios have both kinds of port, so the test can fail either way.
-    let cable = |s: &(String, String, Value)| linerate_testkit::promtool::soak_cable_ports(&s.2).len();
+    let cable =
+        |s: &(String, String, Value)| linerate_testkit::promtool::soak_cable_ports(&s.2).len();
     assert!(soaks.iter().map(cable).sum::<usize>() >= 10);
-    assert!(soaks.iter().any(|s| s.2["verdict"] != "bad" && s.2["verdict"] != "marginal"));
+    assert!(soaks
+        .iter()
+        .any(|s| s.2["verdict"] != "bad" && s.2["verdict"] != "marginal"));
     linerate_testkit::promtool::assert_soak_recipe_agrees(&soaks);
 }
 
@@ -395,11 +398,13 @@ fn the_recipe_test_is_no_rubber_stamp() {
     // The same recipe against an expectation the verdicts do not make fails.
     let (rules, alerts) = linerate_testkit::promtool::soak_recipe();
     let (name, text, doc) = exported("pegged_then_cleared", &scenarios::pegged_then_cleared());
-    let mut cases = linerate_testkit::promtool::soak_cases(&[(name, text.clone(), doc)], &alerts);
+    let mut cases = linerate_testkit::promtool::soak_cases(&[(name, text, doc)], &alerts);
     assert!(!cases[0].alerts[0].1.is_empty());
     cases[0].alerts[0].1.clear();
     match linerate_testkit::promtool::test_rules(&rules, &cases) {
-        Ok(false) => linerate_testkit::skip("promtool is not installed (Debian package prometheus)"),
+        Ok(false) => {
+            linerate_testkit::skip("promtool is not installed (Debian package prometheus)");
+        }
         r => assert!(r.is_err(), "{r:?}"),
     }
     // And the old recipe (errors per hour over the budget, without the floor or PAM4) would
@@ -408,5 +413,6 @@ fn the_recipe_test_is_no_rubber_stamp() {
     let text = soak_textfile(&r);
     assert!(text.contains("linerate_soak_errors_per_hour{end=\"local\",device=\"mlx5_0\",port=\"1\",counter=\"symbol_error\"} 540\n"));
     assert!(text.contains("linerate_soak_check_limit{end=\"local\",device=\"mlx5_0\",port=\"1\",rule=\"symbol_error_budget\",counter=\"symbol_error\",verdict=\"bad\",unit=\"per_hour\"} 540\n"));
-    assert!(!text.contains("linerate_soak_symbol_error_budget_per_hour{end=\"remote\",device=\"mlx5_2\""));
+    assert!(!text
+        .contains("linerate_soak_symbol_error_budget_per_hour{end=\"remote\",device=\"mlx5_2\""));
 }

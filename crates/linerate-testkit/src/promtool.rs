@@ -27,7 +27,7 @@ pub struct Case {
 pub fn yaml_after(markdown: &str, marker: &str) -> Option<String> {
     let rest = &markdown[markdown.find(marker)?..];
     let body = &rest[rest.find("```yaml\n")? + "```yaml\n".len()..];
-    Some(body[..body.find("\n```")? + 1].to_string())
+    Some(body[..=body.find("\n```")?].to_string())
 }
 
 /// Every sample of a text file: (the series as promtool's `input_series` reads it, the value).
