@@ -155,8 +155,14 @@ fn counter_row(out: &mut String, c: &CounterOut) {
 }
 
 /// The symbol-error budget line: the budget, and the limit that applied when the floor raised
-/// it; or why it is not judged.
-fn budget_line(out: &mut String, b: &linerate_soak::SymbolBudget, ber: f64) {
+/// it; or why it is not judged. Nothing for a port without a `symbol_error` counter.
+fn budget_line(out: &mut String, p: &PortReport, ber: f64) {
+    let Some(b) = &p.symbol_budget else {
+        return;
+    };
+    if !p.counters.iter().any(|c| c.name == "symbol_error") {
+        return;
+    }
     let applied = match b.limit_per_hour {
         _ if b.pam4 => " (PAM4 with FEC: not judged alone)".to_string(),
         Some(l) if l > b.per_hour => format!(
@@ -186,9 +192,7 @@ fn port_block(out: &mut String, p: &PortReport, ber: f64, style: Style) {
         verdict_styled(p.verdict, style),
         p.rule
     );
-    if let Some(b) = &p.symbol_budget {
-        budget_line(out, b, ber);
-    }
+    budget_line(out, p, ber);
     if !p.counters.is_empty() {
         let _ = writeln!(
             out,

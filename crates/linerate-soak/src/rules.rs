@@ -291,9 +291,9 @@ fn packets_lost(ctx: &PortCtx, c: &CounterTrack) -> String {
     } else {
         ctx.get(NetdevStatistics, "rx_packets")
     };
-    if let Some(p) = packets.filter(|p| p.delta > 0) {
-        let share = c.delta as f64 / (p.delta as f64).max(c.delta as f64) * 100.0;
-        let _ = write!(s, " ({}% of the {} received)", fmt_sig(share), p.delta);
+    if let Some(p) = packets.filter(|p| p.delta > 0 && c.delta > 0) {
+        let one_in = (p.delta as f64 / c.delta as f64).max(1.0).round();
+        let _ = write!(s, " (1 in {one_in} of the {} received)", p.delta);
     }
     s
 }
@@ -708,9 +708,9 @@ fn reset_notes(ctx: &PortCtx, out: &mut Out) {
     let samples = by_sample.len();
     for (at, names) in by_sample.into_values().take(MAX_RESET_NOTES) {
         let its = if names.len() == 1 {
-            "its total is"
+            "its total is a lower bound"
         } else {
-            "their totals are"
+            "their totals are lower bounds"
         };
         let counter = (names.len() == 1).then(|| {
             names[0]
@@ -728,7 +728,7 @@ fn reset_notes(ctx: &PortCtx, out: &mut Out) {
             at_least: false,
             text: format!(
                 "reset by someone else at sample {} ({} s): {}; counted from the new baseline, \
-                 {its} a lower bound",
+                 {its}",
                 at.seq,
                 fmt_num(linerate_units::r1(at.t_s)),
                 names.join(", ")

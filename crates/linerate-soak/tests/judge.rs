@@ -619,7 +619,7 @@ fn receive_errors_are_never_silent() {
     assert!(
         f.text
             .contains("5400 packets dropped on receive, 32400 an hour at this rate")
-            && f.text.contains("(0.009% of the 60000000 received)")
+            && f.text.contains("(1 in 11111 of the 60000000 received)")
             && f.text.contains("above the receive-error budget of 28.8/h"),
         "{}",
         f.text
