@@ -9,7 +9,7 @@ scripts/setup.sh
 # python3: fixtures/sysfs/build.py --check; iproute2, util-linux: the network-namespace tests;
 # libfabric1: the RDMA tests; chromium: checks doctor's HTML report (LINERATE_NO_BROWSER=1 leaves
 # it out); man-db, bash-completion, systemd (systemd-analyze): scripts/package-test.sh, which checks
-# the .deb's man pages, completion and unit; prometheus (promtool check metrics): soak's text file
+# the .deb's man pages, completion and unit; prometheus (promtool check metrics, promtool test rules): soak's text file and its PromQL recipe
 # for node_exporter; netplan.io (`netplan generate --root-dir`) and procps (`sysctl -p`):
 # crates/linerate-cli/tests/setup_cli.rs checks what `setup` writes with them. The peer tools are
 # bench/compare.sh --install's.

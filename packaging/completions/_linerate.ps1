@@ -255,6 +255,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--textfile', '--textfile', [CompletionResultType]::ParameterName, 'Also write `linerate_soak.prom` into this directory for node_exporter''s textfile collector (atomically: a temporary file in DIR, then a rename)')
             [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'Read this host''s counters under this directory instead of `/` (a copy or a fixture tree)')
             [CompletionResult]::new('--psk-file', '--psk-file', [CompletionResultType]::ParameterName, 'Pre-shared key file, when the server requires one')
+            [CompletionResult]::new('--threshold', '--threshold', [CompletionResultType]::ParameterName, 'Set a threshold of the judge (repeatable, each at most once): ber, pre_fec_ber, min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min, xmit_wait_ticks or dip_fraction. Defaults, ranges and sources: docs/soak.md (Thresholds); the ones set are printed with the verdict and listed in the JSON')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
             [CompletionResult]::new('--both-ways', '--both-ways', [CompletionResultType]::ParameterName, 'Traffic both ways at once, so both ends receive (the default)')
             [CompletionResult]::new('--one-way', '--one-way', [CompletionResultType]::ParameterName, 'Traffic one way only: this host sends, the server receives')

@@ -1043,7 +1043,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__soak)
-            opts="-p -t -i -P -R -h -V --port --duration --interval --parallel --both-ways --one-way --reverse --rdma --passive --json --json-stream --report --textfile --root --psk-file --color --help --version"
+            opts="-p -t -i -P -R -h -V --port --duration --interval --parallel --both-ways --one-way --reverse --rdma --passive --json --json-stream --report --textfile --root --psk-file --threshold --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1094,6 +1094,10 @@ _linerate() {
                     return 0
                     ;;
                 --psk-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threshold)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

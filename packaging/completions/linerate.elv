@@ -243,6 +243,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand --textfile 'Also write `linerate_soak.prom` into this directory for node_exporter''s textfile collector (atomically: a temporary file in DIR, then a rename)'
             cand --root 'Read this host''s counters under this directory instead of `/` (a copy or a fixture tree)'
             cand --psk-file 'Pre-shared key file, when the server requires one'
+            cand --threshold 'Set a threshold of the judge (repeatable, each at most once): ber, pre_fec_ber, min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min, xmit_wait_ticks or dip_fraction. Defaults, ranges and sources: docs/soak.md (Thresholds); the ones set are printed with the verdict and listed in the JSON'
             cand --color 'When to colour the terminal output'
             cand --both-ways 'Traffic both ways at once, so both ends receive (the default)'
             cand --one-way 'Traffic one way only: this host sends, the server receives'

@@ -322,8 +322,8 @@ measured until then is still reported).
 Examples:
   # ten minutes of traffic both ways to server1 (which runs `linerate serve`)
   linerate soak server1
-  # five minutes, verdicts as JSON, and a Prometheus text file for node_exporter
-  linerate soak server1 --duration 5m --json --textfile /var/lib/node_exporter
+  # five minutes as JSON, receive errors held to 1 per 10^13 bits (docs/soak.md: Thresholds)
+  linerate soak server1 -t 5m --json --threshold rcv_errors_per_bit=1e-13
   # the local ports only, no traffic, for a link that carries production load
   linerate soak --passive --duration 2m"
 )]
@@ -379,6 +379,17 @@ pub struct SoakArgs {
     /// Pre-shared key file, when the server requires one.
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<PathBuf>,
+    /// Set a threshold of the judge (repeatable, each at most once): ber, pre_fec_ber,
+    /// min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min,
+    /// xmit_wait_ticks or dip_fraction. Defaults, ranges and sources: docs/soak.md
+    /// (Thresholds); the ones set are printed with the verdict and listed in the JSON.
+    #[arg(long = "threshold", value_name = "NAME=VALUE", value_parser = soak_threshold)]
+    pub threshold: Vec<(linerate_soak::Threshold, f64)>,
+}
+
+/// `--threshold NAME=VALUE`: a known threshold and a value in its range.
+fn soak_threshold(s: &str) -> Result<(linerate_soak::Threshold, f64), String> {
+    linerate_soak::Threshold::parse_assignment(s)
 }
 
 #[derive(Debug, Args)]

@@ -6,9 +6,11 @@
 //! `serial()` (shared with the other namespace tests): their traffic would disturb each other.
 
 mod common;
+mod soak_tree;
 
 use linerate_testkit::schema;
-use std::path::{Path, PathBuf};
+use soak_tree::{counter, findings, get, port, set, set_rate, tree, verdict, Stream, DATA_STEP};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -19,12 +21,6 @@ use common::{is_root, run, serial, BIN};
 
 const PORT: &str = "15301";
 const SERVER_IP: &str = "198.18.0.2";
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/sysfs")
-        .join(name)
-}
 
 /// Two namespaces and a veth pair, removed on drop (the server with them).
 struct Pair {
@@ -122,14 +118,20 @@ impl Pair {
         assert!(line.contains("listening"), "first server line: {line}");
     }
 
-    /// `linerate soak SERVER ARGS` in a, started (the caller waits).
-    fn soak(&self, root: &Path, args: &[&str]) -> Child {
-        Command::new("timeout")
-            .args(["-k", "5", "60", "ip", "netns", "exec", &self.a, BIN, "soak"])
+    /// The command `linerate soak SERVER ARGS` in a, bounded by `timeout`.
+    fn soak_command(&self, root: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new("timeout");
+        cmd.args(["-k", "5", "60", "ip", "netns", "exec", &self.a, BIN, "soak"])
             .args([SERVER_IP, "-p", PORT, "--root"])
             .arg(root)
             .args(args)
-            .env("NO_COLOR", "1")
+            .env("NO_COLOR", "1");
+        cmd
+    }
+
+    /// `linerate soak SERVER ARGS` in a, started (the caller waits).
+    fn soak(&self, root: &Path, args: &[&str]) -> Child {
+        self.soak_command(root, args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -137,55 +139,6 @@ impl Pair {
             .expect("spawn linerate soak")
     }
 }
-
-/// A copy of fixture `name` with its IB device `dev` duplicated under `copies` (same PCI
-/// function, the class link added): several ports to script on one end.
-fn tree(name: &str, dev: &str, copies: &[&str]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let out = Command::new("cp")
-        .arg("-a")
-        .arg(fixture(name).join("."))
-        .arg(dir.path())
-        .output()
-        .expect("cp");
-    assert!(out.status.success(), "cp -a: {out:?}");
-    let class = dir.path().join("sys/class/infiniband");
-    let target = std::fs::read_link(class.join(dev)).expect("the device's class link");
-    let real = class.join(&target);
-    for c in copies {
-        let out = Command::new("cp")
-            .arg("-a")
-            .arg(&real)
-            .arg(real.with_file_name(c))
-            .output()
-            .expect("cp");
-        assert!(out.status.success(), "cp -a: {out:?}");
-        std::os::unix::fs::symlink(target.with_file_name(c), class.join(c)).expect("class link");
-    }
-    dir
-}
-
-/// Set counter `name` of `dev` port 1 to `v`, atomically (a reader never sees half a value).
-fn set(root: &Path, dev: &str, name: &str, v: u64) {
-    let dir = root.join(format!("sys/class/infiniband/{dev}/ports/1/counters"));
-    let tmp = dir.join(format!(".{name}.tmp"));
-    std::fs::write(&tmp, format!("{v}\n")).expect("write a counter");
-    std::fs::rename(&tmp, dir.join(name)).expect("rename a counter");
-}
-
-fn get(root: &Path, dev: &str, name: &str) -> u64 {
-    let p = root.join(format!(
-        "sys/class/infiniband/{dev}/ports/1/counters/{name}"
-    ));
-    std::fs::read_to_string(&p)
-        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-        .trim()
-        .parse()
-        .expect("a counter")
-}
-
-/// Bits counted from port_rcv_data (×32) for a port to be judged: well above 3e12.
-const DATA_STEP: u64 = 200_000_000_000;
 
 fn wait(child: Child) -> (Option<i32>, String, String) {
     let Output {
@@ -197,33 +150,6 @@ fn wait(child: Child) -> (Option<i32>, String, String) {
         status.code(),
         String::from_utf8_lossy(&stdout).into_owned(),
         String::from_utf8_lossy(&stderr).into_owned(),
-    )
-}
-
-fn port<'a>(doc: &'a Value, end: &str, device: &str) -> &'a Value {
-    doc["ends"]
-        .as_array()
-        .expect("ends")
-        .iter()
-        .filter(|e| e["end"] == end)
-        .flat_map(|e| e["ports"].as_array().expect("ports"))
-        .find(|p| p["device"] == device && p["port"] == "1")
-        .unwrap_or_else(|| panic!("no {end} port {device}/1 in {doc}"))
-}
-
-fn counter<'a>(p: &'a Value, name: &str) -> &'a Value {
-    p["counters"]
-        .as_array()
-        .expect("counters")
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no counter {name} in {p}"))
-}
-
-fn verdict(p: &Value) -> (&str, &str) {
-    (
-        p["verdict"].as_str().expect("verdict"),
-        p["rule"].as_str().expect("rule"),
     )
 }
 
@@ -327,6 +253,8 @@ fn scripted_counters_get_the_right_verdict_on_the_right_end() {
     assert!(doc["bytes_sent"].as_u64().unwrap() > 0);
     assert!(doc["bytes_received"].as_u64().unwrap() > 0);
     promtool(&textdir.path().join("linerate_soak.prom"));
+    let text = std::fs::read_to_string(textdir.path().join("linerate_soak.prom")).unwrap();
+    linerate_testkit::promtool::assert_soak_recipe_agrees(&[("netns".into(), text, doc.clone())]);
 }
 
 /// `promtool check metrics` accepts the text file (skipped without promtool).
@@ -455,4 +383,80 @@ fn json_stream_lines_validate_and_end_with_the_document() {
     assert!(intervals("remote") >= 3, "{stdout}");
     let report = &lines.last().unwrap()["report"];
     assert_eq!(report["verdict"], "insufficient", "{report}");
+}
+
+#[test]
+fn receive_errors_under_traffic_and_a_port_narrower_than_the_traffic() {
+    // Issue #23's cases 1 and 4 with real traffic: receive errors under 10/s on ports whose
+    // bits are the engines' (no port_rcv_data moves), never called clean; and a 1X EDR port
+    // (25 Gb/s of data) credited at most its data rate whatever the engines moved.
+    let _g = serial();
+    let Some(mut pair) = Pair::new("r") else {
+        return;
+    };
+    let local = tree("cx4-edr-no-sm", "mlx5_0", &["mlx5_1"]);
+    let remote = tree("cx4-edr-no-sm", "mlx5_0", &["mlx5_1"]);
+    let (l, r) = (local.path(), remote.path());
+    set_rate(l, "mlx5_0", "25 Gb/sec (1X EDR)");
+    pair.serve(r);
+    let textdir = tempfile::tempdir().unwrap();
+    let mut s = Stream::start(pair.soak_command(
+        l,
+        &[
+            "--duration",
+            "5s",
+            "--interval",
+            "500ms",
+            "-P",
+            "2",
+            "--json-stream",
+            "--textfile",
+            textdir.path().to_str().unwrap(),
+        ],
+    ));
+    s.interval("local", 1);
+    s.interval("remote", 1);
+    // Local mlx5_1: 20 receive errors in 5 s (4/s): over the floor of 3, under 10/s.
+    set(l, "mlx5_1", "port_rcv_errors", 20);
+    // Remote mlx5_1: 200 in 5 s (40/s): bad.
+    set(r, "mlx5_1", "port_rcv_errors", 200);
+    let (code, doc) = s.finish();
+    schema::assert_matches("soak.schema.json", &doc);
+    assert!(doc["error"].is_null(), "{}", doc["error"]);
+    assert_eq!(code, Some(1), "{doc}");
+    let p = port(&doc, "local", "mlx5_1");
+    assert_eq!(verdict(p), ("marginal", "rcv_errors_budget"), "{p}");
+    assert_eq!(p["bits_basis"], "engine", "{p}");
+    let f = findings(p, "rcv_errors_budget")[0];
+    assert!(
+        f["text"]
+            .as_str()
+            .unwrap()
+            .contains("20 packets dropped on receive"),
+        "{f}"
+    );
+    assert_eq!(counter(p, "port_rcv_errors")["delta"], 20);
+    assert_eq!(
+        verdict(port(&doc, "remote", "mlx5_1")),
+        ("bad", "port_rcv_errors_rate")
+    );
+    // The 1X port: never credited more than 25 Gb/s × the time, whatever the engines moved.
+    let narrow = port(&doc, "local", "mlx5_0");
+    assert_eq!(narrow["data_gbps"], 25.0, "{narrow}");
+    let cap = 25e9 * narrow["duration_s"].as_f64().unwrap();
+    let bits = narrow["bits_received"].as_f64().unwrap();
+    assert!(bits <= cap * (1.0 + 1e-9), "{bits} > {cap}");
+    let engine = doc["ends"][0]["bytes_received"].as_f64().unwrap() * 8.0;
+    if engine > cap {
+        assert_eq!(narrow["bits_basis"], "data_rate", "{narrow}");
+    }
+    let wide = port(&doc, "local", "mlx5_1");
+    assert_eq!(wide["data_gbps"], 100.0);
+    assert!(wide["bits_received"].as_f64().unwrap() >= bits);
+    let text = std::fs::read_to_string(textdir.path().join("linerate_soak.prom")).unwrap();
+    linerate_testkit::promtool::assert_soak_recipe_agrees(&[(
+        "netns_receive".into(),
+        text,
+        doc.clone(),
+    )]);
 }

@@ -16,6 +16,8 @@ pub use html::render_html;
 pub use json::{plan_doc, probe_doc, PlanDoc, ProbeDoc, SCHEMA_VERSION};
 pub use mesh::{mesh_csv, mesh_html, render_mesh};
 pub use setup::{render_setup, setup_doc, SetupAction, SetupDoc};
-pub use soak::{render_soak, soak_html, soak_json, soak_live_line, soak_textfile};
+pub use soak::{
+    render_soak, soak_html, soak_json, soak_live_line, soak_textfile, thresholds_words,
+};
 pub use style::Style;
 pub use text::{render_plan, render_probe};

@@ -5,7 +5,10 @@
 
 use std::fmt::Write as _;
 
-use linerate_soak::{CounterOut, End, IntervalOut, PortReport, SoakPortKind, SoakReport, Verdict};
+use linerate_soak::{
+    CounterOut, End, IntervalOut, JudgeParams, PortReport, SoakPortKind, SoakReport, Threshold,
+    Verdict,
+};
 use linerate_units::{fmt_num, fmt_sig};
 
 use crate::html::esc;
@@ -114,8 +117,18 @@ fn delta_words(c: &CounterOut) -> String {
     }
 }
 
+/// The rate per hour over the time observed: `>= 332100` where the counter pegged while
+/// observed, `-` where no time was.
+fn per_hour_words(c: &CounterOut) -> String {
+    match c.per_hour {
+        Some(h) if c.observed_at_least => format!(">= {}", fmt_sig(h)),
+        Some(h) => fmt_sig(h),
+        None => "-".into(),
+    }
+}
+
 fn counter_row(out: &mut String, c: &CounterOut) {
-    let per_hour = c.per_hour.map_or("-".into(), fmt_sig);
+    let per_hour = per_hour_words(c);
     let mut notes = Vec::new();
     if let Some(s) = c.saturations.first() {
         notes.push(format!(
@@ -131,16 +144,43 @@ fn counter_row(out: &mut String, c: &CounterOut) {
     }
     let _ = writeln!(
         out,
-        "    {:<34} {:>12} {:>10} {:>6}  {}",
+        "    {:<34} {:>12} {:>10} {:>9} {:>6}  {}",
         c.name,
         delta_words(c),
         per_hour,
+        linerate_soak::fmt_duration(c.observed_s),
         c.width,
         notes.join("; ")
     );
 }
 
-fn port_block(out: &mut String, p: &PortReport, style: Style) {
+/// The symbol-error budget line: the budget, and the limit that applied when the floor raised
+/// it; or why it is not judged. Nothing for a port without a `symbol_error` counter.
+fn budget_line(out: &mut String, p: &PortReport, ber: f64) {
+    let Some(b) = &p.symbol_budget else {
+        return;
+    };
+    if !p.counters.iter().any(|c| c.name == "symbol_error") {
+        return;
+    }
+    let applied = match b.limit_per_hour {
+        _ if b.pam4 => " (PAM4 with FEC: not judged alone)".to_string(),
+        Some(l) if l > b.per_hour => format!(
+            "; {}/h applied over the time observed (at least {} errors)",
+            fmt_sig(l),
+            fmt_num(b.floor)
+        ),
+        Some(_) => String::new(),
+        None => " (not judged: symbol_error never observed over an interval)".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "    symbol_error budget at BER {ber:e}: {}/h{applied}",
+        fmt_sig(b.per_hour)
+    );
+}
+
+fn port_block(out: &mut String, p: &PortReport, ber: f64, style: Style) {
     let _ = writeln!(
         out,
         "  {} ({}{}): {} [{}]",
@@ -152,23 +192,12 @@ fn port_block(out: &mut String, p: &PortReport, style: Style) {
         verdict_styled(p.verdict, style),
         p.rule
     );
-    if let Some(b) = &p.symbol_budget {
-        let _ = writeln!(
-            out,
-            "    symbol_error budget at BER 1e-12: {}/h{}",
-            fmt_sig(b.per_hour),
-            if b.pam4 {
-                " (PAM4 with FEC: not judged alone)"
-            } else {
-                ""
-            }
-        );
-    }
+    budget_line(out, p, ber);
     if !p.counters.is_empty() {
         let _ = writeln!(
             out,
-            "    {:<34} {:>12} {:>10} {:>6}  saturation, resets",
-            "counter", "delta", "per hour", "bits"
+            "    {:<34} {:>12} {:>10} {:>9} {:>6}  saturation, resets",
+            "counter", "delta", "per hour", "observed", "bits"
         );
         for c in &p.counters {
             counter_row(out, c);
@@ -186,8 +215,29 @@ fn port_block(out: &mut String, p: &PortReport, style: Style) {
     }
 }
 
-/// The final table: per end, each port's counters (delta, rate, width, saturation, resets),
-/// its verdict and rule, the findings with their sources; then the dips and the verdict.
+/// `thresholds: the defaults (docs/soak.md)`, or the ones the operator set with their
+/// defaults beside them.
+pub fn thresholds_words(jp: &JudgeParams) -> String {
+    let changed = jp.changed();
+    if changed.is_empty() {
+        return "thresholds: the defaults (docs/soak.md)".into();
+    }
+    let set: Vec<String> = changed
+        .iter()
+        .map(|t| {
+            format!(
+                "{t}={} (default {})",
+                t.fmt_value(t.get(jp)),
+                t.fmt_value(t.default_value())
+            )
+        })
+        .collect();
+    format!("thresholds set: {}; the rest default", set.join(", "))
+}
+
+/// The final table: per end, each port's counters (delta, rate over the time observed,
+/// width, saturation, resets), its verdict and rule, the findings with their sources; then the
+/// dips and the verdict.
 pub fn render_soak(r: &SoakReport, style: Style) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -197,6 +247,7 @@ pub fn render_soak(r: &SoakReport, style: Style) -> String {
         r.params.host.as_deref().unwrap_or("(passive)"),
         linerate_soak::fmt_duration(r.duration_s)
     );
+    let _ = writeln!(out, "{}", thresholds_words(&r.thresholds));
     for e in &r.ends {
         let _ = writeln!(
             out,
@@ -210,7 +261,7 @@ pub fn render_soak(r: &SoakReport, style: Style) -> String {
                 .map_or(String::new(), |t| format!(", {t} TCP retransmits"))
         );
         for p in &e.ports {
-            port_block(&mut out, p, style);
+            port_block(&mut out, p, r.thresholds.ber, style);
         }
         for problem in &e.problems {
             let _ = writeln!(out, "  problem: {problem}");
@@ -219,7 +270,8 @@ pub fn render_soak(r: &SoakReport, style: Style) -> String {
     if r.dips_total > 0 {
         let _ = writeln!(
             out,
-            "\nthroughput dips (below 90% of the median): {}",
+            "\nthroughput dips (below {}% of the median): {}",
+            fmt_num(r.thresholds.dip_fraction * 100.0),
             r.dips_total
         );
         for d in r.dips.iter().take(20) {
@@ -313,12 +365,14 @@ fn counter_families(out: &mut String, r: &SoakReport) {
     let mut increase = Vec::new();
     let mut saturated = Vec::new();
     let mut resets = Vec::new();
+    let mut observed = Vec::new();
     for (end, p) in all_ports(r) {
         for c in &p.counters {
             let l = format!(r#"{},counter="{}""#, port_labels(end, p), label(&c.name));
             if let Some(h) = c.per_hour {
                 per_hour.push((l.clone(), h));
             }
+            observed.push((l.clone(), c.observed_s));
             increase.push((l.clone(), c.delta as f64));
             saturated.push((l.clone(), f64::from(u8::from(!c.saturations.is_empty()))));
             resets.push((l, c.resets_total as f64));
@@ -327,8 +381,14 @@ fn counter_families(out: &mut String, r: &SoakReport) {
     family(
         out,
         "linerate_soak_errors_per_hour",
-        "Increase of each health counter per hour over the last soak (a lower bound where linerate_soak_saturated is 1).",
+        "Increase of each health counter per hour of the time it was observed in the last soak (linerate_soak_observed_seconds; a lower bound where linerate_soak_saturated is 1).",
         &per_hour,
+    );
+    family(
+        out,
+        "linerate_soak_observed_seconds",
+        "Seconds of the last soak over which each health counter could show an increase (read at both ends of an interval, not pegged, not reset): its rate is over this.",
+        &observed,
     );
     family(
         out,
@@ -366,12 +426,7 @@ pub fn soak_textfile(r: &SoakReport) -> String {
         &verdicts,
     );
     let rules: Vec<(String, f64)> = all_ports(r)
-        .map(|(e, p)| {
-            (
-                format!(r#"{},rule="{}""#, port_labels(e, p), label(&p.rule)),
-                1.0,
-            )
-        })
+        .map(|(e, p)| (format!(r#"{},rule="{}""#, port_labels(e, p), p.rule), 1.0))
         .collect();
     family(
         &mut out,
@@ -401,7 +456,7 @@ pub fn soak_textfile(r: &SoakReport) -> String {
                 }
             }
         }
-        if let Some(b) = &p.symbol_budget {
+        if let Some(b) = p.symbol_budget.as_ref().filter(|b| !b.pam4) {
             budget.push((port_labels(end, p), b.per_hour));
         }
     }
@@ -414,11 +469,60 @@ pub fn soak_textfile(r: &SoakReport) -> String {
     family(
         &mut out,
         "linerate_soak_symbol_error_budget_per_hour",
-        "symbol_error per hour allowed at BER 1e-12 at the port's signalling rate.",
+        "symbol_error per hour allowed at the ber threshold at the port's signalling rate, before the floor of min_bits x ber errors; absent where symbol errors are not judged alone (PAM4). The limit that applied: linerate_soak_check_limit{rule=\"symbol_error_budget\"}.",
         &budget,
     );
+    check_families(&mut out, r);
     end_families(&mut out, r);
+    threshold_family(&mut out, r);
     out
+}
+
+/// Every check the judge evaluated: the figure and the limit, with the same labels, so that
+/// `linerate_soak_check_value > linerate_soak_check_limit` fires exactly on the rules that fired.
+fn check_families(out: &mut String, r: &SoakReport) {
+    let mut values = Vec::new();
+    let mut limits = Vec::new();
+    for (end, p) in all_ports(r) {
+        for c in &p.checks {
+            let l = format!(
+                r#"{},rule="{}",counter="{}",verdict="{}",unit="{}""#,
+                port_labels(end, p),
+                c.rule,
+                label(c.counter.as_deref().unwrap_or("")),
+                c.verdict,
+                c.unit
+            );
+            values.push((l.clone(), c.value));
+            limits.push((l, c.limit));
+        }
+    }
+    family(
+        out,
+        "linerate_soak_check_value",
+        "The figure each rule compared on each port in the last soak, in unit; the rule fired where it is above linerate_soak_check_limit (same labels). verdict is the rule's when it fires.",
+        &values,
+    );
+    family(
+        out,
+        "linerate_soak_check_limit",
+        "The limit each rule applied on each port in the last soak, in unit (floors included); absent where the rule does not apply.",
+        &limits,
+    );
+}
+
+/// The thresholds the soak was judged with (`--threshold`, docs/soak.md).
+fn threshold_family(out: &mut String, r: &SoakReport) {
+    let samples: Vec<(String, f64)> = Threshold::ALL
+        .iter()
+        .map(|t| (format!(r#"name="{t}""#), t.get(&r.thresholds)))
+        .collect();
+    family(
+        out,
+        "linerate_soak_threshold",
+        "The thresholds the last soak was judged with, by name (docs/soak.md).",
+        &samples,
+    );
 }
 
 /// Duration and bytes per end.
@@ -626,7 +730,7 @@ fn end_chart(r: &SoakReport, end: End) -> String {
     );
     let _ = write!(
         s,
-        "<p class=\"cap\">{} intervals{}; {} with counter events{}; shaded: below 90% of the median</p>",
+        "<p class=\"cap\">{} intervals{}; {} with counter events{}; shaded: below {}% of the median</p>",
         intervals.len(),
         if points.len() < intervals.len() {
             format!(", drawn as {} buckets", points.len())
@@ -638,7 +742,8 @@ fn end_chart(r: &SoakReport, end: End) -> String {
             format!(" (the first {MAX_MARKS} marked)")
         } else {
             String::new()
-        }
+        },
+        fmt_num(r.thresholds.dip_fraction * 100.0)
     );
     s
 }
@@ -675,7 +780,7 @@ fn verdict_table(o: &mut String, r: &SoakReport) {
             port = esc(&port_name(&p.device, &p.port)),
             kind = esc(&kind_words(&p.kind)),
             v = p.verdict.as_str(),
-            rule = esc(&p.rule),
+            rule = esc(p.rule.as_str()),
             f = findings.join("")
         );
     }
@@ -684,7 +789,7 @@ fn verdict_table(o: &mut String, r: &SoakReport) {
 
 /// Per end and port: every reported counter.
 fn counters_table(o: &mut String, r: &SoakReport) {
-    o.push_str("<h2>Counters</h2><table id=\"counters\"><tr><th>end</th><th>port</th><th>counter</th><th>delta</th><th>per hour</th><th>bits</th><th>saturation, resets</th></tr>");
+    o.push_str("<h2>Counters</h2><table id=\"counters\"><tr><th>end</th><th>port</th><th>counter</th><th>delta</th><th>per hour</th><th>observed</th><th>bits</th><th>saturation, resets</th></tr>");
     for (end, p) in all_ports(r) {
         for c in &p.counters {
             let mut notes = Vec::new();
@@ -700,12 +805,13 @@ fn counters_table(o: &mut String, r: &SoakReport) {
             }
             let _ = write!(
                 o,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 end_word(end),
                 esc(&port_name(&p.device, &p.port)),
                 esc(&c.name),
                 esc(&delta_words(c)),
-                c.per_hour.map_or("-".into(), fmt_sig),
+                esc(&per_hour_words(c)),
+                esc(&linerate_soak::fmt_duration(c.observed_s)),
                 esc(&c.width),
                 esc(&notes.join("; "))
             );
@@ -731,13 +837,14 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
 .ev{{color:#64748b;font-size:12px}} .cap{{color:#475569;font-size:13px;margin:4px 0 0}} .muted{{color:#64748b;font-size:13px}}
 </style></head><body><main>
 <h1>linerate soak — {t}</h1><p class="muted">linerate {ver} · {dur} sampled</p>
-<div class="verdict {cls}" id="verdict">{v} ({rule})</div>"#,
+<div class="verdict {cls}" id="verdict">{v} ({rule})</div><p class="muted" id="thresholds">{th}</p>"#,
         t = esc(title),
         ver = esc(r.tool.version),
         dur = esc(&linerate_soak::fmt_duration(r.duration_s)),
         cls = verdict_class(r.verdict),
         v = r.verdict.as_str(),
-        rule = esc(&r.rule)
+        rule = esc(r.rule.as_str()),
+        th = esc(&thresholds_words(&r.thresholds))
     );
     if let Some(e) = &r.error {
         let _ = write!(o, "<p id=\"error\"><b>Stopped early:</b> {}</p>", esc(e));

@@ -1,6 +1,11 @@
 //! soak's renderers on a judged soak built from constructed samples: the live line, the
 //! table, the JSON document and stream lines against their schemas, the Prometheus text file
-//! (through `promtool check metrics` where it is installed) and the HTML timeline.
+//! (through `promtool check metrics` where it is installed), the documented PromQL recipe
+//! (through `promtool test rules`) against the JSON verdicts of every scripted scenario, and the
+//! HTML timeline.
+
+#[path = "../../linerate-soak/tests/scenarios/mod.rs"]
+mod scenarios;
 
 use linerate_testkit::schema::{assert_valid, validator};
 use std::process::Command;
@@ -359,4 +364,55 @@ fn a_long_soak_is_drawn_in_buckets() {
         .and_then(|s| s.split('"').next())
         .expect("the throughput line");
     assert_eq!(points.split(' ').count(), 2 * 1334);
+}
+
+/// The text file and the JSON document of a judged soak, named.
+fn exported(name: &str, r: &SoakReport) -> (String, String, Value) {
+    let doc: Value = serde_json::from_str(&soak_json(r).unwrap()).unwrap();
+    assert_valid(&validator("soak.schema.json"), &doc);
+    (name.to_string(), soak_textfile(r), doc)
+}
+
+#[test]
+fn the_documented_promql_recipe_fires_exactly_with_the_verdicts() {
+    // Every scripted scenario (the six of #13, the five cases of #23, Ethernet, the reset,
+    // saturation, congestion and link-down ones) and this file's own soak: the alerts of
+    // docs/soak.md fire on exactly the ports the JSON calls marginal or bad.
+    let mut soaks: Vec<(String, String, Value)> = scenarios::all()
+        .iter()
+        .map(|(name, r)| exported(name, r))
+        .collect();
+    soaks.push(exported("report", &report().0));
+    // The scenarios have both kinds of port, so the test can fail either way.
+    let cable =
+        |s: &(String, String, Value)| linerate_testkit::promtool::soak_cable_ports(&s.2).len();
+    assert!(soaks.iter().map(cable).sum::<usize>() >= 10);
+    assert!(soaks
+        .iter()
+        .any(|s| s.2["verdict"] != "bad" && s.2["verdict"] != "marginal"));
+    linerate_testkit::promtool::assert_soak_recipe_agrees(&soaks);
+}
+
+#[test]
+fn the_recipe_test_is_no_rubber_stamp() {
+    // The same recipe against an expectation the verdicts do not make fails.
+    let (rules, alerts) = linerate_testkit::promtool::soak_recipe();
+    let (name, text, doc) = exported("pegged_then_cleared", &scenarios::pegged_then_cleared());
+    let mut cases = linerate_testkit::promtool::soak_cases(&[(name, text, doc)], &alerts);
+    assert!(!cases[0].alerts[0].1.is_empty());
+    cases[0].alerts[0].1.clear();
+    match linerate_testkit::promtool::test_rules(&rules, &cases) {
+        Ok(false) => {
+            linerate_testkit::skip("promtool is not installed (Debian package prometheus)");
+        }
+        r => assert!(r.is_err(), "{r:?}"),
+    }
+    // And the old recipe (errors per hour over the budget, without the floor or PAM4) would
+    // have fired where the verdict does not: 3 symbol errors in 20 s on EDR, and NDR.
+    let r = scenarios::budgets_and_pam4();
+    let text = soak_textfile(&r);
+    assert!(text.contains("linerate_soak_errors_per_hour{end=\"local\",device=\"mlx5_0\",port=\"1\",counter=\"symbol_error\"} 540\n"));
+    assert!(text.contains("linerate_soak_check_limit{end=\"local\",device=\"mlx5_0\",port=\"1\",rule=\"symbol_error_budget\",counter=\"symbol_error\",verdict=\"bad\",unit=\"per_hour\"} 540\n"));
+    assert!(!text
+        .contains("linerate_soak_symbol_error_budget_per_hour{end=\"remote\",device=\"mlx5_2\""));
 }

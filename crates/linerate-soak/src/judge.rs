@@ -1,58 +1,44 @@
 //! The verdicts: pure functions from the tracker's running sums to a [`SoakReport`].
 //!
-//! Every rule reads deltas over the soak (never raw values), says which counter and numbers it
-//! used, and cites where its threshold comes from ([`RuleId::source`]). Rates are the soak's
-//! average over the span the counter was sampled; bursts show in the timeline. Thresholds are in
-//! [`JudgeParams`] (defaults in [`crate::report::defaults`]), and `docs/soak.md` lists them.
+//! Every rule (`rules.rs`) reads deltas over the soak (never raw values), says which counter
+//! and numbers it used, and cites where its threshold comes from ([`RuleId::source`]). Rates are
+//! over the time each counter was observed; bursts show in the timeline. Thresholds are in
+//! [`JudgeParams`] (defaults and sources in [`crate::thresholds`]), and `docs/soak.md` lists
+//! them.
 
 use std::collections::BTreeMap;
 
-use linerate_units::{fmt_num, fmt_round, fmt_sig};
+use linerate_model::ib::IbSpeed;
+use linerate_units::fmt_round;
 
 use crate::report::{
-    defaults, BerEstimate, BitsBasis, CounterOut, Dip, EndReport, Finding, IntervalOut,
-    JudgeParams, PortReport, SoakParams, SoakReport, SymbolBudget,
+    BerEstimate, BitsBasis, CounterOut, Dip, EndReport, IntervalOut, PortReport, SoakParams,
+    SoakReport, SymbolBudget,
 };
+use crate::rules::{self, Out};
+use crate::thresholds::{JudgeParams, NVSENTINEL_SYMBOL_ERRORS_PER_HOUR};
 use crate::tracker::{is_health_counter, CounterTrack, EndTotals, PortInfo, Tracker};
 use crate::types::{CounterSource, End, SoakPortKind};
-use crate::verdict::{RuleId, Verdict};
+use crate::verdict::{RuleId, Unit, Verdict, VerdictRule};
 
 use CounterSource::{Carrier, Ethtool, IbCounters, NetdevStatistics};
 
 /// Bits per PMA data unit: `port_rcv_data` counts octets ÷ 4.
 const BITS_PER_PMA_DATA_UNIT: f64 = 32.0;
-
-/// The IB error counters that say the link itself is at fault (IBswcountlimits' reading).
-const IB_ERRORS: [&str; 6] = [
-    "symbol_error",
-    "link_error_recovery",
-    "link_downed",
-    "port_rcv_errors",
-    "local_link_integrity_errors",
-    "excessive_buffer_overrun_errors",
-];
-const NETDEV_ERRORS: [&str; 2] = ["rx_crc_errors", "rx_frame_errors"];
-const ETHTOOL_ERRORS: [&str; 4] = [
-    "rx_crc_errors_phy",
-    "rx_symbol_err_phy",
-    "rx_pcs_symbol_err_phy",
-    "link_down_events_phy",
-];
-const IB_CONGESTION: [&str; 3] = [
-    "port_xmit_discards",
-    "port_xmit_wait",
-    "port_rcv_remote_physical_errors",
-];
+/// Dips listed in the document (the count goes on).
+pub const MAX_DIPS: usize = 1000;
 
 /// Speeds that run PAM4 with FEC, where raw symbol errors are normal.
 pub fn is_pam4(speed: &str) -> bool {
     matches!(speed.to_ascii_uppercase().as_str(), "HDR" | "NDR" | "XDR")
 }
 
-/// The `symbol_error` budget at BER `ber`: signalling rate × 3600 s × BER per hour (144/h at
-/// 4X QDR, 202/h at 4X FDR, 371/h at 4X EDR). Without a signalling rate, NVSentinel's fixed
-/// 120/h. `None` for an Ethernet port.
-pub fn symbol_budget(kind: &SoakPortKind, ber: f64) -> Option<SymbolBudget> {
+/// The `symbol_error` budget at BER `jp.ber`: signalling rate × 3600 s × BER per hour (144/h
+/// at 4X QDR, 202/h at 4X FDR, 371/h at 4X EDR); without a signalling rate, NVSentinel's fixed
+/// 120/h. Its floor is `min_bits` × `ber` (3 errors). `limit_per_hour` is left for the judge,
+/// which knows how long the counter was observed ([`SymbolBudget::limit_over`]). `None` for an
+/// Ethernet port.
+pub fn symbol_budget(kind: &SoakPortKind, jp: &JudgeParams) -> Option<SymbolBudget> {
     let SoakPortKind::Infiniband {
         speed,
         signalling_gbps,
@@ -63,24 +49,63 @@ pub fn symbol_budget(kind: &SoakPortKind, ber: f64) -> Option<SymbolBudget> {
     let pam4 = speed.as_deref().is_some_and(is_pam4);
     let rate = signalling_gbps.filter(|g| g.is_finite() && *g > 0.0);
     Some(SymbolBudget {
-        per_hour: rate.map_or(defaults::NVSENTINEL_SYMBOL_ERRORS_PER_HOUR, |g| {
-            g * 1e9 * 3600.0 * ber
+        per_hour: rate.map_or(NVSENTINEL_SYMBOL_ERRORS_PER_HOUR, |g| {
+            g * 1e9 * 3600.0 * jp.ber
         }),
         signalling_gbps: rate,
         pam4,
+        floor: jp.floor(jp.ber),
+        limit_per_hour: None,
     })
 }
 
-/// The counters of one port, by source and name, with what the judge needs beside them.
-struct PortCtx<'a> {
-    info: &'a PortInfo,
-    totals: &'a EndTotals,
+impl SymbolBudget {
+    /// The limit per hour over `observed_s` seconds: the budget, or the floor spread over that
+    /// time when it allows more (a handful of errors in seconds is not a rate). `None` on PAM4
+    /// (not judged alone) and for no time observed.
+    pub fn limit_over(&self, observed_s: f64) -> Option<f64> {
+        (!self.pam4 && observed_s > 0.0)
+            .then(|| self.per_hour.max(self.floor * 3600.0 / observed_s))
+    }
+}
+
+/// The data rate of a port (signalling × line code), Gb/s: the most traffic it can carry one
+/// way. InfiniBand without a known speed grade: its signalling rate (an upper bound).
+pub fn data_gbps(kind: &SoakPortKind) -> Option<f64> {
+    match kind {
+        SoakPortKind::Infiniband {
+            speed,
+            signalling_gbps,
+        } => {
+            let g = signalling_gbps.filter(|g| g.is_finite() && *g > 0.0)?;
+            let efficiency = speed
+                .as_deref()
+                .and_then(IbSpeed::from_name)
+                .map_or(1.0, |s| s.encoding().efficiency());
+            Some(g * efficiency)
+        }
+        SoakPortKind::Ethernet { speed_mbps, .. } => {
+            speed_mbps.filter(|m| *m > 0).map(|m| m as f64 / 1000.0)
+        }
+    }
+}
+
+/// The counters of one port, by source and name, with what the rules need beside them.
+pub(crate) struct PortCtx<'a> {
+    pub info: &'a PortInfo,
+    pub totals: &'a EndTotals,
+    pub jp: &'a JudgeParams,
     counters: BTreeMap<(CounterSource, &'a str), &'a CounterTrack>,
-    order: Vec<&'a CounterTrack>,
+    /// The port's counters in the order first seen.
+    pub order: Vec<&'a CounterTrack>,
+    /// Bits the port received, how they were counted, and its data rate.
+    pub bits: f64,
+    pub bits_basis: BitsBasis,
+    pub data_gbps: Option<f64>,
 }
 
 impl<'a> PortCtx<'a> {
-    fn new(tracker: &'a Tracker, info: &'a PortInfo) -> Self {
+    fn new(tracker: &'a Tracker, info: &'a PortInfo, jp: &'a JudgeParams) -> Self {
         let order: Vec<&CounterTrack> = tracker
             .counters()
             .iter()
@@ -92,25 +117,31 @@ impl<'a> PortCtx<'a> {
             .iter()
             .map(|c| ((c.key.source, c.key.name.as_str()), *c))
             .collect();
-        Self {
+        let mut ctx = Self {
             info,
             totals: tracker.totals(info.end),
+            jp,
             counters,
             order,
-        }
+            bits: 0.0,
+            bits_basis: BitsBasis::Engine,
+            data_gbps: data_gbps(&info.kind),
+        };
+        (ctx.bits, ctx.bits_basis) = ctx.bits_received();
+        ctx
     }
 
-    fn get(&self, source: CounterSource, name: &str) -> Option<&'a CounterTrack> {
+    pub fn get(&self, source: CounterSource, name: &str) -> Option<&'a CounterTrack> {
         self.counters.get(&(source, name)).copied()
     }
 
-    fn delta(&self, source: CounterSource, name: &str) -> u64 {
+    pub fn delta(&self, source: CounterSource, name: &str) -> u64 {
         self.get(source, name).map_or(0, |c| c.delta)
     }
 
     /// Ethtool counters whose name contains all of `parts` (drivers name FEC statistics
     /// differently: `rx_fec_uncorrectable_blocks`, `fec_uncorrectable_errors`, ...).
-    fn ethtool_matching(&self, parts: &[&str]) -> Vec<&'a CounterTrack> {
+    pub fn ethtool_matching(&self, parts: &[&str]) -> Vec<&'a CounterTrack> {
         self.order
             .iter()
             .filter(|c| c.key.source == Ethtool && parts.iter().all(|p| c.key.name.contains(p)))
@@ -118,38 +149,12 @@ impl<'a> PortCtx<'a> {
             .collect()
     }
 
-    fn pam4(&self) -> bool {
+    pub fn pam4(&self) -> bool {
         matches!(&self.info.kind, SoakPortKind::Infiniband { speed: Some(s), .. } if is_pam4(s))
     }
 
-    /// The error counters that moved (not the congestion ones; not `symbol_error` on PAM4).
-    fn errors_moved(&self) -> Vec<&'a CounterTrack> {
-        let pam4 = self.pam4();
-        let mut named: Vec<(CounterSource, &str)> = Vec::new();
-        named.extend(
-            IB_ERRORS
-                .iter()
-                .filter(|n| !(pam4 && **n == "symbol_error"))
-                .map(|n| (IbCounters, *n)),
-        );
-        named.extend(NETDEV_ERRORS.iter().map(|n| (NetdevStatistics, *n)));
-        named.extend(ETHTOOL_ERRORS.iter().map(|n| (Ethtool, *n)));
-        named.push((Carrier, self.carrier_down_name()));
-        let mut moved: Vec<&CounterTrack> = named
-            .into_iter()
-            .filter_map(|(s, n)| self.get(s, n))
-            .filter(|c| c.delta > 0)
-            .collect();
-        moved.extend(
-            self.ethtool_matching(&["fec", "uncorrect"])
-                .into_iter()
-                .filter(|c| c.delta > 0),
-        );
-        moved
-    }
-
     /// `carrier_down_count` where the kernel has it (4.16+), else `carrier_changes`.
-    fn carrier_down_name(&self) -> &'static str {
+    pub fn carrier_down_name(&self) -> &'static str {
         if self.get(Carrier, "carrier_down_count").is_some() {
             "carrier_down_count"
         } else {
@@ -159,9 +164,16 @@ impl<'a> PortCtx<'a> {
 
     /// Bits this port received, and how they were counted: the larger of the port's own
     /// counter and the engines' bytes (a port counter includes headers; the engines' bytes are
-    /// end-wide, and are all a fixture port has).
+    /// end-wide, and are all a fixture port has), the engines' credited at most at the port's
+    /// data rate × time.
     fn bits_received(&self) -> (f64, BitsBasis) {
         let engine = self.totals.bytes_received as f64 * 8.0;
+        let (engine, engine_basis) = match self.data_gbps {
+            Some(g) if engine > g * 1e9 * self.duration_s() => {
+                (g * 1e9 * self.duration_s(), BitsBasis::DataRate)
+            }
+            _ => (engine, BitsBasis::Engine),
+        };
         let port = if let Some(c) = self.get(Ethtool, "rx_bits_phy") {
             Some((c.delta as f64, BitsBasis::RxBitsPhy))
         } else if let Some(c) = self.get(IbCounters, "port_rcv_data") {
@@ -175,408 +187,44 @@ impl<'a> PortCtx<'a> {
         };
         match port {
             Some((bits, basis)) if bits >= engine => (bits, basis),
-            _ => (engine, BitsBasis::Engine),
+            _ => (engine, engine_basis),
         }
     }
 
-    fn duration_s(&self) -> f64 {
+    pub fn duration_s(&self) -> f64 {
         self.totals.duration_s()
     }
-}
 
-fn finding(
-    rule: RuleId,
-    c: Option<&CounterTrack>,
-    value: Option<f64>,
-    threshold: Option<f64>,
-    unit: &str,
-    text: String,
-) -> Finding {
-    Finding {
-        rule,
-        verdict: rule.verdict(),
-        source: rule.source(),
-        counter: c.map(|c| c.key.name.clone()),
-        value,
-        threshold,
-        unit: unit.into(),
-        at_least: c.is_some_and(|c| c.at_least),
-        text,
-    }
-}
-
-/// "12" or "at least 12".
-fn count(c: &CounterTrack) -> String {
-    if c.at_least {
-        format!("at least {}", c.delta)
-    } else {
-        c.delta.to_string()
-    }
-}
-
-/// Any increase of these is fatal (NVSentinel; UFM flags Link_Down on any delta).
-fn any_increase(ctx: &PortCtx, out: &mut Vec<Finding>) {
-    for (rule, name, what) in [
-        (RuleId::LinkDowned, "link_downed", "the link went down"),
-        (
-            RuleId::LocalLinkIntegrity,
-            "local_link_integrity_errors",
-            "local physical errors exceeded the port's threshold",
-        ),
-        (
-            RuleId::ExcessiveBufferOverrun,
-            "excessive_buffer_overrun_errors",
-            "the receive buffer overran (misconfiguration, or very poor signal integrity)",
-        ),
-    ] {
-        if let Some(c) = ctx.get(IbCounters, name).filter(|c| c.delta > 0) {
-            let text = format!("{name} rose by {}: {what}", count(c));
-            out.push(finding(
-                rule,
-                Some(c),
-                Some(c.delta as f64),
-                Some(0.0),
-                "count",
-                text,
-            ));
+    /// The shortest share of the soak any judged error counter was observed (1 when all were
+    /// throughout). A counter pegged from the start and never cleared is left out: it has a
+    /// rule of its own.
+    fn observed_fraction(&self) -> f64 {
+        let d = self.duration_s();
+        if d <= 0.0 {
+            return 1.0;
         }
+        rules::error_counters(self)
+            .into_iter()
+            .filter(|c| !(c.saturated_now && c.saturations.first().is_some_and(|s| s.from_start)))
+            .map(|c| c.observed_s / d)
+            .map(|f| if f >= 1.0 - 1e-9 { 1.0 } else { f })
+            .fold(1.0, f64::min)
     }
 }
 
-/// `symbol_error` against the BER budget at the port's signalling rate.
-fn symbol_rules(ctx: &PortCtx, jp: &JudgeParams, budget: &SymbolBudget, out: &mut Vec<Finding>) {
-    let Some(c) = ctx.get(IbCounters, "symbol_error") else {
-        return;
-    };
-    let hours = c.span_s() / 3600.0;
-    if c.delta == 0 || hours <= 0.0 {
-        return;
-    }
-    let per_hour = c.delta as f64 / hours;
-    if budget.pam4 {
-        let text = format!(
-            "symbol_error rose by {} ({}/h): normal before FEC on PAM4, not judged alone",
-            count(c),
-            fmt_sig(per_hour)
-        );
-        out.push(finding(
-            RuleId::Pam4SymbolErrors,
-            Some(c),
-            Some(per_hour),
-            None,
-            "per_hour",
-            text,
-        ));
-    } else {
-        // More than the budget for the time observed, and more than the budget of the
-        // shortest soak that can judge it (min_bits × BER = 3 errors): a handful of errors in
-        // ten seconds is not a rate.
-        let allowed = (budget.per_hour * hours).max(jp.min_bits * jp.ber);
-        if c.delta as f64 > allowed {
-            let basis = budget.signalling_gbps.map_or_else(
-                || "NVSentinel's fixed budget (signalling rate unknown)".to_string(),
-                |g| format!("the budget for BER {:e} at {} Gb/s", jp.ber, fmt_num(g)),
-            );
-            let text = format!(
-                "symbol_error {}/h ({} in {}), above {basis}: {}/h",
-                fmt_sig(per_hour),
-                count(c),
-                fmt_duration(c.span_s()),
-                fmt_sig(budget.per_hour)
-            );
-            let mut f = finding(
-                RuleId::SymbolErrorBudget,
-                Some(c),
-                Some(per_hour),
-                Some(budget.per_hour),
-                "per_hour",
-                text,
-            );
-            if budget.signalling_gbps.is_none() {
-                f.source = crate::verdict::Source::Nvsentinel;
-            }
-            out.push(f);
-        }
-    }
-    if ctx.delta(IbCounters, "link_error_recovery") > 0 {
-        let text = format!(
-            "symbol_error rose by {} together with link_error_recovery ({}): IBswcountlimits: \
-             act when symbol errors increase along with link error recoveries",
-            count(c),
-            ctx.delta(IbCounters, "link_error_recovery")
-        );
-        out.push(finding(
-            RuleId::SymbolWithRecovery,
-            Some(c),
-            Some(c.delta as f64),
-            Some(0.0),
-            "count",
-            text,
-        ));
-    }
-}
-
-/// `port_rcv_errors` per second and `link_error_recovery` per minute.
-fn rate_rules(ctx: &PortCtx, jp: &JudgeParams, out: &mut Vec<Finding>) {
-    for (rule, name, per, unit_s, limit) in [
-        (
-            RuleId::PortRcvErrorsRate,
-            "port_rcv_errors",
-            "s",
-            1.0,
-            jp.port_rcv_errors_per_s,
-        ),
-        (
-            RuleId::LinkErrorRecoveryRate,
-            "link_error_recovery",
-            "min",
-            60.0,
-            jp.link_error_recovery_per_min,
-        ),
-    ] {
-        let Some(c) = ctx.get(IbCounters, name) else {
-            continue;
-        };
-        let span = c.span_s();
-        if span <= 0.0 {
-            continue;
-        }
-        let rate = c.delta as f64 / span * unit_s;
-        if rate > limit {
-            let text = format!(
-                "{name} {}/{per} ({} in {}), above {}/{per}",
-                fmt_sig(rate),
-                count(c),
-                fmt_duration(span),
-                fmt_num(limit)
-            );
-            let unit = if per == "s" { "per_s" } else { "per_min" };
-            out.push(finding(rule, Some(c), Some(rate), Some(limit), unit, text));
-        }
-    }
-}
-
-/// Ethernet after FEC, link downs on any port, and the pre-FEC BER estimate.
-fn ethernet_rules(
-    ctx: &PortCtx,
-    jp: &JudgeParams,
-    ber: Option<&BerEstimate>,
-    out: &mut Vec<Finding>,
-) {
-    let mut post = ctx.ethtool_matching(&["fec", "uncorrect"]);
-    post.extend(ctx.get(Ethtool, "rx_pcs_symbol_err_phy"));
-    if let Some(c) = post.into_iter().find(|c| c.delta > 0) {
-        let text = format!(
-            "{} rose by {}: errors FEC did not correct, traffic is lost (replace the cable or \
-             transceiver)",
-            c.key.name,
-            count(c)
-        );
-        out.push(finding(
-            RuleId::PostFecErrors,
-            Some(c),
-            Some(c.delta as f64),
-            Some(0.0),
-            "count",
-            text,
-        ));
-    }
-    let downs = [
-        ctx.get(Carrier, ctx.carrier_down_name()),
-        ctx.get(Ethtool, "link_down_events_phy"),
-    ];
-    if let Some(c) = downs.into_iter().flatten().find(|c| c.delta > 0) {
-        let text = format!("{} rose by {}: the link went down", c.key.name, count(c));
-        out.push(finding(
-            RuleId::LinkDown,
-            Some(c),
-            Some(c.delta as f64),
-            Some(0.0),
-            "count",
-            text,
-        ));
-    }
-    if let Some(pre) = ber.and_then(|b| b.pre_fec.map(|p| (p, b.estimate))) {
-        if pre.0 > jp.pre_fec_ber {
-            let label = if pre.1 {
-                " (an estimate: corrected bits over rate × time, the driver exposes no rx_bits_phy)"
-            } else {
-                ""
-            };
-            let text = format!(
-                "pre-FEC BER {:.2e}, above {:.0e}{label}",
-                pre.0, jp.pre_fec_ber
-            );
-            out.push(finding(
-                RuleId::PreFecBer,
-                None,
-                Some(pre.0),
-                Some(jp.pre_fec_ber),
-                "ber",
-                text,
-            ));
-        }
-    }
-}
-
-/// Congestion (only when no error counter moved), and retransmits with errors.
-fn path_rules(ctx: &PortCtx, jp: &JudgeParams, out: &mut Vec<Finding>) {
-    let errors = ctx.errors_moved();
-    if let (Some(c), true) = (errors.first(), ctx.totals.tcp_retrans > 0) {
-        let text = format!(
-            "{} TCP retransmits while {} moved on this port: the losses are this link's",
-            ctx.totals.tcp_retrans, c.key.name
-        );
-        out.push(finding(
-            RuleId::RetransWithErrors,
-            Some(c),
-            Some(ctx.totals.tcp_retrans as f64),
-            Some(0.0),
-            "count",
-            text,
-        ));
-    }
-    if !errors.is_empty() {
-        return;
-    }
-    let discards = ctx
-        .get(IbCounters, "port_xmit_discards")
-        .filter(|c| c.delta > 0);
-    let wait = ctx
-        .get(IbCounters, "port_xmit_wait")
-        .filter(|c| c.delta > jp.xmit_wait_ticks);
-    if let Some(c) = discards.or(wait) {
-        let text = format!(
-            "only {} rose ({}): a symptom of congestion, not of this cable",
-            c.key.name,
-            count(c)
-        );
-        let limit = if c.key.name == "port_xmit_wait" {
-            jp.xmit_wait_ticks as f64
-        } else {
-            0.0
-        };
-        out.push(finding(
-            RuleId::XmitCongestion,
-            Some(c),
-            Some(c.delta as f64),
-            Some(limit),
-            "count",
-            text,
-        ));
-    }
-    if let Some(c) = ctx
-        .get(IbCounters, "port_rcv_remote_physical_errors")
-        .filter(|c| c.delta > 0)
-    {
-        let text = format!(
-            "only port_rcv_remote_physical_errors rose ({}): the packets arrived already marked \
-             bad, the fault is elsewhere in the fabric",
-            count(c)
-        );
-        out.push(finding(
-            RuleId::RemotePhysicalErrors,
-            Some(c),
-            Some(c.delta as f64),
-            Some(0.0),
-            "count",
-            text,
-        ));
-    }
-}
-
-/// Counters the judge reads: reported even when they did not move.
-fn is_judged(source: CounterSource, name: &str) -> bool {
-    match source {
-        IbCounters => IB_ERRORS.contains(&name) || IB_CONGESTION.contains(&name),
-        Ethtool => {
-            ETHTOOL_ERRORS.contains(&name)
-                || name == "rx_corrected_bits_phy"
-                || (name.contains("fec") && name.contains("correct"))
-        }
-        NetdevStatistics => NETDEV_ERRORS.contains(&name),
-        Carrier => name != "carrier_up_count",
-        CounterSource::IbHwCounters => false,
-    }
-}
-
-/// Saturations and resets: a counter pegged from the start hides everything; later ones are
-/// notes that make the numbers "at least".
-fn counter_notes(ctx: &PortCtx, out: &mut Vec<Finding>) {
-    for c in &ctx.order {
-        if !is_health_counter(c.key.source, &c.key.name) {
-            continue;
-        }
-        if let Some(s) = c.saturations.first() {
-            let judged = is_judged(c.key.source, &c.key.name);
-            let (rule, text) = if s.from_start && judged && s.until.is_none() {
-                (
-                    RuleId::PeggedFromStart,
-                    format!(
-                        "{} was pegged at {} before the soak began: no increase was visible \
-                         (clear it, e.g. perfquery -R, and soak again)",
-                        c.key.name, s.value
-                    ),
-                )
-            } else {
-                (
-                    RuleId::Saturated,
-                    format!(
-                        "{} saturated at {} from sample {} ({} s): the total ({}) is a lower bound",
-                        c.key.name,
-                        s.value,
-                        s.since.seq,
-                        fmt_num(linerate_units::r1(s.since.t_s)),
-                        count(c)
-                    ),
-                )
-            };
-            out.push(finding(
-                rule,
-                Some(c),
-                Some(s.value as f64),
-                None,
-                "count",
-                text,
-            ));
-        }
-        if let Some(r) = c.resets.first() {
-            let text = format!(
-                "{} was reset by someone else {} time(s), first at sample {} ({} → {}): counted \
-                 from the new baseline, the total ({}) is a lower bound",
-                c.key.name,
-                c.resets_total,
-                r.at.seq,
-                r.from,
-                r.to,
-                count(c)
-            );
-            out.push(finding(
-                RuleId::CounterReset,
-                Some(c),
-                Some(c.resets_total as f64),
-                None,
-                "count",
-                text,
-            ));
-        }
-    }
-}
-
-/// BER figures: Ethernet's corrected and uncorrected bits over received bits (or rate × time,
-/// an estimate), InfiniBand's symbol errors over signalling bits (an estimate: symbols, not
-/// bits).
+/// BER figures over the time observed: Ethernet's corrected and uncorrected bits over received
+/// bits (or rate × time, an estimate), InfiniBand's symbol errors over signalling bits (an
+/// estimate: symbols, not bits).
 fn ber_estimate(ctx: &PortCtx) -> Option<BerEstimate> {
-    let span = ctx.duration_s();
     match &ctx.info.kind {
         SoakPortKind::Infiniband {
             signalling_gbps, ..
         } => {
             let c = ctx.get(IbCounters, "symbol_error")?;
-            let bits = signalling_gbps.filter(|g| *g > 0.0)? * 1e9 * c.span_s();
+            let bits = signalling_gbps.filter(|g| *g > 0.0)? * 1e9 * c.observed_s;
             (bits > 0.0).then(|| BerEstimate {
                 pre_fec: None,
-                post_fec: Some(c.delta as f64 / bits),
+                post_fec: Some(c.observed_delta as f64 / bits),
                 bits,
                 estimate: true,
             })
@@ -591,23 +239,32 @@ fn ber_estimate(ctx: &PortCtx) -> Option<BerEstimate> {
             if corrected.is_none() && post.is_none() {
                 return None;
             }
-            let (bits, estimate) = match ctx.get(Ethtool, "rx_bits_phy") {
-                Some(b) => (b.delta as f64, false),
-                None => (speed_mbps.map(|m| m as f64 * 1e6 * span)?, true),
+            if let Some(b) = ctx.get(Ethtool, "rx_bits_phy") {
+                let bits = b.delta as f64;
+                return (bits > 0.0).then(|| BerEstimate {
+                    pre_fec: corrected.map(|c| c.delta as f64 / bits),
+                    post_fec: post.map(|c| c.delta as f64 / bits),
+                    bits,
+                    estimate: false,
+                });
+            }
+            let bps = speed_mbps.map(|m| m as f64 * 1e6)?;
+            let rate = |c: &CounterTrack| {
+                (c.observed_s > 0.0).then(|| c.observed_delta as f64 / (bps * c.observed_s))
             };
-            (bits > 0.0).then(|| BerEstimate {
-                pre_fec: corrected.map(|c| c.delta as f64 / bits),
-                post_fec: post.map(|c| c.delta as f64 / bits),
-                bits,
-                estimate,
+            let span = corrected.or(post).map_or(0.0, |c| c.observed_s);
+            (span > 0.0).then(|| BerEstimate {
+                pre_fec: corrected.and_then(rate),
+                post_fec: post.and_then(rate),
+                bits: bps * span,
+                estimate: true,
             })
         }
     }
 }
 
 fn counter_out(c: &CounterTrack) -> CounterOut {
-    let span = c.span_s();
-    let per_s = (span > 0.0).then(|| c.delta as f64 / span);
+    let per_s = c.observed_per_s();
     CounterOut {
         source: c.key.source,
         name: c.key.name.clone(),
@@ -616,8 +273,11 @@ fn counter_out(c: &CounterTrack) -> CounterOut {
         last: c.last,
         delta: c.delta,
         at_least: c.at_least,
+        observed_s: c.observed_s,
+        observed_delta: c.observed_delta,
+        observed_at_least: c.observed_at_least(),
         per_s,
-        per_hour: per_s.map(|r| r * 3600.0),
+        per_hour: rules::per_hour(c),
         intervals_moved: c.intervals_moved,
         saturations: c.saturations.clone(),
         saturated_now: c.saturated_now,
@@ -626,61 +286,87 @@ fn counter_out(c: &CounterTrack) -> CounterOut {
     }
 }
 
-/// One port, judged.
-pub(crate) fn judge_port(tracker: &Tracker, info: &PortInfo, jp: &JudgeParams) -> PortReport {
-    let ctx = PortCtx::new(tracker, info);
-    let budget = symbol_budget(&info.kind, jp.ber);
-    let ber = ber_estimate(&ctx);
-    let (bits, bits_basis) = ctx.bits_received();
-    let mut findings = Vec::new();
-    any_increase(&ctx, &mut findings);
-    if let Some(b) = &budget {
-        symbol_rules(&ctx, jp, b, &mut findings);
-    }
-    rate_rules(&ctx, jp, &mut findings);
-    ethernet_rules(&ctx, jp, ber.as_ref(), &mut findings);
-    path_rules(&ctx, jp, &mut findings);
-    counter_notes(&ctx, &mut findings);
-    let conclusive = findings.iter().any(|f| f.verdict >= Verdict::Marginal);
+/// The port is not called clean: no counters, or too few bits received while every judged
+/// error counter was observed (unless a rule already found something conclusive).
+fn sufficiency(ctx: &PortCtx, out: &mut Out, observed_fraction: f64) {
+    let jp = ctx.jp;
+    let conclusive = out.findings.iter().any(|f| f.verdict >= Verdict::Marginal);
+    let bits = ctx.bits * observed_fraction;
     if ctx.order.is_empty() {
-        findings.push(finding(
+        out.findings.push(rules::finding(
             RuleId::NoCounters,
             None,
             None,
             None,
-            "count",
+            Unit::Count,
             "no counters were read on this port".into(),
         ));
     } else if !conclusive && bits < jp.min_bits {
-        let text = format!(
-            "{bits:.2e} bits received, fewer than the {:.0e} needed to judge BER {:e}: not called \
-             clean",
-            jp.min_bits, jp.ber
-        );
-        findings.push(finding(
+        let while_observed = if observed_fraction < 1.0 {
+            format!(
+                " in the {} every error counter was observed (of {})",
+                fmt_duration(ctx.duration_s() * observed_fraction),
+                fmt_duration(ctx.duration_s())
+            )
+        } else {
+            String::new()
+        };
+        out.findings.push(rules::finding(
             RuleId::InsufficientTraffic,
             None,
             Some(bits),
             Some(jp.min_bits),
-            "bits",
-            text,
+            Unit::Bits,
+            format!(
+                "{bits:.2e} bits received{while_observed}, fewer than the {:.0e} needed to judge \
+                 BER {:e}: not called clean",
+                jp.min_bits, jp.ber
+            ),
         ));
     }
-    let worst = findings
+}
+
+/// One port, judged.
+pub(crate) fn judge_port(tracker: &Tracker, info: &PortInfo, jp: &JudgeParams) -> PortReport {
+    let ctx = PortCtx::new(tracker, info, jp);
+    let budget = symbol_budget(&info.kind, jp).map(|mut b| {
+        b.limit_per_hour = ctx
+            .get(IbCounters, "symbol_error")
+            .and_then(|c| b.limit_over(c.observed_s));
+        b
+    });
+    let ber = ber_estimate(&ctx);
+    let mut out = Out::default();
+    rules::any_increase(&ctx, &mut out);
+    if let Some(b) = &budget {
+        rules::symbol_rules(&ctx, b, &mut out);
+    }
+    rules::receive_rules(&ctx, &mut out);
+    rules::rx_missed(&ctx, &mut out);
+    rules::recovery_rate(&ctx, &mut out);
+    rules::ethernet_rules(&ctx, ber.as_ref(), &mut out);
+    rules::path_rules(&ctx, &mut out);
+    rules::counter_notes(&ctx, &mut out);
+    let fraction = ctx.observed_fraction();
+    sufficiency(&ctx, &mut out, fraction);
+    let worst = out
+        .findings
         .iter()
         .max_by_key(|f| (f.verdict, std::cmp::Reverse(f.rule)));
     let verdict = worst.map_or(Verdict::Clean, |f| f.verdict);
     let rule = worst
         .filter(|f| f.verdict > Verdict::Clean)
-        .map_or("clean", |f| f.rule.as_str());
+        .map_or(VerdictRule::Clean, |f| VerdictRule::Rule(f.rule));
     PortReport {
         device: info.device.clone(),
         port: info.port.clone(),
         netdev: info.netdev.clone(),
         kind: info.kind.clone(),
         duration_s: ctx.duration_s(),
-        bits_received: bits,
-        bits_basis,
+        observed_s: ctx.duration_s() * fraction,
+        bits_received: ctx.bits,
+        bits_basis: ctx.bits_basis,
+        data_gbps: ctx.data_gbps,
         symbol_budget: budget,
         ber,
         counters: ctx
@@ -691,13 +377,14 @@ pub(crate) fn judge_port(tracker: &Tracker, info: &PortInfo, jp: &JudgeParams) -
                     && (c.delta > 0
                         || !c.saturations.is_empty()
                         || c.resets_total > 0
-                        || is_judged(c.key.source, &c.key.name))
+                        || rules::is_judged(c.key.source, &c.key.name))
             })
             .map(|c| counter_out(c))
             .collect(),
-        findings,
+        checks: out.checks,
+        findings: out.findings,
         verdict,
-        rule: rule.into(),
+        rule,
     }
 }
 
@@ -759,10 +446,9 @@ fn end_report(tracker: &Tracker, end: End, jp: &JudgeParams) -> Option<EndReport
     })
 }
 
-/// Intervals below `dip_fraction` of their end's median, with what moved then.
-/// Intervals below `dip_fraction` of their end's median rate. An interval shorter than half the
-/// soak's (the last, cut short when the soak ends, whose bytes include the stream winding down)
-/// is not judged.
+/// Intervals below `dip_fraction` of their end's median rate, with what moved then. An
+/// interval shorter than half the soak's (the last, cut short when the soak ends, whose bytes
+/// include the stream winding down) is not judged.
 fn dips(
     tracker: &Tracker,
     ends: &[EndReport],
@@ -784,7 +470,7 @@ fn dips(
             let g = r.gbps();
             if g < jp.dip_fraction * e.median_gbps {
                 total += 1;
-                if out.len() < defaults::MAX_DIPS {
+                if out.len() < MAX_DIPS {
                     out.push(Dip {
                         end: r.end,
                         seq: r.seq,
@@ -816,15 +502,16 @@ pub fn judge(tracker: &Tracker, params: &SoakParams, jp: &JudgeParams) -> SoakRe
         .max()
         .unwrap_or(Verdict::Insufficient);
     let rule = match worst {
-        Some(p) if p.verdict == verdict => p.rule.clone(),
-        _ if verdict == Verdict::Clean => "clean".into(),
-        _ => RuleId::NoCounters.as_str().into(),
+        Some(p) if p.verdict == verdict => p.rule,
+        _ if verdict == Verdict::Clean => VerdictRule::Clean,
+        _ => VerdictRule::Rule(RuleId::NoCounters),
     };
     SoakReport {
         schema_version: crate::report::SCHEMA_VERSION,
         tool: crate::report::TOOL,
         params: params.clone(),
         thresholds: jp.clone(),
+        thresholds_set: jp.changed(),
         duration_s: ends.iter().map(|e| e.duration_s).fold(0.0, f64::max),
         bytes_sent: ends.first().map_or(0, |e| e.bytes_sent),
         bytes_received: ends.first().map_or(0, |e| e.bytes_received),

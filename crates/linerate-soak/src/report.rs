@@ -5,93 +5,10 @@
 pub use linerate_results::{Tool, SCHEMA_VERSION, TOOL};
 use serde::{Deserialize, Serialize};
 
+use crate::thresholds::{JudgeParams, Threshold};
 use crate::tracker::{IntervalRecord, Reset, Saturation, Tracker};
 use crate::types::{CounterSource, End, SoakPortKind};
-use crate::verdict::{RuleId, Source, Verdict};
-
-/// Named defaults of the judge's thresholds (sources in `docs/soak.md`).
-pub mod defaults {
-    /// The IBTA's bit error rate: fewer than one error per 10^12 bits.
-    pub const BER: f64 = 1e-12;
-    /// Bits a port must receive before its error budget can be judged: three budgets' worth at
-    /// BER 1e-12, so that "no errors" means something.
-    pub const MIN_BITS: f64 = 3e12;
-    /// `port_rcv_errors` per second (IBswcountlimits.pm, NVSentinel's "degraded").
-    pub const PORT_RCV_ERRORS_PER_S: f64 = 10.0;
-    /// `link_error_recovery` per minute (NVSentinel).
-    pub const LINK_ERROR_RECOVERY_PER_MIN: f64 = 5.0;
-    /// `port_xmit_wait` ticks over the soak (infiniband-diags `error_thresholds`
-    /// PortXmitWait=1000).
-    pub const XMIT_WAIT_TICKS: u64 = 1000;
-    /// NVSentinel's fixed `symbol_error` budget per hour, used where the signalling rate is
-    /// unknown (the IBTA budget at about 33 Gb/s).
-    pub const NVSENTINEL_SYMBOL_ERRORS_PER_HOUR: f64 = 120.0;
-    /// An interval below this fraction of the soak's median throughput is a dip.
-    pub const DIP_FRACTION: f64 = 0.9;
-    /// Dips listed in the document (the count goes on).
-    pub const MAX_DIPS: usize = 1000;
-}
-
-/// The thresholds the judge used; in the document so a verdict can be checked by hand.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JudgeParams {
-    pub ber: f64,
-    pub pre_fec_ber: f64,
-    pub min_bits: f64,
-    pub port_rcv_errors_per_s: f64,
-    pub link_error_recovery_per_min: f64,
-    pub xmit_wait_ticks: u64,
-    pub dip_fraction: f64,
-}
-
-impl Default for JudgeParams {
-    fn default() -> Self {
-        Self {
-            ber: defaults::BER,
-            pre_fec_ber: defaults::BER,
-            min_bits: defaults::MIN_BITS,
-            port_rcv_errors_per_s: defaults::PORT_RCV_ERRORS_PER_S,
-            link_error_recovery_per_min: defaults::LINK_ERROR_RECOVERY_PER_MIN,
-            xmit_wait_ticks: defaults::XMIT_WAIT_TICKS,
-            dip_fraction: defaults::DIP_FRACTION,
-        }
-    }
-}
-
-impl JudgeParams {
-    /// Thresholds an operator set: each a finite number in its range, or an error naming the
-    /// field and what it expects.
-    pub fn check(&self) -> Result<(), String> {
-        let probability = [("ber", self.ber), ("pre_fec_ber", self.pre_fec_ber)];
-        for (name, v) in probability {
-            if !(v.is_finite() && v > 0.0 && v < 1.0) {
-                return Err(format!(
-                    "{name} is {v}: expected a bit error rate between 0 and 1, like 1e-12"
-                ));
-            }
-        }
-        let positive = [
-            ("min_bits", self.min_bits),
-            ("port_rcv_errors_per_s", self.port_rcv_errors_per_s),
-            (
-                "link_error_recovery_per_min",
-                self.link_error_recovery_per_min,
-            ),
-        ];
-        for (name, v) in positive {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("{name} is {v}: expected a number >= 0"));
-            }
-        }
-        if !(self.dip_fraction.is_finite() && self.dip_fraction > 0.0 && self.dip_fraction <= 1.0) {
-            return Err(format!(
-                "dip_fraction is {}: expected a fraction of the median in (0, 1], like 0.9",
-                self.dip_fraction
-            ));
-        }
-        Ok(())
-    }
-}
+use crate::verdict::{RuleId, Source, Unit, Verdict, VerdictRule};
 
 /// What the soak was asked to do (filled by the command).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -115,23 +32,47 @@ pub struct Finding {
     pub counter: Option<String>,
     /// The observed figure in `unit`.
     pub value: Option<f64>,
-    /// The rule's threshold in `unit` (the rule fires above it).
+    /// The limit that applied, in `unit`: the rule fires above it (for `insufficient_traffic`,
+    /// below it). For a budget this is the effective limit, the floor included.
     pub threshold: Option<f64>,
-    /// `count`, `per_s`, `per_min`, `per_hour`, `ber` or `bits`.
-    pub unit: String,
-    /// The value is a lower bound (a counter saturated or was reset).
+    pub unit: Unit,
+    /// The value is a lower bound (a counter saturated, was reset or went unread).
     pub at_least: bool,
     pub text: String,
 }
 
-/// The `symbol_error` budget of an InfiniBand port at BER 1e-12.
+/// A threshold rule the judge evaluated on a port, fired or not: the figure it compared and
+/// the limit that applied, in `unit`. The rule fires exactly when `value > limit`; a rule that
+/// does not apply to the port (symbol errors on PAM4, congestion while an error counter moved)
+/// has no check. The text file exports these as `linerate_soak_check_value` and `_limit`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    pub rule: RuleId,
+    /// The rule's verdict when it fires (`clean`: a note).
+    pub verdict: Verdict,
+    /// The counter compared, when one was.
+    pub counter: Option<String>,
+    pub value: f64,
+    pub limit: f64,
+    pub unit: Unit,
+    pub fired: bool,
+}
+
+/// The `symbol_error` budget of an InfiniBand port at the `ber` threshold (1e-12).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SymbolBudget {
+    /// Signalling rate × 3600 × BER: the budget before the floor.
     pub per_hour: f64,
     /// The signalling rate it was computed from; `None` when NVSentinel's fixed 120/h stood in.
     pub signalling_gbps: Option<f64>,
     /// PAM4 with FEC (HDR, NDR, XDR): raw symbol errors are normal and not judged alone.
     pub pam4: bool,
+    /// The fewest errors any soak may call over budget: `min_bits` × `ber` (3).
+    pub floor: f64,
+    /// The limit that applied over the time `symbol_error` was observed: the larger of
+    /// `per_hour` and `floor` spread over that time. `None` where it was not judged (PAM4, or
+    /// never observed over an interval).
+    pub limit_per_hour: Option<f64>,
 }
 
 /// Error rates over bits. `estimate` is true where the bit count is rate × time (no
@@ -158,6 +99,9 @@ pub enum BitsBasis {
     RxBytes,
     /// The bytes this end's traffic engines received × 8 (no port counter).
     Engine,
+    /// The port's data rate × time: the engines received more than the port can carry, and
+    /// are credited at most that.
+    DataRate,
 }
 
 /// One counter of one port over the soak.
@@ -170,8 +114,15 @@ pub struct CounterOut {
     pub first: u64,
     pub last: u64,
     pub delta: u64,
-    /// `delta` is a lower bound (saturated or reset).
+    /// `delta` is a lower bound (saturated, reset or unread for a while).
     pub at_least: bool,
+    /// Seconds over which an increase was visible: rates are over this.
+    pub observed_s: f64,
+    /// The increase within them.
+    pub observed_delta: u64,
+    /// `observed_delta` and the rates are lower bounds: the counter saturated while observed.
+    pub observed_at_least: bool,
+    /// `observed_delta` per second and per hour of `observed_s`.
     pub per_s: Option<f64>,
     pub per_hour: Option<f64>,
     pub intervals_moved: u64,
@@ -189,16 +140,25 @@ pub struct PortReport {
     pub netdev: Option<String>,
     pub kind: SoakPortKind,
     pub duration_s: f64,
+    /// The shortest time any judged error counter of the port was observed (at most
+    /// `duration_s`): "no errors" holds over this, and the bits for it are
+    /// `bits_received` × `observed_s` ÷ `duration_s`.
+    pub observed_s: f64,
     pub bits_received: f64,
     pub bits_basis: BitsBasis,
+    /// The port's data rate (signalling × line code), Gb/s: the most engine traffic it is
+    /// credited with. `None` where the port does not say.
+    pub data_gbps: Option<f64>,
     pub symbol_budget: Option<SymbolBudget>,
     pub ber: Option<BerEstimate>,
     /// Health counters that moved, saturated or were reset, and the judged ones even at 0.
     pub counters: Vec<CounterOut>,
+    /// Every threshold rule evaluated on the port, with its figure and limit.
+    pub checks: Vec<Check>,
     pub findings: Vec<Finding>,
     pub verdict: Verdict,
     /// The rule of the worst finding (`clean` when none fired).
-    pub rule: String,
+    pub rule: VerdictRule,
 }
 
 /// One end over the soak.
@@ -309,6 +269,8 @@ pub struct SoakReport {
     pub tool: Tool,
     pub params: SoakParams,
     pub thresholds: JudgeParams,
+    /// The thresholds that differ from their defaults (set by the operator).
+    pub thresholds_set: Vec<Threshold>,
     /// The longer of the two ends' sampled spans.
     pub duration_s: f64,
     /// As the local end counted them (the remote end's are in `ends`; a passive soak has
@@ -321,7 +283,7 @@ pub struct SoakReport {
     pub timeline: Vec<IntervalOut>,
     pub verdict: Verdict,
     /// The rule behind the overall verdict (`clean` when none fired).
-    pub rule: String,
+    pub rule: VerdictRule,
     /// Why the soak stopped early, when it did: what was measured until then is above.
     pub error: Option<String>,
 }
@@ -360,25 +322,5 @@ impl SoakEvent<'_> {
     /// The event as one line of JSON (no newline).
     pub fn to_line(&self) -> Result<String, serde_json::Error> {
         serde_json::to_string(self)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn judge_params_check_names_the_field() {
-        assert_eq!(JudgeParams::default().check(), Ok(()));
-        let bad = |f: fn(&mut JudgeParams)| {
-            let mut p = JudgeParams::default();
-            f(&mut p);
-            p.check().unwrap_err()
-        };
-        assert!(bad(|p| p.ber = 0.0).starts_with("ber is 0"));
-        assert!(bad(|p| p.pre_fec_ber = f64::NAN).starts_with("pre_fec_ber is NaN"));
-        assert!(bad(|p| p.min_bits = -1.0).starts_with("min_bits is -1"));
-        assert!(bad(|p| p.port_rcv_errors_per_s = f64::INFINITY).starts_with("port_rcv_errors"));
-        assert!(bad(|p| p.dip_fraction = 1.5).contains("expected a fraction"));
     }
 }

@@ -12,6 +12,13 @@
 //!   interval); whatever happened between the previous sample and the reset is lost, so the
 //!   total becomes "at least".
 //!
+//! Rates are taken over the time each counter was actually **observed**: the intervals between
+//! two consecutive samples of its end that both read it, where it was not pegged at the first
+//! and not reset in between. A counter pegged from the start and cleared mid-soak is judged
+//! over the time after the clear; one that pegs mid-soak, over the time before; one unreadable
+//! for some samples (a file gone, a garbage value), over the rest (the increase across the gap
+//! still counts in the total, which becomes "at least": a reset may hide in the gap).
+//!
 //! A 64-bit counter does not wrap within a soak (2^64 bytes at 800 Gb/s is 5.8 years; an error
 //! counter never gets near it), so a value that goes down is always read as a reset.
 //!
@@ -102,6 +109,11 @@ pub struct CounterTrack {
     pub last_moved: Option<Mark>,
     /// The largest rise in one interval.
     pub max_interval_delta: u64,
+    /// Seconds over which an increase was visible (see the module documentation): the span
+    /// rates are taken over.
+    pub observed_s: f64,
+    /// The increase within those seconds (at most `delta`).
+    pub observed_delta: u64,
 }
 
 impl CounterTrack {
@@ -135,6 +147,8 @@ impl CounterTrack {
             first_moved: None,
             last_moved: None,
             max_interval_delta: 0,
+            observed_s: 0.0,
+            observed_delta: 0,
         }
     }
 
@@ -143,10 +157,31 @@ impl CounterTrack {
         (self.last_mark.t_s - self.first_mark.t_s).max(0.0)
     }
 
-    /// Takes the next raw value; returns what it did in this interval.
-    fn update(&mut self, value: u64, at: Mark) -> Step {
+    /// The increase observed (and so the rates) is a lower bound: the counter pegged during an
+    /// interval it was observed in. (A counter pegged from the start, reset or unread counts
+    /// nothing in the time observed, so those make only the total "at least".)
+    pub fn observed_at_least(&self) -> bool {
+        self.saturations.iter().any(|s| !s.from_start)
+    }
+
+    /// The rate per second over the time observed; `None` before any time was observed.
+    pub fn observed_per_s(&self) -> Option<f64> {
+        (self.observed_s > 0.0).then(|| self.observed_delta as f64 / self.observed_s)
+    }
+
+    /// Takes the next raw value, read at `at`; `prev` is the end's previous sample (this
+    /// counter was read there too unless it was missing from it). Returns what it did in this
+    /// interval.
+    fn update(&mut self, value: u64, at: Mark, prev: Option<Mark>) -> Step {
         let mut step = Step::default();
-        let d = if value < self.last {
+        let contiguous = prev.is_some_and(|p| p.seq == self.last_mark.seq);
+        let was_pegged = self.saturated_now;
+        let reset = value < self.last;
+        if !contiguous {
+            // Unread in at least one sample since: a reset may hide in the gap.
+            self.at_least = true;
+        }
+        let d = if reset {
             step.reset = true;
             self.resets_total += 1;
             if self.resets.len() < MAX_EVENTS_KEPT {
@@ -180,6 +215,10 @@ impl CounterTrack {
                     until: None,
                 });
             }
+        }
+        if contiguous && !was_pegged && !reset {
+            self.observed_s += (at.t_s - self.last_mark.t_s).max(0.0);
+            self.observed_delta = self.observed_delta.saturating_add(d);
         }
         if d > 0 {
             self.delta = self.delta.saturating_add(d);
@@ -407,7 +446,7 @@ impl Tracker {
                     source: *source,
                     name: name.clone(),
                 };
-                let Some((idx, step)) = self.take_counter(key, *value, at) else {
+                let Some((idx, step)) = self.take_counter(key, *value, at, prev) else {
                     continue;
                 };
                 if (step.delta > 0 || step.saturated || step.reset)
@@ -466,9 +505,15 @@ impl Tracker {
         }
     }
 
-    fn take_counter(&mut self, key: CounterKey, value: u64, at: Mark) -> Option<(u32, Step)> {
+    fn take_counter(
+        &mut self,
+        key: CounterKey,
+        value: u64,
+        at: Mark,
+        prev: Option<Mark>,
+    ) -> Option<(u32, Step)> {
         if let Some(&i) = self.index.get(&key) {
-            let step = self.counters[i as usize].update(value, at);
+            let step = self.counters[i as usize].update(value, at, prev);
             return Some((i, step));
         }
         if self.counters.len() >= MAX_COUNTERS {
@@ -637,6 +682,62 @@ mod tests {
         // A reset to a value already above zero counts that value: it was counted since.
         let t = run(&[40, 3], "symbol_error");
         assert_eq!(track(&t, "symbol_error").delta, 3);
+    }
+
+    #[test]
+    fn rates_are_over_the_time_observed() {
+        // Steady: every interval observed.
+        let t = run(&[5, 6, 8, 8, 9], "symbol_error");
+        let c = track(&t, "symbol_error");
+        assert_eq!((c.observed_s, c.observed_delta), (4.0, 4));
+        assert_eq!(c.observed_per_s(), Some(1.0));
+        // Pegged at the start, cleared at sample 3 (an interval not observed: the counter could
+        // not move before the clear), then 5 more: judged over the 2 s after the clear.
+        let t = run(&[65535, 65535, 65535, 0, 2, 5], "symbol_error");
+        let c = track(&t, "symbol_error");
+        assert_eq!((c.delta, c.observed_delta, c.observed_s), (5, 5, 2.0));
+        assert!(c.saturations[0].from_start && c.saturations[0].until.is_some());
+        // Pegging mid-soak ends the observed time.
+        let t = run(&[3, 9, 15, 15, 15], "local_link_integrity_errors");
+        let c = track(&t, "local_link_integrity_errors");
+        assert_eq!((c.observed_s, c.observed_delta), (2.0, 12));
+        // A reset interval is not observed; what it counted is in the total only.
+        let t = run(&[40, 45, 3, 4], "symbol_error");
+        let c = track(&t, "symbol_error");
+        assert_eq!((c.delta, c.observed_delta, c.observed_s), (9, 6, 2.0));
+    }
+
+    #[test]
+    fn a_counter_unread_in_a_sample_is_a_gap() {
+        let mut t = Tracker::new();
+        for (seq, v) in [
+            (0, Some(1)),
+            (1, Some(2)),
+            (2, None),
+            (3, Some(7)),
+            (4, Some(8)),
+        ] {
+            let counters: Vec<(&str, u64)> =
+                v.map(|v| ("port_rcv_errors", v)).into_iter().collect();
+            t.push(&sample(End::Local, seq, &counters));
+        }
+        let c = track(&t, "port_rcv_errors");
+        // The rise across the gap counts, "at least" (a reset may hide in it); the rate is over
+        // the two intervals read at both ends.
+        assert_eq!((c.delta, c.at_least), (7, true));
+        assert_eq!((c.observed_s, c.observed_delta), (2.0, 2));
+    }
+
+    #[test]
+    fn a_before_after_pair_is_one_interval() {
+        // What doctor does: one sample before its tests, one after.
+        let t = run(&[100, 104], "port_rcv_errors");
+        let c = track(&t, "port_rcv_errors");
+        assert_eq!((c.delta, c.at_least, c.observed_s), (4, false, 1.0));
+        assert_eq!(t.timeline().len(), 1);
+        let pegged = run(&[65535, 65535], "port_rcv_errors");
+        let c = track(&pegged, "port_rcv_errors");
+        assert_eq!((c.saturated_now, c.observed_s), (true, 0.0));
     }
 
     #[test]

@@ -1,48 +1,31 @@
-//! The words of a judgement: verdicts, the rules that give them, and the sources the rules
-//! come from. Kept apart from the rules themselves (`judge.rs`) so the renderers and the JSON
-//! schema share one list.
+//! The words of a judgement: verdicts, the rules that give them, the sources the rules come
+//! from and the units of their figures. Kept apart from the rules themselves (`rules.rs`) so
+//! the renderers and the JSON schema share one list; every list here is generated with its
+//! enum (`string_enum!`), and `tests/vocabulary.rs` checks the schema's enums against it.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// What a port (or an end, or the whole soak) is judged to be. Ordered from best to worst:
-/// the verdict of a group is the worst of its members.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Enough traffic and time, and no rule fired.
-    Clean,
-    /// Not enough traffic or time to judge the error budget (or a counter pegged from the
-    /// start): the link is not called clean.
-    Insufficient,
-    /// Only congestion counters moved, or only errors that come from elsewhere in the fabric:
-    /// not this cable.
-    Congested,
-    /// Errors that predict trouble: symbol errors with link recoveries, pre-FEC BER over the
-    /// budget.
-    Marginal,
-    /// Errors that lose traffic or the link: replace or reseat the cable or transceiver.
-    Bad,
+string_enum! {
+    /// What a port (or an end, or the whole soak) is judged to be. Ordered from best to worst:
+    /// the verdict of a group is the worst of its members.
+    pub enum Verdict {
+        /// Enough traffic and time, and no rule fired.
+        Clean = "clean",
+        /// Not enough traffic or time to judge the error budget (or a counter pegged from the
+        /// start): the link is not called clean.
+        Insufficient = "insufficient",
+        /// Only congestion counters moved, errors that come from elsewhere in the fabric, or
+        /// packets this host did not take in time: not this cable.
+        Congested = "congested",
+        /// Errors that predict trouble or lose a little: symbol errors with link recoveries,
+        /// pre-FEC BER or receive errors over their budget.
+        Marginal = "marginal",
+        /// Errors that lose traffic or the link: replace or reseat the cable or transceiver.
+        Bad = "bad",
+    }
 }
 
 impl Verdict {
-    pub const ALL: [Verdict; 5] = [
-        Verdict::Clean,
-        Verdict::Insufficient,
-        Verdict::Congested,
-        Verdict::Marginal,
-        Verdict::Bad,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Clean => "clean",
-            Self::Insufficient => "insufficient",
-            Self::Congested => "congested",
-            Self::Marginal => "marginal",
-            Self::Bad => "bad",
-        }
-    }
-
     /// The number the Prometheus text file exports (`linerate_soak_verdict`): 0 clean,
     /// 1 insufficient, 2 congested, 3 marginal, 4 bad, so that `> 2` alerts on the cable.
     pub fn metric_value(self) -> u8 {
@@ -56,121 +39,99 @@ impl Verdict {
     }
 }
 
-/// Where a rule's threshold comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Source {
-    /// NVIDIA NVSentinel's nic-health-monitor (link-counter-detection.md).
-    Nvsentinel,
-    /// infiniband-diags: `IBswcountlimits.pm` and `etc/error_thresholds`.
-    InfinibandDiags,
-    /// The IBTA's BER 1e-12, as ibdiagnet applies it (`--ber_thresh` default 1e12).
-    Ibta,
-    /// The kernel's mlx5 `counters.rst`.
-    Mlx5Counters,
-    /// NVIDIA UFM telemetry bring-up criteria.
-    Ufm,
-    /// linerate's own reading of this soak (no outside threshold).
-    Linerate,
+string_enum! {
+    /// Where a rule's threshold comes from (the constants and their citations are in
+    /// [`crate::thresholds`]).
+    pub enum Source {
+        /// NVIDIA NVSentinel's nic-health-monitor (link-counter-detection.md).
+        Nvsentinel = "nvsentinel",
+        /// infiniband-diags: `IBswcountlimits.pm` and `etc/error_thresholds`.
+        InfinibandDiags = "infiniband_diags",
+        /// The IBTA's BER 1e-12, as ibdiagnet applies it (`--ber_thresh` default 1e12).
+        Ibta = "ibta",
+        /// IEEE 802.3's BER objective of 1e-12 at the MAC/PLS service interface (802.3ba for
+        /// 40/100G; 1000BASE-X and 10G before it).
+        Ieee8023 = "ieee_802_3",
+        /// The kernel's mlx5 `counters.rst`.
+        Mlx5Counters = "mlx5_counters",
+        /// NVIDIA UFM telemetry bring-up criteria.
+        Ufm = "ufm",
+        /// The kernel's interface statistics (`Documentation/networking/statistics.rst`,
+        /// `struct rtnl_link_stats64`).
+        KernelStatistics = "kernel_statistics",
+        /// linerate's own reading of this soak (no outside threshold).
+        Linerate = "linerate",
+    }
 }
 
 impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Nvsentinel => "nvsentinel",
-            Self::InfinibandDiags => "infiniband_diags",
-            Self::Ibta => "ibta",
-            Self::Mlx5Counters => "mlx5_counters",
-            Self::Ufm => "ufm",
-            Self::Linerate => "linerate",
-        }
-    }
-
     /// The citation, for people.
     pub fn cite(self) -> &'static str {
         match self {
             Self::Nvsentinel => "NVIDIA NVSentinel nic-health-monitor, link-counter-detection",
             Self::InfinibandDiags => "infiniband-diags IBswcountlimits.pm / error_thresholds",
             Self::Ibta => "IBTA BER 1e-12 (ibdiagnet --ber_thresh default)",
+            Self::Ieee8023 => "IEEE 802.3 BER 1e-12 objective at the MAC/PLS service interface",
             Self::Mlx5Counters => "Linux mlx5 counters.rst",
             Self::Ufm => "NVIDIA UFM telemetry bring-up (Link_Down: delta > 0)",
+            Self::KernelStatistics => {
+                "Linux statistics.rst: rx_missed_errors, the host not keeping up"
+            }
             Self::Linerate => "linerate: this soak's own measurement",
         }
     }
 }
 
-/// A rule of the judge. The string (`as_str`) is stable: scripts and dashboards match on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RuleId {
-    LinkDowned,
-    LocalLinkIntegrity,
-    ExcessiveBufferOverrun,
-    SymbolErrorBudget,
-    PortRcvErrorsRate,
-    LinkErrorRecoveryRate,
-    PostFecErrors,
-    LinkDown,
-    RetransWithErrors,
-    SymbolWithRecovery,
-    PreFecBer,
-    XmitCongestion,
-    RemotePhysicalErrors,
-    Pam4SymbolErrors,
-    PeggedFromStart,
-    Saturated,
-    CounterReset,
-    InsufficientTraffic,
-    NoCounters,
+string_enum! {
+    /// The unit of a finding's or a check's figures.
+    pub enum Unit {
+        Count = "count",
+        PerS = "per_s",
+        PerMin = "per_min",
+        PerHour = "per_hour",
+        Ber = "ber",
+        Bits = "bits",
+    }
+}
+
+string_enum! {
+    /// A rule of the judge. The string is stable: scripts and dashboards match on it. The
+    /// order is the tie-break between rules of the same verdict (the earlier one names the
+    /// port's verdict).
+    pub enum RuleId {
+        LinkDowned = "link_downed",
+        LocalLinkIntegrity = "local_link_integrity",
+        ExcessiveBufferOverrun = "excessive_buffer_overrun",
+        SymbolErrorBudget = "symbol_error_budget",
+        /// A receive-error counter (`port_rcv_errors` or an Ethernet equivalent, named in the
+        /// finding) above its rate.
+        PortRcvErrorsRate = "port_rcv_errors_rate",
+        LinkErrorRecoveryRate = "link_error_recovery_rate",
+        PostFecErrors = "post_fec_errors",
+        LinkDown = "link_down",
+        RetransWithErrors = "retrans_with_errors",
+        SymbolWithRecovery = "symbol_with_recovery",
+        PreFecBer = "pre_fec_ber",
+        /// A receive-error counter over the receive-error budget for the bits received.
+        RcvErrorsBudget = "rcv_errors_budget",
+        XmitCongestion = "xmit_congestion",
+        RemotePhysicalErrors = "remote_physical_errors",
+        /// `rx_missed_errors` rose: the host did not take packets off the ring in time.
+        RxMissed = "rx_missed",
+        Pam4SymbolErrors = "pam4_symbol_errors",
+        /// A receive-error counter rose within its budget: the packets lost, said.
+        RcvErrors = "rcv_errors",
+        PeggedFromStart = "pegged_from_start",
+        /// Pegged when the soak began, cleared by someone during it: judged over the rest.
+        PeggedThenCleared = "pegged_then_cleared",
+        Saturated = "saturated",
+        CounterReset = "counter_reset",
+        InsufficientTraffic = "insufficient_traffic",
+        NoCounters = "no_counters",
+    }
 }
 
 impl RuleId {
-    pub const ALL: [RuleId; 19] = [
-        RuleId::LinkDowned,
-        RuleId::LocalLinkIntegrity,
-        RuleId::ExcessiveBufferOverrun,
-        RuleId::SymbolErrorBudget,
-        RuleId::PortRcvErrorsRate,
-        RuleId::LinkErrorRecoveryRate,
-        RuleId::PostFecErrors,
-        RuleId::LinkDown,
-        RuleId::RetransWithErrors,
-        RuleId::SymbolWithRecovery,
-        RuleId::PreFecBer,
-        RuleId::XmitCongestion,
-        RuleId::RemotePhysicalErrors,
-        RuleId::Pam4SymbolErrors,
-        RuleId::PeggedFromStart,
-        RuleId::Saturated,
-        RuleId::CounterReset,
-        RuleId::InsufficientTraffic,
-        RuleId::NoCounters,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::LinkDowned => "link_downed",
-            Self::LocalLinkIntegrity => "local_link_integrity",
-            Self::ExcessiveBufferOverrun => "excessive_buffer_overrun",
-            Self::SymbolErrorBudget => "symbol_error_budget",
-            Self::PortRcvErrorsRate => "port_rcv_errors_rate",
-            Self::LinkErrorRecoveryRate => "link_error_recovery_rate",
-            Self::PostFecErrors => "post_fec_errors",
-            Self::LinkDown => "link_down",
-            Self::RetransWithErrors => "retrans_with_errors",
-            Self::SymbolWithRecovery => "symbol_with_recovery",
-            Self::PreFecBer => "pre_fec_ber",
-            Self::XmitCongestion => "xmit_congestion",
-            Self::RemotePhysicalErrors => "remote_physical_errors",
-            Self::Pam4SymbolErrors => "pam4_symbol_errors",
-            Self::PeggedFromStart => "pegged_from_start",
-            Self::Saturated => "saturated",
-            Self::CounterReset => "counter_reset",
-            Self::InsufficientTraffic => "insufficient_traffic",
-            Self::NoCounters => "no_counters",
-        }
-    }
-
     /// The verdict the rule gives when it fires. `Clean` marks a note: it is reported and
     /// changes nothing.
     pub fn verdict(self) -> Verdict {
@@ -184,16 +145,23 @@ impl RuleId {
             | Self::PostFecErrors
             | Self::LinkDown
             | Self::RetransWithErrors => Verdict::Bad,
-            Self::SymbolWithRecovery | Self::PreFecBer => Verdict::Marginal,
-            Self::XmitCongestion | Self::RemotePhysicalErrors => Verdict::Congested,
+            Self::SymbolWithRecovery | Self::PreFecBer | Self::RcvErrorsBudget => Verdict::Marginal,
+            Self::XmitCongestion | Self::RemotePhysicalErrors | Self::RxMissed => {
+                Verdict::Congested
+            }
             Self::PeggedFromStart | Self::InsufficientTraffic | Self::NoCounters => {
                 Verdict::Insufficient
             }
-            Self::Pam4SymbolErrors | Self::Saturated | Self::CounterReset => Verdict::Clean,
+            Self::Pam4SymbolErrors
+            | Self::RcvErrors
+            | Self::PeggedThenCleared
+            | Self::Saturated
+            | Self::CounterReset => Verdict::Clean,
         }
     }
 
-    /// Where its threshold comes from.
+    /// Where its threshold comes from (the judge names NVSentinel instead for a symbol budget
+    /// without a signalling rate, and IEEE 802.3 for an Ethernet receive-error budget).
     pub fn source(self) -> Source {
         match self {
             Self::LinkDowned
@@ -201,17 +169,91 @@ impl RuleId {
             | Self::ExcessiveBufferOverrun
             | Self::LinkErrorRecoveryRate
             | Self::Pam4SymbolErrors => Source::Nvsentinel,
-            Self::SymbolErrorBudget | Self::InsufficientTraffic => Source::Ibta,
+            Self::SymbolErrorBudget
+            | Self::RcvErrorsBudget
+            | Self::RcvErrors
+            | Self::InsufficientTraffic => Source::Ibta,
             Self::PortRcvErrorsRate
             | Self::SymbolWithRecovery
             | Self::XmitCongestion
             | Self::RemotePhysicalErrors
             | Self::PeggedFromStart
+            | Self::PeggedThenCleared
             | Self::Saturated => Source::InfinibandDiags,
             Self::PostFecErrors | Self::PreFecBer => Source::Mlx5Counters,
             Self::LinkDown => Source::Ufm,
+            Self::RxMissed => Source::KernelStatistics,
             Self::RetransWithErrors | Self::CounterReset | Self::NoCounters => Source::Linerate,
         }
+    }
+}
+
+/// The rule behind a verdict (a port's, or the soak's): the rule of the worst finding, or
+/// `clean` when none fired. In JSON and the text file it is one string: `clean` or the rule's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VerdictRule {
+    Clean,
+    Rule(RuleId),
+}
+
+impl VerdictRule {
+    /// The string of [`VerdictRule::Clean`].
+    pub const CLEAN: &'static str = "clean";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Clean => Self::CLEAN,
+            Self::Rule(r) => r.as_str(),
+        }
+    }
+
+    /// Every value: `clean`, then every rule.
+    pub fn all() -> impl Iterator<Item = VerdictRule> {
+        std::iter::once(Self::Clean).chain(RuleId::ALL.iter().map(|r| Self::Rule(*r)))
+    }
+}
+
+impl From<RuleId> for VerdictRule {
+    fn from(r: RuleId) -> Self {
+        Self::Rule(r)
+    }
+}
+
+impl std::str::FromStr for VerdictRule {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == Self::CLEAN {
+            return Ok(Self::Clean);
+        }
+        s.parse::<RuleId>()
+            .map(Self::Rule)
+            .map_err(|e| format!("{e}, or {}", Self::CLEAN))
+    }
+}
+
+impl std::fmt::Display for VerdictRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for VerdictRule {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl Serialize for VerdictRule {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for VerdictRule {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -220,18 +262,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn strings_are_the_serde_names() {
+    fn strings_are_the_serde_names_and_parse_back() {
         for r in RuleId::ALL {
             assert_eq!(
                 serde_json::to_value(r).unwrap(),
                 serde_json::Value::from(r.as_str())
             );
-            let s = r.source();
+            assert_eq!(r.as_str().parse::<RuleId>(), Ok(*r));
+            assert!(!r.source().cite().is_empty());
+        }
+        for s in Source::ALL {
             assert_eq!(
                 serde_json::to_value(s).unwrap(),
                 serde_json::Value::from(s.as_str())
             );
-            assert!(!s.cite().is_empty());
         }
         for v in Verdict::ALL {
             assert_eq!(
@@ -239,11 +283,29 @@ mod tests {
                 serde_json::Value::from(v.as_str())
             );
         }
+        let e = "fine".parse::<Verdict>().unwrap_err();
+        assert!(
+            e.contains("`fine`: expected one of clean, insufficient"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn verdict_rule_is_one_string_both_ways() {
+        for v in VerdictRule::all() {
+            let json = serde_json::to_value(v).unwrap();
+            assert_eq!(json, serde_json::Value::from(v.as_str()));
+            assert_eq!(serde_json::from_value::<VerdictRule>(json).unwrap(), v);
+        }
+        assert_eq!(VerdictRule::all().count(), RuleId::ALL.len() + 1);
+        assert!(serde_json::from_str::<VerdictRule>("\"fine\"").is_err());
+        assert_eq!(VerdictRule::Clean, "clean");
+        assert_eq!(VerdictRule::Rule(RuleId::LinkDown), "link_down");
     }
 
     #[test]
     fn verdicts_order_worst_last_and_number_the_same_way() {
-        let mut sorted = Verdict::ALL;
+        let mut sorted = Verdict::ALL.to_vec();
         sorted.sort();
         assert_eq!(sorted, Verdict::ALL);
         let numbers: Vec<u8> = Verdict::ALL.iter().map(|v| v.metric_value()).collect();

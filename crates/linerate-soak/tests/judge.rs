@@ -1,136 +1,19 @@
 //! The judge on constructed sample sequences: every rule firing and not firing at its
-//! boundary, the six scripted scenarios of issue #13, and short soaks not called clean.
+//! boundary, the six scripted scenarios of issue #13, the five cases of issue #23, and short
+//! soaks not called clean. The scenarios themselves are in `scenarios/mod.rs`, shared with the
+//! renderers' tests.
+
+mod scenarios;
 
 use linerate_soak::{
-    judge, symbol_budget, CounterSource, End, JudgeParams, PortSample, RuleId, SoakParams,
-    SoakPortKind, SoakReport, SoakSample, Tracker, Verdict,
+    judge, symbol_budget, BitsBasis, CounterSource, End, JudgeParams, RuleId, SoakParams,
+    SoakPortKind, SoakReport, Threshold, Tracker, Unit, Verdict,
+};
+use scenarios::{
+    eth, ib, port, qdr, ramp, soak, soak_with, verdict, Reading, Run, EDR_MINUTE, TEN_MIN,
 };
 
-use CounterSource::{Carrier, Ethtool, IbCounters};
-
-/// (source, name, value) of one counter in one sample.
-type Reading = (CounterSource, &'static str, u64);
-
-/// One port of one end, with the counters it reads at each sample.
-struct Port {
-    end: End,
-    device: &'static str,
-    kind: SoakPortKind,
-    /// (source, name, value at sample `seq`).
-    script: Box<dyn Fn(u64) -> Vec<Reading>>,
-}
-
-fn ib(speed: &str, gbps: f64) -> SoakPortKind {
-    SoakPortKind::Infiniband {
-        speed: Some(speed.into()),
-        signalling_gbps: Some(gbps),
-    }
-}
-
-fn qdr() -> SoakPortKind {
-    ib("QDR", 40.0)
-}
-
-fn eth(mbps: u64) -> SoakPortKind {
-    SoakPortKind::Ethernet {
-        speed_mbps: Some(mbps),
-        roce: false,
-    }
-}
-
-fn port(
-    end: End,
-    device: &'static str,
-    kind: SoakPortKind,
-    script: impl Fn(u64) -> Vec<Reading> + 'static,
-) -> Port {
-    Port {
-        end,
-        device,
-        kind,
-        script: Box::new(script),
-    }
-}
-
-/// A counter that rises linearly from `start` to `start + total` over `n` intervals (integer
-/// steps, the last sample exact).
-fn ramp(start: u64, total: u64, n: u64, seq: u64) -> u64 {
-    start + total * seq / n
-}
-
-/// How a soak runs: intervals, their length, bytes each end receives per interval, and the
-/// host-wide retransmits per interval.
-#[derive(Clone, Copy)]
-struct Run {
-    n: u64,
-    dt: f64,
-    bytes: u64,
-    retrans: u64,
-}
-
-/// Ten minutes, 60 intervals of 10 s, 10 GB received per interval per end (4.8e12 bits in
-/// all: enough to judge BER 1e-12).
-const TEN_MIN: Run = Run {
-    n: 60,
-    dt: 10.0,
-    bytes: 10_000_000_000,
-    retrans: 0,
-};
-
-fn soak(run: Run, ports: &[Port]) -> SoakReport {
-    soak_with(run, ports, &JudgeParams::default(), |_, _| {})
-}
-
-fn soak_with(
-    run: Run,
-    ports: &[Port],
-    jp: &JudgeParams,
-    tweak: impl Fn(&mut SoakSample, u64),
-) -> SoakReport {
-    let mut t = Tracker::new();
-    for seq in 0..=run.n {
-        for end in [End::Local, End::Remote] {
-            let mut s = SoakSample {
-                end,
-                seq,
-                t_s: seq as f64 * run.dt,
-                ports: ports
-                    .iter()
-                    .filter(|p| p.end == end)
-                    .map(|p| PortSample {
-                        device: p.device.into(),
-                        port: "1".into(),
-                        netdev: None,
-                        kind: p.kind.clone(),
-                        counters: (p.script)(seq)
-                            .into_iter()
-                            .map(|(s, n, v)| (s, n.to_string(), v))
-                            .collect(),
-                    })
-                    .collect(),
-                tcp_retrans_segs: Some(1000 + seq * run.retrans),
-                bytes_sent: if seq == 0 { 0 } else { run.bytes },
-                bytes_received: if seq == 0 { 0 } else { run.bytes },
-                problems: Vec::new(),
-            };
-            tweak(&mut s, seq);
-            t.push(&s);
-        }
-    }
-    let params = SoakParams {
-        interval_s: run.dt,
-        ..SoakParams::default()
-    };
-    judge(&t, &params, jp)
-}
-
-/// The verdict and rule of one port.
-fn verdict(r: &SoakReport, end: End, device: &str) -> (Verdict, String) {
-    let p = r
-        .port(end, device, "1")
-        .unwrap_or_else(|| panic!("{end:?} {device} is in the report"));
-    (p.verdict, p.rule.clone())
-}
+use CounterSource::{Carrier, Ethtool, IbCounters, NetdevStatistics};
 
 fn fired(r: &SoakReport, end: End, device: &str, rule: RuleId) -> bool {
     r.port(end, device, "1")
@@ -152,41 +35,7 @@ fn one_counter(run: Run, name: &'static str, total: u64) -> SoakReport {
 
 #[test]
 fn the_six_scripted_scenarios_each_on_the_right_end() {
-    let n = TEN_MIN.n;
-    let ports = [
-        // symbol_error well above the QDR budget (144/h: 24 in ten minutes).
-        port(End::Local, "mlx4_0", qdr(), move |s| {
-            vec![(IbCounters, "symbol_error", ramp(7, 300, n, s))]
-        }),
-        // link_downed steps once, half way.
-        port(End::Remote, "mlx4_1", qdr(), |s| {
-            vec![(IbCounters, "link_downed", if s < 30 { 2 } else { 3 })]
-        }),
-        // A 4-bit counter climbs to 15 and stays.
-        port(End::Local, "mlx4_2", qdr(), |s| {
-            vec![(IbCounters, "local_link_integrity_errors", (s / 2).min(15))]
-        }),
-        // Reset to zero mid-run by someone else, otherwise still.
-        port(End::Remote, "mlx4_3", qdr(), |s| {
-            vec![(IbCounters, "symbol_error", if s < 30 { 500 } else { 0 })]
-        }),
-        // Congestion only.
-        port(End::Local, "mlx4_4", qdr(), move |s| {
-            vec![
-                (IbCounters, "port_xmit_discards", ramp(0, 900, n, s)),
-                (IbCounters, "symbol_error", 4),
-            ]
-        }),
-        // Clean.
-        port(End::Remote, "mlx4_5", qdr(), |_| {
-            vec![
-                (IbCounters, "symbol_error", 12),
-                (IbCounters, "link_downed", 1),
-                (IbCounters, "port_rcv_errors", 0),
-            ]
-        }),
-    ];
-    let r = soak(TEN_MIN, &ports);
+    let r = scenarios::six_scripted();
     let want = [
         (End::Local, "mlx4_0", Verdict::Bad, "symbol_error_budget"),
         (End::Remote, "mlx4_1", Verdict::Bad, "link_downed"),
@@ -196,11 +45,7 @@ fn the_six_scripted_scenarios_each_on_the_right_end() {
         (End::Remote, "mlx4_5", Verdict::Clean, "clean"),
     ];
     for (end, dev, v, rule) in want {
-        assert_eq!(
-            verdict(&r, end, dev),
-            (v, rule.to_string()),
-            "{end:?} {dev}"
-        );
+        assert_eq!(verdict(&r, end, dev), (v, rule), "{end:?} {dev}");
     }
     // The saturated counter says "at least" and from when; the reset is reported.
     let lli = &r.port(End::Local, "mlx4_2", "1").unwrap().counters[0];
@@ -225,18 +70,19 @@ fn the_six_scripted_scenarios_each_on_the_right_end() {
 
 #[test]
 fn budgets_at_each_speed() {
-    let per_hour = |k| symbol_budget(&k, 1e-12).unwrap().per_hour;
+    let jp = JudgeParams::default();
+    let per_hour = |k| symbol_budget(&k, &jp).unwrap().per_hour;
     assert!((per_hour(ib("QDR", 40.0)) - 144.0).abs() < 1e-9);
     assert!((per_hour(ib("FDR", 56.25)) - 202.5).abs() < 1e-9);
     assert!((per_hour(ib("EDR", 103.125)) - 371.25).abs() < 1e-9);
-    assert!(symbol_budget(&ib("HDR", 212.5), 1e-12).unwrap().pam4);
-    assert!(symbol_budget(&eth(100_000), 1e-12).is_none());
+    assert!(symbol_budget(&ib("HDR", 212.5), &jp).unwrap().pam4);
+    assert!(symbol_budget(&eth(100_000), &jp).is_none());
     // Without a signalling rate, NVSentinel's fixed 120/h.
     let unknown = SoakPortKind::Infiniband {
         speed: None,
         signalling_gbps: None,
     };
-    assert_eq!(symbol_budget(&unknown, 1e-12).unwrap().per_hour, 120.0);
+    assert_eq!(symbol_budget(&unknown, &jp).unwrap().per_hour, 120.0);
 }
 
 #[test]
@@ -247,7 +93,7 @@ fn symbol_error_budget_boundary() {
     let over = one_counter(TEN_MIN, "symbol_error", 25);
     assert_eq!(
         verdict(&over, End::Local, "mlx4_0"),
-        (Verdict::Bad, "symbol_error_budget".into())
+        (Verdict::Bad, "symbol_error_budget")
     );
     // FDR: 202.5/h → 33.75 in ten minutes.
     let fdr = |total| {
@@ -274,7 +120,7 @@ fn a_short_soak_needs_more_than_three_errors_and_is_not_called_clean() {
     let three = one_counter(short, "symbol_error", 3);
     assert_eq!(
         verdict(&three, End::Local, "mlx4_0"),
-        (Verdict::Insufficient, "insufficient_traffic".into())
+        (Verdict::Insufficient, "insufficient_traffic")
     );
     let four = one_counter(short, "symbol_error", 4);
     assert_eq!(verdict(&four, End::Local, "mlx4_0").0, Verdict::Bad);
@@ -285,11 +131,12 @@ fn a_short_soak_needs_more_than_three_errors_and_is_not_called_clean() {
         Verdict::Insufficient
     );
     assert_eq!(none.verdict, Verdict::Insufficient);
-    // And just enough bits (3e12 received) makes the same quiet link clean.
+    // And just enough bits (3e12 received, at 30 Gb/s: a QDR port carries 32) makes the same
+    // quiet link clean.
     let enough = Run {
-        n: 10,
+        n: 100,
         dt: 1.0,
-        bytes: 37_500_000_000,
+        bytes: 3_750_000_000,
         retrans: 0,
     };
     assert_eq!(
@@ -348,7 +195,7 @@ fn any_increase_rules() {
         let once = one_counter(TEN_MIN, name, 1);
         assert_eq!(
             verdict(&once, End::Local, "mlx4_0"),
-            (Verdict::Bad, rule.to_string()),
+            (Verdict::Bad, rule),
             "{name}"
         );
     }
@@ -356,15 +203,15 @@ fn any_increase_rules() {
 
 #[test]
 fn rate_rules_boundaries() {
-    // port_rcv_errors: 10/s over 600 s is 6000.
+    // port_rcv_errors: 10/s over 600 s is 6000: not bad, but far over the receive-error budget
+    // (issue #23: it was called clean).
     assert_eq!(
         verdict(
             &one_counter(TEN_MIN, "port_rcv_errors", 6000),
             End::Local,
             "mlx4_0"
-        )
-        .0,
-        Verdict::Clean
+        ),
+        (Verdict::Marginal, "rcv_errors_budget")
     );
     assert_eq!(
         verdict(
@@ -372,7 +219,7 @@ fn rate_rules_boundaries() {
             End::Local,
             "mlx4_0"
         ),
-        (Verdict::Bad, "port_rcv_errors_rate".into())
+        (Verdict::Bad, "port_rcv_errors_rate")
     );
     // link_error_recovery: 5/min over 10 min is 50.
     assert_eq!(
@@ -390,7 +237,7 @@ fn rate_rules_boundaries() {
             End::Local,
             "mlx4_0"
         ),
-        (Verdict::Bad, "link_error_recovery_rate".into())
+        (Verdict::Bad, "link_error_recovery_rate")
     );
 }
 
@@ -414,7 +261,7 @@ fn symbol_errors_with_recoveries_are_marginal() {
     assert_eq!(verdict(&both(0), End::Local, "mlx4_0").0, Verdict::Clean);
     assert_eq!(
         verdict(&both(1), End::Local, "mlx4_0"),
-        (Verdict::Marginal, "symbol_with_recovery".into())
+        (Verdict::Marginal, "symbol_with_recovery")
     );
 }
 
@@ -470,15 +317,12 @@ fn congestion_only_when_no_error_moved() {
     assert_eq!(v(&run(1000, 0, 0, 0)).0, Verdict::Clean);
     assert_eq!(
         v(&run(1001, 0, 0, 0)),
-        (Verdict::Congested, "xmit_congestion".into())
+        (Verdict::Congested, "xmit_congestion")
     );
-    assert_eq!(
-        v(&run(0, 1, 0, 0)),
-        (Verdict::Congested, "xmit_congestion".into())
-    );
+    assert_eq!(v(&run(0, 1, 0, 0)), (Verdict::Congested, "xmit_congestion"));
     assert_eq!(
         v(&run(0, 0, 1, 0)),
-        (Verdict::Congested, "remote_physical_errors".into())
+        (Verdict::Congested, "remote_physical_errors")
     );
     // With a local error moving it is not "only" congestion: no congestion finding.
     let mixed = run(0, 5, 5, 1);
@@ -507,7 +351,7 @@ fn retransmits_are_bad_only_with_error_counters_moving() {
     assert_eq!(verdict(&run(0), End::Local, "mlx4_0").0, Verdict::Clean);
     assert_eq!(
         verdict(&run(2), End::Local, "mlx4_0"),
-        (Verdict::Bad, "retrans_with_errors".into())
+        (Verdict::Bad, "retrans_with_errors")
     );
     assert_eq!(run(0).ends[0].tcp_retrans, Some(180));
 }
@@ -533,11 +377,11 @@ fn ethernet_post_fec_and_link_down() {
     );
     assert_eq!(
         v(&eth_soak(&[(Ethtool, "rx_pcs_symbol_err_phy", 1)])),
-        (Verdict::Bad, "post_fec_errors".into())
+        (Verdict::Bad, "post_fec_errors")
     );
     assert_eq!(
         v(&eth_soak(&[(Ethtool, "rx_fec_uncorrectable_blocks", 2)])),
-        (Verdict::Bad, "post_fec_errors".into())
+        (Verdict::Bad, "post_fec_errors")
     );
     for name in ["carrier_down_count", "carrier_changes"] {
         let counters: &'static [Reading] = if name == "carrier_changes" {
@@ -550,7 +394,7 @@ fn ethernet_post_fec_and_link_down() {
         };
         assert_eq!(
             v(&eth_soak(counters)),
-            (Verdict::Bad, "link_down".into()),
+            (Verdict::Bad, "link_down"),
             "{name}"
         );
     }
@@ -566,7 +410,7 @@ fn ethernet_post_fec_and_link_down() {
     );
     assert_eq!(
         v(&eth_soak(&[(Ethtool, "link_down_events_phy", 1)])),
-        (Verdict::Bad, "link_down".into())
+        (Verdict::Bad, "link_down")
     );
 }
 
@@ -579,7 +423,7 @@ fn pre_fec_ber_estimate_boundary() {
         Verdict::Clean
     );
     let over = eth_soak(&[(Ethtool, "rx_corrected_bits_phy", 61)]);
-    assert_eq!(v(&over), (Verdict::Marginal, "pre_fec_ber".into()));
+    assert_eq!(v(&over), (Verdict::Marginal, "pre_fec_ber"));
     let p = over.port(End::Remote, "eth0", "1").unwrap();
     let ber = p.ber.as_ref().unwrap();
     assert!(ber.estimate);
@@ -608,7 +452,7 @@ fn pegged_from_the_start_is_not_clean() {
     );
     assert_eq!(
         verdict(&r, End::Local, "mlx4_0"),
-        (Verdict::Insufficient, "pegged_from_start".into())
+        (Verdict::Insufficient, "pegged_from_start")
     );
 }
 
@@ -728,4 +572,381 @@ fn no_ports_is_insufficient() {
         (empty.verdict, empty.ends.len()),
         (Verdict::Insufficient, 0)
     );
+}
+
+fn finding<'a>(
+    r: &'a SoakReport,
+    end: End,
+    device: &str,
+    rule: RuleId,
+) -> &'a linerate_soak::Finding {
+    r.port(end, device, "1")
+        .expect("port")
+        .findings
+        .iter()
+        .find(|f| f.rule == rule)
+        .unwrap_or_else(|| panic!("{device}: no {rule} in {:#?}", r.port(end, device, "1")))
+}
+
+fn check<'a>(
+    r: &'a SoakReport,
+    end: End,
+    device: &str,
+    rule: RuleId,
+) -> Option<&'a linerate_soak::Check> {
+    r.port(end, device, "1")
+        .expect("port")
+        .checks
+        .iter()
+        .find(|c| c.rule == rule)
+}
+
+#[test]
+fn receive_errors_are_never_silent() {
+    let r = scenarios::receive_errors();
+    let want = [
+        (End::Local, "mlx4_0", Verdict::Marginal, "rcv_errors_budget"),
+        (End::Local, "mlx4_1", Verdict::Bad, "port_rcv_errors_rate"),
+        (End::Remote, "mlx4_2", Verdict::Clean, "clean"),
+        (End::Remote, "eth0", Verdict::Marginal, "rcv_errors_budget"),
+        (End::Remote, "eth1", Verdict::Congested, "rx_missed"),
+    ];
+    for (end, dev, v, rule) in want {
+        assert_eq!(verdict(&r, end, dev), (v, rule), "{end:?} {dev}");
+    }
+    // 9/s: the count, the loss an hour and the share of the packets received are said.
+    let f = finding(&r, End::Local, "mlx4_0", RuleId::RcvErrorsBudget);
+    assert!(
+        f.text
+            .contains("5400 packets dropped on receive, 32400 an hour at this rate")
+            && f.text.contains("(1 in 11111 of the 60000000 received)")
+            && f.text.contains("above the receive-error budget of 28.8/h"),
+        "{}",
+        f.text
+    );
+    assert_eq!(
+        (f.value, f.threshold, f.unit),
+        (Some(32400.0), Some(28.8), Unit::PerHour)
+    );
+    assert_eq!(f.source, linerate_soak::Source::Ibta);
+    // One finding per counter, the highest rung; every rung a check.
+    let p = r.port(End::Local, "mlx4_1", "1").unwrap();
+    let rungs: Vec<(RuleId, bool)> = p
+        .checks
+        .iter()
+        .filter(|c| c.rule != RuleId::RetransWithErrors)
+        .map(|c| (c.rule, c.fired))
+        .collect();
+    assert_eq!(
+        rungs,
+        [
+            (RuleId::RcvErrors, true),
+            (RuleId::RcvErrorsBudget, true),
+            (RuleId::PortRcvErrorsRate, true)
+        ]
+    );
+    assert_eq!(p.findings.len(), 1, "{:#?}", p.findings);
+    assert!(
+        p.findings[0].text.contains("6600 packets dropped"),
+        "{}",
+        p.findings[0].text
+    );
+    // Two in ten minutes: within the budget (4.8), still a note with the packets lost.
+    let note = finding(&r, End::Remote, "mlx4_2", RuleId::RcvErrors);
+    assert!(
+        note.text
+            .contains("port_rcv_errors rose by 2: 2 packets dropped"),
+        "{}",
+        note.text
+    );
+    assert_eq!(note.verdict, Verdict::Clean);
+    // Ethernet: the same budget, from IEEE 802.3's BER objective.
+    let crc = finding(&r, End::Remote, "eth0", RuleId::RcvErrorsBudget);
+    assert_eq!(
+        (crc.source, crc.counter.as_deref()),
+        (linerate_soak::Source::Ieee8023, Some("rx_crc_errors"))
+    );
+    // rx_missed_errors is the host's: congested, and not an error of the link.
+    let missed = finding(&r, End::Remote, "eth1", RuleId::RxMissed);
+    assert!(missed.text.contains("not the cable"), "{}", missed.text);
+}
+
+#[test]
+fn receive_errors_in_a_short_soak_as_reported() {
+    // 179 in 20 s (9/s), traffic counted: over the floor of 3 for so few bits.
+    let r = scenarios::receive_errors_short();
+    assert_eq!(
+        verdict(&r, End::Local, "mlx4_0"),
+        (Verdict::Marginal, "rcv_errors_budget")
+    );
+    let f = finding(&r, End::Local, "mlx4_0", RuleId::RcvErrorsBudget);
+    assert_eq!((f.value, f.threshold), (Some(32220.0), Some(540.0)));
+    assert!(f.text.contains("never fewer than 3"), "{}", f.text);
+}
+
+#[test]
+fn a_counter_pegged_then_cleared_is_judged_over_the_rest() {
+    let r = scenarios::pegged_then_cleared();
+    // Over the whole minute the budget would allow 6.19 (371.25/h): 5 looked clean. Over the
+    // 14 s observed the limit is the floor, 3.
+    assert_eq!(
+        verdict(&r, End::Local, "mlx5_0"),
+        (Verdict::Bad, "symbol_error_budget")
+    );
+    let f = finding(&r, End::Local, "mlx5_0", RuleId::SymbolErrorBudget);
+    assert!(
+        f.text.contains("(5 in 14 s observed (of 60 s))")
+            && f.text.contains("the floor of 3 errors"),
+        "{}",
+        f.text
+    );
+    let limit = 3.0 * 3600.0 / 14.0;
+    assert_eq!(f.threshold, Some(limit));
+    let p = r.port(End::Local, "mlx5_0", "1").unwrap();
+    assert_eq!(
+        p.symbol_budget.as_ref().unwrap().limit_per_hour,
+        Some(limit)
+    );
+    let c = &p.counters[0];
+    assert_eq!((c.observed_s, c.observed_delta, c.delta), (14.0, 5, 5));
+    // The note is kept, and says over how long.
+    let note = finding(&r, End::Local, "mlx5_0", RuleId::PeggedThenCleared);
+    assert!(
+        note.text
+            .contains("until someone cleared it at sample 46 (46 s): judged over the 14 s"),
+        "{}",
+        note.text
+    );
+    // No errors after the clear: 14 s of traffic is too few bits to call the port clean.
+    assert_eq!(
+        verdict(&r, End::Local, "mlx5_1"),
+        (Verdict::Insufficient, "insufficient_traffic")
+    );
+    let f = finding(&r, End::Local, "mlx5_1", RuleId::InsufficientTraffic);
+    assert!(
+        f.text
+            .contains("in the 14 s every error counter was observed (of 60 s)"),
+        "{}",
+        f.text
+    );
+    assert_eq!(r.port(End::Local, "mlx5_1", "1").unwrap().observed_s, 14.0);
+}
+
+#[test]
+fn the_limit_in_the_document_is_the_one_that_applied() {
+    let r = scenarios::budgets_and_pam4();
+    // 3 errors in 20 s is 540/h, and the floor allows exactly that: not fired, and the check
+    // says so with the same two numbers.
+    let c = check(&r, End::Local, "mlx5_0", RuleId::SymbolErrorBudget).expect("judged");
+    assert_eq!((c.value, c.limit, c.fired), (540.0, 540.0, false));
+    assert_eq!(
+        verdict(&r, End::Local, "mlx5_0"),
+        (Verdict::Insufficient, "insufficient_traffic")
+    );
+    let b = r
+        .port(End::Local, "mlx5_0", "1")
+        .unwrap()
+        .symbol_budget
+        .clone()
+        .unwrap();
+    assert_eq!(
+        (b.per_hour, b.floor, b.limit_per_hour),
+        (371.25, 3.0, Some(540.0))
+    );
+    // 4 errors: over, with the limit that applied as the finding's threshold.
+    let f = finding(&r, End::Local, "mlx5_1", RuleId::SymbolErrorBudget);
+    assert_eq!((f.value, f.threshold), (Some(720.0), Some(540.0)));
+    // PAM4: no check, no limit, a note only.
+    assert!(check(&r, End::Remote, "mlx5_2", RuleId::SymbolErrorBudget).is_none());
+    let ndr = r.port(End::Remote, "mlx5_2", "1").unwrap();
+    assert_eq!(ndr.symbol_budget.as_ref().unwrap().limit_per_hour, None);
+    assert_eq!(
+        verdict(&r, End::Remote, "mlx5_2"),
+        (Verdict::Clean, "clean")
+    );
+    assert!(fired(&r, End::Remote, "mlx5_2", RuleId::Pam4SymbolErrors));
+}
+
+#[test]
+fn engine_traffic_is_credited_at_most_at_the_port_data_rate() {
+    let r = scenarios::traffic_beyond_the_port();
+    let p = r.port(End::Local, "mlx5_0", "1").unwrap();
+    // 1X EDR: 25.78125 Gb/s signalling, 25 Gb/s after 64b/66b; 100 s of it is 2.5e12 bits,
+    // though the engines received 49 Gb/s.
+    assert_eq!(p.data_gbps, Some(25.0));
+    assert_eq!(
+        (p.bits_received, p.bits_basis),
+        (2.5e12, BitsBasis::DataRate)
+    );
+    assert_eq!(
+        verdict(&r, End::Local, "mlx5_0"),
+        (Verdict::Insufficient, "insufficient_traffic")
+    );
+    // Below the data rate the engines' bytes stand.
+    let slower = scenarios::soak(
+        Run {
+            bytes: 3_000_000_000,
+            ..scenarios::EDR_MINUTE
+        },
+        &[port(End::Local, "mlx5_0", ib("EDR", 25.781_25), |_| {
+            vec![(IbCounters, "symbol_error", 0)]
+        })],
+    );
+    let p = slower.port(End::Local, "mlx5_0", "1").unwrap();
+    assert_eq!(
+        (p.bits_received, p.bits_basis),
+        (1.44e12, BitsBasis::Engine)
+    );
+}
+
+#[test]
+fn saturated_rates_say_at_least_and_one_perfquery_is_one_note() {
+    let r = scenarios::saturation_and_one_reset();
+    let f = finding(&r, End::Local, "mlx4_0", RuleId::SymbolErrorBudget);
+    assert!(
+        f.at_least
+            && f.text.starts_with(
+                "symbol_error at least 332100/h (at least 5535 in 60 s observed (of 10 min))"
+            ),
+        "{}",
+        f.text
+    );
+    let sat = finding(&r, End::Local, "mlx4_0", RuleId::Saturated);
+    assert!(
+        sat.text
+            .contains("the total (at least 5535) and its rate are lower bounds"),
+        "{}",
+        sat.text
+    );
+    let p = r.port(End::Remote, "mlx4_1", "1").unwrap();
+    let resets: Vec<_> = p
+        .findings
+        .iter()
+        .filter(|f| f.rule == RuleId::CounterReset)
+        .collect();
+    assert_eq!(resets.len(), 1, "{resets:#?}");
+    let note = resets[0];
+    // Its value is how many counters were reset, exactly.
+    assert_eq!(
+        (note.value, note.at_least, note.counter.as_deref()),
+        (Some(9.0), false, None)
+    );
+    assert!(
+        note.text.starts_with("reset by someone else at sample 30 (300 s): symbol_error (3 → 0), link_error_recovery (3 → 0)")
+            && note.text.contains("excessive_buffer_overrun_errors (3 → 0)"),
+        "{}",
+        note.text
+    );
+    assert_eq!(p.verdict, Verdict::Clean);
+}
+
+#[test]
+fn a_check_fires_exactly_when_its_value_exceeds_its_limit() {
+    // The invariant the PromQL recipe in docs/soak.md stands on, over every scenario: each
+    // check fired iff value > limit; a port is marginal or bad iff a marginal or bad check
+    // fired; every fired check of that kind has its finding; (rule, counter) is one series.
+    for (name, r) in scenarios::all() {
+        for e in &r.ends {
+            for p in &e.ports {
+                let mut series = std::collections::BTreeSet::new();
+                for c in &p.checks {
+                    assert_eq!(c.fired, c.value > c.limit, "{name} {}: {c:?}", p.device);
+                    assert_eq!(c.verdict, c.rule.verdict());
+                    assert!(
+                        series.insert((c.rule, c.counter.clone())),
+                        "{name}: {c:?} twice"
+                    );
+                    if c.fired && c.verdict >= Verdict::Marginal {
+                        assert!(
+                            p.findings
+                                .iter()
+                                .any(|f| f.rule == c.rule && f.counter == c.counter
+                                    || f.rule.verdict() > c.verdict),
+                            "{name} {}: {c:?} without its finding",
+                            p.device
+                        );
+                    }
+                }
+                let by_checks = p
+                    .checks
+                    .iter()
+                    .any(|c| c.fired && c.verdict >= Verdict::Marginal);
+                assert_eq!(
+                    by_checks,
+                    p.verdict >= Verdict::Marginal,
+                    "{name} {}",
+                    p.device
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn thresholds_set_by_the_operator_change_the_verdict_and_are_listed() {
+    let run = |jp: &JudgeParams, total: u64| {
+        soak_with(
+            TEN_MIN,
+            &[port(End::Local, "mlx4_0", qdr(), move |s| {
+                vec![(IbCounters, "port_rcv_errors", ramp(0, total, 60, s))]
+            })],
+            jp,
+            |_, _| {},
+        )
+    };
+    let mut jp = JudgeParams::default();
+    assert_eq!(run(&jp, 3600).thresholds_set, []);
+    assert_eq!(
+        verdict(&run(&jp, 3600), End::Local, "mlx4_0").0,
+        Verdict::Marginal
+    );
+    jp.set(Threshold::PortRcvErrorsPerS, 5.0).unwrap();
+    let r = run(&jp, 3600);
+    assert_eq!(
+        verdict(&r, End::Local, "mlx4_0"),
+        (Verdict::Bad, "port_rcv_errors_rate")
+    );
+    assert_eq!(r.thresholds_set, [Threshold::PortRcvErrorsPerS]);
+    assert_eq!(r.thresholds.port_rcv_errors_per_s, 5.0);
+    // A looser receive-error budget (1 per 10^8 bits: 288/h at 8 Gb/s) lets 40 through.
+    let mut loose = JudgeParams::default();
+    loose.set(Threshold::RcvErrorsPerBit, 1e-8).unwrap();
+    assert_eq!(
+        verdict(&run(&loose, 40), End::Local, "mlx4_0"),
+        (Verdict::Clean, "clean")
+    );
+    assert_eq!(
+        verdict(&run(&JudgeParams::default(), 40), End::Local, "mlx4_0").0,
+        Verdict::Marginal
+    );
+    // The same for EDR_MINUTE's symbol budget: ber 1e-10 allows 100 times more.
+    let mut ber = JudgeParams::default();
+    ber.set(Threshold::Ber, 1e-10).unwrap();
+    let b = symbol_budget(&scenarios::edr(), &ber).unwrap();
+    assert!(
+        (b.per_hour - 37_125.0).abs() < 1e-6 && b.floor == 300.0,
+        "{b:?}"
+    );
+    let _ = EDR_MINUTE;
+}
+
+#[test]
+fn the_scripted_scenarios_of_13_keep_their_verdicts_on_ethernet_too() {
+    let r = scenarios::ethernet();
+    assert_eq!(
+        verdict(&r, End::Remote, "eth0"),
+        (Verdict::Bad, "post_fec_errors")
+    );
+    assert_eq!(
+        verdict(&r, End::Remote, "eth1"),
+        (Verdict::Bad, "link_down")
+    );
+    assert_eq!(
+        verdict(&r, End::Local, "eth2"),
+        (Verdict::Marginal, "pre_fec_ber")
+    );
+    assert_eq!(verdict(&r, End::Local, "eth3"), (Verdict::Clean, "clean"));
+    let _ = (Carrier, Ethtool, NetdevStatistics);
+    let _: Option<Reading> = None;
+    let _ = eth(1);
 }

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::{anyhow, bail, Context};
 use linerate_bench::{ClientConfig, Event, SoakSamplerFn};
 use linerate_inventory::counters::{soak_targets, CounterSampler};
 use linerate_proto::{defaults, Direction, TestKind, TestParams};
@@ -147,8 +147,23 @@ fn check_times(a: &SoakArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The judge's thresholds: the defaults, with each `--threshold` (given at most once) set.
+fn judge_params(a: &SoakArgs) -> anyhow::Result<JudgeParams> {
+    let mut jp = JudgeParams::default();
+    let mut given = Vec::new();
+    for (t, v) in &a.threshold {
+        if given.contains(t) {
+            bail!("--threshold {t} is given twice: give each threshold once");
+        }
+        given.push(*t);
+        jp.set(*t, *v).map_err(|e| anyhow!("--threshold {e}"))?;
+    }
+    Ok(jp)
+}
+
 pub fn run(a: &SoakArgs, style: Style) -> anyhow::Result<u8> {
     check_times(a)?;
+    let jp = judge_params(a)?;
     let out = Out {
         style,
         json: a.json,
@@ -162,7 +177,13 @@ pub fn run(a: &SoakArgs, style: Style) -> anyhow::Result<u8> {
         rdma: a.rdma,
         both_ways: !(a.one_way || a.reverse || a.passive),
     };
-    let jp = JudgeParams::default();
+    if out.human() {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "{}",
+            linerate_report::thresholds_words(&jp)
+        );
+    }
     out.event(&SoakEvent::Start {
         schema_version: linerate_soak::report::SCHEMA_VERSION,
         tool: linerate_soak::report::TOOL,
