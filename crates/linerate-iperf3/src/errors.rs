@@ -54,116 +54,336 @@ macro_rules! error_codes {
 }
 
 error_codes! {
-    IENONE = 0, (3, 0, 1), false, Some("no error"), None;
-    IESERVCLIENT = 1, (3, 0, 1), false, Some("cannot be both server and client"), None;
-    IENOROLE = 2, (3, 0, 1), false, Some("must either be a client (-c) or server (-s)"), None;
-    IESERVERONLY = 3, (3, 0, 1), false, Some("some option you are trying to set is server only"), None;
-    IECLIENTONLY = 4, (3, 0, 1), false, Some("some option you are trying to set is client only"), None;
-    IEDURATION = 5, (3, 0, 1), false, Some("test duration valid values are 0 to 86400 seconds"), Some("does not allow a test this long: ask for a shorter -t (iperf3 allows 0 to 86400 s; a server may allow less)");
-    IENUMSTREAMS = 6, (3, 0, 1), false, Some("number of parallel streams too large (maximum = 128)"), Some("does not allow this many parallel streams: ask for fewer (-P; iperf3 allows 1 to 128, a server may allow fewer)");
-    IEBLOCKSIZE = 7, (3, 0, 1), false, Some("block size too large (maximum = 1048576 bytes)"), Some("does not allow writes this large: ask for a smaller -l (iperf3 allows at most 1 MiB for TCP)");
-    IEBUFSIZE = 8, (3, 0, 1), false, Some("socket buffer size too large (maximum = 536870912 bytes)"), Some("does not allow a socket buffer this large: ask for a smaller -w (iperf3 allows at most 512 MiB)");
-    IEINTERVAL = 9, (3, 0, 1), false, Some("invalid report interval (min = 0.1, max = 60 seconds)"), None;
-    IEMSS = 10, (3, 0, 1), false, Some("TCP MSS too large (maximum = 32767 bytes)"), Some("does not allow an MSS this large: ask for a smaller -M (at most 32767 bytes)");
-    IENOSENDFILE = 11, (3, 0, 1), false, Some("this OS does not support sendfile"), Some("cannot send with zero copy (-Z) on its system");
-    IEOMIT = 12, (3, 0, 1), false, Some("bogus value for --omit (maximum = 600 seconds)"), Some("does not allow this much omitted warm-up: ask for a shorter -O (iperf3 allows 0 to 600 s)");
-    IEUNIMP = 13, (3, 0, 1), false, Some("an option you are trying to set is not implemented yet"), Some("does not implement an option this test asked for");
-    IEFILE = 14, (3, 0, 1), true, Some("unable to open -F file"), None;
-    IEBURST = 15, (3, 0, 1), false, Some("invalid burst count (maximum = 1000)"), Some("does not allow this burst count (-b RATE/COUNT; iperf3 allows 1 to 1000)");
-    IEENDCONDITIONS = 16, (3, 0, 1), false, Some("only one test end condition (-t, -n, -k) may be specified"), None;
-    IELOGFILE = 17, (3, 1, 0), true, Some("unable to open log file"), None;
-    IENOSCTP = 18, (3, 1, 0), false, Some("no SCTP support available"), Some("has no SCTP support");
-    IEBIND = 19, (3, 1, 0), false, Some("--bind must be specified to use --cport"), None;
-    IEUDPBLOCKSIZE = 20, (3, 0, 11), false, Some("block size invalid (minimum = 16 bytes, maximum = 65507 bytes)"), Some("does not allow this UDP datagram size: -l must be 16 to 65507 bytes");
-    IEBADTOS = 21, (3, 1, 3), false, Some("bad TOS value (must be between 0 and 255 inclusive)"), Some("does not allow this TOS/DSCP value: it must be 0 to 255");
-    IESETCLIENTAUTH = 22, (3, 2, 0), false, Some("you must specify a username, password, and path to a valid RSA public key"), None;
-    IESETSERVERAUTH = 23, (3, 2, 0), false, Some("you must specify a path to a valid RSA private key and a user credential file"), None;
-    IEBADFORMAT = 24, (3, 2, 0), false, Some("bad format specifier (valid formats are in the set [kmgtKMGT])"), None;
-    IEREVERSEBIDIR = 25, (3, 7, 0), false, Some("cannot be both reverse and bidirectional"), Some("cannot run a test both reverse (-R) and bidirectional (--bidir)");
-    IEBADPORT = 26, (3, 7, 0), false, Some("port number must be between 1 and 65535 inclusive"), None;
-    IETOTALRATE = 27, (3, 9, 0), false, Some("total required bandwidth is larger than server limit"), Some("refused the test's total bitrate: it is above the server's limit (--server-bitrate-limit); ask for a lower -b or fewer streams");
-    IETOTALINTERVAL = 28, (3, 9, 0), false, Some("invalid time interval for calculating average data rate"), None;
-    IESKEWTHRESHOLD = 29, (3, 10, 0), false, Some("skew threshold must be a positive number"), None;
-    IEIDLETIMEOUT = 30, (3, 10, 0), false, Some("idle timeout parameter is not positive or larger than allowed limit"), None;
-    IERCVTIMEOUT = 31, (3, 10, 0), true, Some("receive timeout value is incorrect or not in range"), None;
-    IERVRSONLYRCVTIMEOUT = 32, (3, 10, 0), true, Some("client receive timeout is valid only in receiving mode"), None;
-    IESNDTIMEOUT = 33, (3, 12, 0), true, Some("send timeout value is incorrect or not in range"), None;
-    IEUDPFILETRANSFER = 34, (3, 14, 0), false, Some("cannot transfer file using UDP"), Some("cannot run UDP tests: it sends or receives a file (-F)");
-    IESERVERAUTHUSERS = 35, (3, 16, 0), false, Some("cannot access authorized users file"), None;
-    IECNTLKA = 36, (3, 19, 0), true, Some("control connection Keepalive period should be larger than the full retry period (interval * count)"), None;
-    IEMAXSERVERTESTDURATIONEXCEEDED = 37, (3, 20, 0), false, Some("client's requested duration exceeds the server's maximum permitted limit"), Some("refused the test's length: it is above the server's limit (--server-max-duration); ask for a shorter -t (a test without -t is refused too)");
-    IEUNITVAL = 38, (3, 20, 0), false, Some("invalid unit value or suffix"), None;
-    IENEWTEST = 100, (3, 0, 1), true, Some("unable to create a new test"), Some("could not create a new test");
-    IEINITTEST = 101, (3, 0, 1), true, Some("test initialization failed"), Some("could not set up the test");
-    IELISTEN = 102, (3, 0, 1), true, Some("unable to start listener for connections"), Some("could not listen for the test's connections");
-    IECONNECT = 103, (3, 0, 1), true, Some("unable to connect to server - server may have stopped running or use a different port, firewall issue, etc."), None;
-    IEACCEPT = 104, (3, 0, 1), true, Some("unable to accept connection from client"), Some("could not accept a connection");
-    IESENDCOOKIE = 105, (3, 0, 1), true, Some("unable to send cookie to server"), None;
-    IERECVCOOKIE = 106, (3, 0, 1), true, Some("unable to receive cookie at server"), Some("did not receive the cookie of this client");
-    IECTRLWRITE = 107, (3, 0, 1), true, Some("unable to write to the control socket"), None;
-    IECTRLREAD = 108, (3, 0, 1), true, Some("unable to read from the control socket"), Some("could not read from the control connection");
-    IECTRLCLOSE = 109, (3, 0, 1), false, Some("control socket has closed unexpectedly"), Some("saw the control connection close unexpectedly");
-    IEMESSAGE = 110, (3, 0, 1), false, Some("received an unknown control message (ensure other side is iperf3 and not iperf)"), Some("received a control message it did not understand (is this end speaking iperf3?)");
-    IESENDMESSAGE = 111, (3, 0, 1), true, Some("unable to send control message - port may not be available, the other side may have stopped running, etc."), None;
-    IERECVMESSAGE = 112, (3, 0, 1), true, Some("unable to receive control message - port may not be available, the other side may have stopped running, etc."), None;
-    IESENDPARAMS = 113, (3, 0, 1), true, Some("unable to send parameters to server"), None;
-    IERECVPARAMS = 114, (3, 0, 1), true, Some("unable to receive parameters from client"), Some("could not read the test's parameters (malformed, or longer than it accepts)");
-    IEPACKAGERESULTS = 115, (3, 0, 1), true, Some("unable to package results"), None;
-    IESENDRESULTS = 116, (3, 0, 1), true, Some("unable to send results"), Some("could not send its results");
-    IERECVRESULTS = 117, (3, 0, 1), true, Some("unable to receive results"), Some("could not read the results of this client");
-    IESELECT = 118, (3, 0, 1), true, Some("select failed"), Some("failed waiting on its connections");
-    IECLIENTTERM = 119, (3, 0, 1), false, Some("the client has terminated"), Some("says the client ended the test");
-    IESERVERTERM = 120, (3, 0, 1), false, Some("the server has terminated"), None;
-    IEACCESSDENIED = 121, (3, 0, 1), false, Some("the server is busy running a test. try again later"), None;
-    IESETNODELAY = 122, (3, 0, 1), true, Some("unable to set TCP/SCTP NODELAY"), Some("could not set TCP_NODELAY (-N)");
-    IESETMSS = 123, (3, 0, 1), true, Some("unable to set TCP/SCTP MSS"), Some("could not set the MSS (-M)");
-    IESETBUF = 124, (3, 0, 1), true, Some("unable to set socket buffer size"), Some("could not set the socket buffer size (-w)");
-    IESETTOS = 125, (3, 0, 1), true, Some("unable to set IP TOS"), Some("could not set the TOS (-S)");
-    IESETCOS = 126, (3, 0, 1), true, Some("unable to set IPv6 traffic class"), Some("could not set the IPv6 traffic class (-S)");
-    IESETFLOW = 127, (3, 0, 1), false, Some("unable to set IPv6 flow label"), Some("could not set the IPv6 flow label (-L)");
-    IEREUSEADDR = 128, (3, 0, 1), true, Some("unable to reuse address on socket"), None;
-    IENONBLOCKING = 129, (3, 0, 1), true, Some("unable to set socket to non-blocking"), None;
-    IESETWINDOWSIZE = 130, (3, 0, 1), true, Some("unable to set socket window size"), Some("could not set the window size (-w)");
-    IEPROTOCOL = 131, (3, 0, 1), false, Some("protocol does not exist"), Some("does not support the test's protocol");
-    IEAFFINITY = 132, (3, 0, 1), true, Some("unable to set CPU affinity"), Some("could not pin itself to the CPU asked for (-A)");
-    IEDAEMON = 133, (3, 0, 1), true, Some("unable to become a daemon"), None;
-    IESETCONGESTION = 134, (3, 0, 1), false, Some("unable to set TCP_CONGESTION: Supplied congestion control algorithm not supported on this host"), Some("does not have the congestion control algorithm asked for (-C)");
-    IEPIDFILE = 135, (3, 1, 0), true, Some("unable to write PID file"), None;
-    IEV6ONLY = 136, (3, 0, 5), true, Some("Unable to set/reset IPV6_V6ONLY"), Some("could not set IPV6_V6ONLY");
-    IESETSCTPDISABLEFRAG = 137, (3, 1, 0), true, Some("unable to set SCTP_DISABLE_FRAGMENTS"), None;
-    IESETSCTPNSTREAM = 138, (3, 1, 0), true, Some("unable to set SCTP_INIT num of SCTP streams"), None;
-    IESETSCTPBINDX = 139, (3, 1, 0), true, None, None;
-    IESETPACING = 140, (3, 1, 3), true, Some("unable to set socket pacing"), Some("could not set socket pacing (--fq-rate)");
-    IESETBUF2 = 141, (3, 2, 0), false, Some("socket buffer size not set correctly"), Some("could not get the socket buffer size asked for (-w): its system allows less (net.core.rmem_max and wmem_max); ask for a smaller -w");
-    IEAUTHTEST = 142, (3, 2, 0), false, Some("test authorization failed"), Some("refused the test's authorization: it requires iperf3's RSA authentication (--username, --rsa-public-key-path), or refused the credentials given");
-    IEBINDDEV = 143, (3, 10, 0), false, Some("Unable to bind-to-device (check perror, maybe permissions?)"), Some("could not bind to the device asked for");
-    IENOMSG = 144, (3, 10, 0), false, Some("idle timeout for receiving data"), Some("received no data for too long (its --rcv-timeout) and ended the test");
-    IESETDONTFRAGMENT = 145, (3, 10, 0), false, Some("unable to set IP Do-Not-Fragment flag"), Some("could not set don't-fragment (--dont-fragment)");
-    IEBINDDEVNOSUPPORT = 146, (3, 11, 0), false, Some("`<ip>%<dev>` is not supported as system does not support bind to device"), None;
-    IEHOSTDEV = 147, (3, 11, 0), false, Some("host device name (ip%<dev>) is supported (and required) only for IPv6 link-local address"), None;
-    IESETUSERTIMEOUT = 148, (3, 12, 0), true, Some("unable to set TCP USER_TIMEOUT"), Some("could not set TCP_USER_TIMEOUT");
-    IEPTHREADCREATE = 150, (3, 16, 0), true, Some("unable to create thread"), Some("could not start a thread for a stream");
-    IEPTHREADCANCEL = 151, (3, 16, 0), true, Some("unable to cancel thread"), Some("could not stop a stream's thread");
-    IEPTHREADJOIN = 152, (3, 16, 0), true, Some("unable to join thread"), Some("could not stop a stream's thread");
-    IEPTHREADATTRINIT = 153, (3, 16, 0), true, Some("unable to create thread attributes"), Some("could not start a thread for a stream");
-    IEPTHREADATTRDESTROY = 154, (3, 16, 0), false, Some("unable to destroy thread attributes"), Some("could not clean up a stream's thread");
-    IESETCNTLKA = 155, (3, 19, 0), true, Some("unable to set socket keepalive (SO_KEEPALIVE) option"), None;
-    IESETCNTLKAKEEPIDLE = 156, (3, 19, 0), true, Some("unable to set socket keepalive TCP period (TCP_KEEPIDLE) option"), None;
-    IESETCNTLKAINTERVAL = 157, (3, 19, 0), true, Some("unable to set/get socket keepalive TCP retry interval (TCP_KEEPINTVL) option"), None;
-    IESETCNTLKACOUNT = 158, (3, 19, 0), true, Some("unable to set/get socket keepalive TCP number of retries (TCP_KEEPCNT) option"), None;
-    IEPTHREADSIGMASK = 159, (3, 19, 0), false, Some("unable to change mask of blocked signals"), Some("could not start a thread for a stream");
-    IESERVERTESTDURATIONEXPIRED = 160, (3, 21, 0), true, Some("server test duration expired"), Some("ended the test: it ran past the time the server allows a test");
-    IECREATESTREAM = 200, (3, 0, 1), true, Some("unable to create a new stream"), Some("could not create a stream");
-    IEINITSTREAM = 201, (3, 0, 1), true, Some("unable to initialize stream"), Some("could not set up a stream");
-    IESTREAMLISTEN = 202, (3, 0, 1), true, Some("unable to start stream listener"), Some("could not listen for the test's streams");
-    IESTREAMCONNECT = 203, (3, 0, 1), true, Some("unable to connect stream"), Some("could not connect a stream");
-    IESTREAMACCEPT = 204, (3, 0, 1), true, Some("unable to accept stream connection"), Some("could not accept a stream");
-    IESTREAMWRITE = 205, (3, 0, 1), true, Some("unable to write to stream socket"), Some("could not write to a stream");
-    IESTREAMREAD = 206, (3, 0, 1), true, Some("unable to read from stream socket"), Some("could not read from a stream");
-    IESTREAMCLOSE = 207, (3, 0, 1), false, Some("stream socket has closed unexpectedly"), Some("saw a stream close unexpectedly");
-    IESTREAMID = 208, (3, 0, 1), false, Some("stream has an invalid id"), Some("received results for a stream it does not know");
-    IENEWTIMER = 300, (3, 0, 1), true, Some("unable to create new timer"), Some("could not create a timer");
-    IEUPDATETIMER = 301, (3, 0, 1), true, Some("unable to update timer"), None;
+    IENONE = 0, (3, 0, 1), false,
+        Some("no error"),
+        None;
+    IESERVCLIENT = 1, (3, 0, 1), false,
+        Some("cannot be both server and client"),
+        None;
+    IENOROLE = 2, (3, 0, 1), false,
+        Some("must either be a client (-c) or server (-s)"),
+        None;
+    IESERVERONLY = 3, (3, 0, 1), false,
+        Some("some option you are trying to set is server only"),
+        None;
+    IECLIENTONLY = 4, (3, 0, 1), false,
+        Some("some option you are trying to set is client only"),
+        None;
+    IEDURATION = 5, (3, 0, 1), false,
+        Some("test duration valid values are 0 to 86400 seconds"),
+        Some("does not allow a test this long: ask for a shorter -t (iperf3 allows 0 to 86400 s; a server may allow less)");
+    IENUMSTREAMS = 6, (3, 0, 1), false,
+        Some("number of parallel streams too large (maximum = 128)"),
+        Some("does not allow this many parallel streams: ask for fewer (-P; iperf3 allows 1 to 128, a server may allow fewer)");
+    IEBLOCKSIZE = 7, (3, 0, 1), false,
+        Some("block size too large (maximum = 1048576 bytes)"),
+        Some("does not allow writes this large: ask for a smaller -l (iperf3 allows at most 1 MiB for TCP)");
+    IEBUFSIZE = 8, (3, 0, 1), false,
+        Some("socket buffer size too large (maximum = 536870912 bytes)"),
+        Some("does not allow a socket buffer this large: ask for a smaller -w (iperf3 allows at most 512 MiB)");
+    IEINTERVAL = 9, (3, 0, 1), false,
+        Some("invalid report interval (min = 0.1, max = 60 seconds)"),
+        None;
+    IEMSS = 10, (3, 0, 1), false,
+        Some("TCP MSS too large (maximum = 32767 bytes)"),
+        Some("does not allow an MSS this large: ask for a smaller -M (at most 32767 bytes)");
+    IENOSENDFILE = 11, (3, 0, 1), false,
+        Some("this OS does not support sendfile"),
+        Some("cannot send with zero copy (-Z) on its system");
+    IEOMIT = 12, (3, 0, 1), false,
+        Some("bogus value for --omit (maximum = 600 seconds)"),
+        Some("does not allow this much omitted warm-up: ask for a shorter -O (iperf3 allows 0 to 600 s)");
+    IEUNIMP = 13, (3, 0, 1), false,
+        Some("an option you are trying to set is not implemented yet"),
+        Some("does not implement an option this test asked for");
+    IEFILE = 14, (3, 0, 1), true,
+        Some("unable to open -F file"),
+        None;
+    IEBURST = 15, (3, 0, 1), false,
+        Some("invalid burst count (maximum = 1000)"),
+        Some("does not allow this burst count (-b RATE/COUNT; iperf3 allows 1 to 1000)");
+    IEENDCONDITIONS = 16, (3, 0, 1), false,
+        Some("only one test end condition (-t, -n, -k) may be specified"),
+        None;
+    IELOGFILE = 17, (3, 1, 0), true,
+        Some("unable to open log file"),
+        None;
+    IENOSCTP = 18, (3, 1, 0), false,
+        Some("no SCTP support available"),
+        Some("has no SCTP support");
+    IEBIND = 19, (3, 1, 0), false,
+        Some("--bind must be specified to use --cport"),
+        None;
+    IEUDPBLOCKSIZE = 20, (3, 0, 11), false,
+        Some("block size invalid (minimum = 16 bytes, maximum = 65507 bytes)"),
+        Some("does not allow this UDP datagram size: -l must be 16 to 65507 bytes");
+    IEBADTOS = 21, (3, 1, 3), false,
+        Some("bad TOS value (must be between 0 and 255 inclusive)"),
+        Some("does not allow this TOS/DSCP value: it must be 0 to 255");
+    IESETCLIENTAUTH = 22, (3, 2, 0), false,
+        Some("you must specify a username, password, and path to a valid RSA public key"),
+        None;
+    IESETSERVERAUTH = 23, (3, 2, 0), false,
+        Some("you must specify a path to a valid RSA private key and a user credential file"),
+        None;
+    IEBADFORMAT = 24, (3, 2, 0), false,
+        Some("bad format specifier (valid formats are in the set [kmgtKMGT])"),
+        None;
+    IEREVERSEBIDIR = 25, (3, 7, 0), false,
+        Some("cannot be both reverse and bidirectional"),
+        Some("cannot run a test both reverse (-R) and bidirectional (--bidir)");
+    IEBADPORT = 26, (3, 7, 0), false,
+        Some("port number must be between 1 and 65535 inclusive"),
+        None;
+    IETOTALRATE = 27, (3, 9, 0), false,
+        Some("total required bandwidth is larger than server limit"),
+        Some("refused the test's total bitrate: it is above the server's limit (--server-bitrate-limit); ask for a lower -b or fewer streams");
+    IETOTALINTERVAL = 28, (3, 9, 0), false,
+        Some("invalid time interval for calculating average data rate"),
+        None;
+    IESKEWTHRESHOLD = 29, (3, 10, 0), false,
+        Some("skew threshold must be a positive number"),
+        None;
+    IEIDLETIMEOUT = 30, (3, 10, 0), false,
+        Some("idle timeout parameter is not positive or larger than allowed limit"),
+        None;
+    IERCVTIMEOUT = 31, (3, 10, 0), true,
+        Some("receive timeout value is incorrect or not in range"),
+        None;
+    IERVRSONLYRCVTIMEOUT = 32, (3, 10, 0), true,
+        Some("client receive timeout is valid only in receiving mode"),
+        None;
+    IESNDTIMEOUT = 33, (3, 12, 0), true,
+        Some("send timeout value is incorrect or not in range"),
+        None;
+    IEUDPFILETRANSFER = 34, (3, 14, 0), false,
+        Some("cannot transfer file using UDP"),
+        Some("cannot run UDP tests: it sends or receives a file (-F)");
+    IESERVERAUTHUSERS = 35, (3, 16, 0), false,
+        Some("cannot access authorized users file"),
+        None;
+    IECNTLKA = 36, (3, 19, 0), true,
+        Some("control connection Keepalive period should be larger than the full retry period (interval * count)"),
+        None;
+    IEMAXSERVERTESTDURATIONEXCEEDED = 37, (3, 20, 0), false,
+        Some("client's requested duration exceeds the server's maximum permitted limit"),
+        Some("refused the test's length: it is above the server's limit (--server-max-duration); ask for a shorter -t (a test without -t is refused too)");
+    IEUNITVAL = 38, (3, 20, 0), false,
+        Some("invalid unit value or suffix"),
+        None;
+    IENEWTEST = 100, (3, 0, 1), true,
+        Some("unable to create a new test"),
+        Some("could not create a new test");
+    IEINITTEST = 101, (3, 0, 1), true,
+        Some("test initialization failed"),
+        Some("could not set up the test");
+    IELISTEN = 102, (3, 0, 1), true,
+        Some("unable to start listener for connections"),
+        Some("could not listen for the test's connections");
+    IECONNECT = 103, (3, 0, 1), true,
+        Some("unable to connect to server - server may have stopped running or use a different port, firewall issue, etc."),
+        None;
+    IEACCEPT = 104, (3, 0, 1), true,
+        Some("unable to accept connection from client"),
+        Some("could not accept a connection");
+    IESENDCOOKIE = 105, (3, 0, 1), true,
+        Some("unable to send cookie to server"),
+        None;
+    IERECVCOOKIE = 106, (3, 0, 1), true,
+        Some("unable to receive cookie at server"),
+        Some("did not receive the cookie of this client");
+    IECTRLWRITE = 107, (3, 0, 1), true,
+        Some("unable to write to the control socket"),
+        None;
+    IECTRLREAD = 108, (3, 0, 1), true,
+        Some("unable to read from the control socket"),
+        Some("could not read from the control connection");
+    IECTRLCLOSE = 109, (3, 0, 1), false,
+        Some("control socket has closed unexpectedly"),
+        Some("saw the control connection close unexpectedly");
+    IEMESSAGE = 110, (3, 0, 1), false,
+        Some("received an unknown control message (ensure other side is iperf3 and not iperf)"),
+        Some("received a control message it did not understand (is this end speaking iperf3?)");
+    IESENDMESSAGE = 111, (3, 0, 1), true,
+        Some("unable to send control message - port may not be available, the other side may have stopped running, etc."),
+        None;
+    IERECVMESSAGE = 112, (3, 0, 1), true,
+        Some("unable to receive control message - port may not be available, the other side may have stopped running, etc."),
+        None;
+    IESENDPARAMS = 113, (3, 0, 1), true,
+        Some("unable to send parameters to server"),
+        None;
+    IERECVPARAMS = 114, (3, 0, 1), true,
+        Some("unable to receive parameters from client"),
+        Some("could not read the test's parameters (malformed, or longer than it accepts)");
+    IEPACKAGERESULTS = 115, (3, 0, 1), true,
+        Some("unable to package results"),
+        None;
+    IESENDRESULTS = 116, (3, 0, 1), true,
+        Some("unable to send results"),
+        Some("could not send its results");
+    IERECVRESULTS = 117, (3, 0, 1), true,
+        Some("unable to receive results"),
+        Some("could not read the results of this client");
+    IESELECT = 118, (3, 0, 1), true,
+        Some("select failed"),
+        Some("failed waiting on its connections");
+    IECLIENTTERM = 119, (3, 0, 1), false,
+        Some("the client has terminated"),
+        Some("says the client ended the test");
+    IESERVERTERM = 120, (3, 0, 1), false,
+        Some("the server has terminated"),
+        None;
+    IEACCESSDENIED = 121, (3, 0, 1), false,
+        Some("the server is busy running a test. try again later"),
+        None;
+    IESETNODELAY = 122, (3, 0, 1), true,
+        Some("unable to set TCP/SCTP NODELAY"),
+        Some("could not set TCP_NODELAY (-N)");
+    IESETMSS = 123, (3, 0, 1), true,
+        Some("unable to set TCP/SCTP MSS"),
+        Some("could not set the MSS (-M)");
+    IESETBUF = 124, (3, 0, 1), true,
+        Some("unable to set socket buffer size"),
+        Some("could not set the socket buffer size (-w)");
+    IESETTOS = 125, (3, 0, 1), true,
+        Some("unable to set IP TOS"),
+        Some("could not set the TOS (-S)");
+    IESETCOS = 126, (3, 0, 1), true,
+        Some("unable to set IPv6 traffic class"),
+        Some("could not set the IPv6 traffic class (-S)");
+    IESETFLOW = 127, (3, 0, 1), false,
+        Some("unable to set IPv6 flow label"),
+        Some("could not set the IPv6 flow label (-L)");
+    IEREUSEADDR = 128, (3, 0, 1), true,
+        Some("unable to reuse address on socket"),
+        None;
+    IENONBLOCKING = 129, (3, 0, 1), true,
+        Some("unable to set socket to non-blocking"),
+        None;
+    IESETWINDOWSIZE = 130, (3, 0, 1), true,
+        Some("unable to set socket window size"),
+        Some("could not set the window size (-w)");
+    IEPROTOCOL = 131, (3, 0, 1), false,
+        Some("protocol does not exist"),
+        Some("does not support the test's protocol");
+    IEAFFINITY = 132, (3, 0, 1), true,
+        Some("unable to set CPU affinity"),
+        Some("could not pin itself to the CPU asked for (-A)");
+    IEDAEMON = 133, (3, 0, 1), true,
+        Some("unable to become a daemon"),
+        None;
+    IESETCONGESTION = 134, (3, 0, 1), false,
+        Some("unable to set TCP_CONGESTION: Supplied congestion control algorithm not supported on this host"),
+        Some("does not have the congestion control algorithm asked for (-C)");
+    IEPIDFILE = 135, (3, 1, 0), true,
+        Some("unable to write PID file"),
+        None;
+    IEV6ONLY = 136, (3, 0, 5), true,
+        Some("Unable to set/reset IPV6_V6ONLY"),
+        Some("could not set IPV6_V6ONLY");
+    IESETSCTPDISABLEFRAG = 137, (3, 1, 0), true,
+        Some("unable to set SCTP_DISABLE_FRAGMENTS"),
+        None;
+    IESETSCTPNSTREAM = 138, (3, 1, 0), true,
+        Some("unable to set SCTP_INIT num of SCTP streams"),
+        None;
+    IESETSCTPBINDX = 139, (3, 1, 0), true,
+        None,
+        None;
+    IESETPACING = 140, (3, 1, 3), true,
+        Some("unable to set socket pacing"),
+        Some("could not set socket pacing (--fq-rate)");
+    IESETBUF2 = 141, (3, 2, 0), false,
+        Some("socket buffer size not set correctly"),
+        Some("could not get the socket buffer size asked for (-w): its system allows less (net.core.rmem_max and wmem_max); ask for a smaller -w");
+    IEAUTHTEST = 142, (3, 2, 0), false,
+        Some("test authorization failed"),
+        Some("refused the test's authorization: it requires iperf3's RSA authentication (--username, --rsa-public-key-path), or refused the credentials given");
+    IEBINDDEV = 143, (3, 10, 0), false,
+        Some("Unable to bind-to-device (check perror, maybe permissions?)"),
+        Some("could not bind to the device asked for");
+    IENOMSG = 144, (3, 10, 0), false,
+        Some("idle timeout for receiving data"),
+        Some("received no data for too long (its --rcv-timeout) and ended the test");
+    IESETDONTFRAGMENT = 145, (3, 10, 0), false,
+        Some("unable to set IP Do-Not-Fragment flag"),
+        Some("could not set don't-fragment (--dont-fragment)");
+    IEBINDDEVNOSUPPORT = 146, (3, 11, 0), false,
+        Some("`<ip>%<dev>` is not supported as system does not support bind to device"),
+        None;
+    IEHOSTDEV = 147, (3, 11, 0), false,
+        Some("host device name (ip%<dev>) is supported (and required) only for IPv6 link-local address"),
+        None;
+    IESETUSERTIMEOUT = 148, (3, 12, 0), true,
+        Some("unable to set TCP USER_TIMEOUT"),
+        Some("could not set TCP_USER_TIMEOUT");
+    IEPTHREADCREATE = 150, (3, 16, 0), true,
+        Some("unable to create thread"),
+        Some("could not start a thread for a stream");
+    IEPTHREADCANCEL = 151, (3, 16, 0), true,
+        Some("unable to cancel thread"),
+        Some("could not stop a stream's thread");
+    IEPTHREADJOIN = 152, (3, 16, 0), true,
+        Some("unable to join thread"),
+        Some("could not stop a stream's thread");
+    IEPTHREADATTRINIT = 153, (3, 16, 0), true,
+        Some("unable to create thread attributes"),
+        Some("could not start a thread for a stream");
+    IEPTHREADATTRDESTROY = 154, (3, 16, 0), false,
+        Some("unable to destroy thread attributes"),
+        Some("could not clean up a stream's thread");
+    IESETCNTLKA = 155, (3, 19, 0), true,
+        Some("unable to set socket keepalive (SO_KEEPALIVE) option"),
+        None;
+    IESETCNTLKAKEEPIDLE = 156, (3, 19, 0), true,
+        Some("unable to set socket keepalive TCP period (TCP_KEEPIDLE) option"),
+        None;
+    IESETCNTLKAINTERVAL = 157, (3, 19, 0), true,
+        Some("unable to set/get socket keepalive TCP retry interval (TCP_KEEPINTVL) option"),
+        None;
+    IESETCNTLKACOUNT = 158, (3, 19, 0), true,
+        Some("unable to set/get socket keepalive TCP number of retries (TCP_KEEPCNT) option"),
+        None;
+    IEPTHREADSIGMASK = 159, (3, 19, 0), false,
+        Some("unable to change mask of blocked signals"),
+        Some("could not start a thread for a stream");
+    IESERVERTESTDURATIONEXPIRED = 160, (3, 21, 0), true,
+        Some("server test duration expired"),
+        Some("ended the test: it ran past the time the server allows a test");
+    IECREATESTREAM = 200, (3, 0, 1), true,
+        Some("unable to create a new stream"),
+        Some("could not create a stream");
+    IEINITSTREAM = 201, (3, 0, 1), true,
+        Some("unable to initialize stream"),
+        Some("could not set up a stream");
+    IESTREAMLISTEN = 202, (3, 0, 1), true,
+        Some("unable to start stream listener"),
+        Some("could not listen for the test's streams");
+    IESTREAMCONNECT = 203, (3, 0, 1), true,
+        Some("unable to connect stream"),
+        Some("could not connect a stream");
+    IESTREAMACCEPT = 204, (3, 0, 1), true,
+        Some("unable to accept stream connection"),
+        Some("could not accept a stream");
+    IESTREAMWRITE = 205, (3, 0, 1), true,
+        Some("unable to write to stream socket"),
+        Some("could not write to a stream");
+    IESTREAMREAD = 206, (3, 0, 1), true,
+        Some("unable to read from stream socket"),
+        Some("could not read from a stream");
+    IESTREAMCLOSE = 207, (3, 0, 1), false,
+        Some("stream socket has closed unexpectedly"),
+        Some("saw a stream close unexpectedly");
+    IESTREAMID = 208, (3, 0, 1), false,
+        Some("stream has an invalid id"),
+        Some("received results for a stream it does not know");
+    IENEWTIMER = 300, (3, 0, 1), true,
+        Some("unable to create new timer"),
+        Some("could not create a timer");
+    IEUPDATETIMER = 301, (3, 0, 1), true,
+        Some("unable to update timer"),
+        None;
 }
 
 impl ErrorCode {

@@ -27,6 +27,7 @@
 //! - [`results`]: the results both ends exchange;
 //! - [`errors`]: iperf3's error codes with its own words and linerate's;
 //! - [`udp`]: the datagram header, the handshake's magic, the receiver's loss and jitter;
+//! - [`session`]: each end's side of the control connection, sans I/O, in the order above;
 //! - [`streams`]: stream ids (1, 3, 4, …) and who sends on which;
 //! - [`version`]: what each release can do, and what a peer's messages say of its version.
 
@@ -36,6 +37,7 @@ pub mod frame;
 mod json;
 pub mod params;
 pub mod results;
+pub mod session;
 pub mod state;
 pub mod streams;
 pub mod udp;
@@ -49,6 +51,7 @@ pub use params::{Limits, Params, Protocol, Test, Violation};
 pub use results::{
     Omitted, PeerFigures, Results, SenderRetransmits, StreamMismatch, StreamResults,
 };
+pub use session::{ClientSession, FromClient, FromServer, Phase, ServerSession, SessionError};
 pub use state::{ControlMsg, Peer, ServerError, State, UnknownState};
 pub use streams::{plan, Direction, Role, Stream, StreamId};
 pub use version::{Feature, Version, VersionRange};

@@ -714,14 +714,20 @@ fn check_duration(
     if duration_s == 0 {
         return Err(Violation::new(
             code,
-            format!("a test without a time limit (-t 0, -n or -k); this server allows tests of at most {max_s} s"),
+            format!(
+                "a test without a time limit (-t 0, -n or -k); this server allows tests of at \
+                 most {max_s} s"
+            ),
         ));
     }
     let total = u64::from(duration_s) + u64::from(omit_s);
     if total > u64::from(max_s) {
         return Err(Violation::new(
             code,
-            format!("a test of {total} s (-t {duration_s} -O {omit_s}); this server allows at most {max_s} s"),
+            format!(
+                "a test of {total} s (-t {duration_s} -O {omit_s}); this server allows at most \
+                 {max_s} s"
+            ),
         ));
     }
     Ok(())
@@ -743,7 +749,8 @@ fn check_total_rate(
             return Err(Violation::new(
                 ErrorCode::IETOTALRATE,
                 format!(
-                    "an unpaced test (no -b); this server allows at most {max_bps} bit/s in total: ask for -b"
+                    "an unpaced test (no -b); this server allows at most {max_bps} bit/s in \
+                     total: ask for -b"
                 ),
             ))
         }
