@@ -18,7 +18,9 @@
 //! **Accounting** ([`Receiver`]) is iperf3's, to the letter: loss is counted from gaps in the
 //! sequence (datagrams in flight at the end are neither lost nor counted), a datagram at or
 //! below the highest sequence seen is out of order and takes one back from the loss count, and
-//! jitter is RFC 1889's smoothed difference of transit times, in seconds.
+//! jitter is RFC 1889's smoothed difference of transit times, in seconds. Two of those rules
+//! came later ([`Rules`]): 3.0 and 3.1 do not take a loss back, and before 3.8 the first
+//! datagram's transit counts against a previous transit of 0.
 
 use std::time::Duration;
 
@@ -296,10 +298,45 @@ impl ReplyWait {
     }
 }
 
+/// The accounting rules that changed between releases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Rules {
+    /// A datagram out of order takes one back from the loss count (3.2+).
+    pub take_back_loss: bool,
+    /// The first datagram (after the start, or the omitted seconds) only sets the previous
+    /// transit time (3.8+). Before, the previous transit started at 0, so the first datagram
+    /// added its whole transit, a clock offset between two hosts, to the jitter.
+    pub seed_first_transit: bool,
+}
+
+impl Rules {
+    /// Today's rules (3.8 to 3.21).
+    pub const CURRENT: Rules = Rules {
+        take_back_loss: true,
+        seed_first_transit: true,
+    };
+
+    /// The rules a release counts by.
+    pub fn of(version: crate::version::Version) -> Rules {
+        use crate::version::Feature;
+        Rules {
+            take_back_loss: version.has(Feature::LossTakeBack),
+            seed_first_transit: version.has(Feature::JitterSeeded),
+        }
+    }
+}
+
+impl Default for Rules {
+    fn default() -> Rules {
+        Rules::CURRENT
+    }
+}
+
 /// A UDP receiver's counts on one stream, by iperf3's definitions (`iperf_udp_recv`), fed each
 /// datagram's sequence number, the sender's time in it and this end's arrival time.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Receiver {
+    rules: Rules,
     /// The highest sequence number seen (`packet_count`): the `packets` a receiver reports.
     highest: u64,
     /// Gap-based loss (`cnt_error`); never below 0.
@@ -322,8 +359,15 @@ pub struct OmittedCounts {
 }
 
 impl Receiver {
+    /// A receiver counting by today's rules.
     pub fn new() -> Receiver {
+        Receiver::with_rules(Rules::CURRENT)
+    }
+
+    /// A receiver counting as a given release does (to check an old peer's figures).
+    pub fn with_rules(rules: Rules) -> Receiver {
         Receiver {
+            rules,
             fresh: true,
             ..Receiver::default()
         }
@@ -349,15 +393,15 @@ impl Receiver {
             self.highest = seq;
         } else {
             self.out_of_order += 1;
-            if self.errors > 0 {
+            if self.errors > 0 && self.rules.take_back_loss {
                 self.errors -= 1;
             }
         }
         let transit = transit_secs(sent, arrival);
-        if self.fresh {
+        if self.fresh && self.rules.seed_first_transit {
             self.prev_transit = transit;
-            self.fresh = false;
         }
+        self.fresh = false;
         let d = (transit - self.prev_transit).abs();
         self.prev_transit = transit;
         self.jitter += (d - self.jitter) / 16.0;
@@ -641,6 +685,29 @@ mod tests {
         // Transits 50 s and 50.1 s.
         assert!((r.jitter() - 0.1 / 16.0).abs() < 1e-12, "{}", r.jitter());
         assert_eq!(transit_secs(ts(1, 999_999), ts(3, 1)), 1.000_002);
+    }
+
+    #[test]
+    fn older_rules() {
+        let v = |s| crate::version::Version::parse(s).unwrap();
+        assert_eq!(Rules::of(v("3.21")), Rules::CURRENT);
+        assert_eq!(Rules::of(v("3.8")), Rules::CURRENT);
+        let r37 = Rules::of(v("3.7"));
+        assert!(r37.take_back_loss && !r37.seed_first_transit);
+        let r31 = Rules::of(v("3.1.3"));
+        assert!(!r31.take_back_loss && !r31.seed_first_transit);
+        // 3.1: a late datagram does not take its loss back.
+        let mut r = Receiver::with_rules(r31);
+        let t = ts(0, 0);
+        for seq in [1, 3, 2] {
+            r.record(seq, t, t);
+        }
+        assert_eq!((r.errors(), r.out_of_order()), (1, 1));
+        // Before 3.8: the first transit (here 1.6 s of clock offset) counts from 0.
+        let mut r = Receiver::with_rules(r37);
+        r.record(1, ts(0, 0), ts(1, 600_000));
+        assert!((r.jitter() - 1.6 / 16.0).abs() < 1e-12);
+        assert_eq!(Rules::default(), Rules::CURRENT);
     }
 
     #[test]

@@ -88,6 +88,8 @@ pub enum Feature {
     ServerOutput,
     /// `udp_counters_64bit`: 64-bit UDP sequence numbers (3.1).
     UdpCounters64,
+    /// A UDP receiver takes a loss back for each datagram out of order (3.2).
+    LossTakeBack,
     /// Random cookies from `[a-z2-7]` (3.2; before, `hostname.sec.usec.random`).
     RandomCookie,
     /// `start_time`/`end_time` per stream in the results (3.2).
@@ -103,6 +105,8 @@ pub enum Feature {
     Bidir,
     /// `repeating_payload` (3.7).
     RepeatingPayload,
+    /// A UDP receiver's jitter starts from the first datagram's transit, not from 0 (3.8).
+    JitterSeeded,
     /// `--server-bitrate-limit` (3.9). Until 3.20 the server closes the control connection
     /// without saying why when the limit is exceeded; 3.21 sends SERVER_ERROR IETOTALRATE (27).
     ServerBitrateLimit,
@@ -144,9 +148,10 @@ pub enum Feature {
 
 impl Feature {
     /// Every feature, oldest first.
-    pub const ALL: [Feature; 24] = [
+    pub const ALL: [Feature; 26] = [
         Feature::ServerOutput,
         Feature::UdpCounters64,
+        Feature::LossTakeBack,
         Feature::RandomCookie,
         Feature::StreamTimes,
         Feature::FqRate,
@@ -154,6 +159,7 @@ impl Feature {
         Feature::ExtraData,
         Feature::Bidir,
         Feature::RepeatingPayload,
+        Feature::JitterSeeded,
         Feature::ServerBitrateLimit,
         Feature::ControlNodelay,
         Feature::DontFragment,
@@ -177,11 +183,13 @@ impl Feature {
             Feature::ServerOutput => Version::new(3, 0, 5),
             Feature::UdpCounters64 => Version::new(3, 1, 0),
             Feature::RandomCookie
+            | Feature::LossTakeBack
             | Feature::StreamTimes
             | Feature::FqRate
             | Feature::Authentication => Version::new(3, 2, 0),
             Feature::ExtraData => Version::new(3, 6, 0),
             Feature::Bidir | Feature::RepeatingPayload => Version::new(3, 7, 0),
+            Feature::JitterSeeded => Version::new(3, 8, 0),
             Feature::ServerBitrateLimit => Version::new(3, 9, 0),
             Feature::ControlNodelay | Feature::DontFragment | Feature::ReceiveTimeout => {
                 Version::new(3, 10, 0)
@@ -211,6 +219,8 @@ impl Feature {
         let what = match self {
             Feature::ServerOutput => "--get-server-output",
             Feature::UdpCounters64 => "64-bit UDP counters",
+            Feature::LossTakeBack => "UDP loss counted net of late datagrams",
+            Feature::JitterSeeded => "UDP jitter without the first datagram's clock offset",
             Feature::RandomCookie => "random cookies",
             Feature::StreamTimes => "per-stream start and end times in the results",
             Feature::FqRate => "--fq-rate",
