@@ -273,6 +273,10 @@ fn check_one_params(p: &Params) -> bool {
             assert!(t.mss.is_none_or(|m| m <= limits::MAX_MSS));
             assert!(t.burst.is_none_or(|b| (1..=limits::MAX_BURST).contains(&b)));
             assert!(!(p.reverse && p.bidirectional));
+            assert!(t
+                .congestion
+                .as_deref()
+                .is_none_or(|c| (1..=15).contains(&c.len()) && c.is_ascii()));
             true
         }
         Err(v) => {

@@ -431,6 +431,16 @@ impl ErrorCode {
     }
 }
 
+impl ErrorCode {
+    /// `iperf3 error 27, IETOTALRATE`, to cite it after words.
+    pub fn cite(self) -> String {
+        match self.name() {
+            Some(name) => format!("iperf3 error {}, {name}", self.0),
+            None => format!("iperf3 error {}", self.0),
+        }
+    }
+}
+
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.name() {
@@ -489,10 +499,7 @@ impl Refusal {
                     || format!("failed the test: {}", e.code.iperf3_message()),
                     str::to_string,
                 );
-                let mut text = format!(
-                    "the iperf3 server at {server} {what} (iperf3 error {}",
-                    e.code
-                );
+                let mut text = format!("the iperf3 server at {server} {what} ({}", e.code.cite());
                 if e.errno > 0 {
                     text.push_str("; the server's system said: ");
                     text.push_str(&os_error(e.errno));
@@ -578,7 +585,7 @@ mod tests {
             e.explain("10.0.0.2:5201"),
             "the iperf3 server at 10.0.0.2:5201 refused the test's total bitrate: it is above \
              the server's limit (--server-bitrate-limit); ask for a lower -b or fewer streams \
-             (iperf3 error 27 (IETOTALRATE))"
+             (iperf3 error 27, IETOTALRATE)"
         );
         // A code without plain words falls back on iperf3's message; errno is spelled out.
         let e = Refusal::ServerError(ServerError {

@@ -2,8 +2,7 @@
 //! (`linerate serve` accepting stock iperf3 clients), a client (`linerate bench --iperf3`
 //! against a stock server) and a fuzzer drive the same code. Facts come from esnet/iperf's
 //! source, release by release from 3.0 to 3.21, and from captures of real iperf3 binaries
-//! talking to each other (`tests/transcripts/`); see `docs/iperf3.md` for what linerate makes of
-//! them.
+//! talking to each other (`tests/transcripts/`, with what they showed in its README).
 //!
 //! A test, on one TCP control connection (the client's writes on the left):
 //!

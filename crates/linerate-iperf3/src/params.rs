@@ -21,7 +21,8 @@
 //! is the negative that 3.12/3.13 printed unsigned (see `json.rs`).
 //!
 //! **Unknown keys** are kept in [`Params::unknown`] (every iperf3 version ignores them), so a
-//! newer client's options can be logged.
+//! newer client's options can be logged. Strings (`title`, `extra_data`, `client_version`,
+//! `authtoken`, unknown values) are as the client sent them: escape them before printing.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -286,8 +287,9 @@ const KNOWN: [&str; 40] = [
 
 impl Params {
     /// What an iperf3 3.21 client sends for a plain test of this protocol: `-t 10 -P 1`,
-    /// TCP's 128 KiB writes or UDP's 1460-byte datagrams at 1 Mbit/s. No `client_version`:
-    /// the client says what it is.
+    /// TCP's 128 KiB writes or UDP's 1460-byte datagrams at 1 Mbit/s. Without 3.21's GSO keys
+    /// (a server without them does not use GSO) and without `client_version`: the client says
+    /// what it is.
     pub fn new(protocol: Protocol) -> Params {
         let udp = protocol == Protocol::Udp;
         Params {
@@ -463,6 +465,17 @@ impl Params {
             burst,
             tos,
         } = self.check_sockets(limits)?;
+        if let Some(name) = &self.congestion {
+            if !is_algorithm_name(name) {
+                return Err(Violation::new(
+                    ErrorCode::IESETCONGESTION,
+                    format!(
+                        "congestion control \"{}\" (-C) is not an algorithm's name",
+                        name.escape_debug()
+                    ),
+                ));
+            }
+        }
         let bitrate_bps = non_negative(self.bandwidth, "bandwidth (-b)")?.unwrap_or(0);
         let fq_rate_bps = non_negative(self.fqrate, "fqrate (--fq-rate)")?.filter(|r| *r > 0);
         let pacing_timer_us = non_negative(self.pacing_timer, "pacing_timer")?
@@ -663,6 +676,17 @@ struct Sockets {
     tos: Option<u8>,
 }
 
+/// A name the kernel could know: at most 15 bytes (`TCP_CA_NAME_MAX` less its NUL) of letters,
+/// digits, `_` and `-`. iperf3 hands any string to `setsockopt(TCP_CONGESTION)` and only warns
+/// when the kernel does not know it; a server of ours refuses what cannot be a name, so it never
+/// reaches a socket or a log line.
+fn is_algorithm_name(name: &str) -> bool {
+    (1..=15).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 fn in_range(v: i64, min: u32, max: u32) -> Option<u32> {
     u32::try_from(v).ok().filter(|v| (min..=max).contains(v))
 }
@@ -819,7 +843,7 @@ impl Violation {
 
 impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (iperf3 error {})", self.reason, self.code)
+        write!(f, "{} ({})", self.reason, self.code.cite())
     }
 }
 
@@ -858,7 +882,8 @@ pub struct Test {
     pub mss: Option<u32>,
     pub nodelay: bool,
     pub tos: Option<u8>,
-    /// The congestion control asked for; iperf3 only warns when the server lacks it.
+    /// The congestion control asked for, a plausible name (checked); iperf3 only warns when the
+    /// server lacks it.
     pub congestion: Option<String>,
     /// 64-bit sequence numbers in the UDP header.
     pub udp_counters_64bit: bool,
@@ -1066,6 +1091,20 @@ mod tests {
         );
         assert_eq!(refused(&base(r#","num":-5"#)), ErrorCode::IERECVPARAMS);
         assert_eq!(
+            refused(&base(r#","congestion":"bbr; rm -rf /""#)),
+            ErrorCode::IESETCONGESTION
+        );
+        assert_eq!(
+            refused(&base(r#","congestion":"a_very_long_name_x""#)),
+            ErrorCode::IESETCONGESTION
+        );
+        assert_eq!(
+            refused(&base(r#","congestion":"""#)),
+            ErrorCode::IESETCONGESTION
+        );
+        assert!(check(&base(r#","congestion":"cubic""#)).is_ok());
+        assert!(check(&base(r#","congestion":"bbr2-x_1""#)).is_ok());
+        assert_eq!(
             refused(&base(r#","bandwidth":-5"#)),
             ErrorCode::IERECVPARAMS
         );
@@ -1146,7 +1185,7 @@ mod tests {
             .check(&limits)
             .unwrap_err();
         assert_eq!(v.code, ErrorCode::IETOTALRATE);
-        assert_eq!(v.to_string(), "16000000000 bit/s in total asked for; this server allows at most 10000000000 (iperf3 error 27 (IETOTALRATE))");
+        assert_eq!(v.to_string(), "16000000000 bit/s in total asked for; this server allows at most 10000000000 (iperf3 error 27, IETOTALRATE)");
         let v = p(r#","bandwidth":0"#).check(&limits).unwrap_err();
         assert_eq!(v.code, ErrorCode::IETOTALRATE, "unpaced");
         assert!(p(r#","bandwidth":0,"fqrate":1000000"#)

@@ -190,7 +190,8 @@ pub struct Results {
     /// This end's congestion control in use.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub congestion_used: Option<String>,
-    /// The server's `-J` report, when the client asked for it (any JSON).
+    /// The server's `-J` report, when the client asked for it (any JSON; its objects' keys come
+    /// back sorted, as serde_json keeps them, where iperf3 keeps its own order).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_output_json: Option<Value>,
     /// The server's text output, when the client asked for it and the server runs without `-J`.

@@ -417,9 +417,12 @@ impl ServerSession {
     }
 
     /// Read the client's bytes: how many were used and the event they completed, if any. Feed
-    /// the rest again (a call takes at most one event's bytes).
+    /// the rest again (a call takes at most one event's bytes). After the cookie nothing is read
+    /// until the server has answered it (`(0, None)`): what the client sends next depends on
+    /// the answer.
     pub fn receive(&mut self, input: &[u8]) -> Result<(usize, Option<FromClient>), SessionError> {
         match self.phase {
+            Phase::Cookie => Ok((0, None)),
             Phase::Start => {
                 let take = (COOKIE_LEN - self.cookie.len()).min(input.len());
                 self.cookie.extend_from_slice(&input[..take]);
@@ -640,6 +643,19 @@ mod tests {
 
         let mut s = ServerSession::new(1 << 20);
         assert!(s.param_exchange().is_err(), "no cookie yet");
+        // A client that sends its parameters before PARAM_EXCHANGE: nothing is read past the
+        // cookie until the server answered.
+        let mut early = vec![b'x'; 37];
+        early.extend(Params::new(Protocol::Tcp).encode().unwrap());
+        let (used, event) = s.receive(&early).unwrap();
+        assert_eq!((used, event.is_some()), (37, true));
+        assert_eq!(s.receive(&early[37..]).unwrap(), (0, None));
+        s.param_exchange().unwrap();
+        assert!(matches!(
+            s.receive(&early[37..]).unwrap().1,
+            Some(FromClient::Params(_))
+        ));
+        let mut s = ServerSession::new(1 << 20);
         deliver(|b| s.receive(b), &[b'x'; 37]).unwrap();
         s.param_exchange().unwrap();
         // Oversized parameters: refused at the length.
