@@ -22,6 +22,13 @@
 //!
 //! At any point the client may send CLIENT_TERMINATE (Ctrl-C) or IPERF_DONE (it gave up), and
 //! the server SERVER_TERMINATE or SERVER_ERROR; each ends the conversation.
+//!
+//! **Control or data?** Every TCP connection of a test opens with the same 37-byte cookie, so a
+//! server tells a data connection from a new control connection by looking the cookie up: a
+//! test waiting for its streams (after CREATE_STREAMS) takes a connection with its cookie as its
+//! next stream ([`crate::streams::plan`] says which role it gets), in arrival order; any other
+//! cookie opens a new conversation. iperf3 does the same with one test: while it waits for
+//! streams, a connection with another cookie gets ACCESS_DENIED.
 
 use thiserror::Error;
 
