@@ -555,74 +555,48 @@ impl Params {
     /// The socket options and the burst, each against iperf3's limit (the window also against
     /// the server's).
     fn check_sockets(&self, limits: &Limits) -> Result<Sockets, Violation> {
-        let window = optional(
+        let max_window = limits.max_window.min(limits::MAX_WINDOW);
+        let window = bounded(
             self.window,
             0,
-            limits.max_window.min(limits::MAX_WINDOW),
-            || {
-                (
-                    ErrorCode::IEBUFSIZE,
-                    format!(
-                        "a socket buffer (-w) of {} bytes; this server allows at most {}",
-                        self.window.unwrap_or_default(),
-                        limits.max_window.min(limits::MAX_WINDOW)
-                    ),
-                )
-            },
+            max_window,
+            ErrorCode::IEBUFSIZE,
+            "socket buffer (-w)",
         )?
         .filter(|w| *w > 0);
-        let mss = optional(self.mss, 0, limits::MAX_MSS, || {
-            (
-                ErrorCode::IEMSS,
-                format!(
-                    "an MSS (-M) of {}; iperf3 allows at most {}",
-                    self.mss.unwrap_or_default(),
-                    limits::MAX_MSS
-                ),
-            )
-        })?
-        .filter(|m| *m > 0);
-        let burst = optional(self.burst, 0, limits::MAX_BURST, || {
-            (
-                ErrorCode::IEBURST,
-                format!(
-                    "a burst of {}; iperf3 allows 1 to {}",
-                    self.burst.unwrap_or_default(),
-                    limits::MAX_BURST
-                ),
-            )
-        })?
+        let mss =
+            bounded(self.mss, 0, limits::MAX_MSS, ErrorCode::IEMSS, "MSS (-M)")?.filter(|m| *m > 0);
+        let burst = bounded(
+            self.burst,
+            0,
+            limits::MAX_BURST,
+            ErrorCode::IEBURST,
+            "burst (-b RATE/COUNT)",
+        )?
         .filter(|b| *b > 0);
-        let tos = optional(self.tos, 0, limits::MAX_TOS, || {
-            (
-                ErrorCode::IEBADTOS,
-                format!(
-                    "a TOS of {}; it must be 0 to 255",
-                    self.tos.unwrap_or_default()
-                ),
-            )
-        })?
+        let tos = bounded(
+            self.tos,
+            0,
+            limits::MAX_TOS,
+            ErrorCode::IEBADTOS,
+            "TOS (-S)",
+        )?
         .filter(|t| *t > 0)
         .map(|t| t as u8);
-        optional(self.flowlabel, 0, limits::MAX_FLOWLABEL, || {
-            (
-                ErrorCode::IESETFLOW,
-                format!(
-                    "a flow label of {}; it must be 0 to 0xfffff",
-                    self.flowlabel.unwrap_or_default()
-                ),
-            )
-        })?;
-        optional(self.server_affinity, 0, limits::MAX_AFFINITY, || {
-            (
-                ErrorCode::IEAFFINITY,
-                format!(
-                    "CPU {} asked for (-A); iperf3 allows 0 to {}",
-                    self.server_affinity.unwrap_or_default(),
-                    limits::MAX_AFFINITY
-                ),
-            )
-        })?;
+        bounded(
+            self.flowlabel,
+            0,
+            limits::MAX_FLOWLABEL,
+            ErrorCode::IESETFLOW,
+            "flow label (-L)",
+        )?;
+        bounded(
+            self.server_affinity,
+            0,
+            limits::MAX_AFFINITY,
+            ErrorCode::IEAFFINITY,
+            "server CPU (-A)",
+        )?;
         Ok(Sockets {
             window,
             mss,
@@ -701,21 +675,19 @@ fn non_negative(v: Option<i64>, what: &str) -> Result<Option<u64>, Violation> {
     }
 }
 
-fn optional(
+/// An optional number within `min..=max`, else refused with `code`, naming `what`.
+fn bounded(
     v: Option<i64>,
     min: u32,
     max: u32,
-    refuse: impl FnOnce() -> (ErrorCode, String),
+    code: ErrorCode,
+    what: &str,
 ) -> Result<Option<u32>, Violation> {
     match v {
         None => Ok(None),
-        Some(n) => match in_range(n, min, max) {
-            Some(n) => Ok(Some(n)),
-            None => {
-                let (code, reason) = refuse();
-                Err(Violation::new(code, reason))
-            }
-        },
+        Some(n) => in_range(n, min, max).map(Some).ok_or_else(|| {
+            Violation::new(code, format!("a {what} of {n}; allowed: {min} to {max}"))
+        }),
     }
 }
 

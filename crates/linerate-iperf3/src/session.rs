@@ -33,7 +33,7 @@
 use thiserror::Error;
 
 use crate::cookie::{Cookie, COOKIE_LEN};
-use crate::frame::{FrameDecoder, FrameError, PARAMS_MAX};
+use crate::frame::{FrameDecoder, PARAMS_MAX};
 use crate::json::DecodeError;
 use crate::params::Params;
 use crate::results::Results;
@@ -73,6 +73,15 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// `Ok` when this is the phase `what` may be sent in.
+    fn require(self, ok: bool, what: &'static str) -> Result<(), SessionError> {
+        if ok {
+            Ok(())
+        } else {
+            Err(SessionError::OutOfOrder { what, phase: self })
+        }
+    }
+
     /// The phase's name in messages.
     pub const fn describe(self) -> &'static str {
         match self {
@@ -170,27 +179,18 @@ impl ClientSession {
         self.phase
     }
 
-    fn expect(&self, ok: bool, what: &'static str) -> Result<(), SessionError> {
-        if ok {
-            Ok(())
-        } else {
-            Err(SessionError::OutOfOrder {
-                what,
-                phase: self.phase,
-            })
-        }
-    }
-
     /// The cookie, first thing on the connection.
     pub fn cookie(&mut self, cookie: &Cookie) -> Result<[u8; COOKIE_LEN], SessionError> {
-        self.expect(self.phase == Phase::Start, "the cookie")?;
+        self.phase
+            .require(self.phase == Phase::Start, "the cookie")?;
         self.phase = Phase::Cookie;
         Ok(*cookie.as_bytes())
     }
 
     /// The parameters, after PARAM_EXCHANGE. iperf3 3.18+ refuses them over 8 KiB.
     pub fn params(&mut self, params: &Params) -> Result<Vec<u8>, SessionError> {
-        self.expect(self.phase == Phase::ParamExchange, "the parameters")?;
+        self.phase
+            .require(self.phase == Phase::ParamExchange, "the parameters")?;
         let bytes = params
             .encode()
             .map_err(|e| SessionError::Params(DecodeError::Frame(e)))?;
@@ -200,14 +200,16 @@ impl ClientSession {
 
     /// TEST_END: the client's end condition was met.
     pub fn test_end(&mut self) -> Result<[u8; 1], SessionError> {
-        self.expect(self.phase == Phase::Running, "TEST_END")?;
+        self.phase
+            .require(self.phase == Phase::Running, "TEST_END")?;
         self.phase = Phase::TestEnd;
         Ok([State::TestEnd.to_byte()])
     }
 
     /// The client's results, after EXCHANGE_RESULTS.
     pub fn results(&mut self, results: &Results, limit: u32) -> Result<Vec<u8>, SessionError> {
-        self.expect(self.phase == Phase::ExchangeResults, "the client's results")?;
+        self.phase
+            .require(self.phase == Phase::ExchangeResults, "the client's results")?;
         let bytes = results
             .encode(limit)
             .map_err(|e| SessionError::Results(DecodeError::Frame(e)))?;
@@ -217,7 +219,8 @@ impl ClientSession {
 
     /// IPERF_DONE, after DISPLAY_RESULTS: the last byte of a test.
     pub fn iperf_done(&mut self) -> Result<[u8; 1], SessionError> {
-        self.expect(self.phase == Phase::DisplayResults, "IPERF_DONE")?;
+        self.phase
+            .require(self.phase == Phase::DisplayResults, "IPERF_DONE")?;
         self.phase = Phase::Done;
         Ok([State::IperfDone.to_byte()])
     }
@@ -239,13 +242,16 @@ impl ClientSession {
             return Ok((input.len(), None));
         }
         if self.phase == Phase::ClientResults {
-            let (used, body) = self.frames.push(input).map_err(results_frame)?;
-            let Some(body) = body else {
-                return Ok((used, None));
-            };
-            let results = Results::decode(&body).map_err(SessionError::Results)?;
-            self.phase = Phase::ServerResults;
-            return Ok((used, Some(FromServer::Results(Box::new(results)))));
+            let (used, results) = read_message(
+                &mut self.frames,
+                input,
+                Results::decode,
+                SessionError::Results,
+            )?;
+            if results.is_some() {
+                self.phase = Phase::ServerResults;
+            }
+            return Ok((used, results.map(|r| FromServer::Results(Box::new(r)))));
         }
         let Some((msg, used)) = ControlMsg::decode(input)? else {
             return Ok((0, None));
@@ -317,8 +323,21 @@ impl ClientSession {
     }
 }
 
-fn results_frame(e: FrameError) -> SessionError {
-    SessionError::Results(DecodeError::Frame(e))
+/// Read a JSON message with `frames`: how many bytes were used, and the message once complete.
+/// `wrap` says which message failed.
+fn read_message<T>(
+    frames: &mut FrameDecoder,
+    input: &[u8],
+    decode: fn(&[u8]) -> Result<T, DecodeError>,
+    wrap: fn(DecodeError) -> SessionError,
+) -> Result<(usize, Option<T>), SessionError> {
+    let (used, body) = frames
+        .push(input)
+        .map_err(|e| wrap(DecodeError::Frame(e)))?;
+    match body {
+        None => Ok((used, None)),
+        Some(body) => Ok((used, Some(decode(&body).map_err(wrap)?))),
+    }
 }
 
 /// A server's side of the control connection.
@@ -346,21 +365,10 @@ impl ServerSession {
         self.phase
     }
 
-    fn expect(&self, ok: bool, what: &'static str) -> Result<(), SessionError> {
-        if ok {
-            Ok(())
-        } else {
-            Err(SessionError::OutOfOrder {
-                what,
-                phase: self.phase,
-            })
-        }
-    }
-
     /// ACCESS_DENIED: another test runs. iperf3 sends it before reading the cookie, so a busy
     /// server never waits on a stranger; close the connection after it.
     pub fn deny_busy(&mut self) -> Result<[u8; 1], SessionError> {
-        self.expect(
+        self.phase.require(
             matches!(self.phase, Phase::Start | Phase::Cookie),
             "ACCESS_DENIED",
         )?;
@@ -370,28 +378,32 @@ impl ServerSession {
 
     /// PARAM_EXCHANGE, after the cookie.
     pub fn param_exchange(&mut self) -> Result<[u8; 1], SessionError> {
-        self.expect(self.phase == Phase::Cookie, "PARAM_EXCHANGE")?;
+        self.phase
+            .require(self.phase == Phase::Cookie, "PARAM_EXCHANGE")?;
         self.phase = Phase::ParamExchange;
         Ok([State::ParamExchange.to_byte()])
     }
 
     /// CREATE_STREAMS, once the parameters are accepted and the data port listens.
     pub fn create_streams(&mut self) -> Result<[u8; 1], SessionError> {
-        self.expect(self.phase == Phase::Params, "CREATE_STREAMS")?;
+        self.phase
+            .require(self.phase == Phase::Params, "CREATE_STREAMS")?;
         self.phase = Phase::CreateStreams;
         Ok([State::CreateStreams.to_byte()])
     }
 
     /// TEST_START and TEST_RUNNING in one write, once every stream is accepted.
     pub fn test_start_running(&mut self) -> Result<[u8; 2], SessionError> {
-        self.expect(self.phase == Phase::CreateStreams, "TEST_START")?;
+        self.phase
+            .require(self.phase == Phase::CreateStreams, "TEST_START")?;
         self.phase = Phase::Running;
         Ok([State::TestStart.to_byte(), State::TestRunning.to_byte()])
     }
 
     /// EXCHANGE_RESULTS, after the client's TEST_END (the server stops its streams first).
     pub fn exchange_results(&mut self) -> Result<[u8; 1], SessionError> {
-        self.expect(self.phase == Phase::TestEnd, "EXCHANGE_RESULTS")?;
+        self.phase
+            .require(self.phase == Phase::TestEnd, "EXCHANGE_RESULTS")?;
         self.phase = Phase::ExchangeResults;
         Ok([State::ExchangeResults.to_byte()])
     }
@@ -402,7 +414,8 @@ impl ServerSession {
         results: &Results,
         limit: u32,
     ) -> Result<Vec<u8>, SessionError> {
-        self.expect(self.phase == Phase::ClientResults, "the server's results")?;
+        self.phase
+            .require(self.phase == Phase::ClientResults, "the server's results")?;
         let mut bytes = results
             .encode(limit)
             .map_err(|e| SessionError::Results(DecodeError::Frame(e)))?;
@@ -440,25 +453,28 @@ impl ServerSession {
                 Ok((take, Some(FromClient::Cookie(cookie))))
             }
             Phase::ParamExchange => {
-                let (used, body) = self
-                    .params
-                    .push(input)
-                    .map_err(|e| SessionError::Params(DecodeError::Frame(e)))?;
-                let Some(body) = body else {
-                    return Ok((used, None));
-                };
-                let params = Params::decode(&body).map_err(SessionError::Params)?;
-                self.phase = Phase::Params;
-                Ok((used, Some(FromClient::Params(Box::new(params)))))
+                let (used, params) = read_message(
+                    &mut self.params,
+                    input,
+                    Params::decode,
+                    SessionError::Params,
+                )?;
+                if params.is_some() {
+                    self.phase = Phase::Params;
+                }
+                Ok((used, params.map(|p| FromClient::Params(Box::new(p)))))
             }
             Phase::ExchangeResults => {
-                let (used, body) = self.results.push(input).map_err(results_frame)?;
-                let Some(body) = body else {
-                    return Ok((used, None));
-                };
-                let results = Results::decode(&body).map_err(SessionError::Results)?;
-                self.phase = Phase::ClientResults;
-                Ok((used, Some(FromClient::Results(Box::new(results)))))
+                let (used, results) = read_message(
+                    &mut self.results,
+                    input,
+                    Results::decode,
+                    SessionError::Results,
+                )?;
+                if results.is_some() {
+                    self.phase = Phase::ClientResults;
+                }
+                Ok((used, results.map(|r| FromClient::Results(Box::new(r)))))
             }
             phase => {
                 let Some((msg, used)) = ControlMsg::decode(input)? else {
@@ -508,6 +524,7 @@ impl ServerSession {
 mod tests {
     use super::*;
     use crate::errors::ErrorCode;
+    use crate::frame::FrameError;
     use crate::params::Protocol;
     use crate::results::SenderRetransmits;
 
