@@ -46,7 +46,10 @@ pub fn assert_sane(t: &DiskTestResult) {
     let rel = 1e-6 / t.seconds;
     let exact = t.bytes as f64 / t.seconds / 1e9;
     assert!((t.gb_per_s - exact).abs() <= 0.0005 + exact * rel, "{t:?}");
-    assert!((t.gbps - exact * 8.0).abs() <= 0.0005 + exact * 8.0 * rel, "{t:?}");
+    assert!(
+        (t.gbps - exact * 8.0).abs() <= 0.0005 + exact * 8.0 * rel,
+        "{t:?}"
+    );
     let iops = t.ops as f64 / t.seconds;
     assert!((t.iops - iops).abs() <= 0.5 + iops * rel, "{t:?}");
     assert_eq!(t.bytes, t.ops * t.block_bytes, "{t:?}");
