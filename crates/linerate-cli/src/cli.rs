@@ -278,12 +278,37 @@ pub struct ServeArgs {
     /// Exit after serving one test.
     #[arg(long)]
     pub once: bool,
+    /// Exit after serving this many tests.
+    #[arg(long, value_name = "N", conflicts_with = "once", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_served: Option<u64>,
+    /// Exit this long after starting, tests running or not (`90s`, `10m`, or seconds): the hard
+    /// deadline of a temporary server.
+    #[arg(long, value_name = "TIME", value_parser = duration)]
+    pub exit_after: Option<std::time::Duration>,
+    /// Exit when standard input closes: the lifeline of a server started over ssh (`--ssh`),
+    /// which then ends with the ssh session however its client ended, even killed.
+    #[arg(long)]
+    pub exit_on_stdin_close: bool,
+    /// Read the pre-shared key from the first line of standard input, so it appears in no
+    /// command line, environment or file (`--ssh` passes a fresh key this way).
+    #[arg(long, conflicts_with = "psk_file")]
+    pub psk_stdin: bool,
     /// Accept file transfers (`bench --file`) into this directory, and nowhere else: names are
     /// single path components, existing files are never overwritten, incomplete copies removed.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", group = "files")]
     pub write_dir: Option<PathBuf>,
-    /// Largest file a client may send (with --write-dir); 0 = bounded by free space only.
-    #[arg(long, value_name = "BYTES", default_value_t = defaults::MAX_FILE_BYTES, value_parser = file_size, requires = "write_dir")]
+    /// Accept file transfers into a new directory made in PARENT, removed with its contents
+    /// when the server exits (`--ssh` uses it for doctor's copy and `bench --file`).
+    #[arg(
+        long,
+        value_name = "PARENT",
+        group = "files",
+        conflicts_with = "write_dir"
+    )]
+    pub scratch_write_dir: Option<PathBuf>,
+    /// Largest file a client may send (with --write-dir or --scratch-write-dir); 0 = bounded by
+    /// free space only.
+    #[arg(long, value_name = "BYTES", default_value_t = defaults::MAX_FILE_BYTES, value_parser = file_size, requires = "files")]
     pub max_file_size: u64,
     /// Latency tests: the longest busy-poll per wait the echo grants a client's `--spin`, µs;
     /// more is capped to it and the client is told; 0 = always block.
