@@ -8,6 +8,7 @@
 //! root), a skip is a broken setup and [`skip`] panics instead.
 
 pub mod schema;
+pub mod sshd;
 
 use std::fmt::Display;
 use std::io::Write;
@@ -49,7 +50,7 @@ impl Policy {
             return Err(format!(
                 "{test} cannot run here: {reason}; {REQUIRE_ENV} is set (CI runs as root, so a \
                  skip here means a broken setup: it needs root, network namespaces, tmpfs \
-                 mounts, Chromium or setpriv)"
+                 mounts, Chromium, setpriv or sshd)"
             ));
         }
         if let Some(log) = &self.log {
