@@ -338,6 +338,26 @@ pub fn duration(s: &str) -> Result<std::time::Duration, String> {
     })
 }
 
+/// `--ssh`: a temporary `linerate serve` this run starts on the far end through ssh
+/// (`doctor`, `bench`, `soak`).
+#[derive(Debug, Clone, Args)]
+pub struct SshArgs {
+    /// Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with
+    /// the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight
+    /// to HOST, which may be another address of the same machine.
+    #[arg(long, value_name = "[USER@]SSHHOST", num_args = 0..=1, default_missing_value = "", conflicts_with = "psk_file")]
+    pub ssh: Option<String>,
+    /// With --ssh: the linerate program on SSHHOST: `linerate` is looked up on the PATH of a
+    /// non-interactive shell there; a path starting with `~/` is in the login's home.
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "linerate",
+        requires = "ssh"
+    )]
+    pub ssh_command: String,
+}
+
 #[derive(Debug, Args)]
 #[command(
     after_help = "Exit status: 0 every port clean (or congested, or too little traffic to judge: the
@@ -347,19 +367,19 @@ measured until then is still reported).
 Examples:
   # ten minutes of traffic both ways to server1 (which runs `linerate serve`)
   linerate soak server1
-  # five minutes, verdicts as JSON, and a Prometheus text file for node_exporter
-  linerate soak server1 --duration 5m --json --textfile /var/lib/node_exporter
+  # an hour over 10.0.0.2, with a temporary server started on node2 through ssh
+  linerate soak 10.0.0.2 --ssh node2 --duration 1h
   # the local ports only, no traffic, for a link that carries production load
   linerate soak --passive --duration 2m"
 )]
 #[allow(clippy::struct_excessive_bools)]
 pub struct SoakArgs {
-    /// The host running `linerate serve` (omit with --passive).
-    #[arg(required_unless_present = "passive", conflicts_with = "passive")]
+    /// The host running `linerate serve` (omit with --passive); with --ssh, its test address.
+    #[arg(required_unless_present_any = ["passive", "ssh"], conflicts_with = "passive")]
     pub host: Option<String>,
-    /// The server's TCP port.
-    #[arg(short, long, default_value_t = linerate_proto::DEFAULT_PORT)]
-    pub port: u16,
+    /// The server's TCP port [default: 5301; with --ssh, one the far end's kernel picks].
+    #[arg(short, long)]
+    pub port: Option<u16>,
     /// How long to soak (`10m`, `90s`, `1h`, or seconds).
     #[arg(short = 't', long, value_name = "TIME", default_value = "10m", value_parser = duration)]
     pub duration: std::time::Duration,
@@ -383,7 +403,7 @@ pub struct SoakArgs {
     #[arg(long)]
     pub rdma: bool,
     /// Sample the local ports only, without traffic (no BER verdict without traffic).
-    #[arg(long, conflicts_with_all = ["rdma", "both_ways", "one_way", "reverse", "psk_file"])]
+    #[arg(long, conflicts_with_all = ["rdma", "both_ways", "one_way", "reverse", "psk_file", "ssh"])]
     pub passive: bool,
     /// Print one JSON document (schemas/soak.schema.json) instead of the terminal view.
     #[arg(long, conflicts_with = "json_stream")]
@@ -404,6 +424,8 @@ pub struct SoakArgs {
     /// Pre-shared key file, when the server requires one.
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub ssh: SshArgs,
 }
 
 #[derive(Debug, Args)]
@@ -415,15 +437,16 @@ Examples:
   linerate doctor
   # the path to server1 (which runs `linerate serve`), in about 10 s
   linerate doctor server1 --quick
-  # the longer plan, with an HTML report to share
-  linerate doctor server1 --thorough --report report.html"
+  # the path to 10.0.0.2, its server started for the run through ssh to admin@node2
+  linerate doctor 10.0.0.2 --ssh admin@node2"
 )]
 pub struct DoctorArgs {
-    /// A host running `linerate serve`; without it, doctor checks this machine alone.
+    /// A host running `linerate serve` (with --ssh: the far end's test address); without it,
+    /// doctor checks this machine alone.
     pub host: Option<String>,
-    /// Server port.
-    #[arg(short, long, default_value_t = linerate_proto::DEFAULT_PORT)]
-    pub port: u16,
+    /// Server port [default: 5301; with --ssh, one the far end's kernel picks].
+    #[arg(short, long)]
+    pub port: Option<u16>,
     /// A shorter plan (about 10 s).
     #[arg(long, conflicts_with = "thorough")]
     pub quick: bool,
@@ -459,6 +482,12 @@ pub struct DoctorArgs {
     /// Do not measure RDMA.
     #[arg(long)]
     pub no_rdma: bool,
+    #[command(flatten)]
+    pub ssh: SshArgs,
+    /// With --ssh: the directory on SSHHOST whose disk receives the disk-to-disk copy, in a
+    /// scratch directory the far end makes there and removes (default: the login directory).
+    #[arg(long, value_name = "DIR", requires = "ssh")]
+    pub ssh_disk: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -494,17 +523,18 @@ pub enum TestArg {
 #[command(after_help = "Examples:
   # TCP for 10 s, this host sending to server1 (which runs `linerate serve`)
   linerate bench server1
-  # 4 streams, server1 sending (reverse), one line per second
-  linerate bench server1 -P 4 -R -i 1
   # copy a file into server1's `serve --write-dir`, timing disk, network and disk
-  linerate bench server1 --file big.iso")]
+  linerate bench server1 --file big.iso
+  # 4 streams from 10.0.0.2 (reverse), with a temporary server started on node2 through ssh
+  linerate bench 10.0.0.2 --ssh node2 -P 4 -R")]
 #[allow(clippy::struct_excessive_bools)]
 pub struct BenchArgs {
-    /// The host running `linerate serve`.
-    pub host: String,
-    /// Server port.
-    #[arg(short, long, default_value_t = linerate_proto::DEFAULT_PORT)]
-    pub port: u16,
+    /// The host running `linerate serve` (with --ssh: the far end's test address).
+    #[arg(required_unless_present = "ssh")]
+    pub host: Option<String>,
+    /// Server port [default: 5301; with --ssh, one the far end's kernel picks].
+    #[arg(short, long)]
+    pub port: Option<u16>,
     /// Seconds to run (default 10; with --file, the time limit of the copy, default 300).
     #[arg(short = 't', long = "time", value_name = "SECS", value_parser = secs)]
     pub time: Option<u64>,
@@ -618,6 +648,12 @@ pub struct BenchArgs {
     /// Check every byte of every RDMA message against a pattern (counts mismatches).
     #[arg(long, requires = "rdma")]
     pub verify: bool,
+    #[command(flatten)]
+    pub ssh: SshArgs,
+    /// With --ssh and --file: the directory on SSHHOST the copy is written to, in a scratch
+    /// directory the far end makes there and removes when it ends (default: the login directory).
+    #[arg(long, value_name = "DIR", requires = "ssh")]
+    pub ssh_disk: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
