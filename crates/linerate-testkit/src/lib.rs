@@ -106,6 +106,19 @@ pub fn skip(reason: impl Display) {
     }
 }
 
+/// This process runs as root (its effective user id is 0): the privileged tests' first check.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .map(|euid| euid == "0")
+        })
+        .unwrap_or(false)
+}
+
 /// Copy a directory tree (a fixture root) to `to`, keeping symbolic links as links: the sysfs
 /// fixtures are made of relative links from `class/` to `devices/`.
 pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {

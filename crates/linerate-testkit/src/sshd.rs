@@ -32,19 +32,6 @@ pub struct Sshd {
     _lock: std::fs::File,
 }
 
-/// This process runs as root.
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .map(|euid| euid == "0")
-        })
-        .unwrap_or(false)
-}
-
 fn run(prog: &str, args: &[&str]) -> Result<(), String> {
     let out = Command::new(prog)
         .args(args)
@@ -92,7 +79,7 @@ fn free_port() -> u16 {
 impl Sshd {
     /// Start one; None (after recording the skip) where it cannot run.
     pub fn start() -> Option<Sshd> {
-        if !is_root() {
+        if !crate::is_root() {
             crate::skip("needs root to run sshd (privilege separation)");
             return None;
         }
