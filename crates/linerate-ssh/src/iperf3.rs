@@ -273,7 +273,7 @@ impl Iperf3Server {
                     ssh_error(f, &host, said.clone()).unwrap_or(SshError::Exited {
                         host,
                         program: spec.program.clone(),
-                        status: status.map_or_else(|| "it said".into(), |s| s.to_string()),
+                        status: status.map_or_else(|| "with an error".into(), |s| s.to_string()),
                         said,
                     }),
                 )

@@ -213,34 +213,40 @@ fn read_stdout<T>(
     tail: &Shared,
     tx: &mpsc::Sender<Found<T>>,
 ) {
-    let mut r = BufReader::new(out);
     let mut looking = true;
     let mut before = 0usize;
+    each_line(out, |line, n| {
+        lock(tail).push(line);
+        if !looking {
+            return;
+        }
+        before += n;
+        let text = String::from_utf8_lossy(line);
+        if let Some(t) = find(text.trim_end_matches(['\n', '\r'])) {
+            let _ = tx.send(Found::Line(t));
+            looking = false;
+        } else if before > MAX_BEFORE {
+            let _ = tx.send(Found::TooMuch);
+            looking = false;
+        }
+    });
+    lock(tail).ended = true;
+    if looking {
+        let _ = tx.send(Found::End);
+    }
+}
+
+/// Each line of `r` (at most `MAX_LINE` bytes of it) and the bytes it took, until the end or
+/// an error.
+fn each_line(r: impl Read, mut f: impl FnMut(&[u8], usize)) {
+    let mut r = BufReader::new(r);
     let mut line = Vec::new();
     loop {
         line.clear();
         match read_line(&mut r, &mut line) {
             Ok(0) | Err(_) => break,
-            Ok(n) => {
-                lock(tail).push(&line);
-                if !looking {
-                    continue;
-                }
-                before += n;
-                let text = String::from_utf8_lossy(&line);
-                if let Some(t) = find(text.trim_end_matches(['\n', '\r'])) {
-                    let _ = tx.send(Found::Line(t));
-                    looking = false;
-                } else if before > MAX_BEFORE {
-                    let _ = tx.send(Found::TooMuch);
-                    looking = false;
-                }
-            }
+            Ok(n) => f(&line, n),
         }
-    }
-    lock(tail).ended = true;
-    if looking {
-        let _ = tx.send(Found::End);
     }
 }
 
@@ -267,25 +273,17 @@ fn read_line(r: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<usize>
 }
 
 fn read_stderr(err: impl Read, tail: &Shared, echo: &AtomicBool, prefix: &str) {
-    let mut r = BufReader::new(err);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match read_line(&mut r, &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {
-                lock(tail).push(&line);
-                if echo.load(Ordering::Relaxed) {
-                    let text = String::from_utf8_lossy(&line);
-                    let _ = writeln!(
-                        std::io::stderr().lock(),
-                        "{prefix}{}",
-                        text.trim_end_matches(['\n', '\r'])
-                    );
-                }
-            }
+    each_line(err, |line, _| {
+        lock(tail).push(line);
+        if echo.load(Ordering::Relaxed) {
+            let text = String::from_utf8_lossy(line);
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "{prefix}{}",
+                text.trim_end_matches(['\n', '\r'])
+            );
         }
-    }
+    });
     lock(tail).ended = true;
 }
 
