@@ -32,7 +32,7 @@ pub struct SshTarget {
 
 /// HOST and `--ssh` as given: None when there is no host at all (doctor's self-check, soak
 /// `--passive`). `--ssh` without a value logs in to HOST; `--ssh SSHHOST` without HOST tests the
-/// address ssh connects to (so an alias of `~/.ssh/config` works as both).
+/// address ssh connects to, and so does a HOST that is only an alias of `~/.ssh/config`.
 pub fn target(host: Option<&str>, a: &SshArgs) -> anyhow::Result<Option<Target>> {
     let Some(given) = a.ssh.as_deref() else {
         return Ok(host.map(|h| Target {
@@ -49,8 +49,9 @@ pub fn target(host: Option<&str>, a: &SshArgs) -> anyhow::Result<Option<Target>>
         (s, _) => s.to_string(),
     };
     let test_host = match host {
-        Some(h) if !given.is_empty() => h.to_string(),
-        _ => same_host(&ssh, &ssh_host),
+        Some(h) if given.is_empty() && !resolves(h) => same_host(&ssh, &ssh_host),
+        Some(h) => h.to_string(),
+        None => same_host(&ssh, &ssh_host),
     };
     Ok(Some(Target {
         host: test_host,
@@ -60,6 +61,11 @@ pub fn target(host: Option<&str>, a: &SshArgs) -> anyhow::Result<Option<Target>>
             program: a.ssh_command.clone(),
         }),
     }))
+}
+
+/// `host` is a name this host resolves (or an address).
+fn resolves(host: &str) -> bool {
+    std::net::ToSocketAddrs::to_socket_addrs(&(host, 0)).is_ok_and(|mut a| a.next().is_some())
 }
 
 /// The test address of a host that is also the SSH host: the name or address ssh connects to
