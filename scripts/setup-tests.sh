@@ -17,6 +17,10 @@ PACKAGES=(python3 iproute2 util-linux libfabric1 man-db bash-completion systemd 
 # openmpi-bin (mpirun, with libpmix2) and pdsh: the launcher tests of `linerate mesh`
 # (crates/linerate-cluster/tests/pmix.rs, crates/linerate-cli/tests/launchers.rs).
 PACKAGES+=(openmpi-bin pdsh)
+# openssh-server (sshd, started by the test itself on 127.0.0.1 with its own keys) and
+# openssh-client (ssh, ssh-keygen): the `--ssh` tests (crates/linerate-cli/tests/ssh_far_end.rs,
+# crates/linerate-ssh/tests/iperf3_over_ssh.rs); iperf3: the latter's far end and stock client.
+PACKAGES+=(openssh-server openssh-client iperf3)
 if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then
     PACKAGES+=(chromium)
 fi

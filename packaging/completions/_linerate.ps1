@@ -66,8 +66,8 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             break
         }
         'linerate;doctor' {
-            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Server port')
-            [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'Server port')
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Server port [default: 5301; with --ssh, one the far end''s kernel picks]')
+            [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'Server port [default: 5301; with --ssh, one the far end''s kernel picks]')
             [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Also write a self-contained HTML report with charts')
             [CompletionResult]::new('--fail-on', '--fail-on', [CompletionResultType]::ParameterName, 'Exit with status 1 when a finding of at least this severity is present')
             [CompletionResult]::new('-B', '-B ', [CompletionResultType]::ParameterName, 'Local address to test from')
@@ -75,6 +75,9 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--psk-file', '--psk-file', [CompletionResultType]::ParameterName, 'Pre-shared key file, when the server requires one')
             [CompletionResult]::new('--disk', '--disk', [CompletionResultType]::ParameterName, 'A directory whose disk joins the storage pyramid (repeatable; default: the current directory). The first also holds the source of a disk-to-disk copy through the path')
             [CompletionResult]::new('--rdma-provider', '--rdma-provider', [CompletionResultType]::ParameterName, 'Measure RDMA beside TCP with this libfabric provider (by default doctor does so with `verbs` when this end of the path is an InfiniBand or RoCE port)')
+            [CompletionResult]::new('--ssh', '--ssh', [CompletionResultType]::ParameterName, 'Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight to HOST, which may be another address of the same machine')
+            [CompletionResult]::new('--ssh-command', '--ssh-command', [CompletionResultType]::ParameterName, 'With --ssh: the linerate program on SSHHOST: `linerate` is looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in the login''s home')
+            [CompletionResult]::new('--ssh-disk', '--ssh-disk', [CompletionResultType]::ParameterName, 'With --ssh: the directory on SSHHOST whose disk receives the disk-to-disk copy, in a scratch directory the far end makes there and removes (default: the login directory)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
             [CompletionResult]::new('--quick', '--quick', [CompletionResultType]::ParameterName, 'A shorter plan (about 10 s)')
             [CompletionResult]::new('--thorough', '--thorough', [CompletionResultType]::ParameterName, 'A longer plan (about a minute): longer runs, reverse multi-stream, bidirectional, UDP latency')
@@ -115,12 +118,17 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--psk-file', '--psk-file', [CompletionResultType]::ParameterName, 'Require clients to prove they know the key in this file (challenge-response; the key never crosses the wire)')
             [CompletionResult]::new('--handshake-timeout', '--handshake-timeout', [CompletionResultType]::ParameterName, 'Seconds a new connection has to complete its handshake')
             [CompletionResult]::new('--max-pending', '--max-pending', [CompletionResultType]::ParameterName, 'Most connections in their handshake at once; more are closed immediately')
+            [CompletionResult]::new('--max-served', '--max-served', [CompletionResultType]::ParameterName, 'Exit after serving this many tests')
+            [CompletionResult]::new('--exit-after', '--exit-after', [CompletionResultType]::ParameterName, 'Exit this long after starting, tests running or not (`90s`, `10m`, or seconds): the hard deadline of a temporary server')
             [CompletionResult]::new('--write-dir', '--write-dir', [CompletionResultType]::ParameterName, 'Accept file transfers (`bench --file`) into this directory, and nowhere else: names are single path components, existing files are never overwritten, incomplete copies removed')
-            [CompletionResult]::new('--max-file-size', '--max-file-size', [CompletionResultType]::ParameterName, 'Largest file a client may send (with --write-dir); 0 = bounded by free space only')
+            [CompletionResult]::new('--scratch-write-dir', '--scratch-write-dir', [CompletionResultType]::ParameterName, 'Accept file transfers into a new directory made in PARENT, removed with its contents when the server exits (`--ssh` uses it for doctor''s copy and `bench --file`)')
+            [CompletionResult]::new('--max-file-size', '--max-file-size', [CompletionResultType]::ParameterName, 'Largest file a client may send (with --write-dir or --scratch-write-dir); 0 = bounded by free space only')
             [CompletionResult]::new('--max-spin', '--max-spin', [CompletionResultType]::ParameterName, 'Latency tests: the longest busy-poll per wait the echo grants a client''s `--spin`, µs; more is capped to it and the client is told; 0 = always block')
             [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'Read the port counters a soak samples under this directory instead of `/` (a copy or a fixture tree; the ethtool statistics are read only from the live system)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
             [CompletionResult]::new('--once', '--once', [CompletionResultType]::ParameterName, 'Exit after serving one test')
+            [CompletionResult]::new('--exit-on-stdin-close', '--exit-on-stdin-close', [CompletionResultType]::ParameterName, 'Exit when standard input closes: the lifeline of a server started over ssh (`--ssh`), which then ends with the ssh session however its client ended, even killed')
+            [CompletionResult]::new('--psk-stdin', '--psk-stdin', [CompletionResultType]::ParameterName, 'Read the pre-shared key from the first line of standard input, so it appears in no command line, environment or file (`--ssh` passes a fresh key this way)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -128,8 +136,8 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             break
         }
         'linerate;bench' {
-            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Server port')
-            [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'Server port')
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Server port [default: 5301; with --ssh, one the far end''s kernel picks]')
+            [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'Server port [default: 5301; with --ssh, one the far end''s kernel picks]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Seconds to run (default 10; with --file, the time limit of the copy, default 300)')
             [CompletionResult]::new('--time', '--time', [CompletionResultType]::ParameterName, 'Seconds to run (default 10; with --file, the time limit of the copy, default 300)')
             [CompletionResult]::new('-P', '-P ', [CompletionResultType]::ParameterName, 'Parallel streams, one thread each')
@@ -159,6 +167,9 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--provider', '--provider', [CompletionResultType]::ParameterName, 'libfabric provider: verbs (InfiniBand/RoCE), tcp, ... (default: the first offering RMA)')
             [CompletionResult]::new('--op', '--op', [CompletionResultType]::ParameterName, 'RDMA operation')
             [CompletionResult]::new('--qps', '--qps', [CompletionResultType]::ParameterName, 'Queue pairs (connections), each on its own thread')
+            [CompletionResult]::new('--ssh', '--ssh', [CompletionResultType]::ParameterName, 'Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight to HOST, which may be another address of the same machine')
+            [CompletionResult]::new('--ssh-command', '--ssh-command', [CompletionResultType]::ParameterName, 'With --ssh: the linerate program on SSHHOST: `linerate` is looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in the login''s home')
+            [CompletionResult]::new('--ssh-disk', '--ssh-disk', [CompletionResultType]::ParameterName, 'With --ssh and --file: the directory on SSHHOST the copy is written to, in a scratch directory the far end makes there and removes when it ends (default: the login directory)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
             [CompletionResult]::new('-R', '-R ', [CompletionResultType]::ParameterName, 'Reverse: the server sends, this host receives')
             [CompletionResult]::new('--reverse', '--reverse', [CompletionResultType]::ParameterName, 'Reverse: the server sends, this host receives')
@@ -243,8 +254,8 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             break
         }
         'linerate;soak' {
-            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'The server''s TCP port')
-            [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'The server''s TCP port')
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'The server''s TCP port [default: 5301; with --ssh, one the far end''s kernel picks]')
+            [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'The server''s TCP port [default: 5301; with --ssh, one the far end''s kernel picks]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'How long to soak (`10m`, `90s`, `1h`, or seconds)')
             [CompletionResult]::new('--duration', '--duration', [CompletionResultType]::ParameterName, 'How long to soak (`10m`, `90s`, `1h`, or seconds)')
             [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'How often both ends sample their counters (`1s`, `500ms`; at least 100 ms)')
@@ -256,6 +267,8 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'Read this host''s counters under this directory instead of `/` (a copy or a fixture tree)')
             [CompletionResult]::new('--psk-file', '--psk-file', [CompletionResultType]::ParameterName, 'Pre-shared key file, when the server requires one')
             [CompletionResult]::new('--threshold', '--threshold', [CompletionResultType]::ParameterName, 'Set a threshold of the judge (repeatable, each at most once): ber, pre_fec_ber, min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min, xmit_wait_ticks or dip_fraction. Defaults, ranges and sources: docs/soak.md (Thresholds); the ones set are printed with the verdict and listed in the JSON')
+            [CompletionResult]::new('--ssh', '--ssh', [CompletionResultType]::ParameterName, 'Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight to HOST, which may be another address of the same machine')
+            [CompletionResult]::new('--ssh-command', '--ssh-command', [CompletionResultType]::ParameterName, 'With --ssh: the linerate program on SSHHOST: `linerate` is looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in the login''s home')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
             [CompletionResult]::new('--both-ways', '--both-ways', [CompletionResultType]::ParameterName, 'Traffic both ways at once, so both ends receive (the default)')
             [CompletionResult]::new('--one-way', '--one-way', [CompletionResultType]::ParameterName, 'Traffic one way only: this host sends, the server receives')

@@ -137,7 +137,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__bench)
-            opts="-p -t -P -R -O -i -l -w -u -b -B -4 -6 -C -A -Z -J -h -V --port --time --parallel --reverse --bidir --omit --interval --length --window --udp --bitrate --bind --version4 --version6 --congestion --affinity --zerocopy --latency --spin --discard --no-rcvlowat --test --json --json-stream --psk-file --connect-timeout --file --file-name --no-fsync --remove-after --rdma --provider --op --sweep --qps --verify --color --help --version"
+            opts="-p -t -P -R -O -i -l -w -u -b -B -4 -6 -C -A -Z -J -h -V --port --time --parallel --reverse --bidir --omit --interval --length --window --udp --bitrate --bind --version4 --version6 --congestion --affinity --zerocopy --latency --spin --discard --no-rcvlowat --test --json --json-stream --psk-file --connect-timeout --file --file-name --no-fsync --remove-after --rdma --provider --op --sweep --qps --verify --ssh --ssh-command --ssh-disk --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -267,6 +267,18 @@ _linerate() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --ssh)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh-command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh-disk)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -329,7 +341,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__doctor)
-            opts="-p -B -h -V --port --quick --thorough --json --report --fail-on --bind --psk-file --disk --no-disk --rdma-provider --no-rdma --color --help --version"
+            opts="-p -B -h -V --port --quick --thorough --json --report --fail-on --bind --psk-file --disk --no-disk --rdma-provider --no-rdma --ssh --ssh-command --ssh-disk --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -368,6 +380,18 @@ _linerate() {
                     return 0
                     ;;
                 --rdma-provider)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh-command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh-disk)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -911,7 +935,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__serve)
-            opts="-p -B -h -V --port --bind --max-tests --max-streams --max-duration --max-soak-duration --max-udp-bitrate --max-length --max-memory --psk-file --handshake-timeout --max-pending --once --write-dir --max-file-size --max-spin --root --color --help --version"
+            opts="-p -B -h -V --port --bind --max-tests --max-streams --max-duration --max-soak-duration --max-udp-bitrate --max-length --max-memory --psk-file --handshake-timeout --max-pending --once --max-served --exit-after --exit-on-stdin-close --psk-stdin --write-dir --scratch-write-dir --max-file-size --max-spin --root --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -973,7 +997,19 @@ _linerate() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-served)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --exit-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --write-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scratch-write-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1043,7 +1079,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__soak)
-            opts="-p -t -i -P -R -h -V --port --duration --interval --parallel --both-ways --one-way --reverse --rdma --passive --json --json-stream --report --textfile --root --psk-file --threshold --color --help --version"
+            opts="-p -t -i -P -R -h -V --port --duration --interval --parallel --both-ways --one-way --reverse --rdma --passive --json --json-stream --report --textfile --root --psk-file --threshold --ssh --ssh-command --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1098,6 +1134,14 @@ _linerate() {
                     return 0
                     ;;
                 --threshold)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh-command)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -69,7 +69,7 @@ never\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand plan" -l json -d 'Print one JSON object with the ceiling instead of the terminal view'
 complete -c linerate -n "__fish_linerate_using_subcommand plan" -s h -l help -d 'Print help'
 complete -c linerate -n "__fish_linerate_using_subcommand plan" -s V -l version -d 'Print version'
-complete -c linerate -n "__fish_linerate_using_subcommand doctor" -s p -l port -d 'Server port' -r
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -s p -l port -d 'Server port [default: 5301; with --ssh, one the far end\'s kernel picks]' -r
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l report -d 'Also write a self-contained HTML report with charts' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l fail-on -d 'Exit with status 1 when a finding of at least this severity is present' -r -f -a "error\t''
 warning\t''
@@ -79,6 +79,9 @@ complete -c linerate -n "__fish_linerate_using_subcommand doctor" -s B -l bind -
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l psk-file -d 'Pre-shared key file, when the server requires one' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l disk -d 'A directory whose disk joins the storage pyramid (repeatable; default: the current directory). The first also holds the source of a disk-to-disk copy through the path' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l rdma-provider -d 'Measure RDMA beside TCP with this libfabric provider (by default doctor does so with `verbs` when this end of the path is an InfiniBand or RoCE port)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l ssh -d 'Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight to HOST, which may be another address of the same machine' -r
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l ssh-command -d 'With --ssh: the linerate program on SSHHOST: `linerate` is looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in the login\'s home' -r
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l ssh-disk -d 'With --ssh: the directory on SSHHOST whose disk receives the disk-to-disk copy, in a scratch directory the far end makes there and removes (default: the login directory)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -110,17 +113,22 @@ complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-memory -
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l psk-file -d 'Require clients to prove they know the key in this file (challenge-response; the key never crosses the wire)' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l handshake-timeout -d 'Seconds a new connection has to complete its handshake' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-pending -d 'Most connections in their handshake at once; more are closed immediately' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-served -d 'Exit after serving this many tests' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l exit-after -d 'Exit this long after starting, tests running or not (`90s`, `10m`, or seconds): the hard deadline of a temporary server' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l write-dir -d 'Accept file transfers (`bench --file`) into this directory, and nowhere else: names are single path components, existing files are never overwritten, incomplete copies removed' -r -F
-complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-file-size -d 'Largest file a client may send (with --write-dir); 0 = bounded by free space only' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l scratch-write-dir -d 'Accept file transfers into a new directory made in PARENT, removed with its contents when the server exits (`--ssh` uses it for doctor\'s copy and `bench --file`)' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-file-size -d 'Largest file a client may send (with --write-dir or --scratch-write-dir); 0 = bounded by free space only' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-spin -d 'Latency tests: the longest busy-poll per wait the echo grants a client\'s `--spin`, µs; more is capped to it and the client is told; 0 = always block' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l root -d 'Read the port counters a soak samples under this directory instead of `/` (a copy or a fixture tree; the ethtool statistics are read only from the live system)' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l once -d 'Exit after serving one test'
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l exit-on-stdin-close -d 'Exit when standard input closes: the lifeline of a server started over ssh (`--ssh`), which then ends with the ssh session however its client ended, even killed'
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l psk-stdin -d 'Read the pre-shared key from the first line of standard input, so it appears in no command line, environment or file (`--ssh` passes a fresh key this way)'
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -s h -l help -d 'Print help'
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -s V -l version -d 'Print version'
-complete -c linerate -n "__fish_linerate_using_subcommand bench" -s p -l port -d 'Server port' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s p -l port -d 'Server port [default: 5301; with --ssh, one the far end\'s kernel picks]' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s t -l time -d 'Seconds to run (default 10; with --file, the time limit of the copy, default 300)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s P -l parallel -d 'Parallel streams, one thread each' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s O -l omit -d 'Seconds of warm-up to leave out of the totals' -r
@@ -145,6 +153,9 @@ complete -c linerate -n "__fish_linerate_using_subcommand bench" -l op -d 'RDMA 
 read\t''
 send\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l qps -d 'Queue pairs (connections), each on its own thread' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l ssh -d 'Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight to HOST, which may be another address of the same machine' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l ssh-command -d 'With --ssh: the linerate program on SSHHOST: `linerate` is looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in the login\'s home' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l ssh-disk -d 'With --ssh and --file: the directory on SSHHOST the copy is written to, in a scratch directory the far end makes there and removes when it ends (default: the login directory)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -217,7 +228,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l json -d 'Prin
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l json-stream -d 'One JSON line per measurement as it happens, on rank 0\'s standard output'
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -s h -l help -d 'Print help'
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -s V -l version -d 'Print version'
-complete -c linerate -n "__fish_linerate_using_subcommand soak" -s p -l port -d 'The server\'s TCP port' -r
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -s p -l port -d 'The server\'s TCP port [default: 5301; with --ssh, one the far end\'s kernel picks]' -r
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -s t -l duration -d 'How long to soak (`10m`, `90s`, `1h`, or seconds)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -s i -l interval -d 'How often both ends sample their counters (`1s`, `500ms`; at least 100 ms)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -s P -l parallel -d 'TCP streams per direction' -r
@@ -226,6 +237,8 @@ complete -c linerate -n "__fish_linerate_using_subcommand soak" -l textfile -d '
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l root -d 'Read this host\'s counters under this directory instead of `/` (a copy or a fixture tree)' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l psk-file -d 'Pre-shared key file, when the server requires one' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l threshold -d 'Set a threshold of the judge (repeatable, each at most once): ber, pre_fec_ber, min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min, xmit_wait_ticks or dip_fraction. Defaults, ranges and sources: docs/soak.md (Thresholds); the ones set are printed with the verdict and listed in the JSON' -r
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l ssh -d 'Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight to HOST, which may be another address of the same machine' -r
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l ssh-command -d 'With --ssh: the linerate program on SSHHOST: `linerate` is looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in the login\'s home' -r
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"

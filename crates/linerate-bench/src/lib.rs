@@ -7,6 +7,7 @@ pub mod rdma;
 pub mod results;
 pub mod server;
 pub mod serverlog;
+pub mod shutdown;
 pub mod side;
 pub mod stream;
 pub mod writedir;
@@ -14,6 +15,7 @@ pub mod writedir;
 pub use client::{run as run_client, ClientConfig, ClientError, ClientRun, Event};
 pub use results::{assemble, LatencyMode, TestResult};
 pub use server::{serve, serve_on, ServerConfig};
+pub use shutdown::ShutdownTrigger;
 pub use writedir::WriteDir;
 
 /// Builds a soak's counter sampler for the local address a test uses: called once per soak;

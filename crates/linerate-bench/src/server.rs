@@ -18,6 +18,7 @@ use linerate_proto::{
 };
 
 use crate::serverlog::{FileLog, Outcome, RdmaRan, ServerLog, TestLog, TestRan};
+use crate::shutdown::ShutdownTrigger;
 use crate::side::{self, Conn, SidePlan};
 use crate::writedir::NewFile;
 
@@ -44,6 +45,11 @@ pub struct ServerConfig {
     /// How this host samples its port counters during a soak (under `serve --root`); None
     /// refuses soaks.
     pub soak: Option<crate::SoakSamplerFn>,
+    /// Ends the server early when triggered (a temporary far end's stdin closed, a signal).
+    pub shutdown: Option<ShutdownTrigger>,
+    /// A hard deadline from the start of `serve_on` (`serve --exit-after`): the server ends then,
+    /// tests running or not.
+    pub exit_after: Option<Duration>,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -57,6 +63,8 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_memory_bytes", &self.max_memory_bytes)
             .field("write_dir", &self.write_dir.as_ref().map(|w| w.path()))
             .field("soak", &self.soak.is_some())
+            .field("shutdown", &self.shutdown)
+            .field("exit_after", &self.exit_after)
             .finish_non_exhaustive()
     }
 }
@@ -75,6 +83,8 @@ impl Default for ServerConfig {
             log: true,
             write_dir: None,
             soak: None,
+            shutdown: None,
+            exit_after: None,
         }
     }
 }
@@ -177,6 +187,9 @@ fn bind_hint(bind: SocketAddr, e: &std::io::Error) -> String {
     }
 }
 
+/// How long tests still running may take to end once the server is ended early.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
 /// Serve on an already bound listener.
 pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()> {
     let addr = listener.local_addr()?;
@@ -184,6 +197,7 @@ pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()
         ServerLog::Listening {
             address: addr.to_string(),
             protocol: PROTOCOL_VERSION,
+            version: env!("CARGO_PKG_VERSION"),
             auth: cfg.psk.is_some(),
             limits: cfg.limits.clone(),
             max_memory_bytes: cfg.max_memory_bytes,
@@ -194,6 +208,21 @@ pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()
         }
         .print();
     }
+    // A deadline is a trigger of its own, pulled by a thread that sleeps until then.
+    let shutdown = match (&cfg.shutdown, cfg.exit_after) {
+        (None, None) => None,
+        (s, after) => {
+            let s = s.clone().unwrap_or_default();
+            if let Some(after) = after {
+                s.trigger_at(
+                    Instant::now() + after,
+                    format!("its deadline (--exit-after {} s)", after.as_secs()),
+                );
+            }
+            s.arm(wake_address(addr));
+            Some(s)
+        }
+    };
     let shared = Arc::new(Shared {
         cfg,
         pending: Mutex::new(HashMap::new()),
@@ -205,6 +234,9 @@ pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()
         wake: Some(wake_address(addr)),
     });
     for conn in listener.incoming() {
+        if shutdown.as_ref().is_some_and(ShutdownTrigger::is_triggered) {
+            break;
+        }
         if let Some(max) = shared.cfg.max_served {
             if shared.served.load(Ordering::SeqCst) >= max {
                 break;
@@ -231,8 +263,14 @@ pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()
             }
         }
     }
-    // Let running tests finish (bounded by their own deadlines).
-    let until = Instant::now() + Duration::from_secs(30);
+    // Let running tests finish (bounded by their own deadlines); when ended early, give them
+    // only a moment: the client is gone, or the deadline has passed.
+    let grace = if shutdown.as_ref().is_some_and(ShutdownTrigger::is_triggered) {
+        SHUTDOWN_GRACE
+    } else {
+        Duration::from_secs(30)
+    };
+    let until = Instant::now() + grace;
     while shared.tests.load(Ordering::SeqCst) > 0 && Instant::now() < until {
         thread::sleep(Duration::from_millis(20));
     }

@@ -14,6 +14,8 @@ pub enum ServerLog {
     Listening {
         address: String,
         protocol: u32,
+        /// linerate's version (`linerate --version`).
+        version: &'static str,
         auth: bool,
         limits: Limits,
         max_memory_bytes: u64,

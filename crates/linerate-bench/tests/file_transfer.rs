@@ -16,6 +16,7 @@ use linerate_proto::{
     read_msg, write_msg, Direction, FileSpec, Limits, Msg, RefusalKind, TestKind, TestParams,
     MAGIC, MAX_RESULTS_FRAME, PROTOCOL_VERSION,
 };
+use linerate_testkit::is_root;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -255,13 +256,6 @@ fn a_short_stream_is_an_error_and_removed() {
     let e = r.error.expect("an error");
     assert!(e.contains("after 1048576 of 4194304"), "{e}");
     assert!(wait_gone(&dir.path().join("short.bin")));
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
 /// A size-limited tmpfs, unmounted on drop.

@@ -59,6 +59,8 @@ fn server_config() -> ServerConfig {
         log: false,
         write_dir: None,
         soak: None,
+        shutdown: None,
+        exit_after: None,
     }
 }
 

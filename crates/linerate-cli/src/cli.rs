@@ -278,12 +278,37 @@ pub struct ServeArgs {
     /// Exit after serving one test.
     #[arg(long)]
     pub once: bool,
+    /// Exit after serving this many tests.
+    #[arg(long, value_name = "N", conflicts_with = "once", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_served: Option<u64>,
+    /// Exit this long after starting, tests running or not (`90s`, `10m`, or seconds): the hard
+    /// deadline of a temporary server.
+    #[arg(long, value_name = "TIME", value_parser = duration)]
+    pub exit_after: Option<std::time::Duration>,
+    /// Exit when standard input closes: the lifeline of a server started over ssh (`--ssh`),
+    /// which then ends with the ssh session however its client ended, even killed.
+    #[arg(long)]
+    pub exit_on_stdin_close: bool,
+    /// Read the pre-shared key from the first line of standard input, so it appears in no
+    /// command line, environment or file (`--ssh` passes a fresh key this way).
+    #[arg(long, conflicts_with = "psk_file")]
+    pub psk_stdin: bool,
     /// Accept file transfers (`bench --file`) into this directory, and nowhere else: names are
     /// single path components, existing files are never overwritten, incomplete copies removed.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", group = "files")]
     pub write_dir: Option<PathBuf>,
-    /// Largest file a client may send (with --write-dir); 0 = bounded by free space only.
-    #[arg(long, value_name = "BYTES", default_value_t = defaults::MAX_FILE_BYTES, value_parser = file_size, requires = "write_dir")]
+    /// Accept file transfers into a new directory made in PARENT, removed with its contents
+    /// when the server exits (`--ssh` uses it for doctor's copy and `bench --file`).
+    #[arg(
+        long,
+        value_name = "PARENT",
+        group = "files",
+        conflicts_with = "write_dir"
+    )]
+    pub scratch_write_dir: Option<PathBuf>,
+    /// Largest file a client may send (with --write-dir or --scratch-write-dir); 0 = bounded by
+    /// free space only.
+    #[arg(long, value_name = "BYTES", default_value_t = defaults::MAX_FILE_BYTES, value_parser = file_size, requires = "files")]
     pub max_file_size: u64,
     /// Latency tests: the longest busy-poll per wait the echo grants a client's `--spin`, µs;
     /// more is capped to it and the client is told; 0 = always block.
@@ -313,6 +338,26 @@ pub fn duration(s: &str) -> Result<std::time::Duration, String> {
     })
 }
 
+/// `--ssh`: a temporary `linerate serve` this run starts on the far end through ssh
+/// (`doctor`, `bench`, `soak`).
+#[derive(Debug, Clone, Args)]
+pub struct SshArgs {
+    /// Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with
+    /// the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight
+    /// to HOST, which may be another address of the same machine.
+    #[arg(long, value_name = "[USER@]SSHHOST", num_args = 0..=1, default_missing_value = "", conflicts_with = "psk_file")]
+    pub ssh: Option<String>,
+    /// With --ssh: the linerate program on SSHHOST: `linerate` is looked up on the PATH of a
+    /// non-interactive shell there; a path starting with `~/` is in the login's home.
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "linerate",
+        requires = "ssh"
+    )]
+    pub ssh_command: String,
+}
+
 #[derive(Debug, Args)]
 #[command(
     after_help = "Exit status: 0 every port clean (or congested, or too little traffic to judge: the
@@ -329,12 +374,12 @@ Examples:
 )]
 #[allow(clippy::struct_excessive_bools)]
 pub struct SoakArgs {
-    /// The host running `linerate serve` (omit with --passive).
-    #[arg(required_unless_present = "passive", conflicts_with = "passive")]
+    /// The host running `linerate serve` (omit with --passive); with --ssh, its test address.
+    #[arg(required_unless_present_any = ["passive", "ssh"], conflicts_with = "passive")]
     pub host: Option<String>,
-    /// The server's TCP port.
-    #[arg(short, long, default_value_t = linerate_proto::DEFAULT_PORT)]
-    pub port: u16,
+    /// The server's TCP port [default: 5301; with --ssh, one the far end's kernel picks].
+    #[arg(short, long)]
+    pub port: Option<u16>,
     /// How long to soak (`10m`, `90s`, `1h`, or seconds).
     #[arg(short = 't', long, value_name = "TIME", default_value = "10m", value_parser = duration)]
     pub duration: std::time::Duration,
@@ -358,7 +403,7 @@ pub struct SoakArgs {
     #[arg(long)]
     pub rdma: bool,
     /// Sample the local ports only, without traffic (no BER verdict without traffic).
-    #[arg(long, conflicts_with_all = ["rdma", "both_ways", "one_way", "reverse", "psk_file"])]
+    #[arg(long, conflicts_with_all = ["rdma", "both_ways", "one_way", "reverse", "psk_file", "ssh"])]
     pub passive: bool,
     /// Print one JSON document (schemas/soak.schema.json) instead of the terminal view.
     #[arg(long, conflicts_with = "json_stream")]
@@ -385,6 +430,8 @@ pub struct SoakArgs {
     /// (Thresholds); the ones set are printed with the verdict and listed in the JSON.
     #[arg(long = "threshold", value_name = "NAME=VALUE", value_parser = soak_threshold)]
     pub threshold: Vec<(linerate_soak::Threshold, f64)>,
+    #[command(flatten)]
+    pub ssh: SshArgs,
 }
 
 /// `--threshold NAME=VALUE`: a known threshold and a value in its range.
@@ -401,15 +448,16 @@ Examples:
   linerate doctor
   # the path to server1 (which runs `linerate serve`), in about 10 s
   linerate doctor server1 --quick
-  # the longer plan, with an HTML report to share
-  linerate doctor server1 --thorough --report report.html"
+  # the path to 10.0.0.2, its server started for the run through ssh to admin@node2
+  linerate doctor 10.0.0.2 --ssh admin@node2"
 )]
 pub struct DoctorArgs {
-    /// A host running `linerate serve`; without it, doctor checks this machine alone.
+    /// A host running `linerate serve` (with --ssh: the far end's test address); without it,
+    /// doctor checks this machine alone.
     pub host: Option<String>,
-    /// Server port.
-    #[arg(short, long, default_value_t = linerate_proto::DEFAULT_PORT)]
-    pub port: u16,
+    /// Server port [default: 5301; with --ssh, one the far end's kernel picks].
+    #[arg(short, long)]
+    pub port: Option<u16>,
     /// A shorter plan (about 10 s).
     #[arg(long, conflicts_with = "thorough")]
     pub quick: bool,
@@ -445,6 +493,12 @@ pub struct DoctorArgs {
     /// Do not measure RDMA.
     #[arg(long)]
     pub no_rdma: bool,
+    #[command(flatten)]
+    pub ssh: SshArgs,
+    /// With --ssh: the directory on SSHHOST whose disk receives the disk-to-disk copy, in a
+    /// scratch directory the far end makes there and removes (default: the login directory).
+    #[arg(long, value_name = "DIR", requires = "ssh")]
+    pub ssh_disk: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -480,17 +534,18 @@ pub enum TestArg {
 #[command(after_help = "Examples:
   # TCP for 10 s, this host sending to server1 (which runs `linerate serve`)
   linerate bench server1
-  # 4 streams, server1 sending (reverse), one line per second
-  linerate bench server1 -P 4 -R -i 1
   # copy a file into server1's `serve --write-dir`, timing disk, network and disk
-  linerate bench server1 --file big.iso")]
+  linerate bench server1 --file big.iso
+  # 4 streams from 10.0.0.2 (reverse), with a temporary server started on node2 through ssh
+  linerate bench 10.0.0.2 --ssh node2 -P 4 -R")]
 #[allow(clippy::struct_excessive_bools)]
 pub struct BenchArgs {
-    /// The host running `linerate serve`.
-    pub host: String,
-    /// Server port.
-    #[arg(short, long, default_value_t = linerate_proto::DEFAULT_PORT)]
-    pub port: u16,
+    /// The host running `linerate serve` (with --ssh: the far end's test address).
+    #[arg(required_unless_present = "ssh")]
+    pub host: Option<String>,
+    /// Server port [default: 5301; with --ssh, one the far end's kernel picks].
+    #[arg(short, long)]
+    pub port: Option<u16>,
     /// Seconds to run (default 10; with --file, the time limit of the copy, default 300).
     #[arg(short = 't', long = "time", value_name = "SECS", value_parser = secs)]
     pub time: Option<u64>,
@@ -604,6 +659,12 @@ pub struct BenchArgs {
     /// Check every byte of every RDMA message against a pattern (counts mismatches).
     #[arg(long, requires = "rdma")]
     pub verify: bool,
+    #[command(flatten)]
+    pub ssh: SshArgs,
+    /// With --ssh and --file: the directory on SSHHOST the copy is written to, in a scratch
+    /// directory the far end makes there and removes when it ends (default: the login directory).
+    #[arg(long, value_name = "DIR", requires = "ssh")]
+    pub ssh_disk: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

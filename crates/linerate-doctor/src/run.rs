@@ -35,6 +35,47 @@ pub struct DoctorOptions {
     pub disks: Vec<PathBuf>,
     /// Whether to measure RDMA beside TCP.
     pub rdma: RdmaMode,
+    /// `doctor --ssh`: starts the far end when the network tests begin (after the local disks,
+    /// so its deadline covers the network tests alone); `server` and `psk` are then its own.
+    pub far_end: Option<StartFarEnd>,
+}
+
+/// Starts a far end for doctor's network tests, given what they need.
+pub type StartFarEnd =
+    std::sync::Arc<dyn Fn(&FarEndNeeds) -> Result<StartedFarEnd, String> + Send + Sync>;
+
+/// What doctor's network tests need of a far end it starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FarEndNeeds {
+    /// The tests doctor may run, at most.
+    pub tests: Vec<TestParams>,
+    /// Doctor will copy a file to it: it needs a write directory.
+    pub write_dir: bool,
+}
+
+impl FarEndNeeds {
+    /// The tests' time limits in all, seconds.
+    pub fn seconds(&self) -> f64 {
+        self.tests
+            .iter()
+            .map(|t| t.duration_ms as f64 / 1000.0)
+            .sum()
+    }
+}
+
+/// A far end started for doctor: where it listens, its key, and what ends it when dropped.
+pub struct StartedFarEnd {
+    pub addr: SocketAddr,
+    pub psk: Psk,
+    pub guard: Box<dyn std::any::Any + Send>,
+}
+
+impl std::fmt::Debug for StartedFarEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StartedFarEnd")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
 }
 
 /// When doctor measures RDMA.
@@ -64,6 +105,9 @@ pub enum DoctorError {
     LocalServer(std::io::Error),
     #[error(transparent)]
     Client(#[from] linerate_bench::ClientError),
+    /// The far end of `--ssh` could not be started (the message says why and what to do).
+    #[error("{0}")]
+    FarEnd(String),
 }
 
 /// CPU use of this host during one test.
@@ -232,6 +276,26 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
             .ok(),
         _ => None,
     };
+    // With `--ssh`, the far end starts now, and the tests go to it with its key.
+    let far = match &o.far_end {
+        Some(start) => Some(
+            start(&far_end_needs(o, &before, copy_dir.is_some())).map_err(DoctorError::FarEnd)?,
+        ),
+        None => None,
+    };
+    let with_far;
+    let o = match &far {
+        Some(f) => {
+            with_far = DoctorOptions {
+                server: Some(f.addr),
+                psk: Some(f.psk.clone()),
+                far_end: None,
+                ..o.clone()
+            };
+            &with_far
+        }
+        None => o,
+    };
     let server = match o.server {
         Some(s) => s,
         None => start_local_server(o, copy_dir.as_ref())?,
@@ -258,6 +322,8 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
     }
     drop(copy_dir);
     rdma_step(o, server, &before, &mut runs, progress);
+    // The far end's work is done.
+    drop(far);
     let after = linerate_inventory::probe(&o.root)?;
     Ok(assemble(
         o,
@@ -380,13 +446,11 @@ fn run_plan(
     runs: &mut Runs,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), DoctorError> {
-    let cpus = before.host.cpus.len().max(1);
-    let streams = u32::try_from(cpus.clamp(2, 8)).unwrap_or(2);
     let planned = plan(
         o.depth,
         o.server.is_some(),
         linerate_proto::defaults::UDP_BITRATE_BPS,
-        streams,
+        multi_streams(before),
     );
     for (n, mut params) in planned.into_iter().enumerate() {
         if params.kind == TestKind::UdpBw {
@@ -465,6 +529,55 @@ fn run_plan(
         }
     }
     Ok(())
+}
+
+/// Streams of the plan's multi-stream tests: one per CPU, 2 to 8.
+fn multi_streams(before: &Inventory) -> u32 {
+    let cpus = before.host.cpus.len().max(1);
+    u32::try_from(cpus.clamp(2, 8)).unwrap_or(2)
+}
+
+/// Every test doctor may run against a server it starts (`--ssh`): the plan, the discard
+/// twins its single streams may get, the copy (`copy`) and RDMA.
+fn far_end_needs(o: &DoctorOptions, before: &Inventory, copy: bool) -> FarEndNeeds {
+    let planned = plan(
+        o.depth,
+        true,
+        linerate_proto::defaults::UDP_BITRATE_BPS,
+        multi_streams(before),
+    );
+    let twins: Vec<TestParams> = planned
+        .iter()
+        .filter(|t| t.kind == TestKind::TcpBw && t.streams == 1)
+        .map(|t| TestParams {
+            discard: true,
+            ..t.clone()
+        })
+        .collect();
+    let mut tests = planned;
+    tests.extend(twins);
+    if copy {
+        tests.push(crate::plan::p(
+            TestKind::FileTransfer,
+            Direction::Send,
+            1,
+            COPY_TIME_LIMIT_S,
+            0.0,
+        ));
+    }
+    if o.rdma != RdmaMode::Off {
+        tests.push(crate::plan::p(
+            TestKind::Rdma,
+            Direction::Send,
+            1,
+            rdma_secs(o.depth),
+            0.0,
+        ));
+    }
+    FarEndNeeds {
+        tests,
+        write_dir: copy,
+    }
 }
 
 /// A receiving thread at this share of a core or more is the stream's bound (thread time leaves
@@ -604,11 +717,7 @@ fn rdma_step(
     else {
         return;
     };
-    let secs = match o.depth {
-        Depth::Quick => 2.0,
-        Depth::Normal => 4.0,
-        Depth::Thorough => 8.0,
-    };
+    let secs = rdma_secs(o.depth);
     let params = TestParams {
         interval_ms: 0,
         length: RDMA_LENGTH,
@@ -637,6 +746,15 @@ fn rdma_step(
             progress(&format!("  → not run: {e}"));
             runs.errors.push(format!("RDMA ({provider}): {e}"));
         }
+    }
+}
+
+/// Seconds of doctor's RDMA test.
+fn rdma_secs(depth: Depth) -> f64 {
+    match depth {
+        Depth::Quick => 2.0,
+        Depth::Normal => 4.0,
+        Depth::Thorough => 8.0,
     }
 }
 
@@ -934,6 +1052,9 @@ fn copy_in(t: &TestResult, to: &str) -> Option<linerate_rules::pyramid::CopyIn> 
 }
 
 /// Size of the file doctor copies: a few seconds at disk speed.
+/// The copy's time limit, seconds.
+const COPY_TIME_LIMIT_S: f64 = 120.0;
+
 fn copy_size(depth: Depth) -> u64 {
     match depth {
         Depth::Quick => 128 << 20,
@@ -1003,7 +1124,13 @@ fn file_copy(
             fsync: true,
             remove_after: true,
         }),
-        ..crate::plan::p(TestKind::FileTransfer, Direction::Send, 1, 120.0, 0.0)
+        ..crate::plan::p(
+            TestKind::FileTransfer,
+            Direction::Send,
+            1,
+            COPY_TIME_LIMIT_S,
+            0.0,
+        )
     };
     progress(&describe(&params));
     let cfg = client(o, server, params, Some(std::sync::Arc::new(src)));

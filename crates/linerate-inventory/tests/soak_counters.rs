@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 
 use linerate_inventory::counters::{soak_targets, CounterSampler};
 use linerate_soak::{CounterSource, End, PortSample, SoakPortKind};
+use linerate_testkit::is_root;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -191,18 +192,6 @@ impl Drop for Namespaces {
             let _ = run("ip", &["netns", "del", ns]);
         }
     }
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .map(|euid| euid == "0")
-        })
-        .unwrap_or(false)
 }
 
 /// Statistics of `iface` in `ns` read by this test binary re-run there, optionally through

@@ -13,7 +13,7 @@ mod msg;
 mod params;
 pub mod soak;
 
-pub use auth::{load_psk, Psk, PskError};
+pub use auth::{load_psk, Psk, PskError, MIN_PSK_BYTES};
 pub use frame::{
     read_frame, read_msg, write_msg, FrameError, MAX_CONTROL_FRAME, MAX_RESULTS_FRAME,
 };

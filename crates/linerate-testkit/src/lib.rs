@@ -9,6 +9,7 @@
 
 pub mod promtool;
 pub mod schema;
+pub mod sshd;
 
 use std::fmt::Display;
 use std::io::Write;
@@ -50,7 +51,7 @@ impl Policy {
             return Err(format!(
                 "{test} cannot run here: {reason}; {REQUIRE_ENV} is set (CI runs as root, so a \
                  skip here means a broken setup: it needs root, network namespaces, tmpfs \
-                 mounts, Chromium or setpriv)"
+                 mounts, Chromium, setpriv or sshd)"
             ));
         }
         if let Some(log) = &self.log {
@@ -104,6 +105,19 @@ pub fn skip(reason: impl Display) {
         Ok(line) => println!("SKIP {line}"),
         Err(msg) => panic!("{msg}"),
     }
+}
+
+/// This process runs as root (its effective user id is 0): the privileged tests' first check.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .map(|euid| euid == "0")
+        })
+        .unwrap_or(false)
 }
 
 /// Copy a directory tree (a fixture root) to `to`, keeping symbolic links as links: the sysfs

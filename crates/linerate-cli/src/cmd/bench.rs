@@ -197,19 +197,40 @@ pub fn lookup(host: &str, port: u16) -> anyhow::Result<Vec<SocketAddr>> {
     Ok(addrs)
 }
 
-fn resolve(a: &BenchArgs) -> anyhow::Result<SocketAddr> {
-    let addrs: Vec<SocketAddr> = lookup(&a.host, a.port)?
+fn resolve(a: &BenchArgs, host: &str) -> anyhow::Result<SocketAddr> {
+    let port = a.port.unwrap_or(linerate_proto::DEFAULT_PORT);
+    let addrs: Vec<SocketAddr> = lookup(host, port)?
         .into_iter()
         .filter(|s| !(a.ipv4 && s.is_ipv6() || a.ipv6 && s.is_ipv4()))
         .collect();
     addrs.first().copied().with_context(|| {
         format!(
-            "`{}` has no {} address; drop {}",
-            a.host,
+            "`{host}` has no {} address; drop {}",
             if a.ipv4 { "IPv4" } else { "IPv6" },
             if a.ipv4 { "-4" } else { "-6" }
         )
     })
+}
+
+/// `--ssh`: start the far end for this one test, and point the client at it.
+fn start_far_end(
+    a: &BenchArgs,
+    ssh: &super::far::SshTarget,
+    server: &mut SocketAddr,
+    p: &TestParams,
+) -> anyhow::Result<super::far::Started> {
+    let needs = super::far::Needs {
+        tests: 1,
+        seconds: p.duration_ms as f64 / 1000.0,
+        write_dir: p
+            .file
+            .is_some()
+            .then(|| a.ssh_disk.clone().unwrap_or_else(|| ".".into())),
+        serve_args: super::far::serve_limits([p]),
+    };
+    let started = ssh.start(server.ip(), a.port, needs)?;
+    *server = started.addr;
+    Ok(started)
 }
 
 /// Live output: which samples are the headline for this test, and how to print them.
@@ -326,8 +347,17 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
         (Some(std::sync::Arc::new(f)), Some(s))
     });
     let p = params_with(a, spec)?;
-    let server = resolve(a)?;
-    let cfg = client_config(a, server, &p, file)?;
+    let target = super::far::target(a.host.as_deref(), &a.ssh)?
+        .context("give HOST, the host running `linerate serve`")?;
+    let mut server = resolve(a, &target.host)?;
+    let far = match &target.ssh {
+        Some(ssh) => Some(start_far_end(a, ssh, &mut server, &p)?),
+        None => None,
+    };
+    let mut cfg = client_config(a, server, &p, file)?;
+    if let Some(f) = &far {
+        cfg.psk = Some(f.psk.clone());
+    }
     let human = !a.json && !a.json_stream;
     let bar = (human && std::io::stdout().is_terminal() && a.interval.is_none())
         .then(|| progress_bar(p.duration_ms));
@@ -363,15 +393,22 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
     if let Some(b) = &live.bar {
         b.finish_and_clear();
     }
+    let explained = match (&run, &far) {
+        (Err(e), Some(_)) => super::far::connect_failed(e),
+        _ => None,
+    };
+    // The far end's work is done: it ends now, before the result is printed.
+    drop(far);
     let run = match run {
         Ok(r) => r,
         Err(e) => {
+            let error = explained.unwrap_or_else(|| e.to_string());
             if a.json_stream {
                 emit(&StreamEvent::Error {
-                    error: e.to_string(),
+                    error: error.clone(),
                 });
             }
-            bail!("{e}");
+            bail!("{error}");
         }
     };
     let tests = [linerate_bench::assemble(&run)];

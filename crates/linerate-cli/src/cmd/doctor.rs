@@ -10,9 +10,16 @@ use crate::cli::DoctorArgs;
 use crate::out::print;
 
 pub fn run(a: &DoctorArgs, style: Style) -> anyhow::Result<u8> {
-    let server: Option<SocketAddr> = match &a.host {
-        Some(h) => super::bench::lookup(h, a.port)?.first().copied(),
+    let target = super::far::target(a.host.as_deref(), &a.ssh)?;
+    let port = a.port.unwrap_or(linerate_proto::DEFAULT_PORT);
+    let server: Option<SocketAddr> = match &target {
+        Some(t) => super::bench::lookup(&t.host, port)?.first().copied(),
         None => None,
+    };
+    // `--ssh`: doctor starts the far end itself, once its local tests are done.
+    let far_end = match (target.and_then(|t| t.ssh), server) {
+        (Some(ssh), Some(s)) => Some(far_end_starter(a, ssh, s)),
+        _ => None,
     };
     if let Some(r) = &a.report {
         // Fail before the tests, not after, when the report cannot be written.
@@ -31,7 +38,7 @@ pub fn run(a: &DoctorArgs, style: Style) -> anyhow::Result<u8> {
         .map(linerate_proto::load_psk)
         .transpose()?;
     let o = DoctorOptions {
-        server,
+        server: if far_end.is_some() { None } else { server },
         bind: a.bind,
         psk,
         depth: if a.quick {
@@ -56,6 +63,7 @@ pub fn run(a: &DoctorArgs, style: Style) -> anyhow::Result<u8> {
             (Some(p), false) => RdmaMode::Provider(p.clone()),
             (None, false) => RdmaMode::Auto,
         },
+        far_end,
     };
     let live = !a.json && std::io::stderr().is_terminal();
     let mut progress = |s: &str| {
@@ -63,7 +71,13 @@ pub fn run(a: &DoctorArgs, style: Style) -> anyhow::Result<u8> {
             eprintln!("{}", style.dim(&format!("  {s}")));
         }
     };
-    let report = linerate_doctor::run(&o, &mut progress)?;
+    let report = linerate_doctor::run(&o, &mut progress).map_err(|e| match e {
+        // A far end that does not answer on its port: say what that means.
+        linerate_doctor::run::DoctorError::Client(c) if o.far_end.is_some() => {
+            anyhow::anyhow!(super::far::connect_failed(&c).unwrap_or_else(|| c.to_string()))
+        }
+        e => e.into(),
+    })?;
     if let Some(path) = &a.report {
         std::fs::write(path, linerate_report::render_html(&report))
             .with_context(|| format!("writing --report {}", path.display()))?;
@@ -81,4 +95,35 @@ pub fn run(a: &DoctorArgs, style: Style) -> anyhow::Result<u8> {
     let failed = super::fail_threshold(a.fail_on)
         .is_some_and(|t| report.findings.iter().any(|f| f.severity >= t));
     Ok(if failed { super::EXIT_FINDINGS } else { 0 })
+}
+
+/// Starts doctor's far end over ssh with what its plan needs: a key of its own, the limits of
+/// the tests, a scratch directory for the copy (in `--ssh-disk`, or the login directory).
+fn far_end_starter(
+    a: &DoctorArgs,
+    ssh: super::far::SshTarget,
+    server: SocketAddr,
+) -> linerate_doctor::StartFarEnd {
+    let (port, disk) = (a.port, a.ssh_disk.clone());
+    std::sync::Arc::new(move |needs: &linerate_doctor::FarEndNeeds| {
+        let started = ssh
+            .start(
+                server.ip(),
+                port,
+                super::far::Needs {
+                    tests: u32::try_from(needs.tests.len()).unwrap_or(u32::MAX),
+                    seconds: needs.seconds(),
+                    write_dir: needs
+                        .write_dir
+                        .then(|| disk.clone().unwrap_or_else(|| ".".into())),
+                    serve_args: super::far::serve_limits(&needs.tests),
+                },
+            )
+            .map_err(|e| format!("{e:#}"))?;
+        Ok(linerate_doctor::StartedFarEnd {
+            addr: started.addr,
+            psk: started.psk.clone(),
+            guard: Box::new(started),
+        })
+    })
 }

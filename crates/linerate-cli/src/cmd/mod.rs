@@ -8,6 +8,7 @@ use linerate_rules::Severity;
 mod bench;
 mod disk;
 mod doctor;
+mod far;
 mod generate;
 mod mem;
 mod mesh;

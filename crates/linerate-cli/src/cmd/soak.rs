@@ -169,8 +169,14 @@ pub fn run(a: &SoakArgs, style: Style) -> anyhow::Result<u8> {
         json: a.json,
         json_stream: a.json_stream,
     };
+    // An active soak's server: found, or started over ssh, before the soak begins.
+    let server = if a.passive {
+        None
+    } else {
+        Some(soak_server(a)?)
+    };
     let params = SoakParams {
-        host: a.host.as_ref().map(|h| format!("{h}:{}", a.port)),
+        host: server.as_ref().map(|s| s.name.clone()),
         duration_s: a.duration.as_secs_f64(),
         interval_s: a.interval.as_secs_f64(),
         passive: a.passive,
@@ -196,11 +202,12 @@ pub fn run(a: &SoakArgs, style: Style) -> anyhow::Result<u8> {
         out: &out,
     };
     let started = Instant::now();
-    let error = if a.passive {
-        passive(a, &mut feed, &cost)
-    } else {
-        active(a, &mut feed, &cost)?
+    let error = match &server {
+        None => passive(a, &mut feed, &cost),
+        Some(server) => active(server, &mut feed, &cost)?,
     };
+    // A far end started over ssh ends now.
+    drop(server);
     let wall = started.elapsed().as_secs_f64();
     let mut report = judge(&feed.tracker, &params, &jp);
     report.error.clone_from(&error);
@@ -249,18 +256,70 @@ fn passive(a: &SoakArgs, feed: &mut Feed<'_>, cost: &Arc<SamplingCost>) -> Optio
     None
 }
 
-/// TCP both ways (or one) against the server while both ends sample; `Ok(Some(error))` when
-/// it stopped early after measuring something, `Err` when nothing could be measured.
-fn active(
-    a: &SoakArgs,
-    feed: &mut Feed<'_>,
-    cost: &Arc<SamplingCost>,
-) -> anyhow::Result<Option<String>> {
-    let host = a
-        .host
-        .as_deref()
+/// The server of an active soak, and what runs against it.
+struct SoakServer {
+    addr: SocketAddr,
+    /// HOST:PORT, as the report shows it.
+    name: String,
+    psk: Option<linerate_proto::Psk>,
+    /// The soak's TCP test.
+    params: TestParams,
+    /// RDMA traffic beside it.
+    rdma: bool,
+    root: PathBuf,
+    /// The far end started over ssh (`--ssh`); it ends when this is dropped.
+    far: Option<super::far::Started>,
+}
+
+/// HOST (or the far end `--ssh` starts), the soak's test and its key.
+fn soak_server(a: &SoakArgs) -> anyhow::Result<SoakServer> {
+    let target = super::far::target(a.host.as_deref(), &a.ssh)?
         .context("a soak needs HOST (or --passive)")?;
-    let server: SocketAddr = super::bench::lookup(host, a.port)?[0];
+    let port = a.port.unwrap_or(linerate_proto::DEFAULT_PORT);
+    let mut addr: SocketAddr = super::bench::lookup(&target.host, port)?[0];
+    let params = soak_params(a)?;
+    let rdma = a.rdma || path_is_rdma(addr);
+    let mut psk = a
+        .psk_file
+        .as_deref()
+        .map(linerate_proto::load_psk)
+        .transpose()?;
+    let far = match &target.ssh {
+        Some(ssh) => {
+            let mut tests = vec![params.clone()];
+            if rdma {
+                tests.push(rdma_params(params.duration_ms));
+            }
+            let started = ssh.start(
+                addr.ip(),
+                a.port,
+                super::far::Needs {
+                    tests: u32::try_from(tests.len()).unwrap_or(2),
+                    // The RDMA traffic runs beside the TCP streams, not after them.
+                    seconds: params.duration_ms as f64 / 1000.0,
+                    write_dir: None,
+                    serve_args: super::far::serve_limits(&tests),
+                },
+            )?;
+            addr = started.addr;
+            psk = Some(started.psk.clone());
+            Some(started)
+        }
+        None => None,
+    };
+    Ok(SoakServer {
+        addr,
+        name: format!("{}:{}", target.host, addr.port()),
+        psk,
+        params,
+        rdma,
+        root: a.root.clone(),
+        far,
+    })
+}
+
+/// The soak's TCP test: the streams, both ways or one, for the duration, sampled each interval.
+fn soak_params(a: &SoakArgs) -> anyhow::Result<TestParams> {
     let direction = if a.one_way {
         Direction::Send
     } else if a.reverse {
@@ -279,24 +338,37 @@ fn active(
     };
     p.check_shape()
         .map_err(|e| anyhow::anyhow!(e.with_option()))?;
-    let psk = a
-        .psk_file
-        .as_deref()
-        .map(linerate_proto::load_psk)
-        .transpose()?;
+    Ok(p)
+}
+
+/// TCP both ways (or one) against the server while both ends sample; `Ok(Some(error))` when
+/// it stopped early after measuring something, `Err` when nothing could be measured.
+fn active(
+    s: &SoakServer,
+    feed: &mut Feed<'_>,
+    cost: &Arc<SamplingCost>,
+) -> anyhow::Result<Option<String>> {
+    let server = s.addr;
     let cfg = ClientConfig {
-        psk,
-        soak: Some(sampler_fn(a.root.clone(), End::Local, Arc::clone(cost))),
-        ..ClientConfig::new(server, p)
+        psk: s.psk.clone(),
+        soak: Some(sampler_fn(s.root.clone(), End::Local, Arc::clone(cost))),
+        ..ClientConfig::new(server, s.params.clone())
     };
-    let rdma =
-        (a.rdma || path_is_rdma(server)).then(|| rdma_start(server, cfg.psk.clone(), duration_ms));
+    let rdma = s
+        .rdma
+        .then(|| rdma_start(server, cfg.psk.clone(), s.params.duration_ms));
     let run = linerate_bench::run_client(&cfg, &mut |e| match e {
         Event::LocalSoak(s) | Event::RemoteSoak(s) => feed.push(&s),
         _ => {}
     });
     let rdma_err = rdma.and_then(rdma_finish);
-    let run = run.map_err(|e| anyhow::anyhow!("soak against {server}: {e}"))?;
+    let run =
+        run.map_err(
+            |e| match s.far.as_ref().and_then(|_| super::far::connect_failed(&e)) {
+                Some(explained) => anyhow::anyhow!("soak: {explained}"),
+                None => anyhow::anyhow!("soak against {server}: {e}"),
+            },
+        )?;
     let errors: Vec<String> = run.error.into_iter().chain(rdma_err).collect();
     Ok((!errors.is_empty()).then(|| errors.join("; ")))
 }
@@ -335,7 +407,18 @@ fn rdma_start(
     psk: Option<linerate_proto::Psk>,
     duration_ms: u64,
 ) -> std::thread::JoinHandle<Result<linerate_bench::ClientRun, String>> {
-    let p = TestParams {
+    let cfg = ClientConfig {
+        psk,
+        ..ClientConfig::new(server, rdma_params(duration_ms))
+    };
+    std::thread::spawn(move || {
+        linerate_bench::run_client(&cfg, &mut |_| {}).map_err(|e| e.to_string())
+    })
+}
+
+/// The RDMA write bandwidth test beside the soak's streams.
+fn rdma_params(duration_ms: u64) -> TestParams {
+    TestParams {
         duration_ms,
         interval_ms: 0,
         length: defaults::RDMA_LENGTH,
@@ -349,14 +432,7 @@ fn rdma_start(
             sweep: false,
         }),
         ..TestParams::new(TestKind::Rdma, Direction::Send)
-    };
-    let cfg = ClientConfig {
-        psk,
-        ..ClientConfig::new(server, p)
-    };
-    std::thread::spawn(move || {
-        linerate_bench::run_client(&cfg, &mut |_| {}).map_err(|e| e.to_string())
-    })
+    }
 }
 
 /// The RDMA traffic's rate on stderr; its error, if it failed, for the report.

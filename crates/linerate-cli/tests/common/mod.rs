@@ -19,6 +19,7 @@ use std::sync::{mpsc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::Duration;
 
+pub use linerate_testkit::is_root;
 use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_linerate");
@@ -47,18 +48,6 @@ pub fn serial() -> Serial {
         _file: file,
         _guard: guard,
     }
-}
-
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .map(|euid| euid == "0")
-        })
-        .unwrap_or(false)
 }
 
 /// Run a command to completion; `Err` carries its stderr.

@@ -6,6 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use linerate_storage::{DiskPlan, DiskReport, DiskTestKind, DiskTestResult};
+pub use linerate_testkit::is_root;
 
 pub const MIB: u64 = 1 << 20;
 
@@ -78,13 +79,6 @@ pub fn assert_report(r: &DiskReport, kinds: &[DiskTestKind]) {
 /// A directory on the root filesystem (the target dir), not tmpfs.
 pub fn disk_dir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
-
-pub fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
 /// A mount made for one test, unmounted (lazily if busy) and removed on drop.
