@@ -6,4 +6,4 @@ pub mod plan;
 pub mod run;
 
 pub use plan::{plan, Depth};
-pub use run::{run, DoctorOptions, DoctorReport, MemOut, RdmaMode};
+pub use run::{run, DoctorOptions, RdmaMode};

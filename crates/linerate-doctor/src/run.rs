@@ -6,19 +6,17 @@ use std::time::{Duration, Instant};
 
 use linerate_bench::{ClientConfig, InventoryFn, ServerConfig, TestResult};
 use linerate_engine::mem::{self, MemOp};
-use linerate_inventory::Inventory;
+use linerate_facts::{
+    CounterDelta, EndFacts, Finding, HostFacts, Inventories, Inventory, MemOut, PathFacts,
+    ProbeDoc, Pyramid, Unread,
+};
 use linerate_model::{host_stack_ceiling, HostStackCeiling, HostStackInput};
 use linerate_proto::{Direction, Psk, RefusalKind, TestKind, TestParams};
-use linerate_rules::{diagnose, CounterDelta, DiagnoseInput, EndFacts, Measured};
-use serde::Serialize;
+use linerate_results::{describe, DoctorReport};
+use linerate_rules::{diagnose, DiagnoseInput, Measured};
 use thiserror::Error;
 
 use crate::plan::{plan, Depth};
-
-// The report is plain data in `linerate-rules` and `describe` a pure function in
-// `linerate-results`, so renderers need not depend on this crate; re-exported under the old paths.
-pub use linerate_results::describe;
-pub use linerate_rules::report::{DoctorReport, Inventories, MemOut, PathFacts};
 
 #[derive(Clone)]
 pub struct DoctorOptions {
@@ -157,22 +155,32 @@ fn mem_out(r: &mem::MemResult) -> MemOut {
     }
 }
 
-/// An end's facts from its inventory document; a document that cannot be read is said in
-/// `errors` (the end is then judged without them), never dropped in silence.
-fn facts_of(
-    v: Option<&serde_json::Value>,
-    whose: &str,
-    errors: &mut Vec<String>,
-) -> Option<EndFacts> {
-    match serde_json::from_value(v?.get("facts")?.clone()) {
-        Ok(f) => Some(f),
-        Err(e) => {
-            errors.push(format!(
-                "the {whose} end's facts could not be read ({e}): judged without them"
-            ));
-            None
+/// An end's facts from what it said about itself. What could not be read of it is said in
+/// `errors` (the end is then judged without it), never dropped in silence: the facts or a part
+/// of the probe document, each finding left out, and in one line the fields of a newer
+/// version that were ignored.
+fn facts_of(h: Option<&HostFacts>, whose: &str, errors: &mut Vec<String>) -> Option<EndFacts> {
+    let h = h?;
+    let mut fields = Vec::new();
+    for u in &h.unread {
+        match u {
+            Unread::Part { part, error } if part == "facts" => errors.push(format!(
+                "the {whose} end's facts could not be read ({error}): judged without them"
+            )),
+            Unread::Field(path) => fields.push(path.as_str()),
+            other => errors.push(format!("the {whose} end's host facts: {other}")),
         }
     }
+    if let Some((first, _)) = fields.split_first() {
+        let more = match fields.len() - 1 {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        errors.push(format!(
+            "the {whose} end sent fields this version does not know (`{first}`{more}): ignored"
+        ));
+    }
+    h.facts.clone()
 }
 
 /// What the memory step measured.
@@ -192,8 +200,8 @@ struct Runs {
     tests: Vec<TestResult>,
     /// This host's CPU during each test (the same order as `tests`).
     cpu: Vec<HostCpu>,
-    local_inv: Option<serde_json::Value>,
-    remote_inv: Option<serde_json::Value>,
+    local_inv: Option<HostFacts>,
+    remote_inv: Option<HostFacts>,
     local_if: Option<String>,
     counters_before: Option<Vec<(String, u64)>>,
     errors: Vec<String>,
@@ -412,12 +420,7 @@ fn run_plan(
             Ok(run) => {
                 if runs.local_inv.is_none() {
                     runs.local_inv.clone_from(&run.local_inventory);
-                    runs.local_if = runs
-                        .local_inv
-                        .as_ref()
-                        .and_then(|v| v.get("name"))
-                        .and_then(|v| v.as_str())
-                        .map(str::to_string);
+                    runs.local_if = runs.local_inv.as_ref().and_then(|h| h.name.clone());
                     runs.counters_before =
                         runs.local_if.as_deref().map(|n| error_counters(before, n));
                 }
@@ -675,10 +678,7 @@ fn storage_pyramid(
     a: &Assembly<'_>,
     runs: &Runs,
     input: &DiagnoseInput,
-) -> (
-    linerate_rules::pyramid::Pyramid,
-    Vec<linerate_rules::Finding>,
-) {
+) -> (Pyramid, Vec<Finding>) {
     let dimm_peak: f64 = linerate_inventory::dram::dimms(&o.root)
         .iter()
         .map(linerate_inventory::dram::Dimm::peak_gb_per_s)
@@ -736,21 +736,15 @@ fn assemble(o: &DoctorOptions, a: Assembly<'_>, mut runs: Runs) -> DoctorReport 
         runs.tests.push(t);
     }
     let before_analysis = linerate_rules::analyze(a.before);
-    let local_probe = serde_json::to_value(ProbeView {
-        inv: a.before,
-        analysis: &before_analysis,
-    })
-    .unwrap_or_default();
+    let local_probe = ProbeDoc::new(a.before, &before_analysis, &o.root.display().to_string());
     let remote_interface = runs
         .remote_inv
         .as_ref()
-        .and_then(|v| v.get("name"))
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
+        .and_then(|h| h.name.clone())
         .filter(|_| two);
     DoctorReport {
-        schema_version: linerate_results::SCHEMA_VERSION,
-        tool: linerate_results::TOOL,
+        schema_version: linerate_facts::SCHEMA_VERSION,
+        tool: linerate_facts::TOOL,
         mode: if two { "two_hosts" } else { "self_check" },
         server: a.server.to_string(),
         verdict: d.verdict,
@@ -761,8 +755,7 @@ fn assemble(o: &DoctorOptions, a: Assembly<'_>, mut runs: Runs) -> DoctorReport 
             remote: runs
                 .remote_inv
                 .as_ref()
-                .and_then(|v| v.get("probe"))
-                .cloned()
+                .and_then(|h| h.probe.clone())
                 .filter(|_| two),
         },
         path: PathFacts {
@@ -1022,36 +1015,6 @@ fn file_copy(
                 message: e.to_string(),
             })
         }
-    }
-}
-
-/// The local probe in probe's JSON shape (ports with ceilings, findings).
-struct ProbeView<'a> {
-    inv: &'a Inventory,
-    analysis: &'a linerate_rules::Analysis,
-}
-
-impl Serialize for ProbeView<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(4))?;
-        m.serialize_entry("schema_version", &linerate_results::SCHEMA_VERSION)?;
-        m.serialize_entry("host", &self.inv.host)?;
-        let ports: Vec<serde_json::Value> = self
-            .inv
-            .ports
-            .iter()
-            .zip(&self.analysis.ports)
-            .map(|(p, a)| {
-                serde_json::json!({
-                    "name": p.name, "kind": p.kind, "device": p.device, "port": p.port,
-                    "netdev": p.netdev, "link_layer": p.link_layer, "ceiling": a.ceiling,
-                })
-            })
-            .collect();
-        m.serialize_entry("ports", &ports)?;
-        m.serialize_entry("findings", &self.analysis.findings)?;
-        m.end()
     }
 }
 

@@ -108,7 +108,6 @@ fn cycle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 fn inventory_modules_have_no_import_cycle() {
     let g = graph();
     assert!(g.contains_key("ib") && g.contains_key("ports"), "{g:?}");
-    assert!(g["ports"].contains("ib"), "ports joins RDMA ports: {g:?}");
     if let Some(c) = cycle(&g) {
         panic!("import cycle among inventory modules: {}", c.join(" → "));
     }

@@ -3,9 +3,8 @@
 //! buffers) and every probe finding of the node. Pure: it reads an [`Inventory`] and the
 //! [`Analysis`] of `linerate_rules::analyze` that the rank computed.
 
-use linerate_inventory::{Inventory, Port};
+use linerate_facts::{Analysis, Inventory, PciFunction, Port};
 use linerate_model::{PcieLink, PcieSpeed, StageKind};
-use linerate_rules::Analysis;
 
 use crate::types::{NodeFacts, PortFacts, RankId};
 
@@ -40,7 +39,7 @@ pub fn port_facts(inv: &Inventory, analysis: &Analysis, port: &Port) -> PortFact
     let pci = inv.port_pci(port);
     let ib = inv.ib_port(port);
     let card = pci
-        .and_then(linerate_inventory::PciFunction::card)
+        .and_then(PciFunction::card)
         .or_else(|| {
             ib.and_then(|(d, _)| d.hca_type.as_deref())
                 .and_then(linerate_model::cards::lookup_hca_type)
@@ -54,9 +53,7 @@ pub fn port_facts(inv: &Inventory, analysis: &Analysis, port: &Port) -> PortFact
             .or_else(|| pci.and_then(|p| p.driver.clone())),
         firmware: ib.and_then(|(d, _)| d.fw_ver.clone()),
         card,
-        pcie_current: pci
-            .and_then(linerate_inventory::PciFunction::effective_link)
-            .map(pcie_text),
+        pcie_current: pci.and_then(PciFunction::effective_link).map(pcie_text),
         pcie_max: pci.and_then(|p| p.link.max()).map(pcie_text),
         mtu: netdev.and_then(|n| n.mtu),
         ipoib_mode: netdev

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use linerate_results::{Tool, SCHEMA_VERSION, TOOL};
+use linerate_facts::{Tool, SCHEMA_VERSION, TOOL};
 use serde::Serialize;
 
 use crate::fleet::{fleet_findings, FleetFinding};

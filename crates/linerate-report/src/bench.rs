@@ -6,8 +6,8 @@ use linerate_proto::{Direction, TestKind, TestParams};
 use linerate_results::{DirStats, FileTransferOut, IntervalOut, TestResult};
 use serde::Serialize;
 
-use crate::json::{Tool, TOOL};
 use crate::Style;
+use linerate_facts::{Tool, SCHEMA_VERSION, TOOL};
 
 #[derive(Debug, Serialize)]
 pub struct BenchDoc<'a> {
@@ -18,7 +18,7 @@ pub struct BenchDoc<'a> {
 
 pub fn bench_doc(tests: &[TestResult]) -> BenchDoc<'_> {
     BenchDoc {
-        schema_version: crate::SCHEMA_VERSION,
+        schema_version: SCHEMA_VERSION,
         tool: TOOL,
         tests,
     }
@@ -383,8 +383,7 @@ fn title_line(out: &mut String, t: &TestResult, style: Style) {
     let via = t
         .local
         .as_ref()
-        .and_then(|v| v.get("name"))
-        .and_then(|v| v.as_str())
+        .and_then(linerate_facts::InterfaceView::name)
         .map_or(String::new(), |n| format!(" via {n}"));
     let _ = writeln!(
         out,
@@ -510,7 +509,7 @@ fn error_line(out: &mut String, t: &TestResult, style: Style) {
         let _ = writeln!(
             out,
             "{} {e}\n  (the figures above are what was measured until then)",
-            style.severity(linerate_rules::Severity::Error, "error:")
+            style.severity(linerate_facts::Severity::Error, "error:")
         );
     }
 }

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use linerate_rules::report::DoctorReport;
-use linerate_rules::Severity;
+use linerate_facts::{Row, Severity};
+use linerate_results::DoctorReport;
 
 use crate::bench::num;
 
@@ -168,7 +168,7 @@ fn pyramid_chart(r: &DoctorReport) -> String {
         .fold(max, f64::min);
     let lo = (min.log10().floor() - 0.3).min(max.log10() - 1.0);
     let hi = max.log10() + 0.05;
-    let label = |x: &linerate_rules::pyramid::Row| {
+    let label = |x: &Row| {
         format!(
             "{}{}{} {}",
             x.layer.replace('_', " "),
@@ -177,9 +177,7 @@ fn pyramid_chart(r: &DoctorReport) -> String {
             x.subject
         )
     };
-    let value = |x: &linerate_rules::pyramid::Row| {
-        format!("{} Gb/s ({} GB/s)", num(x.gbps), num(x.gbps / 8.0))
-    };
+    let value = |x: &Row| format!("{} Gb/s ({} GB/s)", num(x.gbps), num(x.gbps / 8.0));
     let labels: Vec<String> = rows.iter().map(label).collect();
     let values: Vec<String> = rows.iter().map(value).collect();
     let (left, right) = bar_layout(&labels, &values);
@@ -552,7 +550,7 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
 <h1>linerate doctor — {t}</h1><p class="muted">linerate {ver} · {secs} s · server {srv}</p>
 <div class="verdict {cls}" id="verdict">{v}</div>"#,
         t = esc(&title),
-        ver = esc(r.tool.version),
+        ver = esc(&r.tool.version),
         secs = num(r.seconds),
         srv = esc(&r.server),
         cls = worst.map_or("ok", |w| if w >= Severity::Warning {

@@ -5,7 +5,8 @@
 
 use std::fmt::Write as _;
 
-use linerate_soak::{CounterOut, End, IntervalOut, PortReport, SoakPortKind, SoakReport, Verdict};
+use linerate_proto::soak::{End, SoakPortKind};
+use linerate_soak::{CounterOut, IntervalOut, PortReport, SoakReport, Verdict};
 use linerate_units::{fmt_num, fmt_sig};
 
 use crate::html::esc;
@@ -733,7 +734,7 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
 <h1>linerate soak — {t}</h1><p class="muted">linerate {ver} · {dur} sampled</p>
 <div class="verdict {cls}" id="verdict">{v} ({rule})</div>"#,
         t = esc(title),
-        ver = esc(r.tool.version),
+        ver = esc(&r.tool.version),
         dur = esc(&linerate_soak::fmt_duration(r.duration_s)),
         cls = verdict_class(r.verdict),
         v = r.verdict.as_str(),

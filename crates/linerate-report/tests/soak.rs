@@ -5,10 +5,10 @@
 use linerate_testkit::schema::{assert_valid, validator};
 use std::process::Command;
 
+use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
 use linerate_report::{render_soak, soak_html, soak_json, soak_live_line, soak_textfile, Style};
 use linerate_soak::{
-    judge, CounterSource, End, IntervalOut, JudgeParams, PortSample, SoakEvent, SoakParams,
-    SoakPortKind, SoakReport, SoakSample, Tracker, Verdict,
+    judge, IntervalOut, JudgeParams, SoakEvent, SoakParams, SoakReport, Tracker, Verdict,
 };
 use serde_json::Value;
 
@@ -187,8 +187,8 @@ fn json_document_and_stream_lines_match_their_schemas() {
     let thresholds = r.thresholds.clone();
     let lines = [
         SoakEvent::Start {
-            schema_version: linerate_soak::report::SCHEMA_VERSION,
-            tool: linerate_soak::report::TOOL,
+            schema_version: linerate_facts::SCHEMA_VERSION,
+            tool: linerate_facts::TOOL,
             params: &params,
             thresholds: &thresholds,
         }

@@ -1,13 +1,11 @@
 //! Port rules: IB port state, subnet manager, rate, VPI mode, IPoIB mode, MTU, error counters.
 
-use linerate_inventory::{
-    IbDevice, IbPort, Inventory, IpoibMode, LinkLayer, Netdev, NetdevKind, Port, PortKind,
+use linerate_facts::{
+    Finding, FindingId, IbDevice, IbPort, Inventory, IpoibMode, LinkLayer, Netdev, NetdevKind,
+    Port, PortAnalysis, PortKind, Severity,
 };
 use linerate_model::ceiling::fmt_num;
 use linerate_model::{IbPhysState, IbState};
-
-use crate::finding::{Finding, FindingId, Severity};
-use crate::PortAnalysis;
 
 fn ibp(dev: &IbDevice, p: &IbPort, file: &str) -> String {
     format!(
@@ -166,7 +164,7 @@ fn ib_rate(inv: &Inventory, port: &Port, dev: &IbDevice, p: &IbPort, out: &mut V
         .pci
         .as_deref()
         .and_then(|a| inv.pci(a))
-        .and_then(linerate_inventory::PciFunction::card);
+        .and_then(linerate_facts::PciFunction::card);
     let ev = |f: Finding| f.evidence(ibp(dev, p, "rate"), verbatim(p.verbatim.rate.as_ref()));
     if let Some(max) = card.and_then(|c| c.max_ib) {
         if rate.speed < max {

@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use linerate_rules::{analyze, Severity};
+use linerate_facts::Severity;
+use linerate_rules::analyze;
 use serde_json::Value;
 
 fn fixtures() -> PathBuf {

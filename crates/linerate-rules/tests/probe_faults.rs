@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use linerate_inventory::Inventory;
+use linerate_facts::{Finding, Inventory};
 use linerate_model::{LimitedBy, StageKind};
-use linerate_rules::{analyze, port_ceiling, Finding};
+use linerate_rules::{analyze, port_ceiling};
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

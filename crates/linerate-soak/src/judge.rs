@@ -14,8 +14,8 @@ use crate::report::{
     JudgeParams, PortReport, SoakParams, SoakReport, SymbolBudget,
 };
 use crate::tracker::{is_health_counter, CounterTrack, EndTotals, PortInfo, Tracker};
-use crate::types::{CounterSource, End, SoakPortKind};
 use crate::verdict::{RuleId, Verdict};
+use linerate_proto::soak::{CounterSource, End, SoakPortKind};
 
 use CounterSource::{Carrier, Ethtool, IbCounters, NetdevStatistics};
 
@@ -821,8 +821,8 @@ pub fn judge(tracker: &Tracker, params: &SoakParams, jp: &JudgeParams) -> SoakRe
         _ => RuleId::NoCounters.as_str().into(),
     };
     SoakReport {
-        schema_version: crate::report::SCHEMA_VERSION,
-        tool: crate::report::TOOL,
+        schema_version: linerate_facts::SCHEMA_VERSION,
+        tool: linerate_facts::TOOL,
         params: params.clone(),
         thresholds: jp.clone(),
         duration_s: ends.iter().map(|e| e.duration_s).fold(0.0, f64::max),

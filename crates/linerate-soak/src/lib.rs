@@ -10,7 +10,6 @@
 pub mod judge;
 pub mod report;
 pub mod tracker;
-pub mod types;
 pub mod verdict;
 pub mod width;
 
@@ -23,6 +22,5 @@ pub use tracker::{
     is_health_counter, CounterKey, CounterTrack, EndTotals, IntervalRecord, Mark, MovedIdx,
     PortInfo, Reset, Saturation, Tracker,
 };
-pub use types::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
 pub use verdict::{RuleId, Source, Verdict};
 pub use width::{counter_width, CounterWidth};

@@ -2,12 +2,12 @@
 //! `--json-stream` (`schemas/soak-event.schema.json`). Field names are a contract.
 
 // The document header every JSON document of linerate carries.
-pub use linerate_results::{Tool, SCHEMA_VERSION, TOOL};
+use linerate_facts::Tool;
 use serde::{Deserialize, Serialize};
 
 use crate::tracker::{IntervalRecord, Reset, Saturation, Tracker};
-use crate::types::{CounterSource, End, SoakPortKind};
 use crate::verdict::{RuleId, Source, Verdict};
+use linerate_proto::soak::{CounterSource, End, SoakPortKind};
 
 /// Named defaults of the judge's thresholds (sources in `docs/soak.md`).
 pub mod defaults {
@@ -282,7 +282,7 @@ impl IntervalOut {
 impl Tracker {
     /// [`Tracker::push`], with the interval it closed named for the live line and the
     /// `interval` stream event.
-    pub fn push_interval(&mut self, s: &crate::types::SoakSample) -> Option<IntervalOut> {
+    pub fn push_interval(&mut self, s: &linerate_proto::soak::SoakSample) -> Option<IntervalOut> {
         let r = self.push(s)?.clone();
         Some(IntervalOut::new(self, &r))
     }

@@ -1,9 +1,9 @@
 //! The judge on constructed sample sequences: every rule firing and not firing at its
 //! boundary, the six scripted scenarios of issue #13, and short soaks not called clean.
 
+use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
 use linerate_soak::{
-    judge, symbol_budget, CounterSource, End, JudgeParams, PortSample, RuleId, SoakParams,
-    SoakPortKind, SoakReport, SoakSample, Tracker, Verdict,
+    judge, symbol_budget, JudgeParams, RuleId, SoakParams, SoakReport, Tracker, Verdict,
 };
 
 use CounterSource::{Carrier, Ethtool, IbCounters};

@@ -249,7 +249,7 @@ pub fn run(a: &DiskArgs, style: Style) -> anyhow::Result<u8> {
     if let Some(r) = &report {
         if a.json {
             let mut s = serde_json::to_string_pretty(&Doc {
-                schema_version: linerate_report::SCHEMA_VERSION,
+                schema_version: linerate_facts::SCHEMA_VERSION,
                 report: r,
             })?;
             s.push('\n');
