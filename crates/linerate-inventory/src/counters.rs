@@ -304,14 +304,8 @@ fn read_counter(
     name: &str,
     out: &mut Vec<(CounterSource, String, u64)>,
 ) {
-    match Root::read_raw(p) {
-        Ok(Some(v)) if v.starts_with("N/A") => {}
-        Ok(Some(v)) => match v.parse::<u64>() {
-            Ok(value) => out.push((source, name.to_string(), value)),
-            Err(_) => r.bad_value(p, name, &v, "a decimal counter"),
-        },
-        Ok(None) => {}
-        Err(e) => r.problem(p, name, crate::ProblemKind::Unreadable, e),
+    if let Some(value) = r.counter(p, name) {
+        out.push((source, name.to_string(), value));
     }
 }
 

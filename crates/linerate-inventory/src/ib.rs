@@ -84,19 +84,12 @@ fn read_port(r: &mut Root, dir: &Path, dev: &str, n: u32) -> IbPort {
     let mut counters = Vec::new();
     let cdir = dir.join("counters");
     for (name, bits) in linerate_model::ib::PMA_ERROR_COUNTERS {
-        let p = cdir.join(name);
-        // Old kernels print `N/A (no PMA)`: the port has no counters, not a fault.
-        match Root::read_raw(&p) {
-            Ok(Some(v)) if v.starts_with("N/A") => {}
-            Ok(Some(v)) => match v.parse::<u64>() {
-                Ok(value) => counters.push(Counter {
-                    name: name.to_string(),
-                    value,
-                    pegged: bits < 64 && value >= (1u64 << bits) - 1,
-                }),
-                Err(_) => r.bad_value(&p, s, &v, "a decimal counter"),
-            },
-            Ok(None) | Err(_) => {}
+        if let Some(value) = r.counter(&cdir.join(name), s) {
+            counters.push(Counter {
+                name: name.to_string(),
+                value,
+                pegged: bits < 64 && value >= (1u64 << bits) - 1,
+            });
         }
     }
     IbPort {

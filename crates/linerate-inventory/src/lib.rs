@@ -1,9 +1,10 @@
-//! Inventory of a machine's network ports, read from sysfs and procfs.
+//! The reader of a machine's inventory: sysfs and procfs under a root directory, shapers over
+//! rtnetlink, driver statistics over SIOCETHTOOL, DIMMs from SMBIOS, and a soak's counters.
 //!
-//! [`probe`] reads under a root directory (`/` on a live system, a fixture
-//! tree in tests) and returns plain data. It needs no privileges and runs no
-//! external tool. A missing or malformed value never aborts it: the value is
-//! `None` and the file is named in [`Inventory::problems`].
+//! [`probe`] reads under a root directory (`/` on a live system, a fixture tree in tests) and
+//! returns `linerate_facts::Inventory`, plain data. It needs no privileges and runs no external
+//! tool. A missing or malformed value never aborts it: the value is `None` and the file is
+//! named in `Inventory::problems`.
 
 pub mod counters;
 pub mod dram;
@@ -18,15 +19,8 @@ pub mod qdisc;
 
 use std::path::Path;
 
+use linerate_facts::Inventory;
 use thiserror::Error;
-
-// Transitional: the data types moved to `linerate-facts`; these go once every crate names them there.
-pub use linerate_facts::Inventory;
-pub use linerate_facts::{
-    cpulist_string, parse_cpulist, Counter, Host, IbDevice, IbPort, IbPortFiles, IpoibInfo,
-    IpoibMode, LinkLayer, Netdev, NetdevKind, NumaNode, PciFunction, PcieLinkFiles, PcieSpeedFiles,
-    Port, PortKind, Problem, ProblemKind, SocketLimits, UpstreamPort,
-};
 
 #[derive(Debug, Error)]
 pub enum ProbeError {

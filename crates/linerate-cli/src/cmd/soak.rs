@@ -300,7 +300,7 @@ fn path_is_rdma(server: SocketAddr) -> bool {
             p.netdev.as_deref() == Some(iface.as_str())
                 && matches!(
                     p.kind,
-                    linerate_inventory::PortKind::Infiniband | linerate_inventory::PortKind::Roce
+                    linerate_facts::PortKind::Infiniband | linerate_facts::PortKind::Roce
                 )
         })
     })
