@@ -12,7 +12,7 @@ pub mod stream;
 pub mod writedir;
 
 pub use client::{run as run_client, ClientConfig, ClientError, ClientRun, Event};
-pub use results::{assemble, LatencyMode, TestResult};
+pub use results::assemble;
 pub use server::{serve, serve_on, ServerConfig};
 pub use writedir::WriteDir;
 

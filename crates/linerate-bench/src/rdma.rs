@@ -13,7 +13,7 @@ use linerate_proto::{
     TestParams,
 };
 use linerate_rdma::{BwResult, Fabric, Initiator, LatResult, Listener, Op, Params};
-pub use linerate_results::SizeRow;
+use linerate_results::SizeRow;
 
 /// How long connecting (client) and accepting (server) may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -3,10 +3,11 @@
 use linerate_proto::{
     Direction, IntervalSample, LatencyStats, SideResults, StreamResult, TestKind, TestParams,
 };
-pub use linerate_results::{
-    DirStats, Endpoint, FileTransferOut, IntervalOut, LatencyMode, LatencyUs, Layer, RdmaOut,
-    SizeRow, StreamOut, TcpLimitedOut, TestResult,
+use linerate_results::{
+    DirStats, Endpoint, FileTransferOut, IntervalOut, LatencyMode, Layer, RdmaOut, StreamOut,
+    TcpLimitedOut, TestResult,
 };
+use linerate_stats::LatencyUs;
 
 use linerate_units::{gbps, r1, r3};
 

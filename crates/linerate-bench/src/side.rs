@@ -18,7 +18,7 @@ use linerate_proto::{
 
 /// The bounds of a side's run: the grace after the test, the UDP drain, the idle limit
 /// (protocol values, kept with the other defaults).
-pub use linerate_proto::defaults::{GRACE, IDLE, UDP_DRAIN};
+pub(crate) use linerate_proto::defaults::{GRACE, IDLE, UDP_DRAIN};
 
 /// A data connection of this side.
 #[derive(Debug)]

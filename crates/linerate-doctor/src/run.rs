@@ -4,7 +4,7 @@ use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use linerate_bench::{ClientConfig, InventoryFn, ServerConfig, TestResult};
+use linerate_bench::{ClientConfig, InventoryFn, ServerConfig};
 use linerate_engine::mem::{self, MemOp};
 use linerate_facts::{
     CounterDelta, EndFacts, Finding, HostFacts, Inventories, Inventory, MemOut, PathFacts,
@@ -12,7 +12,7 @@ use linerate_facts::{
 };
 use linerate_model::{host_stack_ceiling, HostStackCeiling, HostStackInput};
 use linerate_proto::{Direction, Psk, RefusalKind, TestKind, TestParams};
-use linerate_results::{describe, DoctorReport};
+use linerate_results::{describe, DoctorReport, LatencyMode, TestResult};
 use linerate_rules::{diagnose, DiagnoseInput, Measured};
 use thiserror::Error;
 
@@ -292,7 +292,7 @@ fn measure_memory(cpus: usize) -> Memory {
             .max_by(|a, b| a.gb_per_s().total_cmp(&b.gb_per_s()))
             .expect("three runs")
     };
-    let stream_bytes = linerate_engine::tcp::default_length(1, false) as usize;
+    let stream_bytes = linerate_proto::defaults::default_length(1, false) as usize;
     Memory {
         one: best_of(1, 64 << 20),
         all: best_of(cpus, 64 << 20),
@@ -305,7 +305,7 @@ fn measure_disks(
     o: &DoctorOptions,
     progress: &mut dyn FnMut(&str),
     errors: &mut Vec<String>,
-) -> Vec<linerate_storage::DiskReport> {
+) -> Vec<linerate_results::disk::DiskReport> {
     let mut disks = Vec::new();
     for path in &o.disks {
         progress(&format!("disk {}", path.display()));
@@ -429,11 +429,7 @@ fn run_plan(
                 }
                 let mut t = linerate_bench::assemble(&run);
                 if let (Some(c), Some(m)) = (spin, t.latency_mode.as_mut()) {
-                    *m = linerate_bench::LatencyMode::new(
-                        m.client_spin_us,
-                        m.server_spin_us,
-                        c.reason,
-                    );
+                    *m = LatencyMode::new(m.client_spin_us, m.server_spin_us, c.reason);
                 }
                 if let Some(e) = &t.error {
                     runs.errors.push(format!("{}: {e}", describe(&params)));
@@ -649,7 +645,7 @@ struct Assembly<'a> {
     before: &'a Inventory,
     after: &'a Inventory,
     memory: &'a Memory,
-    disks: Vec<linerate_storage::DiskReport>,
+    disks: Vec<linerate_results::disk::DiskReport>,
     copy: Option<(TestResult, String)>,
     pyramid_notes: Vec<String>,
     seconds: f64,
@@ -798,7 +794,7 @@ fn client(
 
 /// The short disk plan of each depth: sequential reads and writes, random reads beyond quick.
 fn disk_plan(depth: Depth) -> linerate_storage::DiskPlan {
-    use linerate_storage::DiskTestKind as K;
+    use linerate_results::disk::DiskTestKind as K;
     let (secs, size, tests) = match depth {
         Depth::Quick => (1, 256u64 << 20, vec![K::SeqRead, K::SeqWrite]),
         Depth::Normal => (2, 512 << 20, vec![K::SeqRead, K::RandRead, K::SeqWrite]),
@@ -830,7 +826,7 @@ fn disk_plan(depth: Depth) -> linerate_storage::DiskPlan {
 
 /// What the search for the number of jobs found, one line per test of a disk: the jobs each
 /// number gave, the one kept and why the search stopped.
-fn job_notes(r: &linerate_storage::DiskReport) -> Vec<String> {
+fn job_notes(r: &linerate_results::disk::DiskReport) -> Vec<String> {
     r.tests
         .iter()
         .filter(|t| !t.job_scaling.is_empty())
@@ -871,7 +867,7 @@ fn job_notes(r: &linerate_storage::DiskReport) -> Vec<String> {
         .collect()
 }
 
-fn disk_summary(r: &linerate_storage::DiskReport) -> String {
+fn disk_summary(r: &linerate_results::disk::DiskReport) -> String {
     let parts: Vec<String> = r
         .tests
         .iter()
@@ -891,8 +887,8 @@ fn disk_summary(r: &linerate_storage::DiskReport) -> String {
     format!("{} ({})", parts.join(", "), r.filesystem)
 }
 
-fn disk_in(r: &linerate_storage::DiskReport) -> linerate_rules::pyramid::DiskIn {
-    use linerate_storage::DiskTestKind as K;
+fn disk_in(r: &linerate_results::disk::DiskReport) -> linerate_rules::pyramid::DiskIn {
+    use linerate_results::disk::DiskTestKind as K;
     let get = |k: K| {
         r.tests
             .iter()
@@ -1037,7 +1033,7 @@ fn short_result(t: &TestResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_storage::{DiskJobStep, DiskReport, DiskTestKind, DiskTestResult, Engine};
+    use linerate_results::disk::{DiskJobStep, DiskReport, DiskTestKind, DiskTestResult, Engine};
 
     fn test(kind: DiskTestKind, jobs: u32, steps: &[(u32, f64)]) -> DiskTestResult {
         DiskTestResult {

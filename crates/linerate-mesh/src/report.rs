@@ -12,8 +12,8 @@ use crate::fleet::{fleet_findings, FleetFinding};
 use crate::judge::{
     below_ceiling, judge, JudgeInput, LinkStatus, LinkVerdict, NodeStatus, NodeVerdict,
 };
-use crate::launch::IdentitySource;
 use crate::schedule::ScheduleKind;
+use crate::types::IdentitySource;
 use crate::types::{LinkMeasurement, NodeFacts, Phase, RankId, Transport};
 
 /// One rank in the document: its facts, and where its rank came from.

@@ -11,7 +11,9 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::mtu::Transport;
-use crate::{round2, EthSpeed, IbRate, MtuInput, PcieLink};
+use linerate_units::r2 as round2;
+
+use crate::{EthSpeed, IbRate, MtuInput, PcieLink};
 
 /// A link whose rate is known.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -432,7 +434,7 @@ fn summarize(
     s
 }
 
-pub use linerate_units::fmt_num;
+use linerate_units::fmt_num;
 
 #[cfg(test)]
 mod tests {

@@ -26,6 +26,3 @@ pub use host::{host_stack_ceiling, HostStackCeiling, HostStackInput};
 pub use ib::{IbPhysState, IbRate, IbSpeed, IbState};
 pub use mtu::{MtuInput, Transport};
 pub use pcie::{PcieGen, PcieLink, PcieSpeed};
-
-/// Round to two decimals, for display and for stable JSON.
-pub use linerate_units::r2 as round2;

@@ -107,7 +107,7 @@ fn bytes_iec(b: u64) -> String {
 }
 
 /// `  round trip  p50 … µs   p90 …   mean … µs (σ …)`.
-fn round_trip_line(out: &mut String, l: &linerate_results::LatencyUs, style: Style) {
+fn round_trip_line(out: &mut String, l: &linerate_stats::LatencyUs, style: Style) {
     let _ = writeln!(
         out,
         "  round trip  p50 {} µs   p90 {}   p99 {}   p99.9 {}   max {}   mean {} µs{}",
@@ -234,7 +234,7 @@ fn file_block(out: &mut String, f: &FileTransferOut, style: Style) {
 }
 
 /// Numbers with three significant digits where that reads well.
-pub use linerate_units::fmt_sig as num;
+pub(crate) use linerate_units::fmt_sig as num;
 
 fn bytes(b: u64) -> String {
     let b = b as f64;
@@ -407,12 +407,7 @@ fn file_summary(out: &mut String, t: &TestResult, f: &FileTransferOut, style: St
 }
 
 /// A latency test: round trips, transaction rate and lost transactions, CPU.
-fn latency_summary(
-    out: &mut String,
-    t: &TestResult,
-    l: &linerate_results::LatencyUs,
-    style: Style,
-) {
+fn latency_summary(out: &mut String, t: &TestResult, l: &linerate_stats::LatencyUs, style: Style) {
     round_trip_line(out, l, style);
     if let Some(m) = &t.latency_mode {
         let _ = writeln!(out, "  {}: {}", style.bold(m.label()), m.reason);

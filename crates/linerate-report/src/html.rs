@@ -323,7 +323,7 @@ fn timeline_axes(s: &mut String, f: &TimeFrame) {
             r##"<text x="{tx}" y="{ty:.1}" text-anchor="end" class="val">{v}</text><line x1="{l}" y1="{ty2:.1}" x2="{x1}" y2="{ty2:.1}" stroke="#e2e8f0"/>"##,
             tx = l - 6.0,
             ty = f.y(g) + 4.0,
-            v = linerate_model::ceiling::fmt_num(linerate_units::r3(g)),
+            v = linerate_units::fmt_num(linerate_units::r3(g)),
             ty2 = f.y(g),
             x1 = w - 20.0
         );
@@ -338,7 +338,7 @@ fn timeline_axes(s: &mut String, f: &TimeFrame) {
             y0 = h - b,
             y1 = h - b + 4.0,
             ty = h - b + 16.0,
-            v = linerate_model::ceiling::fmt_num(linerate_units::r3(ts))
+            v = linerate_units::fmt_num(linerate_units::r3(ts))
         );
         ts += f.xstep;
     }
@@ -717,7 +717,7 @@ mod tests {
         use linerate_proto::{Direction, TestKind, TestParams};
         let mut t =
             linerate_results::TestResult::new(TestParams::new(TestKind::TcpLat, Direction::Send));
-        t.latency_us = Some(linerate_results::LatencyUs {
+        t.latency_us = Some(linerate_stats::LatencyUs {
             p50: 5.0,
             p90: 6.0,
             p99: 9.0,

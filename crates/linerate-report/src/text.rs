@@ -6,8 +6,8 @@ use std::path::Path;
 use linerate_facts::{
     Analysis, Finding, Inventory, IpoibMode, LinkLayer, Port, PortKind, Severity,
 };
-use linerate_model::ceiling::fmt_num;
 use linerate_model::{Ceiling, CeilingInput, LimitedBy, LinkInput};
+use linerate_units::fmt_num;
 
 use crate::Style;
 

@@ -11,7 +11,7 @@ use std::ops::AddAssign;
 
 use linerate_facts::InterfaceView;
 use linerate_proto::{Direction, TestKind, TestParams};
-pub use linerate_stats::LatencyUs;
+use linerate_stats::LatencyUs;
 use serde::Serialize;
 
 pub mod disk;

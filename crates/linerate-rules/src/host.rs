@@ -3,7 +3,7 @@
 use linerate_facts::{
     cpulist_string as cpulist, Finding, FindingId, Inventory, PortAnalysis, Severity,
 };
-use linerate_model::ceiling::fmt_num;
+use linerate_units::fmt_num;
 
 /// Round trip assumed for a LAN path when none was measured.
 pub const ASSUMED_RTT_US: f64 = 100.0;

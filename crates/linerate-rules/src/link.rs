@@ -4,8 +4,8 @@ use linerate_facts::{
     Finding, FindingId, IbDevice, IbPort, Inventory, IpoibMode, LinkLayer, Netdev, NetdevKind,
     Port, PortAnalysis, PortKind, Severity,
 };
-use linerate_model::ceiling::fmt_num;
 use linerate_model::{IbPhysState, IbState};
+use linerate_units::fmt_num;
 
 fn ibp(dev: &IbDevice, p: &IbPort, file: &str) -> String {
     format!(

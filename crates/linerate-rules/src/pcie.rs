@@ -3,9 +3,9 @@
 use linerate_facts::{
     Finding, FindingId, Inventory, PciFunction, PortAnalysis, PortKind, Severity,
 };
-use linerate_model::ceiling::fmt_num;
 use linerate_model::pcie::ASSUMED_MPS;
 use linerate_model::{LimitedBy, PcieLink};
+use linerate_units::fmt_num;
 
 fn attr(f: &PciFunction, name: &str) -> String {
     format!("/sys/bus/pci/devices/{}/{name}", f.address)

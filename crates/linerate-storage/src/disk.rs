@@ -38,9 +38,8 @@ use crate::sys::{self, IoKind, RingOpts, Uring, ALIGN};
 use linerate_stats::LatencyHistogram;
 use linerate_units::r3;
 
-// The output data lives in `linerate-results` (renderers depend on it, not on this crate);
-// re-exported here so `linerate_storage::disk::DiskReport` and the rest keep their paths.
-pub use linerate_results::disk::{
+// The output data lives in `linerate-results` (renderers depend on it, not on this crate).
+use linerate_results::disk::{
     DiskJobResult, DiskJobStep, DiskReport, DiskTestKind, DiskTestResult, Engine,
 };
 

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use linerate_report::Style;
+use linerate_results::disk::{DiskReport, DiskTestKind, DiskTestResult};
+use linerate_stats::LatencyUs;
 use linerate_storage::size::fmt_bytes;
-use linerate_storage::{
-    DiskEvent, DiskPlan, DiskReport, DiskTestKind, DiskTestResult, EngineChoice, LatencyUs,
-};
+use linerate_storage::{DiskEvent, DiskPlan, EngineChoice};
 use serde::Serialize;
 
 use crate::cli::{DiskArgs, DiskEngineArg, DiskTestArg};
