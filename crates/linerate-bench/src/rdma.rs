@@ -204,7 +204,7 @@ fn run_qp(
             if stop.load(std::sync::atomic::Ordering::Relaxed) {
                 break;
             }
-            let mut on = |s: linerate_rdma::IntervalSample| {
+            let mut on = |s: linerate_rdma::RdmaInterval| {
                 if let Some(tx) = live {
                     let _ = tx.send(IntervalSample {
                         start_s: s.start_s,

@@ -8,7 +8,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use linerate_engine::lat::{self, Rtt};
-use linerate_engine::meter::{sample_intervals, Meter, Schedule, Sink, Stop};
+use linerate_engine::meter::{sample_intervals, Meter, SampleSchedule, Sink, Stop};
 use linerate_engine::udp::{self, RecvState};
 use linerate_engine::{file, sys, tcp, timed, with_thread_cpu, StreamOutcome, Timed};
 use linerate_proto::{
@@ -454,7 +454,7 @@ impl<'a> Streams<'a> {
         });
         let mut quiet = |_: &IntervalSample| {};
         let s: &mut dyn Sink = if p.interval_ms == 0 { &mut quiet } else { sink };
-        let sched = Schedule {
+        let sched = SampleSchedule {
             start: self.plan.start,
             every,
             omit: Duration::from_millis(p.omit_ms),

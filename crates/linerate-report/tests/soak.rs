@@ -8,14 +8,14 @@ use std::process::Command;
 use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
 use linerate_report::{render_soak, soak_html, soak_json, soak_live_line, soak_textfile, Style};
 use linerate_soak::{
-    judge, IntervalOut, JudgeParams, SoakEvent, SoakParams, SoakReport, Tracker, Verdict,
+    judge, JudgeParams, SoakEvent, SoakInterval, SoakParams, SoakReport, Tracker, Verdict,
 };
 use serde_json::Value;
 
 /// Two minutes at 1 s: a QDR port per end (local: symbol errors over budget, with a 4-bit
 /// counter saturating; remote: clean with a foreign reset), an Ethernet port on the local end
 /// with a link down, and one slow interval on the local end.
-fn report() -> (SoakReport, Vec<IntervalOut>) {
+fn report() -> (SoakReport, Vec<SoakInterval>) {
     let mut t = Tracker::new();
     let mut live = Vec::new();
     for seq in 0..=120u64 {

@@ -3,7 +3,7 @@
 use linerate_facts::{Inventory, IpoibMode, Netdev, NetdevKind, Port, PortKind};
 use linerate_model::pcie::ASSUMED_MPS;
 use linerate_model::{
-    ceiling, Ceiling, CeilingInput, EthSpeed, IbPhysState, IbState, LinkInput, MtuInput, Transport,
+    ceiling, Ceiling, CeilingInput, EthSpeed, IbPhysState, IbState, IpFraming, LinkInput, MtuInput,
     Usability,
 };
 
@@ -64,11 +64,11 @@ pub fn ceiling_input(inv: &Inventory, port: &Port) -> CeilingInput {
 fn mtu_input(n: &Netdev) -> Option<MtuInput> {
     let mtu = n.mtu?;
     let transport = match n.kind {
-        NetdevKind::Ethernet => Transport::Ethernet,
+        NetdevKind::Ethernet => IpFraming::Ethernet,
         NetdevKind::Ipoib => match n.ipoib.as_ref().and_then(|i| i.mode) {
-            Some(IpoibMode::Connected) => Transport::IpoibConnected,
-            None if mtu > 4092 => Transport::IpoibConnected,
-            Some(IpoibMode::Datagram) | None => Transport::IpoibDatagram,
+            Some(IpoibMode::Connected) => IpFraming::IpoibConnected,
+            None if mtu > 4092 => IpFraming::IpoibConnected,
+            Some(IpoibMode::Datagram) | None => IpFraming::IpoibDatagram,
         },
         _ => return None,
     };

@@ -386,7 +386,7 @@ fn mtu(port: &Port, n: &Netdev, pa: &PortAnalysis, out: &mut Vec<Finding>) {
             if speed >= 25_000 && m < 9000 {
                 let jumbo = linerate_model::MtuInput {
                     mtu: 9000,
-                    transport: linerate_model::Transport::Ethernet,
+                    transport: linerate_model::IpFraming::Ethernet,
                 }
                 .efficiency()
                 .unwrap_or(1.0);

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use linerate_units::{fmt_num, fmt_round, fmt_sig};
 
 use crate::report::{
-    defaults, BerEstimate, BitsBasis, CounterOut, Dip, EndReport, Finding, IntervalOut,
-    JudgeParams, PortReport, SoakParams, SoakReport, SymbolBudget,
+    defaults, BerEstimate, BitsBasis, CounterOut, Dip, EndReport, JudgeParams, PortReport,
+    SoakFinding, SoakInterval, SoakParams, SoakReport, SymbolBudget,
 };
 use crate::tracker::{is_health_counter, CounterTrack, EndTotals, PortInfo, Tracker};
 use crate::verdict::{RuleId, Verdict};
@@ -191,8 +191,8 @@ fn finding(
     threshold: Option<f64>,
     unit: &str,
     text: String,
-) -> Finding {
-    Finding {
+) -> SoakFinding {
+    SoakFinding {
         rule,
         verdict: rule.verdict(),
         source: rule.source(),
@@ -215,7 +215,7 @@ fn count(c: &CounterTrack) -> String {
 }
 
 /// Any increase of these is fatal (NVSentinel; UFM flags Link_Down on any delta).
-fn any_increase(ctx: &PortCtx, out: &mut Vec<Finding>) {
+fn any_increase(ctx: &PortCtx, out: &mut Vec<SoakFinding>) {
     for (rule, name, what) in [
         (RuleId::LinkDowned, "link_downed", "the link went down"),
         (
@@ -244,7 +244,12 @@ fn any_increase(ctx: &PortCtx, out: &mut Vec<Finding>) {
 }
 
 /// `symbol_error` against the BER budget at the port's signalling rate.
-fn symbol_rules(ctx: &PortCtx, jp: &JudgeParams, budget: &SymbolBudget, out: &mut Vec<Finding>) {
+fn symbol_rules(
+    ctx: &PortCtx,
+    jp: &JudgeParams,
+    budget: &SymbolBudget,
+    out: &mut Vec<SoakFinding>,
+) {
     let Some(c) = ctx.get(IbCounters, "symbol_error") else {
         return;
     };
@@ -317,7 +322,7 @@ fn symbol_rules(ctx: &PortCtx, jp: &JudgeParams, budget: &SymbolBudget, out: &mu
 }
 
 /// `port_rcv_errors` per second and `link_error_recovery` per minute.
-fn rate_rules(ctx: &PortCtx, jp: &JudgeParams, out: &mut Vec<Finding>) {
+fn rate_rules(ctx: &PortCtx, jp: &JudgeParams, out: &mut Vec<SoakFinding>) {
     for (rule, name, per, unit_s, limit) in [
         (
             RuleId::PortRcvErrorsRate,
@@ -361,7 +366,7 @@ fn ethernet_rules(
     ctx: &PortCtx,
     jp: &JudgeParams,
     ber: Option<&BerEstimate>,
-    out: &mut Vec<Finding>,
+    out: &mut Vec<SoakFinding>,
 ) {
     let mut post = ctx.ethtool_matching(&["fec", "uncorrect"]);
     post.extend(ctx.get(Ethtool, "rx_pcs_symbol_err_phy"));
@@ -420,7 +425,7 @@ fn ethernet_rules(
 }
 
 /// Congestion (only when no error counter moved), and retransmits with errors.
-fn path_rules(ctx: &PortCtx, jp: &JudgeParams, out: &mut Vec<Finding>) {
+fn path_rules(ctx: &PortCtx, jp: &JudgeParams, out: &mut Vec<SoakFinding>) {
     let errors = ctx.errors_moved();
     if let (Some(c), true) = (errors.first(), ctx.totals.tcp_retrans > 0) {
         let text = format!(
@@ -502,7 +507,7 @@ fn is_judged(source: CounterSource, name: &str) -> bool {
 
 /// Saturations and resets: a counter pegged from the start hides everything; later ones are
 /// notes that make the numbers "at least".
-fn counter_notes(ctx: &PortCtx, out: &mut Vec<Finding>) {
+fn counter_notes(ctx: &PortCtx, out: &mut Vec<SoakFinding>) {
     for c in &ctx.order {
         if !is_health_counter(c.key.source, &c.key.name) {
             continue;
@@ -792,7 +797,7 @@ fn dips(
                         end_s: r.end_s,
                         gbps: g,
                         median_gbps: e.median_gbps,
-                        moved: IntervalOut::new(tracker, r).moved,
+                        moved: SoakInterval::new(tracker, r).moved,
                     });
                 }
             }
@@ -831,7 +836,7 @@ pub fn judge(tracker: &Tracker, params: &SoakParams, jp: &JudgeParams) -> SoakRe
         timeline: tracker
             .timeline()
             .iter()
-            .map(|r| IntervalOut::new(tracker, r))
+            .map(|r| SoakInterval::new(tracker, r))
             .collect(),
         ends,
         dips,

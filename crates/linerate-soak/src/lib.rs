@@ -5,7 +5,7 @@
 //! control connection), the renderers in `linerate-report`.
 //!
 //! Use: push every sample of both ends into a [`Tracker`] (each push returns the interval it
-//! closed, for the live line: [`IntervalOut::new`]), then [`judge`] it into a [`SoakReport`].
+//! closed, for the live line: [`SoakInterval::new`]), then [`judge`] it into a [`SoakReport`].
 
 pub mod judge;
 pub mod report;
@@ -15,8 +15,8 @@ pub mod width;
 
 pub use judge::{fmt_duration, is_pam4, judge, median, symbol_budget};
 pub use report::{
-    defaults, BerEstimate, BitsBasis, CounterOut, Dip, EndReport, Finding, IntervalOut,
-    JudgeParams, MovedOut, PortReport, SoakEvent, SoakParams, SoakReport, SymbolBudget,
+    defaults, BerEstimate, BitsBasis, CounterOut, Dip, EndReport, JudgeParams, MovedOut,
+    PortReport, SoakEvent, SoakFinding, SoakInterval, SoakParams, SoakReport, SymbolBudget,
 };
 pub use tracker::{
     is_health_counter, CounterKey, CounterTrack, EndTotals, IntervalRecord, Mark, MovedIdx,

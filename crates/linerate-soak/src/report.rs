@@ -107,7 +107,7 @@ pub struct SoakParams {
 
 /// One rule that fired on a port, with its numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
+pub struct SoakFinding {
     pub rule: RuleId,
     pub verdict: Verdict,
     pub source: Source,
@@ -195,7 +195,7 @@ pub struct PortReport {
     pub ber: Option<BerEstimate>,
     /// Health counters that moved, saturated or were reset, and the judged ones even at 0.
     pub counters: Vec<CounterOut>,
-    pub findings: Vec<Finding>,
+    pub findings: Vec<SoakFinding>,
     pub verdict: Verdict,
     /// The rule of the worst finding (`clean` when none fired).
     pub rule: String,
@@ -233,7 +233,7 @@ pub struct MovedOut {
 
 /// One interval of one end: the timeline and the `interval` stream event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct IntervalOut {
+pub struct SoakInterval {
     pub end: End,
     pub seq: u64,
     pub start_s: f64,
@@ -246,7 +246,7 @@ pub struct IntervalOut {
     pub moved_dropped: u32,
 }
 
-impl IntervalOut {
+impl SoakInterval {
     /// The record with its counters named.
     pub fn new(tracker: &Tracker, r: &IntervalRecord) -> Self {
         let moved = r
@@ -282,9 +282,9 @@ impl IntervalOut {
 impl Tracker {
     /// [`Tracker::push`], with the interval it closed named for the live line and the
     /// `interval` stream event.
-    pub fn push_interval(&mut self, s: &linerate_proto::soak::SoakSample) -> Option<IntervalOut> {
+    pub fn push_interval(&mut self, s: &linerate_proto::soak::SoakSample) -> Option<SoakInterval> {
         let r = self.push(s)?.clone();
-        Some(IntervalOut::new(self, &r))
+        Some(SoakInterval::new(self, &r))
     }
 }
 
@@ -318,7 +318,7 @@ pub struct SoakReport {
     pub ends: Vec<EndReport>,
     pub dips: Vec<Dip>,
     pub dips_total: u64,
-    pub timeline: Vec<IntervalOut>,
+    pub timeline: Vec<SoakInterval>,
     pub verdict: Verdict,
     /// The rule behind the overall verdict (`clean` when none fired).
     pub rule: String,
@@ -349,7 +349,7 @@ pub enum SoakEvent<'a> {
         thresholds: &'a JudgeParams,
     },
     /// One interval of one end.
-    Interval { interval: &'a IntervalOut },
+    Interval { interval: &'a SoakInterval },
     /// The soak could not go on; the `end` line follows with what was measured.
     Error { error: String },
     /// The final document (`soak --json`'s); the last line.

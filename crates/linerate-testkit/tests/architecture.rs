@@ -387,3 +387,46 @@ fn one_name_per_item() {
         found.join("\n")
     );
 }
+
+/// One vocabulary: no two crates define a public type of the same name (a doctor `Verdict`
+/// beside a soak `Verdict`, a bench `IntervalOut` beside a soak one), so a name read anywhere
+/// means one thing.
+#[test]
+fn no_two_public_types_share_a_name() {
+    let ws = workspace();
+    let mut defined: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for c in &ws {
+        for f in sources(&c.src) {
+            let text = std::fs::read_to_string(&f).expect("a readable source");
+            for line in text.lines() {
+                let l = line.trim_start();
+                let Some(rest) = ["pub struct ", "pub enum ", "pub type ", "pub trait "]
+                    .iter()
+                    .find_map(|k| l.strip_prefix(k))
+                else {
+                    continue;
+                };
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                let at = format!("{}", f.strip_prefix(&c.src).unwrap_or(&f).display());
+                defined
+                    .entry(name)
+                    .or_default()
+                    .push(format!("{} {at}", c.name));
+            }
+        }
+    }
+    assert!(defined.contains_key("FindingId"), "the sources were read");
+    let twice: Vec<String> = defined
+        .iter()
+        .filter(|(_, at)| at.len() > 1)
+        .map(|(name, at)| format!("{name}: {}", at.join(", ")))
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "public types defined more than once (give each its own name):\n{}",
+        twice.join("\n")
+    );
+}
