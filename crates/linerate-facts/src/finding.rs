@@ -95,10 +95,12 @@ impl std::fmt::Display for Cause {
     }
 }
 
-/// One table gives the enum, its string ids and [`FindingId::ALL`], so that no list can miss a
-/// variant: a new finding is one line here (then the compiler asks for its `cause`).
+/// One table gives the enum, its string ids, where each comes from and [`FindingId::ALL`], so
+/// that no list can miss a variant: a new finding is one line here (then the compiler asks for
+/// its `cause`, and the vocabulary tests for its row in docs/findings.md and, for an inventory
+/// finding, a fixture that expects it).
 macro_rules! finding_ids {
-    ($($variant:ident => $id:literal,)*) => {
+    ($($variant:ident => $id:literal, $origin:ident;)*) => {
         /// Every finding linerate emits. The string id ([`FindingId::as_str`]) is stable: it is
         /// what the JSON documents, `--fail-on` users and docs/findings.md name.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -116,38 +118,54 @@ macro_rules! finding_ids {
                     $(Self::$variant => $id,)*
                 }
             }
+
+            /// Which rules emit it.
+            pub fn origin(self) -> FindingOrigin {
+                match self {
+                    $(Self::$variant => FindingOrigin::$origin,)*
+                }
+            }
         }
     };
 }
 
+/// Which rules emit a finding (docs/findings.md has a table for each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FindingOrigin {
+    /// The inventory rules: `probe`, and `doctor` on each end. A fixture tree shows each.
+    Inventory,
+    /// Doctor's rules over measured results (and the storage pyramid).
+    Measurement,
+}
+
 finding_ids! {
-    SysfsUnreadable => "sysfs.unreadable",
-    PcieLinkDown => "pcie.link_down",
-    PcieDowntrained => "pcie.downtrained",
-    PcieSlotLimited => "pcie.slot_limited",
-    PcieBottleneck => "pcie.bottleneck",
-    NumaMismatch => "numa.mismatch",
-    CpuPowersave => "cpu.powersave",
-    CpuSaturated => "cpu.saturated",
-    CpuContended => "cpu.contended",
-    TcpBuffersSmall => "tcp.buffers_small",
-    IbNoSubnetManager => "ib.no_subnet_manager",
-    IbPortDown => "ib.port_down",
-    IbRateBelowCapability => "ib.rate_below_capability",
-    VpiEthernetMode => "vpi.ethernet_mode",
-    LinkErrors => "link.errors",
-    LinkDown => "link.down",
-    IpoibDatagramMode => "ipoib.datagram_mode",
-    MtuSmall => "mtu.small",
-    MtuMismatch => "mtu.mismatch",
-    NetShaper => "net.shaper",
-    NetRetransmits => "net.retransmits",
-    PathAsymmetric => "path.asymmetric",
-    RdmaVsTcp => "rdma.vs_tcp",
-    CeilingReached => "ceiling.reached",
-    CeilingExceeded => "ceiling.exceeded",
-    Unexplained => "unexplained",
-    StorageDiskLimitsCopy => "storage.disk_limits_copy",
+    SysfsUnreadable => "sysfs.unreadable", Inventory;
+    PcieLinkDown => "pcie.link_down", Inventory;
+    PcieDowntrained => "pcie.downtrained", Inventory;
+    PcieSlotLimited => "pcie.slot_limited", Inventory;
+    PcieBottleneck => "pcie.bottleneck", Inventory;
+    NumaMismatch => "numa.mismatch", Inventory;
+    CpuPowersave => "cpu.powersave", Inventory;
+    CpuSaturated => "cpu.saturated", Measurement;
+    CpuContended => "cpu.contended", Measurement;
+    TcpBuffersSmall => "tcp.buffers_small", Inventory;
+    IbNoSubnetManager => "ib.no_subnet_manager", Inventory;
+    IbPortDown => "ib.port_down", Inventory;
+    IbRateBelowCapability => "ib.rate_below_capability", Inventory;
+    VpiEthernetMode => "vpi.ethernet_mode", Inventory;
+    LinkErrors => "link.errors", Inventory;
+    LinkDown => "link.down", Inventory;
+    IpoibDatagramMode => "ipoib.datagram_mode", Inventory;
+    MtuSmall => "mtu.small", Inventory;
+    MtuMismatch => "mtu.mismatch", Measurement;
+    NetShaper => "net.shaper", Measurement;
+    NetRetransmits => "net.retransmits", Measurement;
+    PathAsymmetric => "path.asymmetric", Measurement;
+    RdmaVsTcp => "rdma.vs_tcp", Measurement;
+    CeilingReached => "ceiling.reached", Measurement;
+    CeilingExceeded => "ceiling.exceeded", Measurement;
+    Unexplained => "unexplained", Measurement;
+    StorageDiskLimitsCopy => "storage.disk_limits_copy", Measurement;
 }
 
 impl FindingId {

@@ -5,12 +5,12 @@ use std::fmt::Write as _;
 use linerate_facts::{
     Applied, Distro, FileAction, Plan, RolledBack, Tool, When, SCHEMA_VERSION, TOOL,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::style::Style;
 
 /// What `setup` did: printed a plan, applied it, or rolled a backup back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SetupAction {
     Print,
