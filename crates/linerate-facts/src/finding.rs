@@ -152,6 +152,7 @@ finding_ids! {
     IbNoSubnetManager => "ib.no_subnet_manager", Inventory;
     IbPortDown => "ib.port_down", Inventory;
     IbRateBelowCapability => "ib.rate_below_capability", Inventory;
+    IbXmitDiscards => "ib.xmit_discards", Inventory;
     VpiEthernetMode => "vpi.ethernet_mode", Inventory;
     LinkErrors => "link.errors", Inventory;
     LinkDown => "link.down", Inventory;
@@ -208,6 +209,9 @@ impl FindingId {
             | Self::PcieBottleneck
             | Self::IbNoSubnetManager
             | Self::IbPortDown
+            // Congestion in the fabric: what it costs a measured path shows as retransmits,
+            // which `net.retransmits` judges.
+            | Self::IbXmitDiscards
             | Self::VpiEthernetMode
             | Self::LinkDown
             | Self::CeilingReached

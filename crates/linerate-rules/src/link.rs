@@ -1,4 +1,5 @@
-//! Port rules: IB port state, subnet manager, rate, VPI mode, IPoIB mode, MTU, error counters.
+//! Port rules: IB port state, subnet manager, rate, VPI mode, IPoIB mode, MTU, error counters,
+//! transmit discards.
 
 use linerate_facts::{
     Finding, FindingId, IbDevice, IbPort, Inventory, IpoibMode, LinkLayer, Netdev, NetdevKind,
@@ -40,6 +41,7 @@ pub fn rules(inv: &Inventory, analysis: &[PortAnalysis], out: &mut Vec<Finding>)
             ib_rate(inv, port, dev, p, out);
             vpi(inv, port, dev, p, out);
             counters(port, dev, p, out);
+            xmit_discards(port, dev, p, out);
         }
         if let Some(n) = nd {
             // Configuration of a port without a link is moot until it has one.
@@ -288,6 +290,57 @@ fn counters(port: &Port, dev: &IbDevice, p: &IbPort, out: &mut Vec<Finding>) {
             if pegged { "; some are saturated at their maximum, so the true count is higher" } else { "" }
         ))
         .fix("Clear them (`perfquery -x -R`), run traffic, and read them again (`linerate doctor` does this); if they rise, reseat or replace the cable, then try another switch port."),
+    );
+}
+
+/// `ib.xmit_discards`: packets the port dropped at transmit because the fabric did not take
+/// them in time (sysfs-kb §1.4, after infiniband-diags' IBswcountlimits: `port_xmit_discards`
+/// means congestion; row 10: with `port_xmit_wait`, congestion rather than a bad cable).
+/// Counted since the last reset, like the error counters.
+fn xmit_discards(port: &Port, dev: &IbDevice, p: &IbPort, out: &mut Vec<Finding>) {
+    let Some(discards) = p
+        .counters
+        .iter()
+        .find(|c| c.name == "port_xmit_discards" && c.value > 0)
+    else {
+        return;
+    };
+    if port.link_layer != LinkLayer::Infiniband {
+        return;
+    }
+    let shown = |c: &linerate_facts::Counter| {
+        if c.pegged {
+            format!("{} (saturated)", c.value)
+        } else {
+            c.value.to_string()
+        }
+    };
+    let mut f = Finding::new(FindingId::IbXmitDiscards, Severity::Warning, &port.name)
+        .evidence(ibp(dev, p, "counters/port_xmit_discards"), shown(discards));
+    let wait = p
+        .counters
+        .iter()
+        .find(|c| c.name == "port_xmit_wait" && c.value > 0);
+    if let Some(w) = wait {
+        f = f.evidence(ibp(dev, p, "counters/port_xmit_wait"), shown(w));
+    }
+    let physical_clean = !p
+        .counters
+        .iter()
+        .any(|c| c.value > 0 && LINK_ERROR_COUNTERS.contains(&c.name.as_str()));
+    let count = if discards.pegged {
+        format!("at least {}", discards.value)
+    } else {
+        discards.value.to_string()
+    };
+    out.push(
+        f.message(format!(
+            "{}: {count} packets were discarded at transmit since the counters were last cleared{}: the fabric did not take them in time (a congested or slow port downstream, a peer that stopped receiving, or the link going down with packets queued){}",
+            port.name,
+            if wait.is_some() { ", and the port waited for credits to send (port_xmit_wait)" } else { "" },
+            if physical_clean { ". The physical error counters are clean: congestion, not the cable" } else { "" },
+        ))
+        .fix("Clear the counters (`perfquery -x -R`), run traffic, and read them again (`linerate soak` does, and tells congestion from errors); if discards rise, find the congested port on the route (`ibqueryerrors`, the switch's counters), spread the load (adaptive routing, fewer flows per uplink), and check that the receiving hosts keep up."),
     );
 }
 
