@@ -1,5 +1,6 @@
-//! The rules of linerate: pure functions from an [`Inventory`] to the
-//! ceiling of each port and a ranked list of [`Finding`]s.
+//! The rules of linerate: pure functions from an [`Inventory`] to the ceiling of each port and a
+//! ranked list of findings (`linerate_facts::Finding`), from an inventory to the facts of one end,
+//! and from measured results to doctor's verdict ([`diagnose()`]).
 
 mod ceilings;
 pub mod diagnose;

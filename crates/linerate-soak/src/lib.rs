@@ -1,8 +1,9 @@
-//! The pure parts of `linerate soak`: the counter samples both ends take every interval, and
-//! (built on them) the deltas that survive saturation and foreign resets, and the verdicts per
-//! port and end with the rule and source each one cites. No I/O: sampling lives in
-//! `linerate-inventory` (sysfs, ethtool) and `linerate-bench` (the server's side over the
-//! control connection), the renderers in `linerate-report`.
+//! The pure parts of `linerate soak`: on the counter samples both ends take every interval
+//! (`linerate_proto::soak`, since they travel in the control protocol), the deltas that survive
+//! saturation and foreign resets, and the verdicts per port and end with the rule and source each
+//! one cites. No I/O: sampling lives in `linerate-inventory` (sysfs, ethtool) and
+//! `linerate-bench` (the server's side over the control connection), the renderers in
+//! `linerate-report`.
 //!
 //! Use: push every sample of both ends into a [`Tracker`] (each push returns the interval it
 //! closed, for the live line: [`SoakInterval::new`]), then [`judge`] it into a [`SoakReport`].
