@@ -292,9 +292,15 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
             continue;
         };
         let text = std::fs::read_to_string(f).expect("a readable source");
+        // Code only: a doc comment's link (`[`crate::thresholds`]`) is no dependency.
+        let code: String = text
+            .lines()
+            .map(|l| l.split_once("//").map_or(l, |(code, _)| code))
+            .collect::<Vec<_>>()
+            .join("\n");
         let deps = g.entry(m.clone()).or_default();
         deps.extend(
-            text.split("crate::")
+            code.split("crate::")
                 .skip(1)
                 .flat_map(first_segments)
                 .filter(|d| *d != m && modules.contains(d)),
@@ -429,4 +435,21 @@ fn no_two_public_types_share_a_name() {
         "public types defined more than once (give each its own name):\n{}",
         twice.join("\n")
     );
+}
+
+/// An import makes an edge, a doc comment's link does not.
+#[test]
+fn the_module_graph_reads_code_not_comments() {
+    let d = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(
+        d.path().join("a.rs"),
+        "//! see [`crate::b`]\nuse crate::c::Z;\n",
+    )
+    .unwrap();
+    std::fs::write(d.path().join("b.rs"), "use crate::a::X; // and crate::c\n").unwrap();
+    std::fs::write(d.path().join("c.rs"), "").unwrap();
+    let g = module_graph(d.path());
+    assert_eq!(g["a"], BTreeSet::from(["c".to_string()]));
+    assert_eq!(g["b"], BTreeSet::from(["a".to_string()]));
+    assert_eq!(cycle(&g), None);
 }
