@@ -7,8 +7,9 @@
 
 use linerate_iperf3::session::{ClientSession, FromClient, FromServer, ServerSession};
 use linerate_iperf3::{
-    params::limits, Cookie, DecodeError, Direction, ErrorCode, FrameDecoder, FrameError, Limits,
-    Params, Protocol, Results, ServerError, StreamId, VersionRange, PARAMS_MAX, RESULTS_MAX,
+    params::limits, Cookie, DataFlow, DecodeError, ErrorCode, FrameDecoder, Iperf3Params,
+    JsonFrameError, Protocol, Results, ServerError, ServerLimits, StreamId, VersionRange,
+    PARAMS_MAX, RESULTS_MAX,
 };
 
 /// The limits the decoders are fuzzed with: iperf3's parameters cap, a small one, linerate's
@@ -51,7 +52,11 @@ pub struct Outcome {
     pub client_events: usize,
 }
 
-type Frames = (Vec<Vec<u8>>, Option<FrameError>, Result<(), FrameError>);
+type Frames = (
+    Vec<Vec<u8>>,
+    Option<JsonFrameError>,
+    Result<(), JsonFrameError>,
+);
 
 fn frames(stream: &[u8], chunk: usize, limit: u32) -> Frames {
     let mut dec = FrameDecoder::new(limit);
@@ -76,11 +81,11 @@ fn frames(stream: &[u8], chunk: usize, limit: u32) -> Frames {
                 }
                 Err(e) => {
                     match &e {
-                        FrameError::TooLarge { len, limit: l } => {
+                        JsonFrameError::TooLarge { len, limit: l } => {
                             assert_eq!(*l, limit);
                             assert!(*len > u64::from(limit));
                         }
-                        FrameError::Empty => {}
+                        JsonFrameError::Empty => {}
                         other => panic!("push failed with {other:?}"),
                     }
                     assert_eq!(dec.push(b"x"), Err(e.clone()), "errors stick");
@@ -95,7 +100,7 @@ fn frames(stream: &[u8], chunk: usize, limit: u32) -> Frames {
         assert!(
             matches!(
                 e,
-                FrameError::LengthTruncated { .. } | FrameError::Truncated { .. }
+                JsonFrameError::LengthTruncated { .. } | JsonFrameError::Truncated { .. }
             ),
             "{e:?}"
         );
@@ -121,7 +126,7 @@ fn drive_server(mut stream: &[u8]) -> usize {
             Some(FromClient::Cookie(_)) => s.param_exchange().map(drop),
             Some(FromClient::Params(p)) => {
                 check_one_params(&p);
-                match p.check(&Limits::IPERF3) {
+                match p.check(&ServerLimits::IPERF3) {
                     Ok(_) => s
                         .create_streams()
                         .and_then(|_| s.test_start_running())
@@ -161,7 +166,7 @@ fn drive_client(mut stream: &[u8]) -> usize {
     let mut c = ClientSession::new(1 << 20);
     c.cookie(&Cookie([b'a'; 37]))
         .expect("the cookie goes first");
-    let params = Params::new(Protocol::Udp);
+    let params = Iperf3Params::new(Protocol::Udp);
     let results = empty_results();
     let mut events = 0;
     while !stream.is_empty() {
@@ -188,7 +193,7 @@ fn drive_client(mut stream: &[u8]) -> usize {
             }
             Some(FromServer::Results(r)) => check_one_results(&r),
             Some(FromServer::ServerError(e)) => {
-                let _ = linerate_iperf3::Refusal::ServerError(e).explain("h:1");
+                let _ = linerate_iperf3::Iperf3Refusal::ServerError(e).explain("h:1");
             }
             None | Some(FromServer::Busy) => {}
         }
@@ -206,12 +211,12 @@ fn empty_results() -> Results {
 
 /// `data` as a parameters message's body. Checked: decoding never panics and fails only with a
 /// typed error; what decodes re-encodes (when within iperf3's 8 KiB) and decodes back equal;
-/// [`Params::check`] never panics, and what it accepts is within iperf3's limits and the
+/// [`Iperf3Params::check`] never panics, and what it accepts is within iperf3's limits and the
 /// server's. Returns `None` when the body does not decode, else whether iperf3's limits accept
 /// the test.
 pub fn check_params(data: &[u8]) -> Option<bool> {
-    let _ = Params::odd_flags(data);
-    match Params::decode(data) {
+    let _ = Iperf3Params::odd_flags(data);
+    match Iperf3Params::decode(data) {
         Ok(p) => Some(check_one_params(&p)),
         Err(e) => {
             assert!(
@@ -224,10 +229,10 @@ pub fn check_params(data: &[u8]) -> Option<bool> {
     }
 }
 
-fn check_one_params(p: &Params) -> bool {
+fn check_one_params(p: &Iperf3Params) -> bool {
     match p.encode() {
         Ok(frame) => {
-            let again = Params::decode(&frame[4..]).expect("our own parameters decode");
+            let again = Iperf3Params::decode(&frame[4..]).expect("our own parameters decode");
             assert_eq!(&again, p, "parameters round trip");
             assert_eq!(
                 again.encode().expect("encodes again"),
@@ -235,10 +240,10 @@ fn check_one_params(p: &Params) -> bool {
                 "same bytes again"
             );
         }
-        Err(FrameError::TooLarge { .. }) => {}
+        Err(JsonFrameError::TooLarge { .. }) => {}
         Err(e) => panic!("encoding parameters failed with {e:?}"),
     }
-    let strict = Limits {
+    let strict = ServerLimits {
         max_streams: 8,
         max_duration_s: Some(60),
         max_window: 16 << 20,
@@ -250,16 +255,12 @@ fn check_one_params(p: &Params) -> bool {
         assert!(t.duration_s > 0 && t.duration_s + t.omit_s <= 60);
         assert!(t.window.is_none_or(|w| w <= strict.max_window));
         assert_ne!(t.protocol, Protocol::Sctp);
-        let ways = if t.direction == Direction::Bidir {
-            2
-        } else {
-            1
-        };
+        let ways = if t.direction == DataFlow::Bidir { 2 } else { 1 };
         let per_stream = t.bitrate_bps.max(t.fq_rate_bps.unwrap_or(0));
         assert!(per_stream > 0);
         assert!(u128::from(per_stream) * u128::from(t.streams) * ways <= 10_000_000_000);
     }
-    match p.check(&Limits::IPERF3) {
+    match p.check(&ServerLimits::IPERF3) {
         Ok(t) => {
             assert!((1..=limits::MAX_STREAMS).contains(&t.streams));
             assert!(t.duration_s <= limits::MAX_TIME_S && t.omit_s <= limits::MAX_OMIT_S);

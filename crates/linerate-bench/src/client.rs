@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 use linerate_engine::lat::Rtt;
 use linerate_engine::meter::Stop;
 use linerate_engine::udp;
+use linerate_facts::HostFacts;
+use linerate_proto::soak::{End, SoakSample};
 use linerate_proto::{
     defaults, random_hex, read_msg, write_msg, FrameError, IntervalSample, Msg, Psk, RefusalKind,
     SideResults, TestKind, TestParams, MAGIC, MAX_RESULTS_FRAME, PROTOCOL_VERSION,
 };
-use linerate_soak::{End, SoakSample};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use thiserror::Error;
 
@@ -169,8 +170,8 @@ pub struct ClientRun {
     pub remote: Option<SideResults>,
     pub remote_intervals: Vec<IntervalSample>,
     pub rtt: Option<Rtt>,
-    pub local_inventory: Option<serde_json::Value>,
-    pub remote_inventory: Option<serde_json::Value>,
+    pub local_inventory: Option<HostFacts>,
+    pub remote_inventory: Option<HostFacts>,
     /// RDMA tests: what the client's queue pairs measured.
     pub rdma: Option<crate::rdma::RdmaRun>,
     /// Set when the test did not complete; the results above are what was measured.
@@ -186,8 +187,8 @@ fn run_rdma(
     memory: u64,
     (local_addr, local_inventory, remote_inventory): (
         Option<SocketAddr>,
-        Option<serde_json::Value>,
-        Option<serde_json::Value>,
+        Option<HostFacts>,
+        Option<HostFacts>,
     ),
     events: &mut dyn FnMut(Event),
 ) -> Result<ClientRun, ClientError> {
@@ -309,7 +310,7 @@ struct Accepted {
     memory: u64,
     cookie: String,
     udp_port: Option<u16>,
-    inventory: Option<serde_json::Value>,
+    inventory: Option<HostFacts>,
     rdma: Option<linerate_proto::RdmaListen>,
 }
 
@@ -385,7 +386,7 @@ fn handshake(cfg: &ClientConfig, ctl: &mut TcpStream) -> Result<Accepted, Client
             memory: memory_bytes,
             cookie,
             udp_port,
-            inventory,
+            inventory: inventory.map(|b| *b),
             rdma,
         }),
         Msg::Refused { reason, kind } => Err(ClientError::Refused { kind, reason }),

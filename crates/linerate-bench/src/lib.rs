@@ -13,7 +13,7 @@ pub mod stream;
 pub mod writedir;
 
 pub use client::{run as run_client, ClientConfig, ClientError, ClientRun, Event};
-pub use results::{assemble, LatencyMode, TestResult};
+pub use results::assemble;
 pub use server::{serve, serve_on, ServerConfig};
 pub use shutdown::ShutdownTrigger;
 pub use writedir::WriteDir;
@@ -22,11 +22,12 @@ pub use writedir::WriteDir;
 /// the sampler it returns is called at the start and after every interval with the sample's
 /// sequence number and seconds since the start (bytes are filled in by the caller).
 pub type SoakSamplerFn = std::sync::Arc<
-    dyn Fn(std::net::IpAddr) -> Box<dyn FnMut(u64, f64) -> linerate_soak::SoakSample + Send>
+    dyn Fn(std::net::IpAddr) -> Box<dyn FnMut(u64, f64) -> linerate_proto::soak::SoakSample + Send>
         + Send
         + Sync,
 >;
 
-/// Looks up the interface inventory (probe's port shape) of the local address a test uses.
+/// Says what this host knows about itself and the interface holding the local address a test
+/// uses (`None` when nothing can be said).
 pub type InventoryFn =
-    std::sync::Arc<dyn Fn(std::net::IpAddr) -> Option<serde_json::Value> + Send + Sync>;
+    std::sync::Arc<dyn Fn(std::net::IpAddr) -> Option<linerate_facts::HostFacts> + Send + Sync>;

@@ -13,7 +13,7 @@ use linerate_proto::{
     TestParams,
 };
 use linerate_rdma::{BwResult, Fabric, Initiator, LatResult, Listener, Op, Params};
-pub use linerate_results::SizeRow;
+use linerate_results::SizeRow;
 
 /// How long connecting (client) and accepting (server) may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -204,7 +204,7 @@ fn run_qp(
             if stop.load(std::sync::atomic::Ordering::Relaxed) {
                 break;
             }
-            let mut on = |s: linerate_rdma::IntervalSample| {
+            let mut on = |s: linerate_rdma::RdmaInterval| {
                 if let Some(tx) = live {
                     let _ = tx.send(IntervalSample {
                         start_s: s.start_s,

@@ -3,10 +3,11 @@
 use linerate_proto::{
     Direction, IntervalSample, LatencyStats, SideResults, StreamResult, TestKind, TestParams,
 };
-pub use linerate_results::{
-    DirStats, Endpoint, FileTransferOut, IntervalOut, LatencyMode, LatencyUs, Layer, RdmaOut,
-    SizeRow, StreamOut, TcpLimitedOut, TestResult,
+use linerate_results::{
+    DirStats, Endpoint, FileTransferOut, IntervalOut, LatencyMode, Layer, RdmaOut, StreamOut,
+    TcpLimitedOut, TestResult,
 };
+use linerate_stats::LatencyUs;
 
 use linerate_units::{gbps, r1, r3};
 
@@ -400,26 +401,6 @@ fn latency_us(l: &LatencyStats) -> LatencyUs {
     .rounded()
 }
 
-/// The interface view of a host inventory: its `port` (probe's port shape) with the address,
-/// or the inventory as it is when it has no `port`.
-fn port_view(v: &serde_json::Value) -> serde_json::Value {
-    match v.get("port").and_then(|p| p.as_object()) {
-        Some(p) => {
-            let mut p = p.clone();
-            if let Some(a) = v.get("address") {
-                p.insert("address".into(), a.clone());
-            }
-            serde_json::Value::Object(p)
-        }
-        None => {
-            let mut o = v.as_object().cloned().unwrap_or_default();
-            o.remove("probe");
-            o.remove("facts");
-            serde_json::Value::Object(o)
-        }
-    }
-}
-
 fn rdma_result(
     t: &mut TestResult,
     spec: &linerate_proto::RdmaSpec,
@@ -513,8 +494,14 @@ pub fn assemble(run: &ClientRun) -> TestResult {
     let p = &run.params;
     let mut t = TestResult {
         server: run.server.to_string(),
-        local: run.local_inventory.as_ref().map(port_view),
-        remote: run.remote_inventory.as_ref().map(port_view),
+        local: run
+            .local_inventory
+            .as_ref()
+            .map(linerate_facts::HostFacts::interface_view),
+        remote: run
+            .remote_inventory
+            .as_ref()
+            .map(linerate_facts::HostFacts::interface_view),
         error: run.error.clone(),
         ..TestResult::new(p.clone())
     };

@@ -1057,6 +1057,6 @@ fn collect(
 
 /// This host's inventory for the interface holding `ip`. Not cached: shapers,
 /// MTU and counters change between tests.
-fn inventory(sh: &Shared, ip: IpAddr) -> Option<serde_json::Value> {
-    sh.cfg.inventory.as_ref().and_then(|f| f(ip))
+fn inventory(sh: &Shared, ip: IpAddr) -> Option<Box<linerate_facts::HostFacts>> {
+    sh.cfg.inventory.as_ref().and_then(|f| f(ip)).map(Box::new)
 }

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use linerate_proto::{Direction, Limits, TestKind, TestParams};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One event of the server's log.
 #[derive(Debug, Clone, Serialize)]
@@ -38,7 +38,7 @@ pub enum ServerLog {
 }
 
 /// How a test ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Ok,

@@ -8,7 +8,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use linerate_engine::lat::{self, Rtt};
-use linerate_engine::meter::{sample_intervals, Meter, Schedule, Sink, Stop};
+use linerate_engine::meter::{sample_intervals, Meter, SampleSchedule, Sink, Stop};
 use linerate_engine::udp::{self, RecvState};
 use linerate_engine::{file, sys, tcp, timed, with_thread_cpu, StreamOutcome, Timed};
 use linerate_proto::{
@@ -18,7 +18,7 @@ use linerate_proto::{
 
 /// The bounds of a side's run: the grace after the test, the UDP drain, the idle limit
 /// (protocol values, kept with the other defaults).
-pub use linerate_proto::defaults::{GRACE, IDLE, UDP_DRAIN};
+pub(crate) use linerate_proto::defaults::{GRACE, IDLE, UDP_DRAIN};
 
 /// A data connection of this side.
 #[derive(Debug)]
@@ -70,7 +70,7 @@ pub fn sends(p: &TestParams, idx: u32, is_client: bool) -> bool {
 }
 
 /// A soak's counter sampler on one side (built by a [`crate::SoakSamplerFn`]).
-pub type SoakSampler = Box<dyn FnMut(u64, f64) -> linerate_soak::SoakSample + Send>;
+pub type SoakSampler = Box<dyn FnMut(u64, f64) -> linerate_proto::soak::SoakSample + Send>;
 
 /// One side's soak sampling: the baseline at the start, then one sample after each interval
 /// with the bytes this side sent and received in it.
@@ -101,19 +101,19 @@ impl Soak {
         }
     }
 
-    fn take(&mut self) -> linerate_soak::SoakSample {
+    fn take(&mut self) -> linerate_proto::soak::SoakSample {
         let s = (self.sampler)(self.seq, self.start.elapsed().as_secs_f64());
         self.seq += 1;
         s
     }
 
     /// The baseline, before any interval.
-    pub fn first(&mut self) -> linerate_soak::SoakSample {
+    pub fn first(&mut self) -> linerate_proto::soak::SoakSample {
         self.take()
     }
 
     /// The sample that closes interval `i`, with this side's bytes of it.
-    pub fn after(&mut self, i: &IntervalSample) -> linerate_soak::SoakSample {
+    pub fn after(&mut self, i: &IntervalSample) -> linerate_proto::soak::SoakSample {
         let mut s = self.take();
         for (idx, b) in i.bytes.iter().enumerate() {
             if sends(&self.params, idx as u32, self.is_client) {
@@ -454,7 +454,7 @@ impl<'a> Streams<'a> {
         });
         let mut quiet = |_: &IntervalSample| {};
         let s: &mut dyn Sink = if p.interval_ms == 0 { &mut quiet } else { sink };
-        let sched = Schedule {
+        let sched = SampleSchedule {
             start: self.plan.start,
             every,
             omit: Duration::from_millis(p.omit_ms),

@@ -4,7 +4,7 @@
 use linerate_proto::TestParams;
 use serde::Serialize;
 
-use crate::results::{IntervalOut, TestResult};
+use linerate_results::{IntervalOut, TestResult};
 
 /// Which host measured an interval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

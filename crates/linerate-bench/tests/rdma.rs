@@ -7,8 +7,9 @@ use std::sync::{mpsc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::Duration;
 
-use linerate_bench::{assemble, run_client, ClientConfig, ClientError, ServerConfig, TestResult};
+use linerate_bench::{assemble, run_client, ClientConfig, ClientError, ServerConfig};
 use linerate_proto::{Direction, Limits, RdmaOp, RdmaSpec, RefusalKind, TestKind, TestParams};
+use linerate_results::TestResult;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 
 use linerate_bench::{run_client, ClientConfig, ClientError, Event, ServerConfig, SoakSamplerFn};
+use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
 use linerate_proto::{Direction, RefusalKind, TestKind, TestParams};
-use linerate_soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 

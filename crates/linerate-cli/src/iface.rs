@@ -1,10 +1,11 @@
-//! The interface a connection uses: its probe inventory, ceiling, shapers and doctor facts.
+//! What this host says about the interface a connection uses: its port, its probe document,
+//! the facts doctor judges it by, and the shapers on it.
 
 use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use linerate_rules::ShaperFact;
+use linerate_facts::{HostFacts, PortDoc, ProbeDoc, ShaperFact};
 
 /// Shapers on an interface of this host (empty when netlink is not available).
 pub fn shapers(netdev: &str) -> Vec<ShaperFact> {
@@ -19,41 +20,31 @@ pub fn shapers(netdev: &str) -> Vec<ShaperFact> {
         .collect()
 }
 
-/// Everything this host says about the interface holding `ip`:
-/// `{address, port (probe's port shape), probe (the whole probe document), facts (doctor's EndFacts)}`.
-pub fn host_inventory(ip: IpAddr) -> Option<serde_json::Value> {
+/// Everything this host says about the interface holding `ip` (only the address and the
+/// interface's name when probe cannot run).
+pub fn host_facts(ip: IpAddr) -> Option<HostFacts> {
     let name = linerate_engine::sys::interface_of(ip);
-    let mut o = serde_json::Map::new();
-    o.insert("address".into(), serde_json::Value::String(ip.to_string()));
-    if let Some(n) = &name {
-        o.insert("name".into(), serde_json::Value::String(n.clone()));
-    }
+    let mut h = HostFacts {
+        address: ip.to_string(),
+        name: name.clone(),
+        ..HostFacts::default()
+    };
     if let Ok(inv) = linerate_inventory::probe(Path::new("/")) {
         let analysis = linerate_rules::analyze(&inv);
-        if let Some(port) = name
+        h.port = name
             .as_deref()
-            .and_then(|n| inv.ports.iter().find(|p| p.netdev.as_deref() == Some(n)))
-        {
-            let c = linerate_rules::port_ceiling(&inv, port);
-            if let Ok(v) = serde_json::to_value(linerate_report::json::port_doc(&inv, port, &c)) {
-                o.insert("port".into(), v);
-            }
-        }
-        if let Ok(v) = serde_json::to_value(linerate_report::probe_doc(&inv, &analysis, "/")) {
-            o.insert("probe".into(), v);
-        }
-        let facts = linerate_rules::end_facts(
+            .and_then(|n| inv.port_of_netdev(n))
+            .map(|port| PortDoc::new(&inv, port, &linerate_rules::port_ceiling(&inv, port)));
+        h.probe = Some(ProbeDoc::new(&inv, &analysis, "/"));
+        h.facts = Some(linerate_rules::end_facts(
             &inv,
             name.as_deref(),
             name.as_deref().map(shapers).unwrap_or_default(),
-        );
-        if let Ok(v) = serde_json::to_value(facts) {
-            o.insert("facts".into(), v);
-        }
+        ));
     }
-    Some(serde_json::Value::Object(o))
+    Some(h)
 }
 
 pub fn provider() -> linerate_bench::InventoryFn {
-    Arc::new(host_inventory)
+    Arc::new(host_facts)
 }

@@ -6,6 +6,4 @@ pub mod plan;
 pub mod run;
 
 pub use plan::{plan, Depth};
-pub use run::{
-    run, DoctorOptions, DoctorReport, FarEndNeeds, MemOut, RdmaMode, StartFarEnd, StartedFarEnd,
-};
+pub use run::{run, DoctorOptions, FarEndNeeds, RdmaMode, StartFarEnd, StartedFarEnd};

@@ -4,21 +4,19 @@ use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use linerate_bench::{ClientConfig, InventoryFn, ServerConfig, TestResult};
+use linerate_bench::{ClientConfig, InventoryFn, ServerConfig};
 use linerate_engine::mem::{self, MemOp};
-use linerate_inventory::Inventory;
+use linerate_facts::{
+    CounterDelta, EndFacts, Finding, HostFacts, Inventories, Inventory, MemOut, PathFacts,
+    ProbeDoc, Pyramid, Unread,
+};
 use linerate_model::{host_stack_ceiling, HostStackCeiling, HostStackInput};
 use linerate_proto::{Direction, Psk, RefusalKind, TestKind, TestParams};
-use linerate_rules::{diagnose, CounterDelta, DiagnoseInput, EndFacts, Measured};
-use serde::Serialize;
+use linerate_results::{describe, DoctorReport, LatencyMode, TestResult};
+use linerate_rules::{diagnose, DiagnoseInput, Measured};
 use thiserror::Error;
 
 use crate::plan::{plan, Depth};
-
-// The report is plain data in `linerate-rules` and `describe` a pure function in
-// `linerate-results`, so renderers need not depend on this crate; re-exported under the old paths.
-pub use linerate_results::describe;
-pub use linerate_rules::report::{DoctorReport, Inventories, MemOut, PathFacts};
 
 #[derive(Clone)]
 pub struct DoctorOptions {
@@ -201,22 +199,32 @@ fn mem_out(r: &mem::MemResult) -> MemOut {
     }
 }
 
-/// An end's facts from its inventory document; a document that cannot be read is said in
-/// `errors` (the end is then judged without them), never dropped in silence.
-fn facts_of(
-    v: Option<&serde_json::Value>,
-    whose: &str,
-    errors: &mut Vec<String>,
-) -> Option<EndFacts> {
-    match serde_json::from_value(v?.get("facts")?.clone()) {
-        Ok(f) => Some(f),
-        Err(e) => {
-            errors.push(format!(
-                "the {whose} end's facts could not be read ({e}): judged without them"
-            ));
-            None
+/// An end's facts from what it said about itself. What could not be read of it is said in
+/// `errors` (the end is then judged without it), never dropped in silence: the facts or a part
+/// of the probe document, each finding left out, and in one line the fields of a newer
+/// version that were ignored.
+fn facts_of(h: Option<&HostFacts>, whose: &str, errors: &mut Vec<String>) -> Option<EndFacts> {
+    let h = h?;
+    let mut fields = Vec::new();
+    for u in &h.unread {
+        match u {
+            Unread::Part { part, error } if part == "facts" => errors.push(format!(
+                "the {whose} end's facts could not be read ({error}): judged without them"
+            )),
+            Unread::Field(path) => fields.push(path.as_str()),
+            other => errors.push(format!("the {whose} end's host facts: {other}")),
         }
     }
+    if let Some((first, _)) = fields.split_first() {
+        let more = match fields.len() - 1 {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        errors.push(format!(
+            "the {whose} end sent fields this version does not know (`{first}`{more}): ignored"
+        ));
+    }
+    h.facts.clone()
 }
 
 /// What the memory step measured.
@@ -236,8 +244,8 @@ struct Runs {
     tests: Vec<TestResult>,
     /// This host's CPU during each test (the same order as `tests`).
     cpu: Vec<HostCpu>,
-    local_inv: Option<serde_json::Value>,
-    remote_inv: Option<serde_json::Value>,
+    local_inv: Option<HostFacts>,
+    remote_inv: Option<HostFacts>,
     local_if: Option<String>,
     counters_before: Option<Vec<(String, u64)>>,
     errors: Vec<String>,
@@ -350,7 +358,7 @@ fn measure_memory(cpus: usize) -> Memory {
             .max_by(|a, b| a.gb_per_s().total_cmp(&b.gb_per_s()))
             .expect("three runs")
     };
-    let stream_bytes = linerate_engine::tcp::default_length(1, false) as usize;
+    let stream_bytes = linerate_proto::defaults::default_length(1, false) as usize;
     Memory {
         one: best_of(1, 64 << 20),
         all: best_of(cpus, 64 << 20),
@@ -363,7 +371,7 @@ fn measure_disks(
     o: &DoctorOptions,
     progress: &mut dyn FnMut(&str),
     errors: &mut Vec<String>,
-) -> Vec<linerate_storage::DiskReport> {
+) -> Vec<linerate_results::disk::DiskReport> {
     let mut disks = Vec::new();
     for path in &o.disks {
         progress(&format!("disk {}", path.display()));
@@ -476,12 +484,7 @@ fn run_plan(
             Ok(run) => {
                 if runs.local_inv.is_none() {
                     runs.local_inv.clone_from(&run.local_inventory);
-                    runs.local_if = runs
-                        .local_inv
-                        .as_ref()
-                        .and_then(|v| v.get("name"))
-                        .and_then(|v| v.as_str())
-                        .map(str::to_string);
+                    runs.local_if = runs.local_inv.as_ref().and_then(|h| h.name.clone());
                     runs.counters_before =
                         runs.local_if.as_deref().map(|n| error_counters(before, n));
                 }
@@ -490,11 +493,7 @@ fn run_plan(
                 }
                 let mut t = linerate_bench::assemble(&run);
                 if let (Some(c), Some(m)) = (spin, t.latency_mode.as_mut()) {
-                    *m = linerate_bench::LatencyMode::new(
-                        m.client_spin_us,
-                        m.server_spin_us,
-                        c.reason,
-                    );
+                    *m = LatencyMode::new(m.client_spin_us, m.server_spin_us, c.reason);
                 }
                 if let Some(e) = &t.error {
                     runs.errors.push(format!("{}: {e}", describe(&params)));
@@ -764,7 +763,7 @@ struct Assembly<'a> {
     before: &'a Inventory,
     after: &'a Inventory,
     memory: &'a Memory,
-    disks: Vec<linerate_storage::DiskReport>,
+    disks: Vec<linerate_results::disk::DiskReport>,
     copy: Option<(TestResult, String)>,
     pyramid_notes: Vec<String>,
     seconds: f64,
@@ -793,10 +792,7 @@ fn storage_pyramid(
     a: &Assembly<'_>,
     runs: &Runs,
     input: &DiagnoseInput,
-) -> (
-    linerate_rules::pyramid::Pyramid,
-    Vec<linerate_rules::Finding>,
-) {
+) -> (Pyramid, Vec<Finding>) {
     let dimm_peak: f64 = linerate_inventory::dram::dimms(&o.root)
         .iter()
         .map(linerate_inventory::dram::Dimm::peak_gb_per_s)
@@ -854,21 +850,15 @@ fn assemble(o: &DoctorOptions, a: Assembly<'_>, mut runs: Runs) -> DoctorReport 
         runs.tests.push(t);
     }
     let before_analysis = linerate_rules::analyze(a.before);
-    let local_probe = serde_json::to_value(ProbeView {
-        inv: a.before,
-        analysis: &before_analysis,
-    })
-    .unwrap_or_default();
+    let local_probe = ProbeDoc::new(a.before, &before_analysis, &o.root.display().to_string());
     let remote_interface = runs
         .remote_inv
         .as_ref()
-        .and_then(|v| v.get("name"))
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
+        .and_then(|h| h.name.clone())
         .filter(|_| two);
     DoctorReport {
-        schema_version: linerate_results::SCHEMA_VERSION,
-        tool: linerate_results::TOOL,
+        schema_version: linerate_facts::SCHEMA_VERSION,
+        tool: linerate_facts::TOOL,
         mode: if two { "two_hosts" } else { "self_check" },
         server: a.server.to_string(),
         verdict: d.verdict,
@@ -879,8 +869,7 @@ fn assemble(o: &DoctorOptions, a: Assembly<'_>, mut runs: Runs) -> DoctorReport 
             remote: runs
                 .remote_inv
                 .as_ref()
-                .and_then(|v| v.get("probe"))
-                .cloned()
+                .and_then(|h| h.probe.clone())
                 .filter(|_| two),
         },
         path: PathFacts {
@@ -923,7 +912,7 @@ fn client(
 
 /// The short disk plan of each depth: sequential reads and writes, random reads beyond quick.
 fn disk_plan(depth: Depth) -> linerate_storage::DiskPlan {
-    use linerate_storage::DiskTestKind as K;
+    use linerate_results::disk::DiskTestKind as K;
     let (secs, size, tests) = match depth {
         Depth::Quick => (1, 256u64 << 20, vec![K::SeqRead, K::SeqWrite]),
         Depth::Normal => (2, 512 << 20, vec![K::SeqRead, K::RandRead, K::SeqWrite]),
@@ -955,7 +944,7 @@ fn disk_plan(depth: Depth) -> linerate_storage::DiskPlan {
 
 /// What the search for the number of jobs found, one line per test of a disk: the jobs each
 /// number gave, the one kept and why the search stopped.
-fn job_notes(r: &linerate_storage::DiskReport) -> Vec<String> {
+fn job_notes(r: &linerate_results::disk::DiskReport) -> Vec<String> {
     r.tests
         .iter()
         .filter(|t| !t.job_scaling.is_empty())
@@ -996,7 +985,7 @@ fn job_notes(r: &linerate_storage::DiskReport) -> Vec<String> {
         .collect()
 }
 
-fn disk_summary(r: &linerate_storage::DiskReport) -> String {
+fn disk_summary(r: &linerate_results::disk::DiskReport) -> String {
     let parts: Vec<String> = r
         .tests
         .iter()
@@ -1016,8 +1005,8 @@ fn disk_summary(r: &linerate_storage::DiskReport) -> String {
     format!("{} ({})", parts.join(", "), r.filesystem)
 }
 
-fn disk_in(r: &linerate_storage::DiskReport) -> linerate_rules::pyramid::DiskIn {
-    use linerate_storage::DiskTestKind as K;
+fn disk_in(r: &linerate_results::disk::DiskReport) -> linerate_rules::pyramid::DiskIn {
+    use linerate_results::disk::DiskTestKind as K;
     let get = |k: K| {
         r.tests
             .iter()
@@ -1152,36 +1141,6 @@ fn file_copy(
     }
 }
 
-/// The local probe in probe's JSON shape (ports with ceilings, findings).
-struct ProbeView<'a> {
-    inv: &'a Inventory,
-    analysis: &'a linerate_rules::Analysis,
-}
-
-impl Serialize for ProbeView<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(4))?;
-        m.serialize_entry("schema_version", &linerate_results::SCHEMA_VERSION)?;
-        m.serialize_entry("host", &self.inv.host)?;
-        let ports: Vec<serde_json::Value> = self
-            .inv
-            .ports
-            .iter()
-            .zip(&self.analysis.ports)
-            .map(|(p, a)| {
-                serde_json::json!({
-                    "name": p.name, "kind": p.kind, "device": p.device, "port": p.port,
-                    "netdev": p.netdev, "link_layer": p.link_layer, "ceiling": a.ceiling,
-                })
-            })
-            .collect();
-        m.serialize_entry("ports", &ports)?;
-        m.serialize_entry("findings", &self.analysis.findings)?;
-        m.end()
-    }
-}
-
 /// The interface the kernel routes `server` through (a UDP connect sends nothing).
 fn route_interface(server: SocketAddr) -> Option<String> {
     let bind: SocketAddr = if server.is_ipv6() {
@@ -1201,7 +1160,7 @@ fn short_result(t: &TestResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_storage::{DiskJobStep, DiskReport, DiskTestKind, DiskTestResult, Engine};
+    use linerate_results::disk::{DiskJobStep, DiskReport, DiskTestKind, DiskTestResult, Engine};
 
     fn test(kind: DiskTestKind, jobs: u32, steps: &[(u32, f64)]) -> DiskTestResult {
         DiskTestResult {

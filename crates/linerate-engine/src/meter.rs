@@ -74,7 +74,7 @@ impl<F: FnMut(&IntervalSample)> Sink for F {
 
 /// When and how often to sample.
 #[derive(Debug, Clone, Copy)]
-pub struct Schedule {
+pub struct SampleSchedule {
     pub start: Instant,
     pub every: Duration,
     /// Intervals ending within the warm-up are flagged `omitted`.
@@ -89,12 +89,12 @@ pub struct Schedule {
 /// kept when it is at least a tenth of `every`.
 pub fn sample_intervals(
     meters: &[Arc<Meter>],
-    sched: Schedule,
+    sched: SampleSchedule,
     stop: &dyn Fn() -> bool,
     retransmits: &mut dyn FnMut() -> Option<u64>,
     sink: &mut dyn Sink,
 ) -> Vec<IntervalSample> {
-    let Schedule {
+    let SampleSchedule {
         start,
         every,
         omit,

@@ -22,9 +22,6 @@ pub struct SendPlan {
     pub zerocopy: bool,
 }
 
-/// The default bytes per write and per read: a protocol default, kept with the others.
-pub use linerate_proto::defaults::default_length;
-
 /// A send that makes no progress for this long fails the stream.
 pub const STALL: Duration = Duration::from_secs(10);
 

@@ -6,15 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
+use linerate_facts::{Inventory, LinkLayer, NetdevKind, PortKind};
 use linerate_model::IbRate;
-use linerate_soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
+use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
 
 use crate::ethtool::Ethtool;
 use crate::fs::{natural_cmp, Root, MAX_DIR_ENTRIES};
-use crate::ib::LinkLayer;
-use crate::net::NetdevKind;
-use crate::ports::PortKind;
-use crate::Inventory;
 
 /// Carrier counters of a netdev (`/sys/class/net/<if>/…`).
 const CARRIER_FILES: [&str; 3] = ["carrier_changes", "carrier_up_count", "carrier_down_count"];
@@ -307,14 +304,8 @@ fn read_counter(
     name: &str,
     out: &mut Vec<(CounterSource, String, u64)>,
 ) {
-    match Root::read_raw(p) {
-        Ok(Some(v)) if v.starts_with("N/A") => {}
-        Ok(Some(v)) => match v.parse::<u64>() {
-            Ok(value) => out.push((source, name.to_string(), value)),
-            Err(_) => r.bad_value(p, name, &v, "a decimal counter"),
-        },
-        Ok(None) => {}
-        Err(e) => r.problem(p, name, crate::ProblemKind::Unreadable, e),
+    if let Some(value) = r.counter(p, name) {
+        out.push((source, name.to_string(), value));
     }
 }
 

@@ -5,38 +5,12 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use linerate_facts::{Problem, ProblemKind};
 
 /// Largest value file we read (sysfs attributes are at most a page).
 const MAX_VALUE_BYTES: u64 = 64 * 1024;
 /// Most directory entries we look at in one directory (a hostile tree cannot make us loop forever).
 pub const MAX_DIR_ENTRIES: usize = 4096;
-
-/// Why a value is unknown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProblemKind {
-    /// The file does not exist.
-    Missing,
-    /// The file exists but its content is not in the expected format.
-    Malformed,
-    /// Reading failed (permission, EINVAL from a device in D3, not a regular file, ...),
-    /// or the file is empty: the kernel never prints an empty value for the attributes we
-    /// parse, and capture tools store an attribute they could not read as an empty file.
-    Unreadable,
-}
-
-/// A value that could not be used. Reported as a `sysfs.unreadable` finding.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    /// The port or PCI address the value belongs to.
-    pub subject: String,
-    /// Path as it would be on a live system (`/sys/class/...`).
-    pub path: String,
-    pub kind: ProblemKind,
-    /// What was found and what was expected.
-    pub detail: String,
-}
 
 /// A read-only view of a filesystem root (`/` or a fixture tree).
 #[derive(Debug)]
@@ -145,6 +119,28 @@ impl Root {
                 ProblemKind::Malformed,
                 format!("found `{}`, expected {expected}", truncate(v, 80)),
             );
+        }
+    }
+
+    /// Read a counter file: the one reader of counters, for probe's PMA counters and every
+    /// interval of a soak. Missing is no counter (not every port has every counter), and so is
+    /// `N/A (no PMA)`, which old kernels print for a port without a PMA; an unreadable file or
+    /// a value that is not a decimal count is recorded.
+    pub fn counter(&mut self, p: &Path, subject: &str) -> Option<u64> {
+        match Self::read_raw(p) {
+            Ok(Some(v)) if v.starts_with("N/A") => None,
+            Ok(Some(v)) => {
+                let n = v.parse::<u64>().ok();
+                if n.is_none() {
+                    self.bad_value(p, subject, &v, "a decimal counter");
+                }
+                n
+            }
+            Ok(None) => None,
+            Err(e) => {
+                self.problem(p, subject, ProblemKind::Unreadable, e);
+                None
+            }
         }
     }
 
@@ -257,57 +253,40 @@ fn truncate(s: &str, n: usize) -> String {
     }
 }
 
-/// Parse a kernel CPU list (`0-7,16-23`). Bounded: refuses lists naming more than 65536 CPUs.
-pub fn parse_cpulist(s: &str) -> Option<Vec<u32>> {
-    let s = s.trim();
-    let mut out = Vec::new();
-    if s.is_empty() {
-        return Some(out);
-    }
-    for part in s.split(',') {
-        let part = part.trim();
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
-            None => {
-                let a = part.parse::<u32>().ok()?;
-                (a, a)
-            }
-        };
-        if b < a || out.len() + (b - a) as usize >= 65536 {
-            return None;
-        }
-        out.extend(a..=b);
-    }
-    Some(out)
-}
-
-/// `0x15b3` → 0x15b3
-pub fn parse_hex_u32(s: &str) -> Option<u32> {
-    let h = s.trim().strip_prefix("0x")?;
-    u32::from_str_radix(h, 16).ok()
-}
-
-pub fn parse_hex_u16(s: &str) -> Option<u16> {
-    parse_hex_u32(s).and_then(|v| u16::try_from(v).ok())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The one counter reader: probe's PMA counters and a soak's counters both go through it,
+    /// so an unreadable counter file is named for either, never dropped.
     #[test]
-    fn cpulists() {
-        assert_eq!(parse_cpulist("0-3,8").unwrap(), vec![0, 1, 2, 3, 8]);
-        assert_eq!(parse_cpulist("").unwrap(), Vec::<u32>::new());
-        assert!(parse_cpulist("3-1").is_none());
-        assert!(parse_cpulist("0-4000000000").is_none());
-        assert!(parse_cpulist("a-b").is_none());
-    }
-
-    #[test]
-    fn cpulists_compress() {
-        assert_eq!(ser::cpulist_string(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
-        assert_eq!(ser::cpulist_string(&[]), "");
+    fn counters_read_once_with_every_failure_named() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("ok"), "42\n").unwrap();
+        std::fs::write(d.path().join("na"), "N/A (no PMA)\n").unwrap();
+        std::fs::write(d.path().join("bad"), "lots\n").unwrap();
+        std::fs::create_dir(d.path().join("dir")).unwrap();
+        let mut r = Root::new(d.path());
+        let read: Vec<Option<u64>> = ["ok", "na", "gone", "bad", "dir"]
+            .iter()
+            .map(|n| {
+                let p = r.path(n);
+                r.counter(&p, "mlx5_0/1")
+            })
+            .collect();
+        assert_eq!(read, [Some(42), None, None, None, None]);
+        let named: Vec<(&str, &ProblemKind)> = r
+            .problems
+            .iter()
+            .map(|p| (p.path.as_str(), &p.kind))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("/bad", &ProblemKind::Malformed),
+                ("/dir", &ProblemKind::Unreadable)
+            ]
+        );
     }
 
     #[test]
@@ -315,13 +294,6 @@ mod tests {
         let mut v = vec!["cpu10", "cpu2", "cpu1"];
         v.sort_by(|a, b| natural_cmp(a, b));
         assert_eq!(v, ["cpu1", "cpu2", "cpu10"]);
-    }
-
-    #[test]
-    fn hex() {
-        assert_eq!(parse_hex_u16("0x15b3"), Some(0x15b3));
-        assert_eq!(parse_hex_u16("15b3"), None);
-        assert_eq!(parse_hex_u16("0x1ffff"), None);
     }
 
     #[test]
@@ -378,74 +350,9 @@ mod tests {
         let mut r = Root::new(d.path());
         let p = r.path("empty");
         assert_eq!(
-            r.req_parse(&p, "x", "a CPU list", parse_cpulist),
+            r.req_parse(&p, "x", "a CPU list", linerate_facts::parse_cpulist),
             Some(Vec::new())
         );
         assert!(r.problems.is_empty());
-    }
-}
-
-/// Serde helpers: ids in hex, CPU lists in the kernel's list format.
-/// (serde's `serialize_with` passes `&T`, hence the allowed lints.)
-#[allow(clippy::ref_option, clippy::trivially_copy_pass_by_ref)]
-pub mod ser {
-    use serde::Serializer;
-
-    pub fn hex16<S: Serializer>(v: &Option<u16>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(v) => s.serialize_str(&format!("{v:#06x}")),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn hex32<S: Serializer>(v: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(v) => s.serialize_str(&format!("{v:#08x}")),
-            None => s.serialize_none(),
-        }
-    }
-
-    /// `[0,1,2,3,8]` → `"0-3,8"`
-    pub fn cpulist_string(cpus: &[u32]) -> String {
-        let mut out: Vec<String> = Vec::new();
-        let mut i = 0;
-        while i < cpus.len() {
-            let start = cpus[i];
-            let mut end = start;
-            while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-                i += 1;
-                end = cpus[i];
-            }
-            out.push(if start == end {
-                start.to_string()
-            } else {
-                format!("{start}-{end}")
-            });
-            i += 1;
-        }
-        out.join(",")
-    }
-
-    pub fn cpulist<S: Serializer>(v: &[u32], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&cpulist_string(v))
-    }
-
-    pub fn opt_cpulist<S: Serializer>(v: &Option<Vec<u32>>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(v) => s.serialize_str(&cpulist_string(v)),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn cpulist_map<S: Serializer>(
-        v: &std::collections::BTreeMap<String, Vec<u32>>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(v.len()))?;
-        for (k, cpus) in v {
-            m.serialize_entry(k, &cpulist_string(cpus))?;
-        }
-        m.end()
     }
 }

@@ -1,9 +1,10 @@
-//! Inventory of a machine's network ports, read from sysfs and procfs.
+//! The reader of a machine's inventory: sysfs and procfs under a root directory, shapers over
+//! rtnetlink, driver statistics over SIOCETHTOOL, DIMMs from SMBIOS, and a soak's counters.
 //!
-//! [`probe`] reads under a root directory (`/` on a live system, a fixture
-//! tree in tests) and returns plain data. It needs no privileges and runs no
-//! external tool. A missing or malformed value never aborts it: the value is
-//! `None` and the file is named in [`Inventory::problems`].
+//! [`probe`] reads under a root directory (`/` on a live system, a fixture tree in tests) and
+//! returns `linerate_facts::Inventory`, plain data. It needs no privileges and runs no external
+//! tool. A missing or malformed value never aborts it: the value is `None` and the file is
+//! named in `Inventory::problems`.
 
 pub mod counters;
 pub mod dram;
@@ -18,27 +19,8 @@ pub mod qdisc;
 
 use std::path::Path;
 
-use serde::Serialize;
+use linerate_facts::Inventory;
 use thiserror::Error;
-
-pub use fs::ser::cpulist_string;
-pub use fs::{parse_cpulist, Problem, ProblemKind};
-pub use host::{Host, NumaNode, SocketLimits};
-pub use ib::{Counter, IbDevice, IbPort, IbPortFiles, LinkLayer};
-pub use net::{IpoibInfo, IpoibMode, Netdev, NetdevKind};
-pub use pci::{PciFunction, PcieLinkFiles, PcieSpeedFiles, UpstreamPort};
-pub use ports::{Port, PortKind};
-
-/// Everything probe found.
-#[derive(Debug, Clone, Serialize)]
-pub struct Inventory {
-    pub host: Host,
-    pub ports: Vec<Port>,
-    pub ib_devices: Vec<IbDevice>,
-    pub netdevs: Vec<Netdev>,
-    pub pci: Vec<PciFunction>,
-    pub problems: Vec<Problem>,
-}
 
 #[derive(Debug, Error)]
 pub enum ProbeError {
@@ -75,34 +57,4 @@ pub fn probe(root: &Path) -> Result<Inventory, ProbeError> {
         pci: pcis.into_vec(),
         problems: r.problems,
     })
-}
-
-impl Inventory {
-    pub fn pci(&self, address: &str) -> Option<&PciFunction> {
-        self.pci.iter().find(|p| p.address == address)
-    }
-
-    pub fn netdev(&self, name: &str) -> Option<&Netdev> {
-        self.netdevs.iter().find(|n| n.name == name)
-    }
-
-    pub fn ib_device(&self, name: &str) -> Option<&IbDevice> {
-        self.ib_devices.iter().find(|d| d.name == name)
-    }
-
-    /// The IB device and port behind a port, if it has one.
-    pub fn ib_port(&self, port: &Port) -> Option<(&IbDevice, &IbPort)> {
-        let dev = self.ib_device(port.device.as_deref()?)?;
-        let n = port.port?;
-        dev.ports.iter().find(|p| p.number == n).map(|p| (dev, p))
-    }
-
-    /// The PCI function behind a port, if it has one.
-    pub fn port_pci(&self, port: &Port) -> Option<&PciFunction> {
-        self.pci(port.pci.as_deref()?)
-    }
-
-    pub fn port_netdev(&self, port: &Port) -> Option<&Netdev> {
-        self.netdev(port.netdev.as_deref()?)
-    }
 }

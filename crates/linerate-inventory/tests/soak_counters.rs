@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use linerate_inventory::counters::{soak_targets, CounterSampler};
-use linerate_soak::{CounterSource, End, PortSample, SoakPortKind};
+use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind};
 use linerate_testkit::is_root;
 
 fn fixture(name: &str) -> PathBuf {
@@ -74,8 +74,9 @@ fn ib_port_counters_follow_the_files() {
     let sym0 = value(p, CounterSource::IbCounters, "symbol_error").expect("symbol_error read");
     assert!(value(p, CounterSource::NetdevStatistics, "rx_bytes").is_some());
     // A fixture root: the ioctl is skipped, said once.
-    let notes =
-        |x: &linerate_soak::SoakSample| x.problems.iter().filter(|m| m.contains("ethtool")).count();
+    let notes = |x: &linerate_proto::soak::SoakSample| {
+        x.problems.iter().filter(|m| m.contains("ethtool")).count()
+    };
     assert_eq!(notes(&a), 1, "{:?}", a.problems);
 
     let counters = root.join("sys/class/infiniband/mlx4_0/ports/1/counters");

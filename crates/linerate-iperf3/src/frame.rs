@@ -29,7 +29,7 @@ pub const LEN_BYTES: usize = 4;
 
 /// Why a message could not be framed.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum FrameError {
+pub enum JsonFrameError {
     /// iperf3 refuses a length of 0 (`JSON_read`: `hsize > 0`).
     #[error("a JSON message of length 0 (iperf3 refuses an empty message)")]
     Empty,
@@ -46,16 +46,16 @@ pub enum FrameError {
 
 /// One message: its length, then the body, in one buffer. Refuses a body over `limit` (the
 /// limit the peer reads with: [`PARAMS_MAX`] for parameters).
-pub fn encode_frame(body: &[u8], limit: u32) -> Result<Vec<u8>, FrameError> {
+pub fn encode_frame(body: &[u8], limit: u32) -> Result<Vec<u8>, JsonFrameError> {
     let len = u32::try_from(body.len())
         .ok()
         .filter(|len| *len <= limit)
-        .ok_or(FrameError::TooLarge {
+        .ok_or(JsonFrameError::TooLarge {
             len: body.len() as u64,
             limit,
         })?;
     if len == 0 {
-        return Err(FrameError::Empty);
+        return Err(JsonFrameError::Empty);
     }
     let mut out = Vec::with_capacity(LEN_BYTES + body.len());
     out.extend_from_slice(&len.to_be_bytes());
@@ -72,7 +72,7 @@ pub struct FrameDecoder {
     /// The body's length, once its 4 bytes are in.
     len: Option<u32>,
     body: Vec<u8>,
-    failed: Option<FrameError>,
+    failed: Option<JsonFrameError>,
 }
 
 impl FrameDecoder {
@@ -95,7 +95,7 @@ impl FrameDecoder {
     ///
     /// After an error the stream is out of step: the decoder returns the same error from then
     /// on, and the connection is to be closed.
-    pub fn push(&mut self, input: &[u8]) -> Result<(usize, Option<Vec<u8>>), FrameError> {
+    pub fn push(&mut self, input: &[u8]) -> Result<(usize, Option<Vec<u8>>), JsonFrameError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
@@ -112,11 +112,11 @@ impl FrameDecoder {
                 }
                 let len = u32::from_be_bytes(self.len_bytes);
                 if len == 0 {
-                    return Err(self.fail(FrameError::Empty));
+                    return Err(self.fail(JsonFrameError::Empty));
                 }
                 if len > self.limit {
                     let limit = self.limit;
-                    return Err(self.fail(FrameError::TooLarge {
+                    return Err(self.fail(JsonFrameError::TooLarge {
                         len: u64::from(len),
                         limit,
                     }));
@@ -140,16 +140,16 @@ impl FrameDecoder {
     }
 
     /// The peer closed the connection: an error when it closed inside a message.
-    pub fn finish(&self) -> Result<(), FrameError> {
+    pub fn finish(&self) -> Result<(), JsonFrameError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
         match self.len {
-            Some(len) => Err(FrameError::Truncated {
+            Some(len) => Err(JsonFrameError::Truncated {
                 got: self.body.len(),
                 len,
             }),
-            None if self.len_got > 0 => Err(FrameError::LengthTruncated { got: self.len_got }),
+            None if self.len_got > 0 => Err(JsonFrameError::LengthTruncated { got: self.len_got }),
             None => Ok(()),
         }
     }
@@ -168,7 +168,7 @@ impl FrameDecoder {
         }
     }
 
-    fn fail(&mut self, e: FrameError) -> FrameError {
+    fn fail(&mut self, e: JsonFrameError) -> JsonFrameError {
         self.body = Vec::new();
         self.failed = Some(e.clone());
         e
@@ -179,7 +179,10 @@ impl FrameDecoder {
 mod tests {
     use super::*;
 
-    fn decode_all(dec: &mut FrameDecoder, mut input: &[u8]) -> Result<Vec<Vec<u8>>, FrameError> {
+    fn decode_all(
+        dec: &mut FrameDecoder,
+        mut input: &[u8],
+    ) -> Result<Vec<Vec<u8>>, JsonFrameError> {
         let mut out = Vec::new();
         while !input.is_empty() {
             let (used, body) = dec.push(input)?;
@@ -194,10 +197,10 @@ mod tests {
         let f = encode_frame(br#"{"tcp":true}"#, PARAMS_MAX).unwrap();
         assert_eq!(&f[..4], &[0, 0, 0, 12]);
         assert_eq!(&f[4..], br#"{"tcp":true}"#);
-        assert_eq!(encode_frame(b"", PARAMS_MAX), Err(FrameError::Empty));
+        assert_eq!(encode_frame(b"", PARAMS_MAX), Err(JsonFrameError::Empty));
         assert_eq!(
             encode_frame(&[b' '; 9000], PARAMS_MAX),
-            Err(FrameError::TooLarge {
+            Err(JsonFrameError::TooLarge {
                 len: 9000,
                 limit: PARAMS_MAX
             })
@@ -241,7 +244,7 @@ mod tests {
         let err = dec.push(&(PARAMS_MAX + 1).to_be_bytes()).unwrap_err();
         assert_eq!(
             err,
-            FrameError::TooLarge {
+            JsonFrameError::TooLarge {
                 len: 8193,
                 limit: 8192
             }
@@ -258,7 +261,7 @@ mod tests {
         let mut dec = FrameDecoder::new(RESULTS_MAX);
         assert!(matches!(
             dec.push(&[0xff; 4]),
-            Err(FrameError::TooLarge {
+            Err(JsonFrameError::TooLarge {
                 len: 4_294_967_295,
                 ..
             })
@@ -268,18 +271,24 @@ mod tests {
     #[test]
     fn empty_and_truncated() {
         let mut dec = FrameDecoder::new(100);
-        assert_eq!(dec.push(&[0, 0, 0, 0]).unwrap_err(), FrameError::Empty);
+        assert_eq!(dec.push(&[0, 0, 0, 0]).unwrap_err(), JsonFrameError::Empty);
 
         let mut dec = FrameDecoder::new(100);
         assert_eq!(dec.push(&[0, 0]).unwrap(), (2, None));
         assert_eq!(dec.wanted(), 2);
-        assert_eq!(dec.finish(), Err(FrameError::LengthTruncated { got: 2 }));
+        assert_eq!(
+            dec.finish(),
+            Err(JsonFrameError::LengthTruncated { got: 2 })
+        );
 
         let mut dec = FrameDecoder::new(100);
         assert_eq!(dec.push(&[0, 0, 0, 10, b'{']).unwrap(), (5, None));
         assert_eq!(dec.wanted(), 9);
         assert!(!dec.is_idle());
-        assert_eq!(dec.finish(), Err(FrameError::Truncated { got: 1, len: 10 }));
+        assert_eq!(
+            dec.finish(),
+            Err(JsonFrameError::Truncated { got: 1, len: 10 })
+        );
 
         let dec = FrameDecoder::new(100);
         assert_eq!(dec.finish(), Ok(()), "closed between messages");

@@ -15,7 +15,7 @@ use serde::Serializer;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-use crate::frame::FrameError;
+use crate::frame::JsonFrameError;
 
 /// Why a parameters or results message could not be read. A server answers any of these in
 /// the parameters with SERVER_ERROR IERECVPARAMS (114); iperf3 fails results it cannot read
@@ -23,7 +23,7 @@ use crate::frame::FrameError;
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum DecodeError {
     #[error(transparent)]
-    Frame(#[from] FrameError),
+    Frame(#[from] JsonFrameError),
     #[error("not JSON: {0}")]
     NotJson(String),
     #[error("the message is JSON {found}, not an object")]

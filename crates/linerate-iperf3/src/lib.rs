@@ -35,6 +35,7 @@ pub mod errors;
 pub mod frame;
 mod json;
 pub mod params;
+pub mod refusal;
 pub mod results;
 pub mod session;
 pub mod state;
@@ -43,16 +44,19 @@ pub mod udp;
 pub mod version;
 
 pub use cookie::{sniff, Cookie, Sniff, COOKIE_LEN};
-pub use errors::{ErrorCode, Refusal};
-pub use frame::{encode_frame, FrameDecoder, FrameError, PARAMS_MAX, RESULTS_MAX};
+pub use errors::ErrorCode;
+pub use frame::{encode_frame, FrameDecoder, JsonFrameError, PARAMS_MAX, RESULTS_MAX};
 pub use json::DecodeError;
-pub use params::{Limits, Params, Protocol, Test, Violation};
+pub use params::{Iperf3Params, Protocol, ServerLimits, Test, Violation};
+pub use refusal::Iperf3Refusal;
 pub use results::{
     Omitted, PeerFigures, Results, SenderRetransmits, StreamMismatch, StreamResults,
 };
-pub use session::{ClientSession, FromClient, FromServer, Phase, ServerSession, SessionError};
+pub use session::{
+    ClientSession, FromClient, FromServer, ServerSession, SessionError, SessionPhase,
+};
 pub use state::{ControlMsg, Peer, ServerError, State, UnknownState};
-pub use streams::{plan, Direction, Role, Stream, StreamId};
+pub use streams::{plan, DataFlow, Role, Stream, StreamId};
 pub use version::{Feature, Version, VersionRange};
 
 /// iperf3's default port, for TCP (control and data) and UDP alike.

@@ -1,7 +1,7 @@
 //! The parameters a client sends after PARAM_EXCHANGE (`send_parameters`/`get_parameters`).
 //!
-//! [`Params`] holds every key iperf3 3.0 to 3.21 sends, as it travels: integers as cJSON's
-//! 64-bit `valueint`, strings, and flags. [`Params::check`] turns them into a [`Test`] a server
+//! [`Iperf3Params`] holds every key iperf3 3.0 to 3.21 sends, as it travels: integers as cJSON's
+//! 64-bit `valueint`, strings, and flags. [`Iperf3Params::check`] turns them into a [`Test`] a server
 //! can run, or refuses them with the iperf3 error code a client understands.
 //!
 //! **Flags: present means true.** iperf3 sends a flag only when it is set (`"reverse": true`,
@@ -12,7 +12,7 @@
 //! presence, as 3.17 and earlier do: `"reverse": false` or `"reverse": null` is reverse. No
 //! iperf3 client sends either; the choice only matters for a hand-made or hostile client, and
 //! presence is the reading that the larger part of the installed base (3.1.3 to 3.17) applies,
-//! so a test linerate runs is the test such a server would run. [`Params::odd_flags`] lists the
+//! so a test linerate runs is the test such a server would run. [`Iperf3Params::odd_flags`] lists the
 //! flags whose value was not `true`/a number, for the server's log.
 //!
 //! **Numbers.** A wrongly typed number (`"time": "10"`) is refused ([`DecodeError::WrongType`]),
@@ -20,7 +20,7 @@
 //! of it, and no iperf3 client sends it. A fraction is truncated, and an integer above `i64::MAX`
 //! is the negative that 3.12/3.13 printed unsigned (see `json.rs`).
 //!
-//! **Unknown keys** are kept in [`Params::unknown`] (every iperf3 version ignores them), so a
+//! **Unknown keys** are kept in [`Iperf3Params::unknown`] (every iperf3 version ignores them), so a
 //! newer client's options can be logged. Strings (`title`, `extra_data`, `client_version`,
 //! `authtoken`, unknown values) are as the client sent them: escape them before printing.
 
@@ -28,9 +28,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::errors::ErrorCode;
-use crate::frame::{self, FrameError, PARAMS_MAX};
+use crate::frame::{self, JsonFrameError, PARAMS_MAX};
 use crate::json::{self, is_false, DecodeError, Fields};
-use crate::streams::Direction;
+use crate::streams::DataFlow;
 use crate::version::Version;
 
 /// iperf3's limits on a test (`iperf.h`, unchanged since 3.1 unless noted).
@@ -103,7 +103,7 @@ impl Serialize for Protocol {
 
 /// The parameters, key by key, in the order iperf3 3.21 writes them. `None` is a key not sent.
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
-pub struct Params {
+pub struct Iperf3Params {
     /// `tcp`/`udp`/`sctp`: true. With several, iperf3 applies them in that order, so the last
     /// wins; with none, TCP.
     #[serde(flatten)]
@@ -241,7 +241,7 @@ enum FlagType {
     Number,
 }
 
-/// Every key [`Params`] has a field for.
+/// Every key [`Iperf3Params`] has a field for.
 const KNOWN: [&str; 40] = [
     "tcp",
     "udp",
@@ -285,14 +285,14 @@ const KNOWN: [&str; 40] = [
     "client_version",
 ];
 
-impl Params {
+impl Iperf3Params {
     /// What an iperf3 3.21 client sends for a plain test of this protocol: `-t 10 -P 1`,
     /// TCP's 128 KiB writes or UDP's 1460-byte datagrams at 1 Mbit/s. Without 3.21's GSO keys
     /// (a server without them does not use GSO) and without `client_version`: the client says
     /// what it is.
-    pub fn new(protocol: Protocol) -> Params {
+    pub fn new(protocol: Protocol) -> Iperf3Params {
         let udp = protocol == Protocol::Udp;
-        Params {
+        Iperf3Params {
             protocol,
             omit: 0,
             time: Some(i64::from(limits::DEFAULT_TIME_S)),
@@ -306,25 +306,25 @@ impl Params {
             })),
             bandwidth: udp.then_some(limits::DEFAULT_UDP_RATE_BPS.cast_signed()),
             pacing_timer: Some(i64::from(limits::DEFAULT_PACING_TIMER_US)),
-            ..Params::default()
+            ..Iperf3Params::default()
         }
     }
 
     /// Read a parameters message's body (a frame's content).
-    pub fn decode(body: &[u8]) -> Result<Params, DecodeError> {
+    pub fn decode(body: &[u8]) -> Result<Iperf3Params, DecodeError> {
         let map = json::object(body)?;
-        Params::from_object(&map)
+        Iperf3Params::from_object(&map)
     }
 
     /// The message to send: length and body in one buffer, refused over iperf3's 8 KiB (a
     /// 3.18+ server would refuse it; only a long `title` or `extra_data` gets there).
-    pub fn encode(&self) -> Result<Vec<u8>, FrameError> {
+    pub fn encode(&self) -> Result<Vec<u8>, JsonFrameError> {
         // Plain data with string keys: serializing cannot fail (an empty body would be refused).
         let body = serde_json::to_vec(self).unwrap_or_default();
         frame::encode_frame(&body, PARAMS_MAX)
     }
 
-    fn from_object(map: &Map<String, Value>) -> Result<Params, DecodeError> {
+    fn from_object(map: &Map<String, Value>) -> Result<Iperf3Params, DecodeError> {
         let f = Fields::new(map, "");
         let protocol = if f.present("sctp") {
             Protocol::Sctp
@@ -338,7 +338,7 @@ impl Params {
             .filter(|(k, _)| !KNOWN.contains(&k.as_str()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        Ok(Params {
+        Ok(Iperf3Params {
             protocol,
             omit: f.int("omit")?.unwrap_or(0),
             server_affinity: f.int("server_affinity")?,
@@ -401,14 +401,14 @@ impl Params {
     }
 
     /// The direction of the test, as the client asked: `-R` and `--bidir` together are
-    /// refused by [`Params::check`].
-    pub fn direction(&self) -> Direction {
+    /// refused by [`Iperf3Params::check`].
+    pub fn direction(&self) -> DataFlow {
         if self.bidirectional {
-            Direction::Bidir
+            DataFlow::Bidir
         } else if self.reverse {
-            Direction::Reverse
+            DataFlow::Reverse
         } else {
-            Direction::Forward
+            DataFlow::Forward
         }
     }
 
@@ -420,7 +420,7 @@ impl Params {
     /// Check the parameters against iperf3's own limits (what an iperf3 client checks before
     /// it sends them) and a server's, and read them into a [`Test`]. The first violation
     /// refuses the test, with the code a server sends after SERVER_ERROR.
-    pub fn check(&self, limits: &Limits) -> Result<Test, Violation> {
+    pub fn check(&self, limits: &ServerLimits) -> Result<Test, Violation> {
         if self.protocol == Protocol::Sctp && !limits.sctp {
             return Err(Violation::new(
                 ErrorCode::IENOSCTP,
@@ -513,7 +513,7 @@ impl Params {
 
     /// The test's end conditions and omitted seconds, against iperf3's limits and the server's
     /// limit on a test's length.
-    fn check_times(&self, limits: &Limits) -> Result<Times, Violation> {
+    fn check_times(&self, limits: &ServerLimits) -> Result<Times, Violation> {
         let bytes = non_negative(self.num, "num (-n)")?;
         let blocks = non_negative(self.blockcount, "blockcount (-k)")?;
         let default_time = if bytes.unwrap_or(0) > 0 || blocks.unwrap_or(0) > 0 {
@@ -554,7 +554,7 @@ impl Params {
 
     /// The socket options and the burst, each against iperf3's limit (the window also against
     /// the server's).
-    fn check_sockets(&self, limits: &Limits) -> Result<Sockets, Violation> {
+    fn check_sockets(&self, limits: &ServerLimits) -> Result<Sockets, Violation> {
         let max_window = limits.max_window.min(limits::MAX_WINDOW);
         let window = bounded(
             self.window,
@@ -734,12 +734,12 @@ fn check_duration(
 /// iperf3 lets it through, which makes its limit easy to step around.
 fn check_total_rate(
     streams: u32,
-    direction: Direction,
+    direction: DataFlow,
     bitrate_bps: u64,
     fq_rate_bps: Option<u64>,
     max_bps: u64,
 ) -> Result<(), Violation> {
-    let ways = if direction == Direction::Bidir { 2 } else { 1 };
+    let ways = if direction == DataFlow::Bidir { 2 } else { 1 };
     let per_stream = match (bitrate_bps, fq_rate_bps) {
         (0, None) => {
             return Err(Violation::new(
@@ -765,7 +765,7 @@ fn check_total_rate(
 
 /// A server's limits, over iperf3's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Limits {
+pub struct ServerLimits {
     /// At most this many streams per direction (iperf3: 128).
     pub max_streams: u32,
     /// At most this many seconds of test and omitted warm-up together; `None`: iperf3's own
@@ -779,9 +779,9 @@ pub struct Limits {
     pub sctp: bool,
 }
 
-impl Limits {
+impl ServerLimits {
     /// iperf3's own limits, with SCTP.
-    pub const IPERF3: Limits = Limits {
+    pub const IPERF3: ServerLimits = ServerLimits {
         max_streams: limits::MAX_STREAMS,
         max_duration_s: None,
         max_window: limits::MAX_WINDOW,
@@ -790,9 +790,9 @@ impl Limits {
     };
 }
 
-impl Default for Limits {
-    fn default() -> Limits {
-        Limits::IPERF3
+impl Default for ServerLimits {
+    fn default() -> ServerLimits {
+        ServerLimits::IPERF3
     }
 }
 
@@ -825,7 +825,7 @@ impl std::error::Error for Violation {}
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Test {
     pub protocol: Protocol,
-    pub direction: Direction,
+    pub direction: DataFlow,
     /// Streams per direction (`-P`); `--bidir` has twice as many connections.
     pub streams: u32,
     /// Seconds of test after the omitted warm-up; 0 when the client ends it on bytes or blocks
@@ -878,14 +878,14 @@ mod tests {
     const TCP_3_12: &str = r#"{"tcp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#;
 
     fn check(json: &str) -> Result<Test, Violation> {
-        Params::decode(json.as_bytes())
+        Iperf3Params::decode(json.as_bytes())
             .unwrap()
-            .check(&Limits::IPERF3)
+            .check(&ServerLimits::IPERF3)
     }
 
     #[test]
     fn decodes_and_reencodes_a_real_client() {
-        let p = Params::decode(TCP_3_12.as_bytes()).unwrap();
+        let p = Iperf3Params::decode(TCP_3_12.as_bytes()).unwrap();
         assert_eq!(p.protocol, Protocol::Tcp);
         assert_eq!(p.time, Some(1));
         assert_eq!(p.len, Some(131_072));
@@ -902,18 +902,18 @@ mod tests {
 
     #[test]
     fn new_matches_what_3_21_sends() {
-        let mut p = Params::new(Protocol::Tcp);
+        let mut p = Iperf3Params::new(Protocol::Tcp);
         p.time = Some(1);
         p.client_version = Some("3.12".into());
         assert_eq!(serde_json::to_string(&p).unwrap(), TCP_3_12);
-        let udp = Params::new(Protocol::Udp);
-        let t = udp.check(&Limits::IPERF3).unwrap();
+        let udp = Iperf3Params::new(Protocol::Udp);
+        let t = udp.check(&ServerLimits::IPERF3).unwrap();
         assert_eq!((t.len, t.bitrate_bps, t.duration_s), (1460, 1_048_576, 10));
     }
 
     #[test]
     fn flags_are_emitted_only_when_true() {
-        let mut p = Params::new(Protocol::Tcp);
+        let mut p = Iperf3Params::new(Protocol::Tcp);
         let s = serde_json::to_string(&p).unwrap();
         for flag in [
             "reverse",
@@ -937,7 +937,7 @@ mod tests {
     #[test]
     fn presence_is_truth() {
         for value in ["true", "false", "null", "0", "\"no\"", "[]"] {
-            let p = Params::decode(
+            let p = Iperf3Params::decode(
                 format!(
                     r#"{{"tcp":true,"parallel":1,"reverse":{value},"get_server_output":{value}}}"#
                 )
@@ -946,19 +946,19 @@ mod tests {
             .unwrap();
             assert!(p.reverse, "reverse: {value}");
             assert!(p.get_server_output, "get_server_output: {value}");
-            assert_eq!(p.direction(), Direction::Reverse);
+            assert_eq!(p.direction(), DataFlow::Reverse);
         }
         let body = br#"{"reverse":false,"nodelay":true,"get_server_output":true,"udp_counters_64bit":1,"bidirectional":1}"#;
         assert_eq!(
-            Params::odd_flags(body),
+            Iperf3Params::odd_flags(body),
             vec!["reverse", "bidirectional", "get_server_output"]
         );
-        assert!(Params::odd_flags(TCP_3_12.as_bytes()).is_empty());
+        assert!(Iperf3Params::odd_flags(TCP_3_12.as_bytes()).is_empty());
     }
 
     #[test]
     fn protocol_precedence_is_iperf3s() {
-        let p = |s: &str| Params::decode(s.as_bytes()).unwrap().protocol;
+        let p = |s: &str| Iperf3Params::decode(s.as_bytes()).unwrap().protocol;
         assert_eq!(p(r#"{"udp":true}"#), Protocol::Udp);
         assert_eq!(p(r#"{"tcp":true,"udp":true}"#), Protocol::Udp);
         assert_eq!(p(r#"{"sctp":true,"udp":true}"#), Protocol::Sctp);
@@ -967,10 +967,10 @@ mod tests {
 
     #[test]
     fn numbers_as_iperf3_reads_them() {
-        let p = Params::decode(br#"{"tcp":true,"time":10.9,"parallel":2,"window":18446744073709551615,"server_affinity":3}"#).unwrap();
+        let p = Iperf3Params::decode(br#"{"tcp":true,"time":10.9,"parallel":2,"window":18446744073709551615,"server_affinity":3}"#).unwrap();
         assert_eq!(p.time, Some(10));
         assert_eq!(p.window, Some(-1), "3.12's unsigned -1");
-        let err = Params::decode(br#"{"tcp":true,"time":"10"}"#).unwrap_err();
+        let err = Iperf3Params::decode(br#"{"tcp":true,"time":"10"}"#).unwrap_err();
         assert_eq!(
             err,
             DecodeError::WrongType {
@@ -980,15 +980,15 @@ mod tests {
             }
         );
         assert!(matches!(
-            Params::decode(br#"{"title":5}"#),
+            Iperf3Params::decode(br#"{"title":5}"#),
             Err(DecodeError::WrongType { .. })
         ));
         assert!(matches!(
-            Params::decode(b"[]"),
+            Iperf3Params::decode(b"[]"),
             Err(DecodeError::NotObject { .. })
         ));
         assert!(matches!(
-            Params::decode(b"{\"tcp\":tru"),
+            Iperf3Params::decode(b"{\"tcp\":tru"),
             Err(DecodeError::NotJson(_))
         ));
     }
@@ -996,16 +996,16 @@ mod tests {
     #[test]
     fn unknown_keys_are_kept_and_resent() {
         let body = r#"{"tcp":true,"omit":0,"parallel":1,"future_flag":1,"nested":{"a":[1]}}"#;
-        let p = Params::decode(body.as_bytes()).unwrap();
+        let p = Iperf3Params::decode(body.as_bytes()).unwrap();
         assert_eq!(p.unknown.len(), 2);
-        let again = Params::decode(&serde_json::to_vec(&p).unwrap()).unwrap();
+        let again = Iperf3Params::decode(&serde_json::to_vec(&p).unwrap()).unwrap();
         assert_eq!(again, p);
     }
 
     #[test]
     fn every_key_of_the_a6_table_has_a_field() {
         let all = r#"{"sctp":true,"omit":1,"server_affinity":2,"time":3,"num":4,"blockcount":5,"MSS":6,"nodelay":true,"parallel":7,"reverse":true,"bidirectional":true,"mptcp":true,"window":8,"len":9,"bandwidth":10,"fqrate":11,"pacing_timer":12,"burst":13,"gso":1,"gso_dg_size":14,"gso_bf_size":15,"gro":1,"gro_bf_size":16,"TOS":17,"flowlabel":18,"title":"t","extra_data":"e","congestion":"bbr","congestion_used":"cubic","get_server_output":1,"udp_counters_64bit":1,"repeating_payload":1,"no_fq_socket_pacing":1,"zerocopy":1,"dont_fragment":1,"authtoken":"tok","skip_rx_copy":1,"client_version":"3.21"}"#;
-        let p = Params::decode(all.as_bytes()).unwrap();
+        let p = Iperf3Params::decode(all.as_bytes()).unwrap();
         assert!(p.unknown.is_empty(), "{:?}", p.unknown);
         assert_eq!(
             serde_json::from_str::<Value>(&serde_json::to_string(&p).unwrap())
@@ -1085,10 +1085,10 @@ mod tests {
         assert_eq!(refused(&udp(65508)), ErrorCode::IEUDPBLOCKSIZE);
         assert!(check(&udp(16)).is_ok());
         assert!(check(&udp(65507)).is_ok());
-        let sctp = Params::decode(br#"{"sctp":true,"parallel":1}"#).unwrap();
-        let no_sctp = Limits {
+        let sctp = Iperf3Params::decode(br#"{"sctp":true,"parallel":1}"#).unwrap();
+        let no_sctp = ServerLimits {
             sctp: false,
-            ..Limits::IPERF3
+            ..ServerLimits::IPERF3
         };
         assert_eq!(sctp.check(&no_sctp).unwrap_err().code, ErrorCode::IENOSCTP);
     }
@@ -1097,7 +1097,7 @@ mod tests {
     fn a_test_in_its_types() {
         let t = check(r#"{"udp":true,"omit":2,"time":5,"parallel":4,"bidirectional":true,"len":1400,"bandwidth":100000000,"window":4194304,"TOS":184,"udp_counters_64bit":1,"zerocopy":1,"skip_rx_copy":0,"congestion":"bbr","client_version":"3.21"}"#).unwrap();
         assert_eq!(t.protocol, Protocol::Udp);
-        assert_eq!(t.direction, Direction::Bidir);
+        assert_eq!(t.direction, DataFlow::Bidir);
         assert_eq!((t.streams, t.duration_s, t.omit_s, t.len), (4, 5, 2, 1400));
         assert_eq!(t.window, Some(4_194_304));
         assert_eq!(t.bitrate_bps, 100_000_000);
@@ -1115,7 +1115,7 @@ mod tests {
 
     #[test]
     fn a_servers_limits() {
-        let limits = Limits {
+        let limits = ServerLimits {
             max_streams: 8,
             max_duration_s: Some(60),
             max_window: 16 << 20,
@@ -1123,7 +1123,7 @@ mod tests {
             sctp: false,
         };
         let p = |extra: &str| {
-            Params::decode(format!(r#"{{"tcp":true,"omit":0,"time":10,"parallel":1,"bandwidth":1000000000{extra}}}"#).as_bytes()).unwrap()
+            Iperf3Params::decode(format!(r#"{{"tcp":true,"omit":0,"time":10,"parallel":1,"bandwidth":1000000000{extra}}}"#).as_bytes()).unwrap()
         };
         assert!(p("").check(&limits).is_ok());
         let v = p(r#","parallel":9"#).check(&limits).unwrap_err();
@@ -1163,6 +1163,6 @@ mod tests {
         assert!(p(r#","bandwidth":0,"fqrate":1000000"#)
             .check(&limits)
             .is_ok());
-        assert_eq!(Limits::default(), Limits::IPERF3);
+        assert_eq!(ServerLimits::default(), ServerLimits::IPERF3);
     }
 }

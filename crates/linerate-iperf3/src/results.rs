@@ -16,7 +16,7 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::frame::{self, FrameError};
+use crate::frame::{self, JsonFrameError};
 use crate::json::{self, ser_f64, DecodeError, Fields};
 use crate::streams::{Role, StreamId};
 
@@ -273,7 +273,7 @@ impl Results {
 
     /// The message to send: length and body in one buffer, refused over `limit` (the limit
     /// the peer reads with; iperf3 has none, [`crate::frame::RESULTS_MAX`] is linerate's).
-    pub fn encode(&self, limit: u32) -> Result<Vec<u8>, FrameError> {
+    pub fn encode(&self, limit: u32) -> Result<Vec<u8>, JsonFrameError> {
         // Plain data with string keys: serializing cannot fail (an empty body would be refused).
         let body = serde_json::to_vec(self).unwrap_or_default();
         frame::encode_frame(&body, limit)
@@ -643,6 +643,6 @@ mod tests {
         let len = u32::from_be_bytes(f[..4].try_into().unwrap()) as usize;
         assert_eq!(len, f.len() - 4);
         assert_eq!(Results::decode(&f[4..]).unwrap(), r);
-        assert!(matches!(r.encode(10), Err(FrameError::TooLarge { .. })));
+        assert!(matches!(r.encode(10), Err(JsonFrameError::TooLarge { .. })));
     }
 }

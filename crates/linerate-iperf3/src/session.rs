@@ -35,13 +35,13 @@ use thiserror::Error;
 use crate::cookie::{Cookie, COOKIE_LEN};
 use crate::frame::{FrameDecoder, PARAMS_MAX};
 use crate::json::DecodeError;
-use crate::params::Params;
+use crate::params::Iperf3Params;
 use crate::results::Results;
 use crate::state::{ControlMsg, ServerError, State, UnknownState};
 
 /// Where a conversation is, named for what was last sent or received.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Phase {
+pub enum SessionPhase {
     /// Nothing yet (client: send the cookie; server: read it).
     Start,
     /// The cookie crossed; the server answers PARAM_EXCHANGE or ACCESS_DENIED.
@@ -72,7 +72,7 @@ pub enum Phase {
     Ended,
 }
 
-impl Phase {
+impl SessionPhase {
     /// `Ok` when this is the phase `what` may be sent in.
     fn require(self, ok: bool, what: &'static str) -> Result<(), SessionError> {
         if ok {
@@ -85,20 +85,20 @@ impl Phase {
     /// The phase's name in messages.
     pub const fn describe(self) -> &'static str {
         match self {
-            Phase::Start => "before the cookie",
-            Phase::Cookie => "after the cookie",
-            Phase::ParamExchange => "after PARAM_EXCHANGE",
-            Phase::Params => "after the parameters",
-            Phase::CreateStreams => "after CREATE_STREAMS",
-            Phase::TestStart => "after TEST_START",
-            Phase::Running => "while the test ran",
-            Phase::TestEnd => "after TEST_END",
-            Phase::ExchangeResults => "after EXCHANGE_RESULTS",
-            Phase::ClientResults => "after the client's results",
-            Phase::ServerResults => "after the server's results",
-            Phase::DisplayResults => "after DISPLAY_RESULTS",
-            Phase::Done => "after the test",
-            Phase::Ended => "after the conversation ended",
+            SessionPhase::Start => "before the cookie",
+            SessionPhase::Cookie => "after the cookie",
+            SessionPhase::ParamExchange => "after PARAM_EXCHANGE",
+            SessionPhase::Params => "after the parameters",
+            SessionPhase::CreateStreams => "after CREATE_STREAMS",
+            SessionPhase::TestStart => "after TEST_START",
+            SessionPhase::Running => "while the test ran",
+            SessionPhase::TestEnd => "after TEST_END",
+            SessionPhase::ExchangeResults => "after EXCHANGE_RESULTS",
+            SessionPhase::ClientResults => "after the client's results",
+            SessionPhase::ServerResults => "after the server's results",
+            SessionPhase::DisplayResults => "after DISPLAY_RESULTS",
+            SessionPhase::Done => "after the test",
+            SessionPhase::Ended => "after the conversation ended",
         }
     }
 }
@@ -111,23 +111,26 @@ pub enum SessionError {
     #[error("{got} arrived {}, where iperf3 sends {expected}", .phase.describe())]
     Unexpected {
         got: String,
-        phase: Phase,
+        phase: SessionPhase,
         expected: &'static str,
     },
     #[error("{what} {}: out of order", .phase.describe())]
-    OutOfOrder { what: &'static str, phase: Phase },
+    OutOfOrder {
+        what: &'static str,
+        phase: SessionPhase,
+    },
     #[error("the parameters: {0}")]
     Params(DecodeError),
     #[error("the results: {0}")]
     Results(DecodeError),
     #[error("the peer closed the control connection {}", .phase.describe())]
-    Closed { phase: Phase },
+    Closed { phase: SessionPhase },
 }
 
 impl SessionError {
     /// The closing phase, when the peer closed early. iperf3 3.9 to 3.20 servers close after
     /// CREATE_STREAMS without a word when a test is over their `--server-bitrate-limit`.
-    pub fn closed_in(&self) -> Option<Phase> {
+    pub fn closed_in(&self) -> Option<SessionPhase> {
         match self {
             SessionError::Closed { phase } => Some(*phase),
             _ => None,
@@ -151,8 +154,8 @@ pub enum FromServer {
 #[derive(Debug, Clone, PartialEq)]
 pub enum FromClient {
     Cookie(Cookie),
-    /// The parameters as decoded; [`Params::check`] is the server's next step.
-    Params(Box<Params>),
+    /// The parameters as decoded; [`Iperf3Params::check`] is the server's next step.
+    Params(Box<Iperf3Params>),
     /// TEST_END, CLIENT_TERMINATE or IPERF_DONE.
     State(State),
     Results(Box<Results>),
@@ -161,7 +164,7 @@ pub enum FromClient {
 /// A client's side of the control connection.
 #[derive(Debug, Clone)]
 pub struct ClientSession {
-    phase: Phase,
+    phase: SessionPhase,
     frames: FrameDecoder,
 }
 
@@ -170,64 +173,66 @@ impl ClientSession {
     /// [`crate::frame::RESULTS_MAX`]).
     pub fn new(results_limit: u32) -> ClientSession {
         ClientSession {
-            phase: Phase::Start,
+            phase: SessionPhase::Start,
             frames: FrameDecoder::new(results_limit),
         }
     }
 
-    pub fn phase(&self) -> Phase {
+    pub fn phase(&self) -> SessionPhase {
         self.phase
     }
 
     /// The cookie, first thing on the connection.
     pub fn cookie(&mut self, cookie: &Cookie) -> Result<[u8; COOKIE_LEN], SessionError> {
         self.phase
-            .require(self.phase == Phase::Start, "the cookie")?;
-        self.phase = Phase::Cookie;
+            .require(self.phase == SessionPhase::Start, "the cookie")?;
+        self.phase = SessionPhase::Cookie;
         Ok(*cookie.as_bytes())
     }
 
     /// The parameters, after PARAM_EXCHANGE. iperf3 3.18+ refuses them over 8 KiB.
-    pub fn params(&mut self, params: &Params) -> Result<Vec<u8>, SessionError> {
+    pub fn params(&mut self, params: &Iperf3Params) -> Result<Vec<u8>, SessionError> {
         self.phase
-            .require(self.phase == Phase::ParamExchange, "the parameters")?;
+            .require(self.phase == SessionPhase::ParamExchange, "the parameters")?;
         let bytes = params
             .encode()
             .map_err(|e| SessionError::Params(DecodeError::Frame(e)))?;
-        self.phase = Phase::Params;
+        self.phase = SessionPhase::Params;
         Ok(bytes)
     }
 
     /// TEST_END: the client's end condition was met.
     pub fn test_end(&mut self) -> Result<[u8; 1], SessionError> {
         self.phase
-            .require(self.phase == Phase::Running, "TEST_END")?;
-        self.phase = Phase::TestEnd;
+            .require(self.phase == SessionPhase::Running, "TEST_END")?;
+        self.phase = SessionPhase::TestEnd;
         Ok([State::TestEnd.to_byte()])
     }
 
     /// The client's results, after EXCHANGE_RESULTS.
     pub fn results(&mut self, results: &Results, limit: u32) -> Result<Vec<u8>, SessionError> {
-        self.phase
-            .require(self.phase == Phase::ExchangeResults, "the client's results")?;
+        self.phase.require(
+            self.phase == SessionPhase::ExchangeResults,
+            "the client's results",
+        )?;
         let bytes = results
             .encode(limit)
             .map_err(|e| SessionError::Results(DecodeError::Frame(e)))?;
-        self.phase = Phase::ClientResults;
+        self.phase = SessionPhase::ClientResults;
         Ok(bytes)
     }
 
     /// IPERF_DONE, after DISPLAY_RESULTS: the last byte of a test.
     pub fn iperf_done(&mut self) -> Result<[u8; 1], SessionError> {
         self.phase
-            .require(self.phase == Phase::DisplayResults, "IPERF_DONE")?;
-        self.phase = Phase::Done;
+            .require(self.phase == SessionPhase::DisplayResults, "IPERF_DONE")?;
+        self.phase = SessionPhase::Done;
         Ok([State::IperfDone.to_byte()])
     }
 
     /// CLIENT_TERMINATE: the client stops the test (any time).
     pub fn terminate(&mut self) -> [u8; 1] {
-        self.phase = Phase::Ended;
+        self.phase = SessionPhase::Ended;
         [State::ClientTerminate.to_byte()]
     }
 
@@ -238,10 +243,10 @@ impl ClientSession {
     /// captured sending SERVER_ERROR IESTREAMWRITE (205) after a `--bidir` test's IPERF_DONE,
     /// when its sending thread met the closed stream.
     pub fn receive(&mut self, input: &[u8]) -> Result<(usize, Option<FromServer>), SessionError> {
-        if self.phase == Phase::Done {
+        if self.phase == SessionPhase::Done {
             return Ok((input.len(), None));
         }
-        if self.phase == Phase::ClientResults {
+        if self.phase == SessionPhase::ClientResults {
             let (used, results) = read_message(
                 &mut self.frames,
                 input,
@@ -249,7 +254,7 @@ impl ClientSession {
                 SessionError::Results,
             )?;
             if results.is_some() {
-                self.phase = Phase::ServerResults;
+                self.phase = SessionPhase::ServerResults;
             }
             return Ok((used, results.map(|r| FromServer::Results(Box::new(r)))));
         }
@@ -258,44 +263,44 @@ impl ClientSession {
         };
         let event = match msg {
             ControlMsg::ServerError(e) => {
-                self.phase = Phase::Ended;
+                self.phase = SessionPhase::Ended;
                 FromServer::ServerError(e)
             }
             // A busy server writes it at once: it may be read before the cookie is written.
             ControlMsg::State(State::AccessDenied)
-                if matches!(self.phase, Phase::Start | Phase::Cookie) =>
+                if matches!(self.phase, SessionPhase::Start | SessionPhase::Cookie) =>
             {
-                self.phase = Phase::Ended;
+                self.phase = SessionPhase::Ended;
                 FromServer::Busy
             }
-            ControlMsg::State(State::ServerTerminate) if self.phase != Phase::Start => {
-                self.phase = Phase::Ended;
+            ControlMsg::State(State::ServerTerminate) if self.phase != SessionPhase::Start => {
+                self.phase = SessionPhase::Ended;
                 FromServer::State(State::ServerTerminate)
             }
             ControlMsg::State(s) => {
                 let (next, expected) = match self.phase {
-                    Phase::Cookie => (
-                        Some(Phase::ParamExchange).filter(|_| s == State::ParamExchange),
+                    SessionPhase::Cookie => (
+                        Some(SessionPhase::ParamExchange).filter(|_| s == State::ParamExchange),
                         "PARAM_EXCHANGE or ACCESS_DENIED",
                     ),
-                    Phase::Params => (
-                        Some(Phase::CreateStreams).filter(|_| s == State::CreateStreams),
+                    SessionPhase::Params => (
+                        Some(SessionPhase::CreateStreams).filter(|_| s == State::CreateStreams),
                         "CREATE_STREAMS or SERVER_ERROR",
                     ),
-                    Phase::CreateStreams => (
-                        Some(Phase::TestStart).filter(|_| s == State::TestStart),
+                    SessionPhase::CreateStreams => (
+                        Some(SessionPhase::TestStart).filter(|_| s == State::TestStart),
                         "TEST_START",
                     ),
-                    Phase::TestStart => (
-                        Some(Phase::Running).filter(|_| s == State::TestRunning),
+                    SessionPhase::TestStart => (
+                        Some(SessionPhase::Running).filter(|_| s == State::TestRunning),
                         "TEST_RUNNING",
                     ),
-                    Phase::TestEnd => (
-                        Some(Phase::ExchangeResults).filter(|_| s == State::ExchangeResults),
+                    SessionPhase::TestEnd => (
+                        Some(SessionPhase::ExchangeResults).filter(|_| s == State::ExchangeResults),
                         "EXCHANGE_RESULTS",
                     ),
-                    Phase::ServerResults => (
-                        Some(Phase::DisplayResults).filter(|_| s == State::DisplayResults),
+                    SessionPhase::ServerResults => (
+                        Some(SessionPhase::DisplayResults).filter(|_| s == State::DisplayResults),
                         "DISPLAY_RESULTS",
                     ),
                     _ => (None, "nothing"),
@@ -317,7 +322,7 @@ impl ClientSession {
     /// The server closed the connection: fine after the test, else an error naming where.
     pub fn closed(&self) -> Result<(), SessionError> {
         match self.phase {
-            Phase::Done | Phase::Ended => Ok(()),
+            SessionPhase::Done | SessionPhase::Ended => Ok(()),
             phase => Err(SessionError::Closed { phase }),
         }
     }
@@ -343,7 +348,7 @@ fn read_message<T>(
 /// A server's side of the control connection.
 #[derive(Debug, Clone)]
 pub struct ServerSession {
-    phase: Phase,
+    phase: SessionPhase,
     cookie: Vec<u8>,
     params: FrameDecoder,
     results: FrameDecoder,
@@ -354,14 +359,14 @@ impl ServerSession {
     /// are about 250 bytes a stream).
     pub fn new(results_limit: u32) -> ServerSession {
         ServerSession {
-            phase: Phase::Start,
+            phase: SessionPhase::Start,
             cookie: Vec::with_capacity(COOKIE_LEN),
             params: FrameDecoder::new(PARAMS_MAX),
             results: FrameDecoder::new(results_limit),
         }
     }
 
-    pub fn phase(&self) -> Phase {
+    pub fn phase(&self) -> SessionPhase {
         self.phase
     }
 
@@ -369,42 +374,42 @@ impl ServerSession {
     /// server never waits on a stranger; close the connection after it.
     pub fn deny_busy(&mut self) -> Result<[u8; 1], SessionError> {
         self.phase.require(
-            matches!(self.phase, Phase::Start | Phase::Cookie),
+            matches!(self.phase, SessionPhase::Start | SessionPhase::Cookie),
             "ACCESS_DENIED",
         )?;
-        self.phase = Phase::Ended;
+        self.phase = SessionPhase::Ended;
         Ok([State::AccessDenied.to_byte()])
     }
 
     /// PARAM_EXCHANGE, after the cookie.
     pub fn param_exchange(&mut self) -> Result<[u8; 1], SessionError> {
         self.phase
-            .require(self.phase == Phase::Cookie, "PARAM_EXCHANGE")?;
-        self.phase = Phase::ParamExchange;
+            .require(self.phase == SessionPhase::Cookie, "PARAM_EXCHANGE")?;
+        self.phase = SessionPhase::ParamExchange;
         Ok([State::ParamExchange.to_byte()])
     }
 
     /// CREATE_STREAMS, once the parameters are accepted and the data port listens.
     pub fn create_streams(&mut self) -> Result<[u8; 1], SessionError> {
         self.phase
-            .require(self.phase == Phase::Params, "CREATE_STREAMS")?;
-        self.phase = Phase::CreateStreams;
+            .require(self.phase == SessionPhase::Params, "CREATE_STREAMS")?;
+        self.phase = SessionPhase::CreateStreams;
         Ok([State::CreateStreams.to_byte()])
     }
 
     /// TEST_START and TEST_RUNNING in one write, once every stream is accepted.
     pub fn test_start_running(&mut self) -> Result<[u8; 2], SessionError> {
         self.phase
-            .require(self.phase == Phase::CreateStreams, "TEST_START")?;
-        self.phase = Phase::Running;
+            .require(self.phase == SessionPhase::CreateStreams, "TEST_START")?;
+        self.phase = SessionPhase::Running;
         Ok([State::TestStart.to_byte(), State::TestRunning.to_byte()])
     }
 
     /// EXCHANGE_RESULTS, after the client's TEST_END (the server stops its streams first).
     pub fn exchange_results(&mut self) -> Result<[u8; 1], SessionError> {
         self.phase
-            .require(self.phase == Phase::TestEnd, "EXCHANGE_RESULTS")?;
-        self.phase = Phase::ExchangeResults;
+            .require(self.phase == SessionPhase::TestEnd, "EXCHANGE_RESULTS")?;
+        self.phase = SessionPhase::ExchangeResults;
         Ok([State::ExchangeResults.to_byte()])
     }
 
@@ -414,25 +419,27 @@ impl ServerSession {
         results: &Results,
         limit: u32,
     ) -> Result<Vec<u8>, SessionError> {
-        self.phase
-            .require(self.phase == Phase::ClientResults, "the server's results")?;
+        self.phase.require(
+            self.phase == SessionPhase::ClientResults,
+            "the server's results",
+        )?;
         let mut bytes = results
             .encode(limit)
             .map_err(|e| SessionError::Results(DecodeError::Frame(e)))?;
         bytes.push(State::DisplayResults.to_byte());
-        self.phase = Phase::DisplayResults;
+        self.phase = SessionPhase::DisplayResults;
         Ok(bytes)
     }
 
     /// SERVER_ERROR with its codes (any time after the cookie); close after it.
     pub fn server_error(&mut self, e: ServerError) -> [u8; ServerError::LEN] {
-        self.phase = Phase::Ended;
+        self.phase = SessionPhase::Ended;
         e.to_bytes()
     }
 
     /// SERVER_TERMINATE: the server stops (any time).
     pub fn terminate(&mut self) -> [u8; 1] {
-        self.phase = Phase::Ended;
+        self.phase = SessionPhase::Ended;
         [State::ServerTerminate.to_byte()]
     }
 
@@ -442,29 +449,29 @@ impl ServerSession {
     /// the answer.
     pub fn receive(&mut self, input: &[u8]) -> Result<(usize, Option<FromClient>), SessionError> {
         match self.phase {
-            Phase::Cookie => Ok((0, None)),
-            Phase::Start => {
+            SessionPhase::Cookie => Ok((0, None)),
+            SessionPhase::Start => {
                 let take = (COOKIE_LEN - self.cookie.len()).min(input.len());
                 self.cookie.extend_from_slice(&input[..take]);
                 let Some(cookie) = Cookie::from_prefix(&self.cookie) else {
                     return Ok((take, None));
                 };
-                self.phase = Phase::Cookie;
+                self.phase = SessionPhase::Cookie;
                 Ok((take, Some(FromClient::Cookie(cookie))))
             }
-            Phase::ParamExchange => {
+            SessionPhase::ParamExchange => {
                 let (used, params) = read_message(
                     &mut self.params,
                     input,
-                    Params::decode,
+                    Iperf3Params::decode,
                     SessionError::Params,
                 )?;
                 if params.is_some() {
-                    self.phase = Phase::Params;
+                    self.phase = SessionPhase::Params;
                 }
                 Ok((used, params.map(|p| FromClient::Params(Box::new(p)))))
             }
-            Phase::ExchangeResults => {
+            SessionPhase::ExchangeResults => {
                 let (used, results) = read_message(
                     &mut self.results,
                     input,
@@ -472,7 +479,7 @@ impl ServerSession {
                     SessionError::Results,
                 )?;
                 if results.is_some() {
-                    self.phase = Phase::ClientResults;
+                    self.phase = SessionPhase::ClientResults;
                 }
                 Ok((used, results.map(|r| FromClient::Results(Box::new(r)))))
             }
@@ -491,11 +498,13 @@ impl ServerSession {
                     }
                 };
                 let next = match (state, phase) {
-                    (State::ClientTerminate | State::IperfDone, Phase::DisplayResults) => {
-                        Phase::Done
+                    (State::ClientTerminate | State::IperfDone, SessionPhase::DisplayResults) => {
+                        SessionPhase::Done
                     }
-                    (State::ClientTerminate | State::IperfDone, _) => Phase::Ended,
-                    (State::TestEnd, Phase::Running | Phase::CreateStreams) => Phase::TestEnd,
+                    (State::ClientTerminate | State::IperfDone, _) => SessionPhase::Ended,
+                    (State::TestEnd, SessionPhase::Running | SessionPhase::CreateStreams) => {
+                        SessionPhase::TestEnd
+                    }
                     _ => {
                         return Err(SessionError::Unexpected {
                             got: state.name().to_string(),
@@ -514,7 +523,7 @@ impl ServerSession {
     /// (iperf3: "the client has unexpectedly closed the connection").
     pub fn closed(&self) -> Result<(), SessionError> {
         match self.phase {
-            Phase::Done | Phase::Ended => Ok(()),
+            SessionPhase::Done | SessionPhase::Ended => Ok(()),
             phase => Err(SessionError::Closed { phase }),
         }
     }
@@ -524,7 +533,7 @@ impl ServerSession {
 mod tests {
     use super::*;
     use crate::errors::ErrorCode;
-    use crate::frame::FrameError;
+    use crate::frame::JsonFrameError;
     use crate::params::Protocol;
     use crate::results::SenderRetransmits;
 
@@ -568,7 +577,7 @@ mod tests {
         assert_eq!(ev, vec![FromClient::Cookie(cookie)]);
         let ev = deliver(|b| c.receive(b), &s.param_exchange().unwrap()).unwrap();
         assert_eq!(ev, vec![FromServer::State(State::ParamExchange)]);
-        let params = Params::new(Protocol::Tcp);
+        let params = Iperf3Params::new(Protocol::Tcp);
         let ev = deliver(|b| s.receive(b), &c.params(&params).unwrap()).unwrap();
         assert_eq!(ev, vec![FromClient::Params(Box::new(params))]);
         deliver(|b| c.receive(b), &s.create_streams().unwrap()).unwrap();
@@ -580,7 +589,7 @@ mod tests {
                 FromServer::State(State::TestRunning)
             ]
         );
-        assert_eq!(c.phase(), Phase::Running);
+        assert_eq!(c.phase(), SessionPhase::Running);
         let ev = deliver(|b| s.receive(b), &c.test_end().unwrap()).unwrap();
         assert_eq!(ev, vec![FromClient::State(State::TestEnd)]);
         deliver(|b| c.receive(b), &s.exchange_results().unwrap()).unwrap();
@@ -600,7 +609,10 @@ mod tests {
         );
         let ev = deliver(|b| s.receive(b), &c.iperf_done().unwrap()).unwrap();
         assert_eq!(ev, vec![FromClient::State(State::IperfDone)]);
-        assert_eq!((c.phase(), s.phase()), (Phase::Done, Phase::Done));
+        assert_eq!(
+            (c.phase(), s.phase()),
+            (SessionPhase::Done, SessionPhase::Done)
+        );
         assert_eq!(c.closed(), Ok(()));
         assert_eq!(s.closed(), Ok(()));
         // A 3.21 server's SERVER_ERROR after IPERF_DONE (captured in reverse tests): dropped.
@@ -608,7 +620,7 @@ mod tests {
             c.receive(&[0xfe, 0, 0, 0, 0xcd, 0, 0, 0, 0]).unwrap(),
             (9, None)
         );
-        assert_eq!(c.phase(), Phase::Done);
+        assert_eq!(c.phase(), SessionPhase::Done);
     }
 
     #[test]
@@ -622,7 +634,7 @@ mod tests {
         let mut c = ClientSession::new(1 << 20);
         c.cookie(&Cookie([b'a'; 37])).unwrap();
         deliver(|b| c.receive(b), &[9]).unwrap();
-        c.params(&Params::new(Protocol::Tcp)).unwrap();
+        c.params(&Iperf3Params::new(Protocol::Tcp)).unwrap();
         // Captured from 3.21: SERVER_ERROR 27 in three writes. Until all nine bytes are in,
         // nothing is taken: the caller keeps them and feeds them again with the next ones.
         assert_eq!(c.receive(&[0xfe]).unwrap(), (0, None));
@@ -640,10 +652,10 @@ mod tests {
         let mut c = ClientSession::new(1 << 20);
         c.cookie(&Cookie([b'a'; 37])).unwrap();
         deliver(|b| c.receive(b), &[9]).unwrap();
-        c.params(&Params::new(Protocol::Tcp)).unwrap();
+        c.params(&Iperf3Params::new(Protocol::Tcp)).unwrap();
         deliver(|b| c.receive(b), &[10]).unwrap();
         let err = c.closed().unwrap_err();
-        assert_eq!(err.closed_in(), Some(Phase::CreateStreams));
+        assert_eq!(err.closed_in(), Some(SessionPhase::CreateStreams));
         assert_eq!(
             err.to_string(),
             "the peer closed the control connection after CREATE_STREAMS"
@@ -670,7 +682,7 @@ mod tests {
         // A client that sends its parameters before PARAM_EXCHANGE: nothing is read past the
         // cookie until the server answered.
         let mut early = vec![b'x'; 37];
-        early.extend(Params::new(Protocol::Tcp).encode().unwrap());
+        early.extend(Iperf3Params::new(Protocol::Tcp).encode().unwrap());
         let (used, event) = s.receive(&early).unwrap();
         assert_eq!((used, event.is_some()), (37, true));
         assert_eq!(s.receive(&early[37..]).unwrap(), (0, None));
@@ -686,7 +698,7 @@ mod tests {
         let err = s.receive(&[0, 0, 0x20, 1]).unwrap_err();
         assert!(matches!(
             err,
-            SessionError::Params(DecodeError::Frame(FrameError::TooLarge { .. }))
+            SessionError::Params(DecodeError::Frame(JsonFrameError::TooLarge { .. }))
         ));
         // A client that sends SERVER_ERROR.
         let mut s = ServerSession::new(1 << 20);
@@ -694,7 +706,7 @@ mod tests {
         s.param_exchange().unwrap();
         deliver(
             |b| s.receive(b),
-            &Params::new(Protocol::Tcp).encode().unwrap(),
+            &Iperf3Params::new(Protocol::Tcp).encode().unwrap(),
         )
         .unwrap();
         s.create_streams().unwrap();
@@ -709,7 +721,7 @@ mod tests {
         // Closing early is named.
         assert_eq!(
             s.closed().unwrap_err().closed_in(),
-            Some(Phase::CreateStreams)
+            Some(SessionPhase::CreateStreams)
         );
     }
 
@@ -720,14 +732,14 @@ mod tests {
         s.param_exchange().unwrap();
         deliver(
             |b| s.receive(b),
-            &Params::new(Protocol::Tcp).encode().unwrap(),
+            &Iperf3Params::new(Protocol::Tcp).encode().unwrap(),
         )
         .unwrap();
         s.create_streams().unwrap();
         s.test_start_running().unwrap();
         let ev = deliver(|b| s.receive(b), &[12]).unwrap();
         assert_eq!(ev, vec![FromClient::State(State::ClientTerminate)]);
-        assert_eq!(s.phase(), Phase::Ended);
+        assert_eq!(s.phase(), SessionPhase::Ended);
         assert_eq!(s.closed(), Ok(()));
         let mut c = ClientSession::new(1 << 20);
         assert_eq!(c.terminate(), [12]);

@@ -53,7 +53,7 @@ impl fmt::Display for StreamId {
 
 /// Which way the data flows, as the client asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Direction {
+pub enum DataFlow {
     /// The client sends (iperf3's default).
     #[default]
     Forward,
@@ -98,11 +98,11 @@ impl Stream {
 
 /// The streams of a test of `parallel` streams (`-P`) in `direction`, in the order the client
 /// opens them and the server accepts them.
-pub fn plan(direction: Direction, parallel: u32) -> Vec<Stream> {
+pub fn plan(direction: DataFlow, parallel: u32) -> Vec<Stream> {
     let roles: Vec<Role> = match direction {
-        Direction::Forward => vec![Role::Sender; parallel as usize],
-        Direction::Reverse => vec![Role::Receiver; parallel as usize],
-        Direction::Bidir => {
+        DataFlow::Forward => vec![Role::Sender; parallel as usize],
+        DataFlow::Reverse => vec![Role::Receiver; parallel as usize],
+        DataFlow::Bidir => {
             let mut r = vec![Role::Sender; parallel as usize];
             r.extend(vec![Role::Receiver; parallel as usize]);
             r
@@ -135,7 +135,7 @@ mod tests {
 
     #[test]
     fn roles_by_direction() {
-        let p = plan(Direction::Forward, 2);
+        let p = plan(DataFlow::Forward, 2);
         assert_eq!(
             p,
             [
@@ -150,11 +150,11 @@ mod tests {
             ]
         );
         assert!(p.iter().all(|s| s.server() == Role::Receiver));
-        let p = plan(Direction::Reverse, 1);
+        let p = plan(DataFlow::Reverse, 1);
         assert_eq!(p[0].server(), Role::Sender);
         // --bidir -P 2: the client's senders first (1, 3), then its receivers (4, 5); the
         // server takes its receivers first, the same connections.
-        let p = plan(Direction::Bidir, 2);
+        let p = plan(DataFlow::Bidir, 2);
         let ids: Vec<(u32, Role)> = p.iter().map(|s| (s.id.0, s.server())).collect();
         assert_eq!(
             ids,
@@ -165,6 +165,6 @@ mod tests {
                 (5, Role::Sender)
             ]
         );
-        assert!(plan(Direction::Forward, 0).is_empty());
+        assert!(plan(DataFlow::Forward, 0).is_empty());
     }
 }

@@ -17,13 +17,15 @@
 mod common;
 
 use common::{all, Dir, Transcript};
-use linerate_iperf3::session::{ClientSession, FromClient, FromServer, Phase, ServerSession};
+use linerate_iperf3::session::{
+    ClientSession, FromClient, FromServer, ServerSession, SessionPhase,
+};
 use linerate_iperf3::udp::{
     self, DatagramHeader, Magic, Receiver, ReplyOutcome, ReplyWait, SeqWidth,
 };
 use linerate_iperf3::{
-    plan, sniff, Cookie, Direction, ErrorCode, Feature, Params, Protocol, Results, Role, Sniff,
-    State, StreamId, Version, VersionRange, RESULTS_MAX,
+    plan, sniff, Cookie, DataFlow, ErrorCode, Feature, Iperf3Params, Protocol, Results, Role,
+    Sniff, State, StreamId, Version, VersionRange, RESULTS_MAX,
 };
 use serde_json::Value;
 
@@ -99,13 +101,13 @@ enum End {
     Busy,
     ServerError(ErrorCode),
     /// The server closed the control connection early.
-    Closed(Phase),
+    Closed(SessionPhase),
 }
 
 #[derive(Debug, Default)]
 struct Replay {
     cookie: Option<Cookie>,
-    params: Option<Params>,
+    params: Option<Iperf3Params>,
     client_results: Option<(Results, Vec<u8>)>,
     server_results: Option<(Results, Vec<u8>)>,
     end: Option<End>,
@@ -176,13 +178,15 @@ fn replay(t: &Transcript) -> Replay {
                             take(&mut client_wrote, &ours, "parameters");
                             assert_eq!(p.client_version(), Some(t.client), "{name}");
                             assert!(p.unknown.is_empty(), "{name}: {:?}", p.unknown);
-                            assert!(Params::odd_flags(body(&ours)).is_empty(), "{name}");
+                            assert!(Iperf3Params::odd_flags(body(&ours)).is_empty(), "{name}");
                             r.params = Some(*p);
                         }
                         FromClient::State(s) => {
                             let ours: Vec<u8> = match s {
                                 State::TestEnd => client.test_end().unwrap().to_vec(),
-                                State::IperfDone if client.phase() == Phase::DisplayResults => {
+                                State::IperfDone
+                                    if client.phase() == SessionPhase::DisplayResults =>
+                                {
                                     client.iperf_done().unwrap().to_vec()
                                 }
                                 // A client that gave up sends IPERF_DONE out of turn.
@@ -297,7 +301,7 @@ fn replay(t: &Transcript) -> Replay {
         from_client.is_empty() && from_server.is_empty(),
         "{name}: bytes left over"
     );
-    if client.phase() == Phase::Done && !server_wrote.is_empty() {
+    if client.phase() == SessionPhase::Done && !server_wrote.is_empty() {
         // A 3.21 server's SERVER_ERROR after the test (see ClientSession::receive), dropped.
         assert_eq!(server_wrote.len(), 9, "{name}");
         assert_eq!(server_wrote[0], 0xfe, "{name}");
@@ -326,10 +330,10 @@ fn expected_end(t: &Transcript) -> End {
         "error-bitrate-limit" if t.server >= Version::new(3, 21, 0) => {
             End::ServerError(ErrorCode::IETOTALRATE)
         }
-        "error-bitrate-limit" => End::Closed(Phase::CreateStreams),
+        "error-bitrate-limit" => End::Closed(SessionPhase::CreateStreams),
         // --bidir to 3.1.3: the server takes one stream, refuses the second, then fails the
         // client's results (IESTREAMID) and closes.
-        "bidir" if !t.server.has(Feature::Bidir) => End::Closed(Phase::ClientResults),
+        "bidir" if !t.server.has(Feature::Bidir) => End::Closed(SessionPhase::ClientResults),
         _ => End::Done,
     }
 }
@@ -350,7 +354,7 @@ fn data_connections_carry_the_cookie_and_follow_the_plan() {
         let (Some(cookie), Some(params)) = (r.cookie, &r.params) else {
             continue;
         };
-        if r.end != Some(End::Done) && r.end != Some(End::Closed(Phase::ClientResults)) {
+        if r.end != Some(End::Done) && r.end != Some(End::Closed(SessionPhase::ClientResults)) {
             // Refused before the streams.
             assert!(
                 t.tcp.iter().all(|c| c.c2s_head == cookie.as_bytes()),
@@ -359,7 +363,9 @@ fn data_connections_carry_the_cookie_and_follow_the_plan() {
             );
             continue;
         }
-        let test = params.check(&linerate_iperf3::Limits::IPERF3).unwrap();
+        let test = params
+            .check(&linerate_iperf3::ServerLimits::IPERF3)
+            .unwrap();
         let streams = plan(test.direction, test.streams);
         match test.protocol {
             Protocol::Tcp => {
@@ -369,7 +375,7 @@ fn data_connections_carry_the_cookie_and_follow_the_plan() {
                     assert_eq!(conn.c2s_head, cookie.as_bytes(), "{}: stream {i}", t.name);
                     // Only a server before 3.7 in a --bidir test refuses one: the second half.
                     let refused = conn.s2c_head == [State::AccessDenied.to_byte()];
-                    let expect_refused = test.direction == Direction::Bidir
+                    let expect_refused = test.direction == DataFlow::Bidir
                         && !t.server.has(Feature::Bidir)
                         && i >= test.streams as usize;
                     assert_eq!(refused, expect_refused, "{}: stream {i}", t.name);

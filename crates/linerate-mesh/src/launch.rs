@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::hostlist::{self, HostlistError};
-use crate::types::RankId;
+use crate::types::{IdentitySource, RankId};
 
 /// The largest job accepted: a size above it is a typo or a garbage variable, and every
 /// per-rank table the coordinator holds is sized from it.
@@ -33,59 +33,6 @@ pub struct LaunchArgs {
     pub hosts: Vec<String>,
     /// `--self`: this host's name in `--hosts`, when the host name is not it.
     pub self_name: Option<String>,
-}
-
-/// Where a rank or a size came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum IdentitySource {
-    /// `--rank` / `--size`.
-    Flags,
-    /// `OMPI_COMM_WORLD_RANK` / `OMPI_COMM_WORLD_SIZE`.
-    OpenMpi,
-    /// `PMI_RANK` / `PMI_SIZE` (MPICH, Slurm `--mpi=pmi2`).
-    Pmi,
-    /// `PMIX_RANK`.
-    Pmix,
-    /// `SLURM_PROCID` / `SLURM_NTASKS`.
-    Slurm,
-    /// `JOB_COMPLETION_INDEX` of a Kubernetes Indexed Job.
-    IndexedJob,
-    /// This host's position in `--hosts`.
-    HostList,
-}
-
-impl IdentitySource {
-    /// In precedence order.
-    pub const ALL: [IdentitySource; 7] = [
-        IdentitySource::Flags,
-        IdentitySource::OpenMpi,
-        IdentitySource::Pmi,
-        IdentitySource::Pmix,
-        IdentitySource::Slurm,
-        IdentitySource::IndexedJob,
-        IdentitySource::HostList,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IdentitySource::Flags => "flags",
-            IdentitySource::OpenMpi => "open_mpi",
-            IdentitySource::Pmi => "pmi",
-            IdentitySource::Pmix => "pmix",
-            IdentitySource::Slurm => "slurm",
-            IdentitySource::IndexedJob => "indexed_job",
-            IdentitySource::HostList => "host_list",
-        }
-    }
-
-    /// An MPI launcher's own values, which win over stale `SLURM_*` ones.
-    fn is_mpi(self) -> bool {
-        matches!(
-            self,
-            IdentitySource::OpenMpi | IdentitySource::Pmi | IdentitySource::Pmix
-        )
-    }
 }
 
 /// This process in the job.

@@ -18,8 +18,8 @@ pub use judge::{
     judge, retest_plan, JudgeInput, Judgement, LinkStatus, LinkVerdict, NodeStatus, NodeVerdict,
 };
 pub use launch::{
-    coordinator_candidates, identify, CandidateSource, CoordinatorCandidate, Identity,
-    IdentitySource, LaunchArgs, LaunchError,
+    coordinator_candidates, identify, CandidateSource, CoordinatorCandidate, Identity, LaunchArgs,
+    LaunchError,
 };
 pub use report::{
     build_report, mesh_event, EventEnd, MeshEvent, MeshInput, MeshReport, RankEntry,
@@ -30,6 +30,6 @@ pub use schedule::{
     ScheduleError, ScheduleKind,
 };
 pub use types::{
-    LinkMeasurement, MeshLatency, NodeFacts, NodeShaper, Phase, PortFacts, RankId, ShaperDirection,
-    Transport,
+    IdentitySource, LinkMeasurement, MeshLatency, NodeFacts, NodeShaper, Phase, PortFacts, RankId,
+    ShaperDirection, Transport,
 };

@@ -5,15 +5,15 @@
 
 use std::fmt::Write as _;
 
-use linerate_results::{Tool, SCHEMA_VERSION, TOOL};
+use linerate_facts::{Tool, SCHEMA_VERSION, TOOL};
 use serde::Serialize;
 
 use crate::fleet::{fleet_findings, FleetFinding};
 use crate::judge::{
     below_ceiling, judge, JudgeInput, LinkStatus, LinkVerdict, NodeStatus, NodeVerdict,
 };
-use crate::launch::IdentitySource;
 use crate::schedule::ScheduleKind;
+use crate::types::IdentitySource;
 use crate::types::{LinkMeasurement, NodeFacts, Phase, RankId, Transport};
 
 /// One rank in the document: its facts, and where its rank came from.

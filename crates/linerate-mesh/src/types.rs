@@ -6,6 +6,59 @@ use serde::{Deserialize, Serialize};
 /// A rank: `0..size`, one process per node.
 pub type RankId = u32;
 
+/// Where a rank or a size came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdentitySource {
+    /// `--rank` / `--size`.
+    Flags,
+    /// `OMPI_COMM_WORLD_RANK` / `OMPI_COMM_WORLD_SIZE`.
+    OpenMpi,
+    /// `PMI_RANK` / `PMI_SIZE` (MPICH, Slurm `--mpi=pmi2`).
+    Pmi,
+    /// `PMIX_RANK`.
+    Pmix,
+    /// `SLURM_PROCID` / `SLURM_NTASKS`.
+    Slurm,
+    /// `JOB_COMPLETION_INDEX` of a Kubernetes Indexed Job.
+    IndexedJob,
+    /// This host's position in `--hosts`.
+    HostList,
+}
+
+impl IdentitySource {
+    /// In precedence order.
+    pub const ALL: [IdentitySource; 7] = [
+        IdentitySource::Flags,
+        IdentitySource::OpenMpi,
+        IdentitySource::Pmi,
+        IdentitySource::Pmix,
+        IdentitySource::Slurm,
+        IdentitySource::IndexedJob,
+        IdentitySource::HostList,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IdentitySource::Flags => "flags",
+            IdentitySource::OpenMpi => "open_mpi",
+            IdentitySource::Pmi => "pmi",
+            IdentitySource::Pmix => "pmix",
+            IdentitySource::Slurm => "slurm",
+            IdentitySource::IndexedJob => "indexed_job",
+            IdentitySource::HostList => "host_list",
+        }
+    }
+
+    /// An MPI launcher's own values, which win over stale `SLURM_*` ones.
+    pub(crate) fn is_mpi(self) -> bool {
+        matches!(
+            self,
+            IdentitySource::OpenMpi | IdentitySource::Pmi | IdentitySource::Pmix
+        )
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Transport {
@@ -93,7 +146,7 @@ pub struct NodeFacts {
     /// Where this rank's number came from, as the rank tells the coordinator (`None` from a
     /// rank before this field); the final document moves it to the rank's entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub identity_source: Option<crate::launch::IdentitySource>,
+    pub identity_source: Option<IdentitySource>,
 }
 
 /// Which way a shaper limits the data port's traffic.

@@ -2,21 +2,32 @@
 
 use std::path::Path;
 
+use linerate_facts::{HostFacts, PortDoc, ProbeDoc};
 use linerate_mesh::{node_facts, FactsInput, NodeFacts};
 
+/// The node facts of a rank whose data address sits on `port` of the fixture, from the host
+/// facts the runtime builds for it (the interface's port found by its netdev).
 fn facts(fixture: &str, port: Option<&str>) -> NodeFacts {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/sysfs")
         .join(fixture);
     let inv = linerate_inventory::probe(&root).unwrap_or_else(|e| panic!("{fixture}: {e}"));
     let analysis = linerate_rules::analyze(&inv);
+    let h = HostFacts {
+        address: "198.18.0.13".into(),
+        name: port.map(str::to_string),
+        port: port
+            .and_then(|n| inv.port_of_netdev(n))
+            .map(|p| PortDoc::new(&inv, p, &linerate_rules::port_ceiling(&inv, p))),
+        probe: Some(ProbeDoc::new(&inv, &analysis, "/")),
+        ..HostFacts::default()
+    };
     let input = FactsInput {
         rank: 3,
         host: "node03",
         data_addr: Some("198.18.0.13:7000"),
-        port,
     };
-    node_facts(&input, &inv, &analysis)
+    node_facts(&input, &h)
 }
 
 fn ids(f: &NodeFacts) -> Vec<&str> {

@@ -10,8 +10,10 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::mtu::Transport;
-use crate::{round2, EthSpeed, IbRate, MtuInput, PcieLink};
+use crate::mtu::IpFraming;
+use linerate_units::r2 as round2;
+
+use crate::{EthSpeed, IbRate, MtuInput, PcieLink};
 
 /// A link whose rate is known.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -371,9 +373,9 @@ fn pcie_stages(
 
 fn goodput_stage(capacity: f64, mtu: MtuInput) -> Stage {
     let how = match mtu.transport {
-        Transport::Ethernet => "Ethernet",
-        Transport::IpoibDatagram => "IPoIB datagram mode",
-        Transport::IpoibConnected => "IPoIB connected mode",
+        IpFraming::Ethernet => "Ethernet",
+        IpFraming::IpoibDatagram => "IPoIB datagram mode",
+        IpFraming::IpoibConnected => "IPoIB connected mode",
     };
     match mtu.bytes_per_packet() {
         Some((payload, wire)) => {
@@ -432,7 +434,7 @@ fn summarize(
     s
 }
 
-pub use linerate_units::fmt_num;
+use linerate_units::fmt_num;
 
 #[cfg(test)]
 mod tests {
@@ -544,7 +546,7 @@ mod tests {
         );
         i.mtu = Some(MtuInput {
             mtu: 1500,
-            transport: Transport::Ethernet,
+            transport: IpFraming::Ethernet,
         });
         let c = ceiling(&i);
         assert_eq!(c.limited_by, LimitedBy::Link);
@@ -581,7 +583,7 @@ mod tests {
         let mut i = input(Some(LinkInput::Ethernet(EthSpeed::from_mbps(10_000))), None);
         i.mtu = Some(MtuInput {
             mtu: 300,
-            transport: Transport::Ethernet,
+            transport: IpFraming::Ethernet,
         });
         let c = ceiling(&i);
         assert_eq!(c.limited_by, LimitedBy::Mtu);

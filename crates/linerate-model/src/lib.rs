@@ -24,8 +24,5 @@ pub use encoding::Encoding;
 pub use eth::EthSpeed;
 pub use host::{host_stack_ceiling, HostStackCeiling, HostStackInput};
 pub use ib::{IbPhysState, IbRate, IbSpeed, IbState};
-pub use mtu::{MtuInput, Transport};
+pub use mtu::{IpFraming, MtuInput};
 pub use pcie::{PcieGen, PcieLink, PcieSpeed};
-
-/// Round to two decimals, for display and for stable JSON.
-pub use linerate_units::r2 as round2;

@@ -18,7 +18,7 @@ pub const ASSUMED_IB_MTU: u32 = 4096;
 /// How IP packets are carried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Transport {
+pub enum IpFraming {
     Ethernet,
     /// IPoIB datagram mode: one IP packet per UD packet (IB MTU = IP MTU + 4).
     IpoibDatagram,
@@ -30,7 +30,7 @@ pub enum Transport {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MtuInput {
     pub mtu: u32,
-    pub transport: Transport,
+    pub transport: IpFraming,
 }
 
 impl MtuInput {
@@ -39,9 +39,9 @@ impl MtuInput {
     pub fn bytes_per_packet(&self) -> Option<(u32, u32)> {
         let payload = self.mtu.checked_sub(IP_TCP_HEADERS).filter(|p| *p > 0)?;
         let wire = match self.transport {
-            Transport::Ethernet => self.mtu + ETH_FRAME_OVERHEAD,
-            Transport::IpoibDatagram => self.mtu + IPOIB_HEADER + IB_UD_PACKET_OVERHEAD,
-            Transport::IpoibConnected => {
+            IpFraming::Ethernet => self.mtu + ETH_FRAME_OVERHEAD,
+            IpFraming::IpoibDatagram => self.mtu + IPOIB_HEADER + IB_UD_PACKET_OVERHEAD,
+            IpFraming::IpoibConnected => {
                 let msg = self.mtu + IPOIB_HEADER;
                 let packets = msg.div_ceil(ASSUMED_IB_MTU);
                 msg + packets * IB_RC_PACKET_OVERHEAD
@@ -65,14 +65,14 @@ mod tests {
     fn ethernet_1500_is_1448_of_1538() {
         let m = MtuInput {
             mtu: 1500,
-            transport: Transport::Ethernet,
+            transport: IpFraming::Ethernet,
         };
         assert_eq!(m.bytes_per_packet(), Some((1448, 1538)));
         // sysfs-kb F2: 40 Gb/s at MTU 1500 → ≈ 37.7 Gb/s of TCP.
         assert!((40.0 * m.efficiency().unwrap() - 37.66).abs() < 0.01);
         let j = MtuInput {
             mtu: 9000,
-            transport: Transport::Ethernet,
+            transport: IpFraming::Ethernet,
         };
         assert!((j.efficiency().unwrap() - 8948.0 / 9038.0).abs() < 1e-12);
     }
@@ -81,12 +81,12 @@ mod tests {
     fn ipoib() {
         let dg = MtuInput {
             mtu: 2044,
-            transport: Transport::IpoibDatagram,
+            transport: IpFraming::IpoibDatagram,
         };
         assert_eq!(dg.bytes_per_packet(), Some((1992, 2082)));
         let cm = MtuInput {
             mtu: 65520,
-            transport: Transport::IpoibConnected,
+            transport: IpFraming::IpoibConnected,
         };
         // 65524 B message → 16 IB packets of ≤ 4096 B.
         assert_eq!(cm.bytes_per_packet(), Some((65468, 65524 + 16 * 26)));
@@ -97,7 +97,7 @@ mod tests {
     fn tiny_mtu_has_no_goodput() {
         let m = MtuInput {
             mtu: 40,
-            transport: Transport::Ethernet,
+            transport: IpFraming::Ethernet,
         };
         assert_eq!(m.efficiency(), None);
     }

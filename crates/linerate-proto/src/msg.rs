@@ -3,6 +3,7 @@
 //! (`soak_sample`: only in a test with `params.soak`, which an older server refuses as an
 //! unknown field, and which an older client never asks for).
 
+use linerate_facts::HostFacts;
 use serde::{Deserialize, Serialize};
 
 use crate::soak::SoakSample;
@@ -48,8 +49,9 @@ pub enum Msg {
         udp_port: Option<u16>,
         /// Bytes of buffer the server holds for this test.
         memory_bytes: u64,
-        /// The server's interface inventory for the path (probe's port shape), if known.
-        inventory: Option<serde_json::Value>,
+        /// What the server says about itself and its interface on the path, if known. Read
+        /// leniently: a peer's unknown fields and findings are named, never fatal.
+        inventory: Option<Box<HostFacts>>,
         /// RDMA tests: where the server's libfabric listens, one port per queue pair.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rdma: Option<RdmaListen>,

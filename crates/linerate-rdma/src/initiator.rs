@@ -10,7 +10,7 @@ use crate::proto::{read_seq, Ctrl, Mode, CTRL_TIMEOUT, SEQ_MASK};
 use linerate_stats::LatencyHistogram;
 
 use crate::results::summarize;
-use crate::{pattern, BwResult, IntervalSample, LatResult, RdmaError};
+use crate::{pattern, BwResult, LatResult, RdmaError, RdmaInterval};
 
 /// The connected active side. Runs are sequential on one connection; a size sweep calls
 /// [`Initiator::bandwidth`] once per size.
@@ -53,9 +53,9 @@ impl Interval {
 
     /// The sample of the interval ending `now` (times relative to the run's `origin`);
     /// the next interval starts at `now`.
-    fn close(&mut self, origin: Instant, now: Instant) -> IntervalSample {
+    fn close(&mut self, origin: Instant, now: Instant) -> RdmaInterval {
         let s = now.duration_since(self.start).as_secs_f64();
-        let sample = IntervalSample {
+        let sample = RdmaInterval {
             start_s: self.start.duration_since(origin).as_secs_f64(),
             end_s: now.duration_since(origin).as_secs_f64(),
             bytes: self.bytes,
@@ -185,7 +185,7 @@ impl Initiator {
         size: usize,
         duration: Duration,
         stop: &AtomicBool,
-        on_interval: &mut dyn FnMut(IntervalSample),
+        on_interval: &mut dyn FnMut(RdmaInterval),
     ) -> Result<BwResult, (BwResult, RdmaError)> {
         let mut res = BwResult {
             size,
@@ -232,7 +232,7 @@ impl Initiator {
         stop: &AtomicBool,
         run: &mut Run,
         res: &mut BwResult,
-        on_interval: &mut dyn FnMut(IntervalSample),
+        on_interval: &mut dyn FnMut(RdmaInterval),
     ) -> Result<(), RdmaError> {
         let p = self.params.clone();
         let l = self.link.layout;

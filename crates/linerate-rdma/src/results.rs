@@ -18,7 +18,7 @@ pub struct ProviderInfo {
 
 /// One interval of a bandwidth run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct IntervalSample {
+pub struct RdmaInterval {
     /// Seconds since the run started.
     pub start_s: f64,
     pub end_s: f64,
@@ -40,7 +40,7 @@ pub struct BwResult {
     pub messages_per_s: f64,
     /// Bytes that did not match the pattern (verify on; 0 otherwise).
     pub verify_errors: u64,
-    pub intervals: Vec<IntervalSample>,
+    pub intervals: Vec<RdmaInterval>,
 }
 
 impl BwResult {

@@ -6,8 +6,8 @@ use linerate_proto::{Direction, TestKind, TestParams};
 use linerate_results::{DirStats, FileTransferOut, IntervalOut, TestResult};
 use serde::Serialize;
 
-use crate::json::{Tool, TOOL};
 use crate::Style;
+use linerate_facts::{Tool, SCHEMA_VERSION, TOOL};
 
 #[derive(Debug, Serialize)]
 pub struct BenchDoc<'a> {
@@ -18,7 +18,7 @@ pub struct BenchDoc<'a> {
 
 pub fn bench_doc(tests: &[TestResult]) -> BenchDoc<'_> {
     BenchDoc {
-        schema_version: crate::SCHEMA_VERSION,
+        schema_version: SCHEMA_VERSION,
         tool: TOOL,
         tests,
     }
@@ -107,7 +107,7 @@ fn bytes_iec(b: u64) -> String {
 }
 
 /// `  round trip  p50 … µs   p90 …   mean … µs (σ …)`.
-fn round_trip_line(out: &mut String, l: &linerate_results::LatencyUs, style: Style) {
+fn round_trip_line(out: &mut String, l: &linerate_stats::LatencyUs, style: Style) {
     let _ = writeln!(
         out,
         "  round trip  p50 {} µs   p90 {}   p99 {}   p99.9 {}   max {}   mean {} µs{}",
@@ -234,7 +234,7 @@ fn file_block(out: &mut String, f: &FileTransferOut, style: Style) {
 }
 
 /// Numbers with three significant digits where that reads well.
-pub use linerate_units::fmt_sig as num;
+pub(crate) use linerate_units::fmt_sig as num;
 
 fn bytes(b: u64) -> String {
     let b = b as f64;
@@ -383,8 +383,7 @@ fn title_line(out: &mut String, t: &TestResult, style: Style) {
     let via = t
         .local
         .as_ref()
-        .and_then(|v| v.get("name"))
-        .and_then(|v| v.as_str())
+        .and_then(linerate_facts::InterfaceView::name)
         .map_or(String::new(), |n| format!(" via {n}"));
     let _ = writeln!(
         out,
@@ -408,12 +407,7 @@ fn file_summary(out: &mut String, t: &TestResult, f: &FileTransferOut, style: St
 }
 
 /// A latency test: round trips, transaction rate and lost transactions, CPU.
-fn latency_summary(
-    out: &mut String,
-    t: &TestResult,
-    l: &linerate_results::LatencyUs,
-    style: Style,
-) {
+fn latency_summary(out: &mut String, t: &TestResult, l: &linerate_stats::LatencyUs, style: Style) {
     round_trip_line(out, l, style);
     if let Some(m) = &t.latency_mode {
         let _ = writeln!(out, "  {}: {}", style.bold(m.label()), m.reason);
@@ -510,7 +504,7 @@ fn error_line(out: &mut String, t: &TestResult, style: Style) {
         let _ = writeln!(
             out,
             "{} {e}\n  (the figures above are what was measured until then)",
-            style.severity(linerate_rules::Severity::Error, "error:")
+            style.severity(linerate_facts::Severity::Error, "error:")
         );
     }
 }

@@ -2,8 +2,8 @@
 
 use std::fmt::Write as _;
 
-use linerate_rules::report::DoctorReport;
-use linerate_rules::Severity;
+use linerate_facts::{EndFacts, MemOut, PortKind, Row, Severity};
+use linerate_results::DoctorReport;
 
 use crate::bench::num;
 use crate::text::render_finding;
@@ -11,7 +11,7 @@ use crate::Style;
 
 /// `memory copy, 1 thread` over buffers larger than the caches, `cache copy, 1 thread` over
 /// cache-sized ones.
-fn memory_label(m: &linerate_rules::report::MemOut) -> String {
+fn memory_label(m: &MemOut) -> String {
     format!(
         "{} copy, {} thread{}",
         if m.buffer_bytes >= 64 << 20 {
@@ -24,7 +24,7 @@ fn memory_label(m: &linerate_rules::report::MemOut) -> String {
     )
 }
 
-fn copy_layer_label(l: &linerate_rules::pyramid::Row) -> &'static str {
+fn copy_layer_label(l: &Row) -> &'static str {
     match l.layer.as_str() {
         "disk_read" => "source read",
         "network" => "network",
@@ -314,13 +314,12 @@ fn path_section(out: &mut String, r: &DoctorReport, style: Style) {
 }
 
 /// One end of the path: interface, port kind, MTU, IPoIB mode, shapers, and its ceiling.
-fn path_end(out: &mut String, label: &str, f: &linerate_rules::EndFacts, style: Style) {
+fn path_end(out: &mut String, label: &str, f: &EndFacts, style: Style) {
     let _ = writeln!(
         out,
         "    {label:<7} {} ({})   MTU {}{}{}",
         f.netdev.as_deref().unwrap_or("?"),
-        f.port_kind
-            .map_or("?", linerate_inventory::PortKind::as_str),
+        f.port_kind.map_or("?", PortKind::as_str),
         f.mtu.map_or("?".into(), |m| m.to_string()),
         f.ipoib_mode
             .map_or(String::new(), |m| format!("   IPoIB {}", m.as_str())),
@@ -332,7 +331,7 @@ fn path_end(out: &mut String, label: &str, f: &linerate_rules::EndFacts, style: 
 }
 
 /// "   shaper tbf 5 Gbit/s, ..." or nothing when no shaper limits this end.
-fn shapers_words(f: &linerate_rules::EndFacts) -> String {
+fn shapers_words(f: &EndFacts) -> String {
     if f.shapers.is_empty() {
         return String::new();
     }

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use linerate_rules::report::DoctorReport;
-use linerate_rules::Severity;
+use linerate_facts::{Row, Severity};
+use linerate_results::DoctorReport;
 
 use crate::bench::num;
 
@@ -168,7 +168,7 @@ fn pyramid_chart(r: &DoctorReport) -> String {
         .fold(max, f64::min);
     let lo = (min.log10().floor() - 0.3).min(max.log10() - 1.0);
     let hi = max.log10() + 0.05;
-    let label = |x: &linerate_rules::pyramid::Row| {
+    let label = |x: &Row| {
         format!(
             "{}{}{} {}",
             x.layer.replace('_', " "),
@@ -177,9 +177,7 @@ fn pyramid_chart(r: &DoctorReport) -> String {
             x.subject
         )
     };
-    let value = |x: &linerate_rules::pyramid::Row| {
-        format!("{} Gb/s ({} GB/s)", num(x.gbps), num(x.gbps / 8.0))
-    };
+    let value = |x: &Row| format!("{} Gb/s ({} GB/s)", num(x.gbps), num(x.gbps / 8.0));
     let labels: Vec<String> = rows.iter().map(label).collect();
     let values: Vec<String> = rows.iter().map(value).collect();
     let (left, right) = bar_layout(&labels, &values);
@@ -325,7 +323,7 @@ fn timeline_axes(s: &mut String, f: &TimeFrame) {
             r##"<text x="{tx}" y="{ty:.1}" text-anchor="end" class="val">{v}</text><line x1="{l}" y1="{ty2:.1}" x2="{x1}" y2="{ty2:.1}" stroke="#e2e8f0"/>"##,
             tx = l - 6.0,
             ty = f.y(g) + 4.0,
-            v = linerate_model::ceiling::fmt_num(linerate_units::r3(g)),
+            v = linerate_units::fmt_num(linerate_units::r3(g)),
             ty2 = f.y(g),
             x1 = w - 20.0
         );
@@ -340,7 +338,7 @@ fn timeline_axes(s: &mut String, f: &TimeFrame) {
             y0 = h - b,
             y1 = h - b + 4.0,
             ty = h - b + 16.0,
-            v = linerate_model::ceiling::fmt_num(linerate_units::r3(ts))
+            v = linerate_units::fmt_num(linerate_units::r3(ts))
         );
         ts += f.xstep;
     }
@@ -552,7 +550,7 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
 <h1>linerate doctor — {t}</h1><p class="muted">linerate {ver} · {secs} s · server {srv}</p>
 <div class="verdict {cls}" id="verdict">{v}</div>"#,
         t = esc(&title),
-        ver = esc(r.tool.version),
+        ver = esc(&r.tool.version),
         secs = num(r.seconds),
         srv = esc(&r.server),
         cls = worst.map_or("ok", |w| if w >= Severity::Warning {
@@ -719,7 +717,7 @@ mod tests {
         use linerate_proto::{Direction, TestKind, TestParams};
         let mut t =
             linerate_results::TestResult::new(TestParams::new(TestKind::TcpLat, Direction::Send));
-        t.latency_us = Some(linerate_results::LatencyUs {
+        t.latency_us = Some(linerate_stats::LatencyUs {
             p50: 5.0,
             p90: 6.0,
             p99: 9.0,

@@ -13,7 +13,7 @@ pub mod text;
 pub use bench::{bench_doc, render_bench, BenchDoc};
 pub use doctor::render_doctor;
 pub use html::render_html;
-pub use json::{plan_doc, probe_doc, PlanDoc, ProbeDoc, SCHEMA_VERSION};
+pub use json::{plan_doc, PlanDoc};
 pub use mesh::{mesh_csv, mesh_html, render_mesh};
 pub use setup::{render_setup, setup_doc, SetupAction, SetupDoc};
 pub use soak::{

@@ -4,9 +4,9 @@
 
 use std::fmt::Write as _;
 
+use linerate_facts::Severity;
 use linerate_mesh::judge::SLOW_FRACTION;
 use linerate_mesh::{LinkStatus, LinkVerdict, MeshReport, NodeStatus};
-use linerate_rules::Severity;
 use linerate_units::fmt_sig;
 
 use crate::html::esc;
@@ -415,7 +415,7 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
 <h1>linerate mesh — {t}</h1><p class="muted">linerate {ver} · {tr} · {d} s per test · reference {rf} Gb/s (upper quartile of the links)</p>
 <div class="verdict {cls}" id="verdict">{v}</div>"#,
         t = esc(&title),
-        ver = esc(r.tool.version),
+        ver = esc(&r.tool.version),
         tr = lower(r.transport),
         d = fmt_sig(r.duration_s),
         rf = gbps(r.reference_gbps),

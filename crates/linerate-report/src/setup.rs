@@ -2,15 +2,15 @@
 
 use std::fmt::Write as _;
 
-use linerate_setup::plan::{Applied, Plan, RolledBack, When};
-use linerate_setup::Distro;
-use serde::Serialize;
+use linerate_facts::{
+    Applied, Distro, FileAction, Plan, RolledBack, Tool, When, SCHEMA_VERSION, TOOL,
+};
+use serde::{Deserialize, Serialize};
 
-use crate::json::{Tool, SCHEMA_VERSION, TOOL};
 use crate::style::Style;
 
 /// What `setup` did: printed a plan, applied it, or rolled a backup back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SetupAction {
     Print,
@@ -62,11 +62,7 @@ fn render_steps(out: &mut String, plan: &Plan, style: Style) {
     for s in &plan.steps {
         let _ = writeln!(out, "{} {}", style.bold(s.topic.as_str()), s.summary);
         for w in &s.why {
-            let id = w
-                .finding
-                .as_deref()
-                .map(|f| format!("{f}: "))
-                .unwrap_or_default();
+            let id = w.finding.map(|f| format!("{f}: ")).unwrap_or_default();
             let _ = writeln!(out, "  why   {id}{}", w.text);
             for (k, v) in &w.evidence {
                 let _ = writeln!(out, "        {}", style.dim(&format!("{k} = {v}")));
@@ -74,8 +70,8 @@ fn render_steps(out: &mut String, plan: &Plan, style: Style) {
         }
         for f in &s.files {
             let verb = match f.action {
-                linerate_setup::plan::FileAction::Create => "create",
-                linerate_setup::plan::FileAction::Modify => "edit",
+                FileAction::Create => "create",
+                FileAction::Modify => "edit",
             };
             let _ = writeln!(
                 out,
@@ -205,7 +201,7 @@ pub fn render_setup(doc: &SetupDoc<'_>, style: Style) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_setup::plan::{Command, FileAction, FileChange, Step, Topic, Why};
+    use linerate_facts::{FileChange, FindingId, PlanCommand, Step, Topic, Why};
 
     fn plan() -> Plan {
         let mut p = Plan::new(vec![Topic::Ipoib]);
@@ -213,7 +209,7 @@ mod tests {
             topic: Topic::Ipoib,
             subject: "ib0".into(),
             summary: "ib0: connected".into(),
-            why: vec![Why::new(Some("ipoib.datagram_mode"), "datagram")
+            why: vec![Why::new(Some(FindingId::IpoibDatagramMode), "datagram")
                 .evidence("/sys/class/net/ib0/mode", &"datagram")],
             files: vec![FileChange {
                 path: "/etc/x".into(),
@@ -221,7 +217,7 @@ mod tests {
                 action: FileAction::Modify,
                 content: "a=1\nb=2\n".into(),
             }],
-            commands: vec![Command::new(
+            commands: vec![PlanCommand::new(
                 "ifdown ib0 && ifup ib0",
                 When::Restart,
                 "restart",

@@ -5,9 +5,9 @@
 
 use std::fmt::Write as _;
 
+use linerate_proto::soak::{End, SoakPortKind};
 use linerate_soak::{
-    CounterOut, End, IntervalOut, JudgeParams, PortReport, SoakPortKind, SoakReport, Threshold,
-    Verdict,
+    CounterOut, JudgeParams, PortReport, SoakInterval, SoakReport, Threshold, Verdict,
 };
 use linerate_units::{fmt_num, fmt_sig};
 
@@ -32,7 +32,7 @@ fn port_name(device: &str, port: &str) -> String {
 
 /// The live line of one interval of one end: the rate through the end, the retransmits and
 /// the health counters that moved.
-pub fn soak_live_line(i: &IntervalOut) -> String {
+pub fn soak_live_line(i: &SoakInterval) -> String {
     let dt = i.end_s - i.start_s;
     let span = format!(
         "{}-{} s",
@@ -559,7 +559,7 @@ const MAX_POINTS: usize = 1500;
 const MAX_MARKS: usize = 400;
 
 /// (start_s, end_s, Gb/s) of the end's intervals, merged into at most `MAX_POINTS` buckets.
-fn chart_points(intervals: &[&IntervalOut]) -> Vec<(f64, f64, f64)> {
+fn chart_points(intervals: &[&SoakInterval]) -> Vec<(f64, f64, f64)> {
     let per = intervals.len().div_ceil(MAX_POINTS).max(1);
     intervals
         .chunks(per)
@@ -649,7 +649,7 @@ fn chart_marks(s: &mut String, f: &Frame, r: &SoakReport, end: End) -> usize {
             m = fmt_sig(d.median_gbps)
         );
     }
-    let events: Vec<&IntervalOut> = r
+    let events: Vec<&SoakInterval> = r
         .timeline
         .iter()
         .filter(|i| i.end == end && !i.moved.is_empty())
@@ -690,7 +690,7 @@ fn chart_marks(s: &mut String, f: &Frame, r: &SoakReport, end: End) -> usize {
 
 /// One end's throughput per interval, with its dips and counter events marked.
 fn end_chart(r: &SoakReport, end: End) -> String {
-    let intervals: Vec<&IntervalOut> = r.timeline.iter().filter(|i| i.end == end).collect();
+    let intervals: Vec<&SoakInterval> = r.timeline.iter().filter(|i| i.end == end).collect();
     let points = chart_points(&intervals);
     let (Some(first), Some(last)) = (points.first(), points.last()) else {
         return "<p>No interval was measured on this end.</p>".into();
@@ -839,7 +839,7 @@ table{{border-collapse:collapse;width:100%;background:#fff}} td,th{{border-botto
 <h1>linerate soak — {t}</h1><p class="muted">linerate {ver} · {dur} sampled</p>
 <div class="verdict {cls}" id="verdict">{v} ({rule})</div><p class="muted" id="thresholds">{th}</p>"#,
         t = esc(title),
-        ver = esc(r.tool.version),
+        ver = esc(&r.tool.version),
         dur = esc(&linerate_soak::fmt_duration(r.duration_s)),
         cls = verdict_class(r.verdict),
         v = r.verdict.as_str(),

@@ -1,7 +1,7 @@
 //! Terminal styling that can be switched off (pipes, NO_COLOR, --color never).
 
 use anstyle::{AnsiColor, Effects};
-use linerate_rules::Severity;
+use linerate_facts::Severity;
 
 /// Whether to emit ANSI styles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

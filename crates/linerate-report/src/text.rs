@@ -3,10 +3,11 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use linerate_inventory::{Inventory, IpoibMode, Port, PortKind};
-use linerate_model::ceiling::fmt_num;
+use linerate_facts::{
+    Analysis, Finding, Inventory, IpoibMode, LinkLayer, Port, PortKind, Severity,
+};
 use linerate_model::{Ceiling, CeilingInput, LimitedBy, LinkInput};
-use linerate_rules::{Analysis, Finding, Severity};
+use linerate_units::fmt_num;
 
 use crate::Style;
 
@@ -148,7 +149,7 @@ fn port_facts(out: &mut String, inv: &Inventory, p: &Port, style: Style) {
             };
             let _ = write!(s, "   {raw}{note}");
         }
-        if p.link_layer == linerate_inventory::LinkLayer::Infiniband {
+        if p.link_layer == LinkLayer::Infiniband {
             if let Some(l) = ib.lid {
                 let _ = write!(s, "   LID {l:#x}");
             }

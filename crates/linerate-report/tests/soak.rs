@@ -10,17 +10,17 @@ mod scenarios;
 use linerate_testkit::schema::{assert_valid, validator};
 use std::process::Command;
 
+use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
 use linerate_report::{render_soak, soak_html, soak_json, soak_live_line, soak_textfile, Style};
 use linerate_soak::{
-    judge, CounterSource, End, IntervalOut, JudgeParams, PortSample, SoakEvent, SoakParams,
-    SoakPortKind, SoakReport, SoakSample, Tracker, Verdict,
+    judge, JudgeParams, SoakEvent, SoakInterval, SoakParams, SoakReport, Tracker, Verdict,
 };
 use serde_json::Value;
 
 /// Two minutes at 1 s: a QDR port per end (local: symbol errors over budget, with a 4-bit
 /// counter saturating; remote: clean with a foreign reset), an Ethernet port on the local end
 /// with a link down, and one slow interval on the local end.
-fn report() -> (SoakReport, Vec<IntervalOut>) {
+fn report() -> (SoakReport, Vec<SoakInterval>) {
     let mut t = Tracker::new();
     let mut live = Vec::new();
     for seq in 0..=120u64 {
@@ -192,8 +192,8 @@ fn json_document_and_stream_lines_match_their_schemas() {
     let thresholds = r.thresholds.clone();
     let lines = [
         SoakEvent::Start {
-            schema_version: linerate_soak::report::SCHEMA_VERSION,
-            tool: linerate_soak::report::TOOL,
+            schema_version: linerate_facts::SCHEMA_VERSION,
+            tool: linerate_facts::TOOL,
             params: &params,
             thresholds: &thresholds,
         }

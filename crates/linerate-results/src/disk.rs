@@ -8,10 +8,10 @@ use std::fmt;
 use std::path::PathBuf;
 
 use linerate_stats::LatencyUs;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum DiskTestKind {
     #[serde(rename = "disk_seq_read")]
     SeqRead,
@@ -62,7 +62,7 @@ impl fmt::Display for DiskTestKind {
 }
 
 /// The engine that ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Engine {
     #[serde(rename = "io_uring")]
     IoUring,

@@ -1,6 +1,6 @@
 //! The plain output data of linerate's tests: a bench result and its parts (per-direction and
 //! per-stream figures, intervals, what held TCP back, UDP, file-copy and RDMA shapes, the
-//! latency summary), and the header every JSON document carries (`schema_version`, `tool`).
+//! latency summary), disk results, and doctor's document, which holds them.
 //!
 //! These types sit at the bottom of the dependency graph so that renderers (`linerate-report`)
 //! depend on data, not on the engines that produce it: no sockets, no io_uring, no libfabric.
@@ -9,27 +9,15 @@
 
 use std::ops::AddAssign;
 
+use linerate_facts::InterfaceView;
 use linerate_proto::{Direction, TestKind, TestParams};
-pub use linerate_stats::LatencyUs;
+use linerate_stats::LatencyUs;
 use serde::Serialize;
 
 pub mod disk;
+mod doctor;
 
-/// Bumped when a field is renamed or removed; adding fields does not bump it.
-pub const SCHEMA_VERSION: u32 = 1;
-
-/// The `tool` object of every JSON document: which program wrote it.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-pub struct Tool {
-    pub name: &'static str,
-    pub version: &'static str,
-}
-
-/// This program (every crate of the workspace shares its version).
-pub const TOOL: Tool = Tool {
-    name: "linerate",
-    version: env!("CARGO_PKG_VERSION"),
-};
+pub use doctor::DoctorReport;
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Endpoint {
@@ -174,8 +162,10 @@ pub struct TestResult {
     /// Bidir: each direction on its own.
     pub directions: Vec<DirStats>,
     pub server: String,
-    pub local: Option<serde_json::Value>,
-    pub remote: Option<serde_json::Value>,
+    /// This host's interface for the path (probe's port shape, with the address).
+    pub local: Option<InterfaceView>,
+    /// The server's.
+    pub remote: Option<InterfaceView>,
     pub params: TestParams,
     /// File transfers: each layer of the copy and the one that held it back.
     pub file: Option<FileTransferOut>,

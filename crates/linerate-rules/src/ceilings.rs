@@ -1,9 +1,9 @@
 //! From inventory facts to the model's [`CeilingInput`].
 
-use linerate_inventory::{Inventory, IpoibMode, Netdev, NetdevKind, Port, PortKind};
+use linerate_facts::{Inventory, IpoibMode, Netdev, NetdevKind, Port, PortKind};
 use linerate_model::pcie::ASSUMED_MPS;
 use linerate_model::{
-    ceiling, Ceiling, CeilingInput, EthSpeed, IbPhysState, IbState, LinkInput, MtuInput, Transport,
+    ceiling, Ceiling, CeilingInput, EthSpeed, IbPhysState, IbState, IpFraming, LinkInput, MtuInput,
     Usability,
 };
 
@@ -22,7 +22,7 @@ pub fn ceiling_input(inv: &Inventory, port: &Port) -> CeilingInput {
     // is not up holds a driver placeholder, and a netdev without carrier has no speed.
     let link = match port.kind {
         PortKind::Infiniband => ib
-            .and_then(linerate_inventory::IbPort::link_rate)
+            .and_then(linerate_facts::IbPort::link_rate)
             .map(LinkInput::Infiniband),
         PortKind::Roce => nd
             .and_then(Netdev::link_speed_mbps)
@@ -44,7 +44,7 @@ pub fn ceiling_input(inv: &Inventory, port: &Port) -> CeilingInput {
     };
     let pcie = pci
         .filter(|f| !f.card().is_some_and(|c| c.virtual_function))
-        .and_then(linerate_inventory::PciFunction::effective_link);
+        .and_then(linerate_facts::PciFunction::effective_link);
     let mtu = nd.and_then(mtu_input);
     let usability = usability(port, nd, ib);
     CeilingInput {
@@ -64,22 +64,18 @@ pub fn ceiling_input(inv: &Inventory, port: &Port) -> CeilingInput {
 fn mtu_input(n: &Netdev) -> Option<MtuInput> {
     let mtu = n.mtu?;
     let transport = match n.kind {
-        NetdevKind::Ethernet => Transport::Ethernet,
+        NetdevKind::Ethernet => IpFraming::Ethernet,
         NetdevKind::Ipoib => match n.ipoib.as_ref().and_then(|i| i.mode) {
-            Some(IpoibMode::Connected) => Transport::IpoibConnected,
-            None if mtu > 4092 => Transport::IpoibConnected,
-            Some(IpoibMode::Datagram) | None => Transport::IpoibDatagram,
+            Some(IpoibMode::Connected) => IpFraming::IpoibConnected,
+            None if mtu > 4092 => IpFraming::IpoibConnected,
+            Some(IpoibMode::Datagram) | None => IpFraming::IpoibDatagram,
         },
         _ => return None,
     };
     Some(MtuInput { mtu, transport })
 }
 
-fn usability(
-    port: &Port,
-    nd: Option<&Netdev>,
-    ib: Option<&linerate_inventory::IbPort>,
-) -> Usability {
+fn usability(port: &Port, nd: Option<&Netdev>, ib: Option<&linerate_facts::IbPort>) -> Usability {
     match port.kind {
         PortKind::Loopback => {
             return Usability::Virtual(

@@ -9,70 +9,16 @@
 
 use std::fmt::Write as _;
 
-use linerate_inventory::{Inventory, IpoibMode, PortKind, SocketLimits};
+use linerate_facts::{
+    Cause, CounterDelta, DoctorVerdict, EndFacts, Finding, FindingId, Inventory, IpoibMode,
+    PortKind, Severity, ShaperFact,
+};
 use linerate_model::{Ceiling, HostStackCeiling, LimitedBy, StageKind};
 use linerate_proto::{Direction, RdmaOp, TestKind};
 use linerate_units::{bps_to_gbps, fmt_num, fmt_round, r3};
 use serde::{Deserialize, Serialize};
 
-use crate::finding::{rank, Cause, Finding, FindingId, Severity};
-
-/// A rate limit on an interface (from `linerate_inventory::qdisc`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ShaperFact {
-    pub kind: String,
-    pub handle: String,
-    pub rate_bps: u64,
-}
-
-/// What doctor knows about one end of the path.
-///
-/// The other end sends its facts over the control connection, and it may run a newer linerate
-/// that knows a port kind, a chain stage or a finding this one does not: such a value is read
-/// as unknown (a finding is left out) rather than losing the whole end.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EndFacts {
-    /// The interface carrying the path.
-    pub netdev: Option<String>,
-    /// `infiniband`, `ethernet`, `loopback`, `virtual`, ...
-    #[serde(default, deserialize_with = "lenient")]
-    pub port_kind: Option<PortKind>,
-    pub mtu: Option<u32>,
-    /// IPoIB: `datagram` or `connected`.
-    #[serde(default, deserialize_with = "lenient")]
-    pub ipoib_mode: Option<IpoibMode>,
-    /// The port's ceiling chain (as probe computes it).
-    #[serde(default, deserialize_with = "lenient")]
-    pub ceiling: Option<Ceiling>,
-    pub numa_node: Option<u32>,
-    pub cpus: usize,
-    pub sockets: SocketLimits,
-    pub shapers: Vec<ShaperFact>,
-    /// Inventory findings about this port, its PCI function, or the host.
-    #[serde(default, deserialize_with = "known_findings")]
-    pub findings: Vec<Finding>,
-}
-
-/// A value this version can read, else None (a newer peer's enum value, a malformed field).
-fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::de::DeserializeOwned,
-{
-    let v = serde_json::Value::deserialize(d)?;
-    Ok(serde_json::from_value(v).ok())
-}
-
-/// The findings this version knows; the others (a newer peer's ids) are left out.
-fn known_findings<'de, D>(d: D) -> Result<Vec<Finding>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    let v = Vec::<serde_json::Value>::deserialize(d)?;
-    Ok(v.into_iter()
-        .filter_map(|f| serde_json::from_value(f).ok())
-        .collect())
-}
+use crate::finding::rank;
 
 /// One measured result, reduced to what the rules need.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -173,13 +119,6 @@ fn dir_name(d: Direction) -> &'static str {
     }
 }
 
-/// A counter that moved during the tests (interface or InfiniBand error counters).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CounterDelta {
-    pub name: String,
-    pub delta: u64,
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DiagnoseInput {
     pub local: EndFacts,
@@ -192,21 +131,9 @@ pub struct DiagnoseInput {
     pub counter_deltas: Vec<CounterDelta>,
 }
 
-/// The one-line answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Verdict {
-    pub summary: String,
-    /// Best TCP throughput measured, Gb/s.
-    pub gbps: f64,
-    /// What the path can carry for TCP, Gb/s (0 when unknown).
-    pub ceiling_gbps: f64,
-    /// The stage or cause that limits the result.
-    pub limited_by: Cause,
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Diagnosis {
-    pub verdict: Verdict,
+    pub verdict: DoctorVerdict,
     pub findings: Vec<Finding>,
     /// What was checked (listed in `unexplained`).
     pub checked: Vec<String>,
@@ -244,7 +171,15 @@ pub fn end_facts(inv: &Inventory, netdev: Option<&str>, shapers: Vec<ShaperFact>
     }
 }
 
-impl EndFacts {
+/// What the rules read off an end's facts.
+trait EndView {
+    fn is_virtual(&self) -> bool;
+    fn tcp_ceiling(&self) -> Option<f64>;
+    fn shaper_goodput(&self) -> Option<(f64, &ShaperFact)>;
+    fn port_down(&self) -> bool;
+}
+
+impl EndView for EndFacts {
     /// No physical link behind this end (loopback, veth, bridge, paravirtual), or no port known.
     fn is_virtual(&self) -> bool {
         self.port_kind.is_none_or(PortKind::is_virtual)
@@ -1274,7 +1209,7 @@ fn cause(c: &Ctx<'_>, out: &[Finding], flags: Flags) -> (Cause, String) {
 }
 
 /// The one-line answer.
-fn verdict(c: &Ctx<'_>, out: &[Finding], flags: Flags) -> Verdict {
+fn verdict(c: &Ctx<'_>, out: &[Finding], flags: Flags) -> DoctorVerdict {
     let (limited_by, why) = cause(c, out, flags);
     let dir_prefix = if c.dirs.len() > 1 {
         format!("{} direction (the slower): ", dir_name(c.dir))
@@ -1308,7 +1243,7 @@ fn verdict(c: &Ctx<'_>, out: &[Finding], flags: Flags) -> Verdict {
         ),
     };
     let ceiling = if down { 0.0 } else { c.pc.gbps.unwrap_or(0.0) };
-    Verdict {
+    DoctorVerdict {
         summary,
         gbps: r3(c.best_gbps()),
         ceiling_gbps: r3(ceiling),

@@ -1,10 +1,9 @@
 //! Host rules: NUMA placement, CPU frequency governor, TCP buffer limits.
 
-use linerate_inventory::{cpulist_string as cpulist, Inventory};
-use linerate_model::ceiling::fmt_num;
-
-use crate::finding::{Finding, FindingId, Severity};
-use crate::PortAnalysis;
+use linerate_facts::{
+    cpulist_string as cpulist, Finding, FindingId, Inventory, PortAnalysis, Severity,
+};
+use linerate_units::fmt_num;
 
 /// Round trip assumed for a LAN path when none was measured.
 pub const ASSUMED_RTT_US: f64 = 100.0;

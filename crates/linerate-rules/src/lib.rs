@@ -1,5 +1,6 @@
-//! The rules of linerate: pure functions from an [`Inventory`] to the
-//! ceiling of each port and a ranked list of [`Finding`]s.
+//! The rules of linerate: pure functions from an [`Inventory`] to the ceiling of each port and a
+//! ranked list of findings (`linerate_facts::Finding`), from an inventory to the facts of one end,
+//! and from measured results to doctor's verdict ([`diagnose()`]).
 
 mod ceilings;
 pub mod diagnose;
@@ -8,43 +9,11 @@ mod host;
 mod link;
 mod pcie;
 pub mod pyramid;
-pub mod report;
 
-use linerate_inventory::Inventory;
-use linerate_model::Ceiling;
-use serde::Serialize;
+use linerate_facts::{Analysis, Inventory, PortAnalysis};
 
 pub use ceilings::{ceiling_input, port_ceiling};
-pub use diagnose::{
-    diagnose, end_facts, CounterDelta, DiagnoseInput, Diagnosis, EndFacts, Measured, ShaperFact,
-    Verdict,
-};
-pub use finding::{Cause, Evidence, Finding, FindingId, Severity};
-
-/// A port with its ceiling.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PortAnalysis {
-    pub name: String,
-    pub ceiling: Ceiling,
-}
-
-/// Everything the rules conclude from an inventory.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Analysis {
-    pub ports: Vec<PortAnalysis>,
-    pub findings: Vec<Finding>,
-}
-
-impl Analysis {
-    pub fn port(&self, name: &str) -> Option<&PortAnalysis> {
-        self.ports.iter().find(|p| p.name == name)
-    }
-
-    /// The most severe finding, if any.
-    pub fn worst(&self) -> Option<Severity> {
-        self.findings.iter().map(|f| f.severity).max()
-    }
-}
+pub use diagnose::{diagnose, end_facts, DiagnoseInput, Diagnosis, Measured};
 
 /// Apply every rule. Pure: the same inventory gives the same analysis.
 pub fn analyze(inv: &Inventory) -> Analysis {

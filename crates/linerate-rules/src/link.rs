@@ -1,13 +1,12 @@
-//! Port rules: IB port state, subnet manager, rate, VPI mode, IPoIB mode, MTU, error counters.
+//! Port rules: IB port state, subnet manager, rate, VPI mode, IPoIB mode, MTU, error counters,
+//! transmit discards.
 
-use linerate_inventory::{
-    IbDevice, IbPort, Inventory, IpoibMode, LinkLayer, Netdev, NetdevKind, Port, PortKind,
+use linerate_facts::{
+    Finding, FindingId, IbDevice, IbPort, Inventory, IpoibMode, LinkLayer, Netdev, NetdevKind,
+    Port, PortAnalysis, PortKind, Severity,
 };
-use linerate_model::ceiling::fmt_num;
 use linerate_model::{IbPhysState, IbState};
-
-use crate::finding::{Finding, FindingId, Severity};
-use crate::PortAnalysis;
+use linerate_units::fmt_num;
 
 fn ibp(dev: &IbDevice, p: &IbPort, file: &str) -> String {
     format!(
@@ -42,6 +41,7 @@ pub fn rules(inv: &Inventory, analysis: &[PortAnalysis], out: &mut Vec<Finding>)
             ib_rate(inv, port, dev, p, out);
             vpi(inv, port, dev, p, out);
             counters(port, dev, p, out);
+            xmit_discards(port, dev, p, out);
         }
         if let Some(n) = nd {
             // Configuration of a port without a link is moot until it has one.
@@ -166,7 +166,7 @@ fn ib_rate(inv: &Inventory, port: &Port, dev: &IbDevice, p: &IbPort, out: &mut V
         .pci
         .as_deref()
         .and_then(|a| inv.pci(a))
-        .and_then(linerate_inventory::PciFunction::card);
+        .and_then(linerate_facts::PciFunction::card);
     let ev = |f: Finding| f.evidence(ibp(dev, p, "rate"), verbatim(p.verbatim.rate.as_ref()));
     if let Some(max) = card.and_then(|c| c.max_ib) {
         if rate.speed < max {
@@ -293,6 +293,57 @@ fn counters(port: &Port, dev: &IbDevice, p: &IbPort, out: &mut Vec<Finding>) {
     );
 }
 
+/// `ib.xmit_discards`: packets the port dropped at transmit because the fabric did not take
+/// them in time (sysfs-kb §1.4, after infiniband-diags' IBswcountlimits: `port_xmit_discards`
+/// means congestion; row 10: with `port_xmit_wait`, congestion rather than a bad cable).
+/// Counted since the last reset, like the error counters.
+fn xmit_discards(port: &Port, dev: &IbDevice, p: &IbPort, out: &mut Vec<Finding>) {
+    let Some(discards) = p
+        .counters
+        .iter()
+        .find(|c| c.name == "port_xmit_discards" && c.value > 0)
+    else {
+        return;
+    };
+    if port.link_layer != LinkLayer::Infiniband {
+        return;
+    }
+    let shown = |c: &linerate_facts::Counter| {
+        if c.pegged {
+            format!("{} (saturated)", c.value)
+        } else {
+            c.value.to_string()
+        }
+    };
+    let mut f = Finding::new(FindingId::IbXmitDiscards, Severity::Warning, &port.name)
+        .evidence(ibp(dev, p, "counters/port_xmit_discards"), shown(discards));
+    let wait = p
+        .counters
+        .iter()
+        .find(|c| c.name == "port_xmit_wait" && c.value > 0);
+    if let Some(w) = wait {
+        f = f.evidence(ibp(dev, p, "counters/port_xmit_wait"), shown(w));
+    }
+    let physical_clean = !p
+        .counters
+        .iter()
+        .any(|c| c.value > 0 && LINK_ERROR_COUNTERS.contains(&c.name.as_str()));
+    let count = if discards.pegged {
+        format!("at least {}", discards.value)
+    } else {
+        discards.value.to_string()
+    };
+    out.push(
+        f.message(format!(
+            "{}: {count} packets were discarded at transmit since the counters were last cleared{}: the fabric did not take them in time (a congested or slow port downstream, a peer that stopped receiving, or the link going down with packets queued){}",
+            port.name,
+            if wait.is_some() { ", and the port waited for credits to send (port_xmit_wait)" } else { "" },
+            if physical_clean { ". The physical error counters are clean: congestion, not the cable" } else { "" },
+        ))
+        .fix("Clear the counters (`perfquery -x -R`), run traffic, and read them again (`linerate soak` does, and tells congestion from errors); if discards rise, find the congested port on the route (`ibqueryerrors`, the switch's counters), spread the load (adaptive routing, fewer flows per uplink), and check that the receiving hosts keep up."),
+    );
+}
+
 fn ipoib(inv: &Inventory, port: &Port, n: &Netdev, out: &mut Vec<Finding>) {
     let Some(i) = &n.ipoib else { return };
     if i.mode != Some(IpoibMode::Datagram) {
@@ -388,7 +439,7 @@ fn mtu(port: &Port, n: &Netdev, pa: &PortAnalysis, out: &mut Vec<Finding>) {
             if speed >= 25_000 && m < 9000 {
                 let jumbo = linerate_model::MtuInput {
                     mtu: 9000,
-                    transport: linerate_model::Transport::Ethernet,
+                    transport: linerate_model::IpFraming::Ethernet,
                 }
                 .efficiency()
                 .unwrap_or(1.0);

@@ -1,12 +1,11 @@
 //! PCIe rules: downtrained links, narrow slots, PCIe as the bottleneck, missing link data.
 
-use linerate_inventory::{Inventory, PciFunction, PortKind};
-use linerate_model::ceiling::fmt_num;
+use linerate_facts::{
+    Finding, FindingId, Inventory, PciFunction, PortAnalysis, PortKind, Severity,
+};
 use linerate_model::pcie::ASSUMED_MPS;
 use linerate_model::{LimitedBy, PcieLink};
-
-use crate::finding::{Finding, FindingId, Severity};
-use crate::PortAnalysis;
+use linerate_units::fmt_num;
 
 fn attr(f: &PciFunction, name: &str) -> String {
     format!("/sys/bus/pci/devices/{}/{name}", f.address)

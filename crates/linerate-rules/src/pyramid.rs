@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::finding::{Finding, FindingId, Severity};
+use linerate_facts::{CopyLimit, Finding, FindingId, Pyramid, Row, Severity};
 
 /// One disk (a directory's file system) as measured by `linerate disk`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,79 +47,6 @@ pub struct PyramidInput {
     pub network_subject: String,
     pub copy: Option<CopyIn>,
     /// Why a layer could not be measured (shown as is).
-    pub notes: Vec<String>,
-}
-
-/// One row of the pyramid.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Row {
-    /// `memory`, `disk_read`, `disk_write`, `network`, `file_copy`.
-    pub layer: String,
-    /// `local` or `remote`.
-    pub host: String,
-    /// A path, an interface, or `all cores`.
-    pub subject: String,
-    #[serde(serialize_with = "three_decimals")]
-    pub gbps: f64,
-    pub ceiling_gbps: Option<f64>,
-    /// A write made durable (fsync'd), as a file copy writes: slower than the disk test's
-    /// direct writes where a write-back cache sits below. Absent for other rows.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub durable: bool,
-}
-
-/// Figures keep their precision for the comparisons; the document shows 0.001 Gb/s. (serde
-/// hands a `serialize_with` function a reference.)
-#[expect(
-    clippy::trivially_copy_pass_by_ref,
-    reason = "serde's serialize_with signature"
-)]
-fn three_decimals<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(linerate_units::r3(*x))
-}
-
-impl Row {
-    fn new(layer: &str, host: &str, subject: impl Into<String>, gbps: f64) -> Self {
-        Self {
-            layer: layer.into(),
-            host: host.into(),
-            subject: subject.into(),
-            gbps,
-            ceiling_gbps: None,
-            durable: false,
-        }
-    }
-
-    /// The same layer of the same disk (or interface) on the same host.
-    pub fn same_place(&self, other: &Row) -> bool {
-        self.layer == other.layer
-            && self.host == other.host
-            && self.subject == other.subject
-            && self.durable == other.durable
-    }
-}
-
-/// What limits a disk-to-disk copy.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CopyLimit {
-    /// The expected rate of a copy, Gb/s: the slowest of reading, the network and writing.
-    #[serde(serialize_with = "three_decimals")]
-    pub gbps: f64,
-    /// The row (layer, host, subject) that sets it.
-    pub limited_by: Row,
-    /// A copy was measured: its end-to-end rate, Gb/s.
-    pub measured_gbps: Option<f64>,
-    /// The measured copy's own layers as the copy saw them: reading its source file, the
-    /// network during the copy, and the durable write at the other end.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub layers: Vec<Row>,
-    pub sentence: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Pyramid {
-    pub rows: Vec<Row>,
-    pub copy: Option<CopyLimit>,
     pub notes: Vec<String>,
 }
 

@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use linerate_inventory::{PortKind, SocketLimits};
+use linerate_facts::{EndFacts, Finding, PortKind, SocketLimits};
 use linerate_model::{host_stack_ceiling, HostStackInput};
 use linerate_proto::{Direction, TestKind};
-use linerate_rules::{diagnose, end_facts, DiagnoseInput, Diagnosis, EndFacts, Finding, Measured};
+use linerate_rules::{diagnose, end_facts, DiagnoseInput, Diagnosis, Measured};
 use linerate_units::{fmt_num, r1, r2, r3};
 
 /// This host's loopback interface, as `end_facts` gives it on a machine with `cpus` CPUs.

@@ -4,13 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use linerate_inventory::{Inventory, IpoibMode};
+use linerate_facts::{CounterDelta, EndFacts, Finding, Inventory, IpoibMode, Severity, ShaperFact};
 use linerate_model::{host_stack_ceiling, HostStackCeiling, HostStackInput};
 use linerate_proto::{Direction, RdmaOp, TestKind};
-use linerate_rules::{
-    diagnose, end_facts, CounterDelta, DiagnoseInput, Diagnosis, EndFacts, Finding, Measured,
-    Severity, ShaperFact,
-};
+use linerate_rules::{diagnose, end_facts, DiagnoseInput, Diagnosis, Measured};
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -2,7 +2,7 @@
 //! kind, a chain stage or a finding this version does not know. Those read as unknown; the
 //! rest of the end is kept.
 
-use linerate_rules::EndFacts;
+use linerate_facts::EndFacts;
 
 #[test]
 fn a_newer_peers_unknown_values_do_not_lose_the_end() {

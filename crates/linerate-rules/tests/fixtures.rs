@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use linerate_rules::{analyze, Severity};
+use linerate_facts::Severity;
+use linerate_rules::analyze;
 use serde_json::Value;
 
 fn fixtures() -> PathBuf {
@@ -133,4 +134,26 @@ fn every_fixture_matches_its_expectations() {
         }
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+/// The inventory rules emit only the findings the table says are theirs
+/// (`FindingOrigin::Inventory`), so docs/findings.md's tables and the fixture coverage check
+/// rest on a true split.
+#[test]
+fn inventory_rules_emit_only_inventory_findings() {
+    let mut seen = 0;
+    for case in cases() {
+        let inv = linerate_inventory::probe(&case).expect("probe runs");
+        for f in analyze(&inv).findings {
+            seen += 1;
+            assert_eq!(
+                f.id.origin(),
+                linerate_facts::FindingOrigin::Inventory,
+                "{}: {}",
+                case.display(),
+                f.id
+            );
+        }
+    }
+    assert!(seen > 20, "the fixtures gave findings: {seen}");
 }

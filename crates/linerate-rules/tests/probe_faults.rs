@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use linerate_inventory::Inventory;
+use linerate_facts::{Finding, Inventory};
 use linerate_model::{LimitedBy, StageKind};
-use linerate_rules::{analyze, port_ceiling, Finding};
+use linerate_rules::{analyze, port_ceiling};
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -139,4 +139,45 @@ fn evidence_is_verbatim() {
     let a = analyze(&probe("cx3-fdr-at-qdr-datagram"));
     let f = finding(&a.findings, "ib.rate_below_capability", "ib0");
     assert_eq!(evidence(f, "/rate"), "40 Gb/sec (4X QDR)");
+}
+
+/// `ib.xmit_discards` tells congestion from a bad cable: with clean physical counters it says
+/// so; beside physical errors it does not claim it; a saturated counter is a lower bound; no
+/// discards, no finding.
+#[test]
+fn transmit_discards_are_congestion_not_the_cable() {
+    let mut inv = probe("ib-xmit-discards");
+    let a = analyze(&inv);
+    let f = finding(&a.findings, "ib.xmit_discards", "ib0");
+    assert_eq!(evidence(f, "counters/port_xmit_discards"), "5183");
+    assert_eq!(evidence(f, "counters/port_xmit_wait"), "91834567");
+    assert!(f.message.contains("not the cable"), "{}", f.message);
+    assert!(!a.findings.iter().any(|f| f.id.as_str() == "link.errors"));
+
+    let counters = &mut inv.ib_devices[0].ports[0].counters;
+    for c in counters.iter_mut() {
+        match c.name.as_str() {
+            "symbol_error" => c.value = 12,
+            "port_xmit_discards" => (c.value, c.pegged) = (65_535, true),
+            "port_xmit_wait" => c.value = 0,
+            _ => {}
+        }
+    }
+    let a = analyze(&inv);
+    let f = finding(&a.findings, "ib.xmit_discards", "ib0");
+    assert!(f.message.contains("at least 65535"), "{}", f.message);
+    assert!(!f.message.contains("not the cable"), "{}", f.message);
+    assert_eq!(f.evidence.len(), 1, "no wait evidence at 0: {f:#?}");
+    finding(&a.findings, "link.errors", "ib0");
+
+    for c in &mut inv.ib_devices[0].ports[0].counters {
+        if c.name == "port_xmit_discards" {
+            (c.value, c.pegged) = (0, false);
+        }
+    }
+    let a = analyze(&inv);
+    assert!(!a
+        .findings
+        .iter()
+        .any(|f| f.id.as_str() == "ib.xmit_discards"));
 }

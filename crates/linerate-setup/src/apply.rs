@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::plan::{FileChange, RolledBack};
+use linerate_facts::{FileChange, RolledBack};
 
 /// Where backups go, as on the target.
 pub const BACKUP_DIR: &str = "/var/backups/linerate-setup";
@@ -296,7 +296,7 @@ pub fn rollback(root: &Path, id: &str) -> Result<RolledBack, ApplyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::FileAction;
+    use linerate_facts::FileAction;
 
     fn change(path: &str, content: &str) -> FileChange {
         FileChange {

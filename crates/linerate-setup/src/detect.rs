@@ -1,31 +1,11 @@
 //! Detection, pure over a [`Snapshot`]: the distribution, the network renderer in charge of an
 //! interface, and the package versions that decide what syntax is available.
 
+use linerate_facts::{Distro, Family};
 use serde::{Deserialize, Serialize};
 
 use crate::edit::{ifcfg, ifupdown, ini, netplan};
 use crate::snapshot::Snapshot;
-
-/// The distribution, from `os-release`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Distro {
-    /// `ID` (`debian`, `ubuntu`, `rhel`), `unknown` without an os-release file.
-    pub id: String,
-    /// `VERSION_ID` (`12`, `24.04`, `9.4`).
-    pub version_id: Option<String>,
-    pub pretty_name: Option<String>,
-    pub family: Family,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Family {
-    /// Debian, Ubuntu and derivatives (`ID_LIKE` has `debian`).
-    Debian,
-    /// RHEL, Fedora, Rocky, Alma, CentOS (`ID_LIKE` has `rhel` or `fedora`).
-    RedHat,
-    Other,
-}
 
 /// Parse an os-release file (shell-style `KEY=value`, values optionally quoted).
 pub fn distro(s: &Snapshot) -> Distro {
@@ -54,13 +34,6 @@ pub fn distro(s: &Snapshot) -> Distro {
         version_id: get("VERSION_ID"),
         pretty_name: get("PRETTY_NAME"),
         family,
-    }
-}
-
-impl Distro {
-    /// The major version (`9` of `9.4`, `24` of `24.04`).
-    pub fn major(&self) -> Option<u32> {
-        self.version_id.as_deref()?.split('.').next()?.parse().ok()
     }
 }
 

@@ -1,14 +1,14 @@
 //! ipoib: connected mode with MTU 65520 in the syntax of the renderer in charge of each IPoIB
 //! interface, or the reason it cannot be done (enhanced IPoIB). Pure.
 
-use linerate_inventory::{Inventory, IpoibMode, Netdev, NetdevKind};
-use linerate_rules::Analysis;
-
 use crate::detect::{self, InCharge, Renderer};
 use crate::edit::{ifcfg, ifupdown, ini, netplan};
-use crate::plan::{Command, FileAction, FileChange, Plan, Step, Topic, When, Why};
 use crate::snapshot::Snapshot;
 use crate::Options;
+use linerate_facts::{
+    Analysis, FileAction, FileChange, FindingId, Inventory, IpoibMode, Netdev, NetdevKind, Plan,
+    PlanCommand, Step, Topic, When, Why,
+};
 
 /// Connected mode's largest MTU (64 KiB less the IPoIB header).
 pub const CONNECTED_MTU: u32 = 65520;
@@ -29,10 +29,11 @@ fn reasons(analysis: &Analysis, n: &Netdev) -> Vec<Why> {
         .findings
         .iter()
         .filter(|f| {
-            f.subject == n.name && matches!(f.id.as_str(), "ipoib.datagram_mode" | "mtu.small")
+            f.subject == n.name
+                && matches!(f.id, FindingId::IpoibDatagramMode | FindingId::MtuSmall)
         })
         .map(|f| Why {
-            finding: Some(f.id.as_str().to_string()),
+            finding: Some(f.id),
             text: f.message.clone(),
             evidence: f.evidence.clone(),
         })
@@ -244,7 +245,7 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
             .pci
             .as_deref()
             .and_then(|a| inv.pci(a))
-            .and_then(linerate_inventory::PciFunction::card)
+            .and_then(linerate_facts::PciFunction::card)
             .map(|c| c.model);
         if refuse_unsupported(plan, n, model) {
             continue;
@@ -291,12 +292,12 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
                 content: new,
             }],
             commands: vec![
-                Command::new(
+                PlanCommand::new(
                     restart(s, &c, &n.name, major),
                     When::Restart,
                     format!("re-applies the configuration of {} only; traffic over it stops for a moment (run it from a console, not over {})", n.name, n.name),
                 ),
-                Command::new(
+                PlanCommand::new(
                     format!("cat /sys/class/net/{0}/mode /sys/class/net/{0}/mtu", n.name),
                     When::Check,
                     format!("prints `connected` and `{CONNECTED_MTU}` once it took effect"),

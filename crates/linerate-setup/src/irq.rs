@@ -3,12 +3,13 @@
 
 use std::collections::BTreeSet;
 
-use linerate_inventory::{cpulist_string, Inventory};
-use linerate_rules::Analysis;
-
-use crate::plan::{Command, FileChange, Plan, Step, Topic, When, Why};
+use crate::plan;
 use crate::snapshot::Snapshot;
 use crate::Options;
+use linerate_facts::{
+    cpulist_string, Analysis, FileChange, FindingId, Inventory, Plan, PlanCommand, Step, Topic,
+    When, Why,
+};
 
 const VENDOR_TOOL: &str = "/usr/sbin/set_irq_affinity_cpulist.sh";
 
@@ -57,11 +58,11 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
         let mut why = analysis
             .findings
             .iter()
-            .find(|f| f.id.as_str() == "numa.mismatch" && f.subject == pci.address)
+            .find(|f| f.id == FindingId::NumaMismatch && f.subject == pci.address)
             .map_or_else(
                 || Why::new(None, format!("{iface} ({}) sits on NUMA node {node} (CPUs {cpus}): its interrupts and the copies they trigger belong there, not on the other node's CPUs across the interconnect", pci.address)),
                 |f| {
-                    let mut w = Why::new(Some("numa.mismatch"), f.message.clone());
+                    let mut w = Why::new(Some(FindingId::NumaMismatch), f.message.clone());
                     w.evidence.clone_from(&f.evidence);
                     w
                 },
@@ -79,12 +80,12 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
                 format!("/sys/bus/pci/devices/{}/msi_irqs", pci.address),
                 &irqs.join(" "),
             );
-        let irqbalance = Command::new(
+        let irqbalance = PlanCommand::new(
             "systemctl disable --now irqbalance",
             When::AfterApply,
             "irqbalance moves interrupts again within seconds; mlnx_tune's HIGH_THROUGHPUT profile stops it too. Skip this if other devices need it (then ban these CPUs from it with IRQBALANCE_BANNED_CPULIST instead)",
         );
-        let check = Command::new(
+        let check = PlanCommand::new(
             format!(
                 "for i in {}; do echo \"$i: $(cat /proc/irq/$i/smp_affinity_list)\"; done",
                 irqs.join(" ")
@@ -94,7 +95,7 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
         );
         let mut check = vec![check];
         if s.has_dir("/usr/sbin/mlnx_tune") || s.has_dir("/usr/bin/mlnx_tune") {
-            check.push(Command::new(
+            check.push(PlanCommand::new(
                 "mlnx_tune -r",
                 When::Check,
                 "mlnx-tools' report of the tuning in force (it changes nothing without -p)",
@@ -108,7 +109,7 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
                 why: vec![why],
                 files: Vec::new(),
                 commands: vec![
-                    Command::new(format!("set_irq_affinity_cpulist.sh {cpus} {iface}"), When::AfterApply, "Mellanox/NVIDIA mlnx-tools spreads the queues' IRQs over these CPUs (not persistent: run it at boot)"),
+                    PlanCommand::new(format!("set_irq_affinity_cpulist.sh {cpus} {iface}"), When::AfterApply, "Mellanox/NVIDIA mlnx-tools spreads the queues' IRQs over these CPUs (not persistent: run it at boot)"),
                     irqbalance,
                 ]
                 .into_iter()
@@ -138,10 +139,10 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
             files: vec![FileChange {
                 // A unit linerate owns: 0o644 whatever the file had.
                 mode: 0o644,
-                ..FileChange::write(s, &path, content)
+                ..plan::write_file(s, &path, content)
             }],
             commands: vec![
-                Command::new(format!("systemctl daemon-reload && systemctl enable --now linerate-irq-{iface}.service"), When::AfterApply, "sets them now and at every boot; no traffic stops"),
+                PlanCommand::new(format!("systemctl daemon-reload && systemctl enable --now linerate-irq-{iface}.service"), When::AfterApply, "sets them now and at every boot; no traffic stops"),
                 irqbalance,
             ]
             .into_iter()

@@ -4,7 +4,7 @@
 //! The parts are separate: [`snapshot`] reads the configuration files under a root (the only
 //! reading I/O), [`detect`] finds the distribution, the renderer in charge of an interface and
 //! the package versions (pure), the plan builders ([`ipoib`], [`sysctl`], [`opensm`], [`nfs`],
-//! [`irq`]) turn the inventory, its analysis and the snapshot into a [`plan::Plan`] (pure), and
+//! [`irq`]) turn the inventory, its analysis and the snapshot into a [`linerate_facts::Plan`] (pure), and
 //! [`apply`] writes a plan's files with backups and rolls them back (the only writing I/O).
 
 pub mod apply;
@@ -18,11 +18,9 @@ pub mod plan;
 pub mod snapshot;
 pub mod sysctl;
 
-use linerate_inventory::Inventory;
-use linerate_rules::Analysis;
+use linerate_facts::{Analysis, Inventory, Plan, Topic};
 
-pub use detect::{Distro, Renderer};
-pub use plan::{Plan, Topic};
+pub use detect::Renderer;
 pub use snapshot::Snapshot;
 
 /// What the operator asked for.

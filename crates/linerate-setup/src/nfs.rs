@@ -1,13 +1,12 @@
 //! nfs-rdma: NFS over RDMA on port 20049, for a server (nfsd listening on RDMA, persistently)
 //! and a client (`--nfs-mount server:/export`). Pure.
 
-use linerate_inventory::Inventory;
-
-use crate::detect::{self, Family};
+use crate::detect;
 use crate::edit::ini;
-use crate::plan::{Command, FileChange, Plan, Step, Topic, When, Why};
+use crate::plan;
 use crate::snapshot::Snapshot;
 use crate::Options;
+use linerate_facts::{Family, Inventory, Plan, PlanCommand, Step, Topic, When, Why};
 
 /// The NFS/RDMA port (IANA `nfsrdma`).
 pub const PORT: u16 = 20049;
@@ -75,27 +74,27 @@ fn server(s: &Snapshot, plan: &mut Plan) {
         let old = s.file("/etc/nfs.conf").unwrap_or("");
         let t = ini::set(old, "nfsd", "rdma", "y");
         let t = ini::set(&t, "nfsd", "rdma-port", &PORT.to_string());
-        files.extend(FileChange::if_changed(s, "/etc/nfs.conf", t));
-        commands.push(Command::new("systemctl restart nfs-server", When::AfterApply, "nfsd reads nfs.conf when it starts; clients see a short pause (NFS retries), not an error"));
+        files.extend(plan::changed_file(s, "/etc/nfs.conf", t));
+        commands.push(PlanCommand::new("systemctl restart nfs-server", When::AfterApply, "nfsd reads nfs.conf when it starts; clients see a short pause (NFS retries), not an error"));
     } else {
         let unit = format!("# Written by `linerate setup nfs-rdma`: nfs-utils here has no nfs.conf rdma= option, so add the\n# RDMA listener after each start of nfsd (it is lost on every restart otherwise).\n[Service]\nExecStartPost=/bin/sh -c 'echo \"rdma {PORT}\" > /proc/fs/nfsd/portlist'\n");
-        files.extend(FileChange::if_changed(s, DROPIN, unit));
-        commands.push(Command::new(
+        files.extend(plan::changed_file(s, DROPIN, unit));
+        commands.push(PlanCommand::new(
             "systemctl daemon-reload && systemctl restart nfs-server",
             When::AfterApply,
             "loads the drop-in; clients see a short pause (NFS retries)",
         ));
     }
-    files.extend(FileChange::if_changed(s, MODULES, "# Written by `linerate setup nfs-rdma`: the NFS/RDMA transport (rpcrdma; svcrdma and xprtrdma are its aliases).\nsvcrdma\n".to_string()));
+    files.extend(plan::changed_file(s, MODULES, "# Written by `linerate setup nfs-rdma`: the NFS/RDMA transport (rpcrdma; svcrdma and xprtrdma are its aliases).\nsvcrdma\n".to_string()));
     commands.insert(
         0,
-        Command::new(
+        PlanCommand::new(
             "modprobe svcrdma",
             When::AfterApply,
             "loads the RDMA transport now (modules-load.d loads it at boot)",
         ),
     );
-    commands.push(Command::new(
+    commands.push(PlanCommand::new(
         "cat /proc/fs/nfsd/portlist",
         When::Check,
         format!("lists `rdma {PORT}`"),
@@ -191,7 +190,7 @@ fn client(s: &Snapshot, export: &str, plan: &mut Plan) {
     }
     let mut new = lines.join("\n");
     new.push('\n');
-    let Some(f) = FileChange::if_changed(s, "/etc/fstab", new) else {
+    let Some(f) = plan::changed_file(s, "/etc/fstab", new) else {
         plan.note(
             Topic::NfsRdma,
             format!("/etc/fstab already mounts {export} over RDMA: nothing to write"),
@@ -205,9 +204,9 @@ fn client(s: &Snapshot, export: &str, plan: &mut Plan) {
         why: vec![Why::new(None, format!("--nfs-mount {export}: NFS over RDMA moves the data without the TCP stack of either host; {host} must listen on port {PORT} (`linerate setup nfs-rdma` there)"))],
         files: vec![f],
         commands: vec![
-            Command::new("modprobe xprtrdma", When::AfterApply, "the client's RDMA transport"),
-            Command::new(format!("mkdir -p {mnt} && mount {mnt}"), When::AfterApply, format!("one-off, the same as `mount -o rdma,port={PORT} {export} {mnt}`")),
-            Command::new(format!("grep ' {mnt} ' /proc/mounts"), When::Check, "shows proto=rdma once mounted over RDMA"),
+            PlanCommand::new("modprobe xprtrdma", When::AfterApply, "the client's RDMA transport"),
+            PlanCommand::new(format!("mkdir -p {mnt} && mount {mnt}"), When::AfterApply, format!("one-off, the same as `mount -o rdma,port={PORT} {export} {mnt}`")),
+            PlanCommand::new(format!("grep ' {mnt} ' /proc/mounts"), When::Check, "shows proto=rdma once mounted over RDMA"),
         ],
         undo: vec![format!("umount {mnt}; the rollback restores /etc/fstab")],
     });

@@ -1,14 +1,14 @@
 //! opensm: a subnet manager on this node, only when the fabric has none and the operator says
 //! this is the node (`--sm-node`): one master per fabric. Pure.
 
-use linerate_inventory::Inventory;
-use linerate_rules::Analysis;
-
-use crate::detect::{self, Family};
+use crate::detect;
 use crate::edit::ifcfg;
-use crate::plan::{Command, FileChange, Plan, Step, Topic, When, Why};
+use crate::plan;
 use crate::snapshot::Snapshot;
 use crate::Options;
+use linerate_facts::{
+    Analysis, Family, FileChange, FindingId, Inventory, Plan, PlanCommand, Step, Topic, When, Why,
+};
 
 /// The highest priority (0-15): this node wins the master election.
 pub const SM_PRIORITY: u32 = 15;
@@ -69,12 +69,12 @@ fn files_for(s: &Snapshot, family: Family, guid: &str) -> (&'static str, Vec<Fil
         "sm_priority",
         &SM_PRIORITY.to_string(),
     );
-    files.extend(FileChange::if_changed(s, conf_path, conf));
+    files.extend(plan::changed_file(s, conf_path, conf));
     if let Some(p) = extra {
         // Debian's init script starts one opensm per port listed in PORTS.
         let old = s.file(p).unwrap_or("");
         let new = ifcfg::set(old, "PORTS", &format!("\"{guid}\""));
-        files.extend(FileChange::if_changed(s, p, new));
+        files.extend(plan::changed_file(s, p, new));
     }
     (conf_path, files)
 }
@@ -83,7 +83,7 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
     let missing: Vec<_> = analysis
         .findings
         .iter()
-        .filter(|f| f.id.as_str() == "ib.no_subnet_manager")
+        .filter(|f| f.id == FindingId::IbNoSubnetManager)
         .filter(|f| o.iface.as_deref().is_none_or(|i| i == f.subject))
         .collect();
     let Some(f) = missing.first() else {
@@ -135,13 +135,13 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
             Family::RedHat => "dnf install -y opensm",
             _ => "apt-get install -y opensm",
         };
-        commands.push(Command::new(
+        commands.push(PlanCommand::new(
             install,
             When::AfterApply,
             "opensm is not installed",
         ));
     }
-    commands.push(Command::new(
+    commands.push(PlanCommand::new(
         "systemctl enable --now opensm",
         When::AfterApply,
         match family {
@@ -149,12 +149,12 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
             _ => "the opensm.service unit; it reads the configuration file above",
         },
     ));
-    commands.push(Command::new(
+    commands.push(PlanCommand::new(
         "sminfo; cat /sys/class/infiniband/*/ports/*/state",
         When::Check,
         "sminfo (infiniband-diags) names the master SM; the ports turn ACTIVE within seconds",
     ));
-    let mut why = Why::new(Some("ib.no_subnet_manager"), f.message.clone());
+    let mut why = Why::new(Some(FindingId::IbNoSubnetManager), f.message.clone());
     why.evidence.clone_from(&f.evidence);
     plan.steps.push(Step {
         topic: Topic::Opensm,

@@ -4,11 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use linerate_inventory::Inventory;
-use linerate_rules::Analysis;
+use linerate_facts::{Analysis, FindingId, Inventory, Plan, PlanCommand, Step, Topic, When, Why};
 use linerate_units::{fmt_num, r2, r3};
 
-use crate::plan::{Command, FileChange, Plan, Step, Topic, When, Why};
+use crate::plan;
 use crate::snapshot::Snapshot;
 use crate::Options;
 
@@ -158,8 +157,8 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
         analysis
             .findings
             .iter()
-            .find(|f| f.id.as_str() == "tcp.buffers_small")
-            .map(|f| f.id.as_str()),
+            .find(|f| f.id == FindingId::TcpBuffersSmall)
+            .map(|f| f.id),
         format!(
             "{port} carries up to {} Gb/s; at {} ms round trip its bandwidth-delay product is {} bytes, and TCP needs twice that in buffer; perfSONAR's tier for this speed is the floor",
             fmt_num(r2(gbps)),
@@ -215,10 +214,10 @@ pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, pl
         subject: "host".to_string(),
         summary: format!("raise {} in {PATH}", raises.join(", ")),
         why: vec![why],
-        files: vec![FileChange::write(s, PATH, content)],
+        files: vec![plan::write_file(s, PATH, content)],
         commands: vec![
-            Command::new(format!("sysctl -p {PATH}"), When::AfterApply, "loads the values now (they load at every boot from /etc/sysctl.d); no connection is interrupted"),
-            Command::new("sysctl net.core.rmem_max net.core.wmem_max net.ipv4.tcp_rmem net.ipv4.tcp_wmem", When::Check, "prints the values in force"),
+            PlanCommand::new(format!("sysctl -p {PATH}"), When::AfterApply, "loads the values now (they load at every boot from /etc/sysctl.d); no connection is interrupted"),
+            PlanCommand::new("sysctl net.core.rmem_max net.core.wmem_max net.ipv4.tcp_rmem net.ipv4.tcp_wmem", When::Check, "prints the values in force"),
         ],
         undo: vec![format!("remove {PATH} and set the old values back with `sysctl -w` (they are in the evidence above), or reboot")],
     });

@@ -5,7 +5,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use linerate_setup::{apply, build_plan, Options, Plan, Snapshot, Topic};
+use linerate_facts::{Plan, Topic, When};
+use linerate_setup::{apply, build_plan, Options, Snapshot};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -126,11 +127,8 @@ fn ipoib_plan_apply_idempotent_rollback_for_every_distribution() {
         assert!(step
             .why
             .iter()
-            .any(|w| w.finding.as_deref() == Some("ipoib.datagram_mode")));
-        assert!(step
-            .commands
-            .iter()
-            .any(|c| c.when == linerate_setup::plan::When::Restart));
+            .any(|w| w.finding == Some(linerate_facts::FindingId::IpoibDatagramMode)));
+        assert!(step.commands.iter().any(|c| c.when == When::Restart));
 
         let owned: Vec<_> = p.files().into_iter().cloned().collect();
         let (id, _) = apply::apply(r, &owned).unwrap();

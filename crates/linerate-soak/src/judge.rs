@@ -6,32 +6,21 @@
 //! [`JudgeParams`] (defaults and sources in [`crate::thresholds`]), and `docs/soak.md` lists
 //! them.
 
-use std::collections::BTreeMap;
-
-use linerate_model::ib::IbSpeed;
-use linerate_units::fmt_round;
-
+use crate::port::{fmt_duration, is_pam4, PortCtx};
 use crate::report::{
-    BerEstimate, BitsBasis, CounterOut, Dip, EndReport, IntervalOut, PortReport, SoakParams,
-    SoakReport, SymbolBudget,
+    BerEstimate, CounterOut, Dip, EndReport, PortReport, SoakInterval, SoakParams, SoakReport,
+    SymbolBudget,
 };
 use crate::rules::{self, Out};
 use crate::thresholds::{JudgeParams, NVSENTINEL_SYMBOL_ERRORS_PER_HOUR};
-use crate::tracker::{is_health_counter, CounterTrack, EndTotals, PortInfo, Tracker};
-use crate::types::{CounterSource, End, SoakPortKind};
+use crate::tracker::{is_health_counter, CounterTrack, PortInfo, Tracker};
 use crate::verdict::{RuleId, Unit, Verdict, VerdictRule};
+use linerate_proto::soak::{CounterSource, End, SoakPortKind};
 
-use CounterSource::{Carrier, Ethtool, IbCounters, NetdevStatistics};
+use CounterSource::{Ethtool, IbCounters};
 
-/// Bits per PMA data unit: `port_rcv_data` counts octets ÷ 4.
-const BITS_PER_PMA_DATA_UNIT: f64 = 32.0;
 /// Dips listed in the document (the count goes on).
 pub const MAX_DIPS: usize = 1000;
-
-/// Speeds that run PAM4 with FEC, where raw symbol errors are normal.
-pub fn is_pam4(speed: &str) -> bool {
-    matches!(speed.to_ascii_uppercase().as_str(), "HDR" | "NDR" | "XDR")
-}
 
 /// The `symbol_error` budget at BER `jp.ber`: signalling rate × 3600 s × BER per hour (144/h
 /// at 4X QDR, 202/h at 4X FDR, 371/h at 4X EDR); without a signalling rate, NVSentinel's fixed
@@ -69,147 +58,20 @@ impl SymbolBudget {
     }
 }
 
-/// The data rate of a port (signalling × line code), Gb/s: the most traffic it can carry one
-/// way. InfiniBand without a known speed grade: its signalling rate (an upper bound).
-pub fn data_gbps(kind: &SoakPortKind) -> Option<f64> {
-    match kind {
-        SoakPortKind::Infiniband {
-            speed,
-            signalling_gbps,
-        } => {
-            let g = signalling_gbps.filter(|g| g.is_finite() && *g > 0.0)?;
-            let efficiency = speed
-                .as_deref()
-                .and_then(IbSpeed::from_name)
-                .map_or(1.0, |s| s.encoding().efficiency());
-            Some(g * efficiency)
-        }
-        SoakPortKind::Ethernet { speed_mbps, .. } => {
-            speed_mbps.filter(|m| *m > 0).map(|m| m as f64 / 1000.0)
-        }
+/// The shortest share of the soak any judged error counter was observed (1 when all were
+/// throughout). A counter pegged from the start and never cleared is left out: it has a
+/// rule of its own.
+fn observed_fraction(ctx: &PortCtx) -> f64 {
+    let d = ctx.duration_s();
+    if d <= 0.0 {
+        return 1.0;
     }
-}
-
-/// The counters of one port, by source and name, with what the rules need beside them.
-pub(crate) struct PortCtx<'a> {
-    pub info: &'a PortInfo,
-    pub totals: &'a EndTotals,
-    pub jp: &'a JudgeParams,
-    counters: BTreeMap<(CounterSource, &'a str), &'a CounterTrack>,
-    /// The port's counters in the order first seen.
-    pub order: Vec<&'a CounterTrack>,
-    /// Bits the port received, how they were counted, and its data rate.
-    pub bits: f64,
-    pub bits_basis: BitsBasis,
-    pub data_gbps: Option<f64>,
-}
-
-impl<'a> PortCtx<'a> {
-    fn new(tracker: &'a Tracker, info: &'a PortInfo, jp: &'a JudgeParams) -> Self {
-        let order: Vec<&CounterTrack> = tracker
-            .counters()
-            .iter()
-            .filter(|c| {
-                c.key.end == info.end && c.key.device == info.device && c.key.port == info.port
-            })
-            .collect();
-        let counters = order
-            .iter()
-            .map(|c| ((c.key.source, c.key.name.as_str()), *c))
-            .collect();
-        let mut ctx = Self {
-            info,
-            totals: tracker.totals(info.end),
-            jp,
-            counters,
-            order,
-            bits: 0.0,
-            bits_basis: BitsBasis::Engine,
-            data_gbps: data_gbps(&info.kind),
-        };
-        (ctx.bits, ctx.bits_basis) = ctx.bits_received();
-        ctx
-    }
-
-    pub fn get(&self, source: CounterSource, name: &str) -> Option<&'a CounterTrack> {
-        self.counters.get(&(source, name)).copied()
-    }
-
-    pub fn delta(&self, source: CounterSource, name: &str) -> u64 {
-        self.get(source, name).map_or(0, |c| c.delta)
-    }
-
-    /// Ethtool counters whose name contains all of `parts` (drivers name FEC statistics
-    /// differently: `rx_fec_uncorrectable_blocks`, `fec_uncorrectable_errors`, ...).
-    pub fn ethtool_matching(&self, parts: &[&str]) -> Vec<&'a CounterTrack> {
-        self.order
-            .iter()
-            .filter(|c| c.key.source == Ethtool && parts.iter().all(|p| c.key.name.contains(p)))
-            .copied()
-            .collect()
-    }
-
-    pub fn pam4(&self) -> bool {
-        matches!(&self.info.kind, SoakPortKind::Infiniband { speed: Some(s), .. } if is_pam4(s))
-    }
-
-    /// `carrier_down_count` where the kernel has it (4.16+), else `carrier_changes`.
-    pub fn carrier_down_name(&self) -> &'static str {
-        if self.get(Carrier, "carrier_down_count").is_some() {
-            "carrier_down_count"
-        } else {
-            "carrier_changes"
-        }
-    }
-
-    /// Bits this port received, and how they were counted: the larger of the port's own
-    /// counter and the engines' bytes (a port counter includes headers; the engines' bytes are
-    /// end-wide, and are all a fixture port has), the engines' credited at most at the port's
-    /// data rate × time.
-    fn bits_received(&self) -> (f64, BitsBasis) {
-        let engine = self.totals.bytes_received as f64 * 8.0;
-        let (engine, engine_basis) = match self.data_gbps {
-            Some(g) if engine > g * 1e9 * self.duration_s() => {
-                (g * 1e9 * self.duration_s(), BitsBasis::DataRate)
-            }
-            _ => (engine, BitsBasis::Engine),
-        };
-        let port = if let Some(c) = self.get(Ethtool, "rx_bits_phy") {
-            Some((c.delta as f64, BitsBasis::RxBitsPhy))
-        } else if let Some(c) = self.get(IbCounters, "port_rcv_data") {
-            Some((
-                c.delta as f64 * BITS_PER_PMA_DATA_UNIT,
-                BitsBasis::PortRcvData,
-            ))
-        } else {
-            self.get(NetdevStatistics, "rx_bytes")
-                .map(|c| (c.delta as f64 * 8.0, BitsBasis::RxBytes))
-        };
-        match port {
-            Some((bits, basis)) if bits >= engine => (bits, basis),
-            _ => (engine, engine_basis),
-        }
-    }
-
-    pub fn duration_s(&self) -> f64 {
-        self.totals.duration_s()
-    }
-
-    /// The shortest share of the soak any judged error counter was observed (1 when all were
-    /// throughout). A counter pegged from the start and never cleared is left out: it has a
-    /// rule of its own.
-    fn observed_fraction(&self) -> f64 {
-        let d = self.duration_s();
-        if d <= 0.0 {
-            return 1.0;
-        }
-        rules::error_counters(self)
-            .into_iter()
-            .filter(|c| !(c.saturated_now && c.saturations.first().is_some_and(|s| s.from_start)))
-            .map(|c| c.observed_s / d)
-            .map(|f| if f >= 1.0 - 1e-9 { 1.0 } else { f })
-            .fold(1.0, f64::min)
-    }
+    rules::error_counters(ctx)
+        .into_iter()
+        .filter(|c| !(c.saturated_now && c.saturations.first().is_some_and(|s| s.from_start)))
+        .map(|c| c.observed_s / d)
+        .map(|f| if f >= 1.0 - 1e-9 { 1.0 } else { f })
+        .fold(1.0, f64::min)
 }
 
 /// BER figures over the time observed: Ethernet's corrected and uncorrected bits over received
@@ -347,7 +209,7 @@ pub(crate) fn judge_port(tracker: &Tracker, info: &PortInfo, jp: &JudgeParams) -
     rules::ethernet_rules(&ctx, ber.as_ref(), &mut out);
     rules::path_rules(&ctx, &mut out);
     rules::counter_notes(&ctx, &mut out);
-    let fraction = ctx.observed_fraction();
+    let fraction = observed_fraction(&ctx);
     sufficiency(&ctx, &mut out, fraction);
     let worst = out
         .findings
@@ -478,7 +340,7 @@ fn dips(
                         end_s: r.end_s,
                         gbps: g,
                         median_gbps: e.median_gbps,
-                        moved: IntervalOut::new(tracker, r).moved,
+                        moved: SoakInterval::new(tracker, r).moved,
                     });
                 }
             }
@@ -507,8 +369,8 @@ pub fn judge(tracker: &Tracker, params: &SoakParams, jp: &JudgeParams) -> SoakRe
         _ => VerdictRule::Rule(RuleId::NoCounters),
     };
     SoakReport {
-        schema_version: crate::report::SCHEMA_VERSION,
-        tool: crate::report::TOOL,
+        schema_version: linerate_facts::SCHEMA_VERSION,
+        tool: linerate_facts::TOOL,
         params: params.clone(),
         thresholds: jp.clone(),
         thresholds_set: jp.changed(),
@@ -518,7 +380,7 @@ pub fn judge(tracker: &Tracker, params: &SoakParams, jp: &JudgeParams) -> SoakRe
         timeline: tracker
             .timeline()
             .iter()
-            .map(|r| IntervalOut::new(tracker, r))
+            .map(|r| SoakInterval::new(tracker, r))
             .collect(),
         ends,
         dips,
@@ -526,16 +388,5 @@ pub fn judge(tracker: &Tracker, params: &SoakParams, jp: &JudgeParams) -> SoakRe
         verdict,
         rule,
         error: None,
-    }
-}
-
-/// `90 s`, `12 min`, `2.5 h`.
-pub fn fmt_duration(s: f64) -> String {
-    if s >= 5400.0 {
-        format!("{} h", fmt_round(s / 3600.0, 1))
-    } else if s >= 120.0 {
-        format!("{} min", fmt_round(s / 60.0, 1))
-    } else {
-        format!("{} s", fmt_round(s, 1))
     }
 }

@@ -1,11 +1,11 @@
-//! The pure parts of `linerate soak`: the counter samples both ends take every interval, and
-//! (built on them) the deltas that survive saturation and foreign resets, and the verdicts per
+//! The pure parts of `linerate soak`: on the counter samples both ends take every interval
+//! (`linerate_proto::soak`, since they travel in the control protocol), the deltas that survive saturation and foreign resets, and the verdicts per
 //! port and end with the rule, numbers and source each one cites. No I/O: sampling lives in
 //! `linerate-inventory` (sysfs, ethtool) and `linerate-bench` (the server's side over the
 //! control connection), the renderers in `linerate-report`.
 //!
 //! Use: push every sample of both ends into a [`Tracker`] (each push returns the interval it
-//! closed, for the live line: [`IntervalOut::new`]), then [`judge`] it into a [`SoakReport`]
+//! closed, for the live line: [`SoakInterval::new`]), then [`judge`] it into a [`SoakReport`]
 //! with the operator's [`JudgeParams`] ([`thresholds`] holds every default and its source).
 //! A before/after pair of samples is a soak of one interval: push both, read the
 //! [`CounterTrack`]s.
@@ -63,24 +63,24 @@ macro_rules! string_enum {
 }
 
 pub mod judge;
+mod port;
 pub mod report;
 mod rules;
 pub mod thresholds;
 pub mod tracker;
-pub mod types;
 pub mod verdict;
 pub mod width;
 
-pub use judge::{data_gbps, fmt_duration, is_pam4, judge, median, symbol_budget};
+pub use judge::{judge, median, symbol_budget};
+pub use port::{data_gbps, fmt_duration, is_pam4};
 pub use report::{
-    BerEstimate, BitsBasis, Check, CounterOut, Dip, EndReport, Finding, IntervalOut, MovedOut,
-    PortReport, SoakEvent, SoakParams, SoakReport, SymbolBudget,
+    BerEstimate, BitsBasis, Check, CounterOut, Dip, EndReport, MovedOut, PortReport, SoakEvent,
+    SoakFinding, SoakInterval, SoakParams, SoakReport, SymbolBudget,
 };
 pub use thresholds::{JudgeParams, Threshold};
 pub use tracker::{
     is_health_counter, CounterKey, CounterTrack, EndTotals, IntervalRecord, Mark, MovedIdx,
     PortInfo, Reset, Saturation, Tracker,
 };
-pub use types::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
 pub use verdict::{RuleId, Source, Unit, Verdict, VerdictRule};
 pub use width::{counter_width, CounterWidth};

@@ -2,13 +2,13 @@
 //! `--json-stream` (`schemas/soak-event.schema.json`). Field names are a contract.
 
 // The document header every JSON document of linerate carries.
-pub use linerate_results::{Tool, SCHEMA_VERSION, TOOL};
+use linerate_facts::Tool;
 use serde::{Deserialize, Serialize};
 
 use crate::thresholds::{JudgeParams, Threshold};
 use crate::tracker::{IntervalRecord, Reset, Saturation, Tracker};
-use crate::types::{CounterSource, End, SoakPortKind};
 use crate::verdict::{RuleId, Source, Unit, Verdict, VerdictRule};
+use linerate_proto::soak::{CounterSource, End, SoakPortKind};
 
 /// What the soak was asked to do (filled by the command).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -24,7 +24,7 @@ pub struct SoakParams {
 
 /// One rule that fired on a port, with its numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
+pub struct SoakFinding {
     pub rule: RuleId,
     pub verdict: Verdict,
     pub source: Source,
@@ -155,7 +155,7 @@ pub struct PortReport {
     pub counters: Vec<CounterOut>,
     /// Every threshold rule evaluated on the port, with its figure and limit.
     pub checks: Vec<Check>,
-    pub findings: Vec<Finding>,
+    pub findings: Vec<SoakFinding>,
     pub verdict: Verdict,
     /// The rule of the worst finding (`clean` when none fired).
     pub rule: VerdictRule,
@@ -193,7 +193,7 @@ pub struct MovedOut {
 
 /// One interval of one end: the timeline and the `interval` stream event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct IntervalOut {
+pub struct SoakInterval {
     pub end: End,
     pub seq: u64,
     pub start_s: f64,
@@ -206,7 +206,7 @@ pub struct IntervalOut {
     pub moved_dropped: u32,
 }
 
-impl IntervalOut {
+impl SoakInterval {
     /// The record with its counters named.
     pub fn new(tracker: &Tracker, r: &IntervalRecord) -> Self {
         let moved = r
@@ -242,9 +242,9 @@ impl IntervalOut {
 impl Tracker {
     /// [`Tracker::push`], with the interval it closed named for the live line and the
     /// `interval` stream event.
-    pub fn push_interval(&mut self, s: &crate::types::SoakSample) -> Option<IntervalOut> {
+    pub fn push_interval(&mut self, s: &linerate_proto::soak::SoakSample) -> Option<SoakInterval> {
         let r = self.push(s)?.clone();
-        Some(IntervalOut::new(self, &r))
+        Some(SoakInterval::new(self, &r))
     }
 }
 
@@ -280,7 +280,7 @@ pub struct SoakReport {
     pub ends: Vec<EndReport>,
     pub dips: Vec<Dip>,
     pub dips_total: u64,
-    pub timeline: Vec<IntervalOut>,
+    pub timeline: Vec<SoakInterval>,
     pub verdict: Verdict,
     /// The rule behind the overall verdict (`clean` when none fired).
     pub rule: VerdictRule,
@@ -311,7 +311,7 @@ pub enum SoakEvent<'a> {
         thresholds: &'a JudgeParams,
     },
     /// One interval of one end.
-    Interval { interval: &'a IntervalOut },
+    Interval { interval: &'a SoakInterval },
     /// The soak could not go on; the `end` line follows with what was measured.
     Error { error: String },
     /// The final document (`soak --json`'s); the last line.

@@ -3,7 +3,7 @@
 //! A threshold rule is a [`Check`]: the figure it compared, the limit that applied (floors
 //! included) and whether it fired (`value > limit`, on the very numbers the document and the
 //! text file carry, so a PromQL comparison of the two agrees with the verdict). A fired check
-//! is also a [`Finding`] with its text; notes (saturation, resets, PAM4) are findings only.
+//! is also a [`SoakFinding`] with its text; notes (saturation, resets, PAM4) are findings only.
 //! Rates are over the time each counter was observed ([`CounterTrack::observed_s`]); counts
 //! are the whole soak's. The thresholds and their sources are in [`crate::thresholds`].
 
@@ -12,11 +12,11 @@ use std::fmt::Write as _;
 
 use linerate_units::{fmt_num, fmt_sig};
 
-use crate::judge::{fmt_duration, PortCtx};
-use crate::report::{BerEstimate, Check, Finding, SymbolBudget};
+use crate::port::{fmt_duration, PortCtx};
+use crate::report::{BerEstimate, Check, SoakFinding, SymbolBudget};
 use crate::tracker::{is_health_counter, CounterTrack, Mark};
-use crate::types::CounterSource;
 use crate::verdict::{RuleId, Source, Unit, Verdict};
+use linerate_proto::soak::CounterSource;
 
 use CounterSource::{Carrier, Ethtool, IbCounters, NetdevStatistics};
 
@@ -52,7 +52,7 @@ const IB_CONGESTION: [&str; 3] = [
 #[derive(Debug, Default)]
 pub(crate) struct Out {
     pub checks: Vec<Check>,
-    pub findings: Vec<Finding>,
+    pub findings: Vec<SoakFinding>,
 }
 
 impl Out {
@@ -87,7 +87,7 @@ impl Out {
         limit: f64,
         unit: Unit,
         text: impl FnOnce() -> String,
-    ) -> Option<&mut Finding> {
+    ) -> Option<&mut SoakFinding> {
         if !self.record(rule, c, value, limit, unit) {
             return None;
         }
@@ -96,7 +96,7 @@ impl Out {
         self.findings.last_mut()
     }
 
-    fn push(&mut self, f: Finding) {
+    fn push(&mut self, f: SoakFinding) {
         self.findings.push(f);
     }
 }
@@ -110,8 +110,8 @@ pub(crate) fn finding(
     threshold: Option<f64>,
     unit: Unit,
     text: String,
-) -> Finding {
-    Finding {
+) -> SoakFinding {
+    SoakFinding {
         rule,
         verdict: rule.verdict(),
         source: rule.source(),
@@ -717,7 +717,7 @@ fn reset_notes(ctx: &PortCtx, out: &mut Out) {
                 .split_once(' ')
                 .map_or(names[0].clone(), |(n, _)| n.to_string())
         });
-        out.push(Finding {
+        out.push(SoakFinding {
             rule: RuleId::CounterReset,
             verdict: Verdict::Clean,
             source: RuleId::CounterReset.source(),
@@ -736,7 +736,7 @@ fn reset_notes(ctx: &PortCtx, out: &mut Out) {
         });
     }
     if samples > MAX_RESET_NOTES {
-        out.push(Finding {
+        out.push(SoakFinding {
             rule: RuleId::CounterReset,
             verdict: Verdict::Clean,
             source: RuleId::CounterReset.source(),

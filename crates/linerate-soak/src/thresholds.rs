@@ -72,7 +72,7 @@ string_enum! {
 
 /// The values a threshold accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Range {
+pub enum ThresholdRange {
     /// Above 0 and below 1 (an error rate).
     Ratio,
     /// A finite number, 0 or more.
@@ -83,7 +83,7 @@ pub enum Range {
     Fraction,
 }
 
-impl Range {
+impl ThresholdRange {
     pub fn accepts(self, v: f64) -> bool {
         match self {
             Self::Ratio => v.is_finite() && v > 0.0 && v < 1.0,
@@ -120,14 +120,14 @@ impl Threshold {
         }
     }
 
-    pub fn range(self) -> Range {
+    pub fn range(self) -> ThresholdRange {
         match self {
-            Self::Ber | Self::PreFecBer | Self::RcvErrorsPerBit => Range::Ratio,
+            Self::Ber | Self::PreFecBer | Self::RcvErrorsPerBit => ThresholdRange::Ratio,
             Self::MinBits | Self::PortRcvErrorsPerS | Self::LinkErrorRecoveryPerMin => {
-                Range::NonNegative
+                ThresholdRange::NonNegative
             }
-            Self::XmitWaitTicks => Range::WholeNumber,
-            Self::DipFraction => Range::Fraction,
+            Self::XmitWaitTicks => ThresholdRange::WholeNumber,
+            Self::DipFraction => ThresholdRange::Fraction,
         }
     }
 

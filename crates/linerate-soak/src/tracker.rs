@@ -33,8 +33,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::{CounterSource, End, SoakPortKind, SoakSample};
 use crate::width::{counter_width, CounterWidth};
+use linerate_proto::soak::{CounterSource, End, SoakPortKind, SoakSample};
 
 /// At most this many counters are tracked; more (a driver with thousands of per-queue
 /// statistics) are dropped with a problem saying so.
@@ -575,7 +575,7 @@ fn is_ib_traffic(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::PortSample;
+    use linerate_proto::soak::PortSample;
 
     fn ib() -> SoakPortKind {
         SoakPortKind::Infiniband {

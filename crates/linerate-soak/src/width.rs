@@ -22,7 +22,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::CounterSource;
+use linerate_proto::soak::CounterSource;
 
 /// The width of one counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,9 +5,11 @@
 
 mod scenarios;
 
+use linerate_proto::soak::{CounterSource, End, SoakPortKind};
+
 use linerate_soak::{
-    judge, symbol_budget, BitsBasis, CounterSource, End, JudgeParams, RuleId, SoakParams,
-    SoakPortKind, SoakReport, Threshold, Tracker, Unit, Verdict,
+    judge, symbol_budget, BitsBasis, JudgeParams, RuleId, SoakParams, SoakReport, Threshold,
+    Tracker, Unit, Verdict,
 };
 use scenarios::{
     eth, ib, port, qdr, ramp, soak, soak_with, verdict, Reading, Run, EDR_MINUTE, TEN_MIN,
@@ -579,7 +581,7 @@ fn finding<'a>(
     end: End,
     device: &str,
     rule: RuleId,
-) -> &'a linerate_soak::Finding {
+) -> &'a linerate_soak::SoakFinding {
     r.port(end, device, "1")
         .expect("port")
         .findings

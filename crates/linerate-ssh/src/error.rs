@@ -184,7 +184,7 @@ pub(crate) fn ssh_error(f: Failure, host: &str, said: Said) -> Option<SshError> 
     Some(match f {
         Failure::UnknownHostKey => SshError::UnknownHostKey { host, said },
         Failure::ChangedHostKey => SshError::ChangedHostKey {
-            host_only: crate::ssh::host_part(&host).to_string(),
+            host_only: crate::host::host_part(&host).to_string(),
             host,
             said,
         },

@@ -14,6 +14,7 @@
 //!   `--idle-timeout` where the far end has them.
 
 mod error;
+mod host;
 mod iperf3;
 mod serve;
 mod session;
@@ -22,11 +23,10 @@ mod ssh;
 use std::time::Duration;
 
 pub use error::{Said, SshError};
+pub use host::host_part;
 pub use iperf3::{Iperf3Host, Iperf3Server, Iperf3Spec, IPERF3_PORT};
 pub use serve::{FarEnd, FarEndSpec};
-pub use ssh::{
-    base_options, host_part, remote_command, HostConfig, Ssh, CONNECT_TIMEOUT_S, SSH_COMMAND_ENV,
-};
+pub use ssh::{base_options, remote_command, HostConfig, Ssh, CONNECT_TIMEOUT_S, SSH_COMMAND_ENV};
 
 /// From ssh's start to the far end's first line: the connection (`ConnectTimeout` per hop),
 /// the login and the program's start.

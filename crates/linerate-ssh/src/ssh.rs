@@ -149,24 +149,6 @@ pub struct HostConfig {
     pub proxy: Option<String>,
 }
 
-/// `[USER@]HOST` as given to `--ssh`: the host part alone (`node2` of `root@node2`).
-pub fn host_part(ssh_host: &str) -> &str {
-    let (uri, h) = match ssh_host.strip_prefix("ssh://") {
-        Some(rest) => (true, rest),
-        None => (false, ssh_host),
-    };
-    let h = h.rsplit_once('@').map_or(h, |(_, h)| h);
-    if !uri {
-        return h;
-    }
-    // `ssh://[USER@]HOST[:PORT]`, an IPv6 address in brackets.
-    let h = match h.rsplit_once(':') {
-        Some((a, p)) if !a.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => a,
-        _ => h,
-    };
-    h.trim_start_matches('[').trim_end_matches(']')
-}
-
 /// A host ssh will not take for an option or an empty name.
 pub(crate) fn check_host(host: &str) -> Result<(), SshError> {
     if host.is_empty() || host.starts_with('-') || host.chars().any(char::is_whitespace) {
@@ -223,10 +205,6 @@ mod tests {
         assert!(check_host("").is_err());
         assert!(check_host("a b").is_err());
         assert!(check_host("root@node2").is_ok());
-        assert_eq!(host_part("root@node2"), "node2");
-        assert_eq!(host_part("node2"), "node2");
-        assert_eq!(host_part("ssh://u@h:22"), "h");
-        assert_eq!(host_part("ssh://[::1]:2222"), "::1");
     }
 
     #[test]

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::engine::{self, Access, Job, JobOut, Outcome, RingPolicy, Stop, Watch};
+use crate::engine::{self, Access, Job, JobOut, JobOutcome, RingPolicy, StopCause, Watch};
 use crate::mountinfo::{self, MountEntry};
 use crate::signals;
 use crate::size::{self, fmt_bytes, Medium, SizeError, SizeInput, MIB};
@@ -38,9 +38,8 @@ use crate::sys::{self, IoKind, RingOpts, Uring, ALIGN};
 use linerate_stats::LatencyHistogram;
 use linerate_units::r3;
 
-// The output data lives in `linerate-results` (renderers depend on it, not on this crate);
-// re-exported here so `linerate_storage::disk::DiskReport` and the rest keep their paths.
-pub use linerate_results::disk::{
+// The output data lives in `linerate-results` (renderers depend on it, not on this crate).
+use linerate_results::disk::{
     DiskJobResult, DiskJobStep, DiskReport, DiskTestKind, DiskTestResult, Engine,
 };
 
@@ -430,23 +429,23 @@ fn classify(path: &Path, fs: &str, during: &str, e: io::Error) -> DiskErrorKind 
     }
 }
 
-fn stop_error(path: &Path, fs: &str, during: &str, stop: Stop) -> DiskErrorKind {
+fn stop_error(path: &Path, fs: &str, during: &str, stop: StopCause) -> DiskErrorKind {
     match stop {
-        Stop::Io(err) => classify(path, fs, during, err),
-        Stop::Truncated => DiskErrorKind::Truncated {
+        StopCause::Io(err) => classify(path, fs, during, err),
+        StopCause::Truncated => DiskErrorKind::Truncated {
             path: path.into(),
             during: during.into(),
         },
-        Stop::Vanished => DiskErrorKind::Vanished {
+        StopCause::Vanished => DiskErrorKind::Vanished {
             path: path.into(),
             during: during.into(),
         },
-        Stop::Signal(s) => DiskErrorKind::Interrupted {
+        StopCause::Signal(s) => DiskErrorKind::Interrupted {
             path: path.into(),
             signal: signals::name(s),
             during: during.into(),
         },
-        Stop::Cancelled => DiskErrorKind::Interrupted {
+        StopCause::Cancelled => DiskErrorKind::Interrupted {
             path: path.into(),
             signal: "a stop request",
             during: during.into(),
@@ -477,7 +476,7 @@ impl Runner<'_> {
         jobs: usize,
         watch: &mut Watch<'_>,
         progress: &mut dyn FnMut(u64),
-    ) -> (Vec<JobOut>, Option<Stop>) {
+    ) -> (Vec<JobOut>, Option<StopCause>) {
         let engines = match self {
             Self::Uring(ring, opts, buf_len) => engine::Engines::Uring {
                 ring,
@@ -878,7 +877,7 @@ impl Session<'_> {
             // Count the time to get the data onto the medium.
             let t = Instant::now();
             if let Err(e) = tf.file.sync_data() {
-                stop = Some(Stop::Io(e));
+                stop = Some(StopCause::Io(e));
             }
             m.seconds += t.elapsed().as_secs_f64();
         }
@@ -888,9 +887,9 @@ impl Session<'_> {
     }
 
     /// A stop as an error; EOPNOTSUPP under `--hipri` is the file refusing polled I/O.
-    fn stop_error(&self, during: &str, stop: Stop) -> DiskErrorKind {
+    fn stop_error(&self, during: &str, stop: StopCause) -> DiskErrorKind {
         match stop {
-            Stop::Io(e) if self.plan.hipri && e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+            StopCause::Io(e) if self.plan.hipri && e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
                 DiskErrorKind::Unsupported {
                     path: self.path.into(),
                     option: "--hipri",
@@ -946,7 +945,7 @@ struct Measured {
     hist: LatencyHistogram,
     per_job: Vec<DiskJobResult>,
     cpu_seconds: f64,
-    stop: Option<Stop>,
+    stop: Option<StopCause>,
 }
 
 impl Measured {
@@ -956,7 +955,7 @@ impl Measured {
             ..Measured::default()
         };
         for (k, o) in outs.into_iter().enumerate() {
-            let out: Outcome = o.outcome;
+            let out: JobOutcome = o.outcome;
             m.bytes += out.bytes;
             m.ops += out.ops;
             m.seconds = m.seconds.max(out.seconds);

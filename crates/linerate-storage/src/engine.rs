@@ -54,7 +54,7 @@ impl Job {
 
 /// Why a job ended before its deadline.
 #[derive(Debug)]
-pub enum Stop {
+pub enum StopCause {
     Io(io::Error),
     /// A read returned 0 bytes inside the file: someone truncated it.
     Truncated,
@@ -65,13 +65,13 @@ pub enum Stop {
 }
 
 #[derive(Debug)]
-pub struct Outcome {
+pub struct JobOutcome {
     pub bytes: u64,
     pub ops: u64,
     /// From the first submission to the last completion.
     pub seconds: f64,
     pub hist: LatencyHistogram,
-    pub stop: Option<Stop>,
+    pub stop: Option<StopCause>,
 }
 
 /// Checks made between batches: signals and the cancel flag every time, the file's link count
@@ -97,17 +97,17 @@ impl<'a> Watch<'a> {
         }
     }
 
-    pub fn check(&mut self, now: Instant) -> Option<Stop> {
+    pub fn check(&mut self, now: Instant) -> Option<StopCause> {
         if let Some(sig) = signals::pending() {
-            return Some(Stop::Signal(sig));
+            return Some(StopCause::Signal(sig));
         }
         let set = |f: Option<&AtomicBool>| f.is_some_and(|c| c.load(Ordering::Relaxed));
         if set(self.cancel) || set(self.halt) {
-            return Some(Stop::Cancelled);
+            return Some(StopCause::Cancelled);
         }
         if now.duration_since(self.last_stat) >= STAT_EVERY {
             self.last_stat = now;
-            return self.vanished().then_some(Stop::Vanished);
+            return self.vanished().then_some(StopCause::Vanished);
         }
         None
     }
@@ -286,7 +286,7 @@ pub fn run_uring(
     job: &Job,
     watch: &mut Watch<'_>,
     progress: &mut dyn FnMut(u64),
-) -> Outcome {
+) -> JobOutcome {
     let qd = job.qd.min(ring.slots()).max(1);
     let mut hist = LatencyHistogram::new();
     let mut rng = Rng::new(job.seed);
@@ -296,7 +296,7 @@ pub fn run_uring(
     let mut started = vec![Instant::now(); qd];
     let mut done: Vec<Completion> = Vec::with_capacity(qd);
     let (mut bytes, mut ops) = (0u64, 0u64);
-    let mut stop: Option<Stop> = None;
+    let mut stop: Option<StopCause> = None;
     let mut issuing = true;
     let t0 = Instant::now();
     let deadline = job.duration.map(|d| t0 + d);
@@ -322,7 +322,7 @@ pub fn run_uring(
             }
             if let Err(e) = ring.queue(slot, job.kind, off, job.block) {
                 free.push(slot);
-                stop.get_or_insert(Stop::Io(e));
+                stop.get_or_insert(StopCause::Io(e));
                 issuing = false;
                 break;
             }
@@ -337,7 +337,7 @@ pub fn run_uring(
                     // Still queued: it goes with the next enter.
                     Err(e) if transient(&e) => {}
                     Err(e) => {
-                        stop.get_or_insert(Stop::Io(e));
+                        stop.get_or_insert(StopCause::Io(e));
                         issuing = false;
                         break;
                     }
@@ -369,7 +369,7 @@ pub fn run_uring(
             Err(e) if transient(&e) => {}
             Err(e) => {
                 // The ring is unusable; dropping it waits for (or leaks) what is in flight.
-                stop.get_or_insert(Stop::Io(e));
+                stop.get_or_insert(StopCause::Io(e));
                 break;
             }
         }
@@ -385,7 +385,7 @@ pub fn run_uring(
                     issuing = false;
                 }
                 0 if job.kind == IoKind::Read => {
-                    stop.get_or_insert(Stop::Truncated);
+                    stop.get_or_insert(StopCause::Truncated);
                     issuing = false;
                 }
                 r => {
@@ -408,7 +408,7 @@ pub fn run_uring(
             progress(bytes);
         }
     }
-    Outcome {
+    JobOutcome {
         bytes,
         ops,
         seconds: last_end.duration_since(t0).as_secs_f64(),
@@ -425,11 +425,11 @@ fn transient(e: &io::Error) -> bool {
     )
 }
 
-fn io_stop(err: io::Error) -> Stop {
+fn io_stop(err: io::Error) -> StopCause {
     if err.raw_os_error() == Some(libc::ESTALE) {
-        Stop::Vanished
+        StopCause::Vanished
     } else {
-        Stop::Io(err)
+        StopCause::Io(err)
     }
 }
 
@@ -467,15 +467,15 @@ pub fn run_sync(
     job: &Job,
     watch: &mut Watch<'_>,
     progress: &mut dyn FnMut(u64),
-) -> Outcome {
+) -> JobOutcome {
     let qd = job.qd.max(1);
     let halt = AtomicBool::new(false);
-    let first_stop: Mutex<Option<Stop>> = Mutex::new(None);
+    let first_stop: Mutex<Option<StopCause>> = Mutex::new(None);
     let done_bytes = AtomicU64::new(0);
     let seq = SeqCursor::new();
     let t0 = Instant::now();
     let deadline = job.duration.map(|d| t0 + d);
-    let set_stop = |s: Stop| {
+    let set_stop = |s: StopCause| {
         let mut g = first_stop
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -514,7 +514,7 @@ pub fn run_sync(
             out.last_end = end;
             match r {
                 Ok(0) if job.kind == IoKind::Read => {
-                    set_stop(Stop::Truncated);
+                    set_stop(StopCause::Truncated);
                     break;
                 }
                 Ok(n) => {
@@ -554,7 +554,7 @@ pub fn run_sync(
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
     });
     let total = WorkerOut::merged(outs, t0);
-    Outcome {
+    JobOutcome {
         bytes: total.bytes,
         ops: total.ops,
         seconds: total.last_end.duration_since(t0).as_secs_f64(),
@@ -570,7 +570,7 @@ pub fn run_sync(
 pub struct JobOut {
     pub region_start: u64,
     pub region_bytes: u64,
-    pub outcome: Outcome,
+    pub outcome: JobOutcome,
 }
 
 /// `n` regions of the file for `n` jobs: equal, whole blocks, consecutive; `None` when a region
@@ -610,7 +610,7 @@ pub fn run_jobs(
     n: usize,
     watch: &mut Watch<'_>,
     progress: &mut dyn FnMut(u64),
-) -> (Vec<JobOut>, Option<Stop>) {
+) -> (Vec<JobOut>, Option<StopCause>) {
     let regions = regions(job.file_bytes, job.block, n).expect("a region of a block per job");
     let job_k = |k: usize| Job {
         region_start: regions[k].0,
@@ -631,7 +631,7 @@ pub fn run_jobs(
         } => (Some((opts, buf_len)), Some(ring)),
         Engines::Sync => (None, None),
     };
-    let outs: Vec<Outcome> = std::thread::scope(|s| {
+    let outs: Vec<JobOutcome> = std::thread::scope(|s| {
         let halt = &halt;
         let handles: Vec<_> = (1..n)
             .map(|k| {
@@ -641,17 +641,17 @@ pub fn run_jobs(
                     let o = match ring_spec {
                         Some((opts, buf_len)) => match Uring::new(file, jk.qd, buf_len, opts) {
                             Ok(mut r) => run_uring(&mut r, file, &jk, &mut w, &mut |_| {}),
-                            Err(e) => Outcome {
+                            Err(e) => JobOutcome {
                                 bytes: 0,
                                 ops: 0,
                                 seconds: 0.0,
                                 hist: LatencyHistogram::new(),
-                                stop: Some(Stop::Io(e)),
+                                stop: Some(StopCause::Io(e)),
                             },
                         },
                         None => run_sync(file, &jk, &mut w, &mut |_| {}),
                     };
-                    if !matches!(o.stop, None | Some(Stop::Cancelled)) {
+                    if !matches!(o.stop, None | Some(StopCause::Cancelled)) {
                         halt.store(true, Ordering::Relaxed);
                     }
                     o
@@ -679,7 +679,7 @@ pub fn run_jobs(
             match o.stop.take() {
                 // A halt from another job, not a stop of its own. The caller's cancel flag is
                 // checked below.
-                None | Some(Stop::Cancelled) => {}
+                None | Some(StopCause::Cancelled) => {}
                 Some(st) => {
                     stop.get_or_insert(st);
                 }
@@ -692,7 +692,7 @@ pub fn run_jobs(
         })
         .collect();
     if stop.is_none() && watch.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
-        stop = Some(Stop::Cancelled);
+        stop = Some(StopCause::Cancelled);
     }
     (outs, stop)
 }
@@ -791,7 +791,7 @@ mod tests {
         assert!(c.wrapped.load(Ordering::Relaxed));
     }
 
-    fn both_engines(j: &Job) -> Vec<Outcome> {
+    fn both_engines(j: &Job) -> Vec<JobOutcome> {
         // Named: an unlinked file counts as vanished.
         let mut named = tempfile::NamedTempFile::new().unwrap();
         named.write_all(&vec![1u8; 1 << 20]).unwrap();
@@ -844,10 +844,10 @@ mod tests {
         let t = Instant::now();
         let mut w = Watch::new(f, Some(&cancel));
         let o = run_sync(f, &j, &mut w, &mut |_| {});
-        assert!(matches!(o.stop, Some(Stop::Cancelled)));
+        assert!(matches!(o.stop, Some(StopCause::Cancelled)));
         if let Ok(mut ring) = Uring::new(f, 4, 4096, RingOpts::default()) {
             let o = run_uring(&mut ring, f, &j, &mut w, &mut |_| {});
-            assert!(matches!(o.stop, Some(Stop::Cancelled)));
+            assert!(matches!(o.stop, Some(StopCause::Cancelled)));
         }
         assert!(t.elapsed() < Duration::from_secs(5));
     }
@@ -860,10 +860,10 @@ mod tests {
         let j = job(IoKind::Read, Access::Seq, Some(Duration::from_secs(5)));
         let mut w = Watch::new(f, None);
         let o = run_sync(f, &j, &mut w, &mut |_| {});
-        assert!(matches!(o.stop, Some(Stop::Truncated)), "{:?}", o.stop);
+        assert!(matches!(o.stop, Some(StopCause::Truncated)), "{:?}", o.stop);
         if let Ok(mut ring) = Uring::new(f, 4, 4096, RingOpts::default()) {
             let o = run_uring(&mut ring, f, &j, &mut w, &mut |_| {});
-            assert!(matches!(o.stop, Some(Stop::Truncated)), "{:?}", o.stop);
+            assert!(matches!(o.stop, Some(StopCause::Truncated)), "{:?}", o.stop);
         };
     }
 }

@@ -12,8 +12,4 @@ mod signals;
 pub mod size;
 mod sys;
 
-pub use disk::{
-    run, DiskError, DiskErrorKind, DiskEvent, DiskJobResult, DiskJobStep, DiskPlan, DiskReport,
-    DiskTestKind, DiskTestResult, Engine, EngineChoice,
-};
-pub use linerate_stats::LatencyUs;
+pub use disk::{run, DiskError, DiskErrorKind, DiskEvent, DiskPlan, EngineChoice};

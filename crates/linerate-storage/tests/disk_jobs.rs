@@ -7,7 +7,8 @@ mod common;
 use std::path::Path;
 
 use common::{assert_report, disk_dir, quick, stray_files, MIB};
-use linerate_storage::{run, DiskErrorKind, DiskPlan, DiskTestKind, DiskTestResult, EngineChoice};
+use linerate_results::disk::{DiskTestKind, DiskTestResult};
+use linerate_storage::{run, DiskErrorKind, DiskPlan, EngineChoice};
 
 const READS: [DiskTestKind; 2] = [DiskTestKind::SeqRead, DiskTestKind::RandRead];
 

@@ -6,7 +6,8 @@ mod common;
 use std::fs::OpenOptions;
 
 use common::{hog, quick, stray_files, Mount, MIB};
-use linerate_storage::{run, DiskErrorKind, DiskEvent, DiskTestKind};
+use linerate_results::disk::DiskTestKind;
+use linerate_storage::{run, DiskErrorKind, DiskEvent};
 
 #[test]
 fn small_tmpfs_refuses_a_big_file_up_front() {

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{assert_report, disk_dir, quick, stray_files, MIB};
-use linerate_storage::{run, DiskErrorKind, DiskEvent, DiskTestKind, Engine, EngineChoice};
+use linerate_results::disk::{DiskTestKind, Engine};
+use linerate_storage::{run, DiskErrorKind, DiskEvent, EngineChoice};
 
 const ALL: [DiskTestKind; 4] = DiskTestKind::ALL;
 

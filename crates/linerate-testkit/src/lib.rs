@@ -1,4 +1,5 @@
-//! Dev-only helpers shared by linerate's test suites.
+//! Dev-only helpers shared by linerate's test suites, and (`tests/architecture.rs`) the checks of
+//! the workspace's shape: which crate may depend on which, no module cycle, one name per item.
 //!
 //! A test that cannot run on this machine (no root, no network namespaces, no tmpfs
 //! mount, no Chromium, no `setpriv`) must not pass silently: it calls [`skip`] and

@@ -3,12 +3,12 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use linerate_bench::results::IntervalOut;
 use linerate_bench::stream::{Side, StreamEvent};
-use linerate_bench::{ClientConfig, Event, TestResult};
+use linerate_bench::{ClientConfig, Event};
 use linerate_proto::{defaults, Direction, FileSpec, IntervalSample, TestKind, TestParams};
 use linerate_report::bench::{header, interval_line};
 use linerate_report::Style;
+use linerate_results::{IntervalOut, TestResult};
 
 use crate::cli::{BenchArgs, RdmaOpArg, TestArg};
 use crate::out::print;

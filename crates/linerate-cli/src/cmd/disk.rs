@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use linerate_report::Style;
+use linerate_results::disk::{DiskReport, DiskTestKind, DiskTestResult};
+use linerate_stats::LatencyUs;
 use linerate_storage::size::fmt_bytes;
-use linerate_storage::{
-    DiskEvent, DiskPlan, DiskReport, DiskTestKind, DiskTestResult, EngineChoice, LatencyUs,
-};
+use linerate_storage::{DiskEvent, DiskPlan, EngineChoice};
 use serde::Serialize;
 
 use crate::cli::{DiskArgs, DiskEngineArg, DiskTestArg};
@@ -249,7 +249,7 @@ pub fn run(a: &DiskArgs, style: Style) -> anyhow::Result<u8> {
     if let Some(r) = &report {
         if a.json {
             let mut s = serde_json::to_string_pretty(&Doc {
-                schema_version: linerate_report::SCHEMA_VERSION,
+                schema_version: linerate_facts::SCHEMA_VERSION,
                 report: r,
             })?;
             s.push('\n');

@@ -14,7 +14,7 @@ use crate::cli::SshArgs;
 
 /// Where the tests go, and with `--ssh` where the far end is started.
 #[derive(Debug)]
-pub struct Target {
+pub struct TestTarget {
     /// The test address (HOST): a name or an address, resolved here.
     pub host: String,
     pub ssh: Option<SshTarget>,
@@ -33,9 +33,9 @@ pub struct SshTarget {
 /// HOST and `--ssh` as given: None when there is no host at all (doctor's self-check, soak
 /// `--passive`). `--ssh` without a value logs in to HOST; `--ssh SSHHOST` without HOST tests the
 /// address ssh connects to, and so does a HOST that is only an alias of `~/.ssh/config`.
-pub fn target(host: Option<&str>, a: &SshArgs) -> anyhow::Result<Option<Target>> {
+pub fn target(host: Option<&str>, a: &SshArgs) -> anyhow::Result<Option<TestTarget>> {
     let Some(given) = a.ssh.as_deref() else {
-        return Ok(host.map(|h| Target {
+        return Ok(host.map(|h| TestTarget {
             host: h.to_string(),
             ssh: None,
         }));
@@ -53,7 +53,7 @@ pub fn target(host: Option<&str>, a: &SshArgs) -> anyhow::Result<Option<Target>>
         Some(h) => h.to_string(),
         None => same_host(&ssh, &ssh_host),
     };
-    Ok(Some(Target {
+    Ok(Some(TestTarget {
         host: test_host,
         ssh: Some(SshTarget {
             ssh,

@@ -76,7 +76,7 @@ pub fn run(a: &MemArgs, style: Style) -> anyhow::Result<u8> {
         .sum();
     if a.json {
         let doc = serde_json::json!({
-            "schema_version": linerate_report::SCHEMA_VERSION,
+            "schema_version": linerate_facts::SCHEMA_VERSION,
             "tests": tests,
             "dram": {
                 "dimms": dimms,

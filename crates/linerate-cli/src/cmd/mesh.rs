@@ -146,37 +146,22 @@ fn shapers_on(netdev: &str) -> Option<Vec<NodeShaper>> {
     Some(out)
 }
 
-/// This node's facts from its probe, for the interface that carries `data` (only the host
-/// name and address where probe cannot run), with the rate limits on that interface.
+/// This node's facts from what it says about the interface that carries `data` (the document
+/// `serve` sends in `accepted`; only the host name and address where probe cannot run), with
+/// the rate limits on that interface.
 fn describe(rank: RankId, source: IdentitySource, data: SocketAddr) -> NodeFacts {
-    let port = linerate_engine::sys::interface_of(data.ip());
-    let mut facts = probe_facts(rank, data, port.as_deref());
-    facts.identity_source = Some(source);
-    facts.shapers = port.as_deref().and_then(shapers_on);
-    facts
-}
-
-fn probe_facts(rank: RankId, data: SocketAddr, port: Option<&str>) -> NodeFacts {
     let host = hostname();
     let addr = data.to_string();
-    match linerate_inventory::probe(Path::new("/")) {
-        Ok(inv) => {
-            let analysis = linerate_rules::analyze(&inv);
-            let input = FactsInput {
-                rank,
-                host: &host,
-                data_addr: Some(&addr),
-                port,
-            };
-            linerate_mesh::node_facts(&input, &inv, &analysis)
-        }
-        Err(_) => NodeFacts {
-            rank,
-            host,
-            data_addr: Some(addr),
-            ..NodeFacts::default()
-        },
-    }
+    let input = FactsInput {
+        rank,
+        host: &host,
+        data_addr: Some(&addr),
+    };
+    let h = crate::iface::host_facts(data.ip()).unwrap_or_default();
+    let mut facts = linerate_mesh::node_facts(&input, &h);
+    facts.identity_source = Some(source);
+    facts.shapers = h.name.as_deref().and_then(shapers_on);
+    facts
 }
 
 struct Common {

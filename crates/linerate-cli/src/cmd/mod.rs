@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command, FailOn};
-use linerate_rules::Severity;
+use linerate_facts::Severity;
 
 mod bench;
 mod disk;

@@ -1,6 +1,6 @@
 use anyhow::Context;
 use linerate_model::pcie::ASSUMED_MPS;
-use linerate_model::{spec, CeilingInput, LinkInput, MtuInput, Transport, Usability};
+use linerate_model::{spec, CeilingInput, IpFraming, LinkInput, MtuInput, Usability};
 use linerate_report::Style;
 
 use crate::cli::{IpoibModeArg, PlanArgs};
@@ -11,16 +11,16 @@ pub fn input(a: &PlanArgs) -> anyhow::Result<CeilingInput> {
     let pcie = a.pcie.as_deref().map(spec::parse_pcie).transpose()?;
     let mtu = a.mtu.map(|mtu| {
         let transport = match (&link, a.ipoib) {
-            (LinkInput::Ethernet(_), _) => Transport::Ethernet,
-            (LinkInput::Infiniband(_), Some(IpoibModeArg::Connected)) => Transport::IpoibConnected,
-            (LinkInput::Infiniband(_), Some(IpoibModeArg::Datagram)) => Transport::IpoibDatagram,
-            (LinkInput::Infiniband(_), None) if mtu > 4092 => Transport::IpoibConnected,
-            (LinkInput::Infiniband(_), None) => Transport::IpoibDatagram,
+            (LinkInput::Ethernet(_), _) => IpFraming::Ethernet,
+            (LinkInput::Infiniband(_), Some(IpoibModeArg::Connected)) => IpFraming::IpoibConnected,
+            (LinkInput::Infiniband(_), Some(IpoibModeArg::Datagram)) => IpFraming::IpoibDatagram,
+            (LinkInput::Infiniband(_), None) if mtu > 4092 => IpFraming::IpoibConnected,
+            (LinkInput::Infiniband(_), None) => IpFraming::IpoibDatagram,
         };
         MtuInput { mtu, transport }
     });
     if let (Some(m), LinkInput::Infiniband(_)) = (&mtu, &link) {
-        if m.transport == Transport::IpoibDatagram && m.mtu > 4092 {
+        if m.transport == IpFraming::IpoibDatagram && m.mtu > 4092 {
             anyhow::bail!(
                 "--mtu {}: IPoIB datagram mode carries at most 4092 bytes (IB MTU 4096 minus the 4-byte IPoIB header); use --ipoib connected for up to 65520",
                 m.mtu

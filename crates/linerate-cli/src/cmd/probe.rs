@@ -84,7 +84,7 @@ pub fn run(a: &ProbeArgs, style: Style) -> anyhow::Result<u8> {
     let live = a.root == std::path::Path::new("/");
     let rdma = live.then(rdma_view);
     if a.json {
-        let doc = linerate_report::probe_doc(&inv, &analysis, &root);
+        let doc = linerate_facts::ProbeDoc::new(&inv, &analysis, &root);
         let mut v = serde_json::to_value(&doc).context("encoding JSON")?;
         if let (Some(o), Some(r)) = (v.as_object_mut(), &rdma) {
             o.insert(

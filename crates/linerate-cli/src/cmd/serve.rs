@@ -45,7 +45,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
             .map_err(|e| anyhow::anyhow!(e))?,
         soak: Some(super::soak::sampler_fn(
             a.root.clone(),
-            linerate_soak::End::Remote,
+            linerate_proto::soak::End::Remote,
             Arc::new(super::soak::SamplingCost::default()),
         )),
         shutdown: None,

@@ -1,9 +1,9 @@
 //! `linerate setup`: detect, plan, print; `--apply` writes with backups; `--rollback ID`.
 
 use anyhow::{bail, Context};
+use linerate_facts::{Applied, RestartRun, Topic};
 use linerate_report::{render_setup, setup_doc, SetupAction, Style};
-use linerate_setup::plan::{Applied, RestartRun};
-use linerate_setup::{apply, detect, Options, Renderer, Snapshot, Topic};
+use linerate_setup::{apply, detect, Options, Renderer, Snapshot};
 
 use crate::cli::{RendererArg, SetupArgs, SetupTopicArg};
 use crate::out::print;

@@ -13,11 +13,10 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use linerate_bench::{ClientConfig, Event, SoakSamplerFn};
 use linerate_inventory::counters::{soak_targets, CounterSampler};
+use linerate_proto::soak::{End, SoakSample};
 use linerate_proto::{defaults, Direction, TestKind, TestParams};
 use linerate_report::Style;
-use linerate_soak::{
-    judge, End, JudgeParams, SoakEvent, SoakParams, SoakReport, SoakSample, Tracker, Verdict,
-};
+use linerate_soak::{judge, JudgeParams, SoakEvent, SoakParams, SoakReport, Tracker, Verdict};
 
 use crate::cli::SoakArgs;
 use crate::out::print;
@@ -191,8 +190,8 @@ pub fn run(a: &SoakArgs, style: Style) -> anyhow::Result<u8> {
         );
     }
     out.event(&SoakEvent::Start {
-        schema_version: linerate_soak::report::SCHEMA_VERSION,
-        tool: linerate_soak::report::TOOL,
+        schema_version: linerate_facts::SCHEMA_VERSION,
+        tool: linerate_facts::TOOL,
         params: &params,
         thresholds: &jp,
     })?;
@@ -394,7 +393,7 @@ fn path_is_rdma(server: SocketAddr) -> bool {
             p.netdev.as_deref() == Some(iface.as_str())
                 && matches!(
                     p.kind,
-                    linerate_inventory::PortKind::Infiniband | linerate_inventory::PortKind::Roce
+                    linerate_facts::PortKind::Infiniband | linerate_facts::PortKind::Roce
                 )
         })
     })

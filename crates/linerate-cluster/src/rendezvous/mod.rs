@@ -23,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use linerate_mesh::launch::{coordinator_candidates, CandidateSource};
 use linerate_mesh::RankId;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use dir::{coordinator_file, job_key};
@@ -57,7 +57,7 @@ pub struct Request {
 }
 
 /// The rendezvous methods, in the order they are tried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Method {
     /// `--coordinator HOST:PORT`.

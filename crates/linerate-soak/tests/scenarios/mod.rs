@@ -7,10 +7,9 @@
 
 #![allow(dead_code)] // Each test binary uses part of it.
 
-use linerate_soak::{
-    judge, CounterSource, End, JudgeParams, PortSample, SoakParams, SoakPortKind, SoakReport,
-    SoakSample, Tracker, Verdict,
-};
+use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
+
+use linerate_soak::{judge, JudgeParams, SoakParams, SoakReport, Tracker, Verdict};
 
 use CounterSource::{Carrier, Ethtool, IbCounters, NetdevStatistics};
 

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use linerate_storage::{DiskPlan, DiskReport, DiskTestKind, DiskTestResult};
+use linerate_results::disk::{DiskReport, DiskTestKind, DiskTestResult};
+use linerate_storage::DiskPlan;
 pub use linerate_testkit::is_root;
 
 pub const MIB: u64 = 1 << 20;

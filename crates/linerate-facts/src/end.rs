@@ -1,0 +1,72 @@
+//! What doctor knows about one end of a path, and the rate limits on its interface.
+
+use linerate_model::Ceiling;
+use serde::{Deserialize, Serialize};
+
+use crate::inventory::{IpoibMode, PortKind, SocketLimits};
+use crate::Finding;
+
+/// A rate limit on an interface (read by `linerate_inventory::qdisc`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShaperFact {
+    pub kind: String,
+    pub handle: String,
+    pub rate_bps: u64,
+}
+
+/// What doctor knows about one end of the path.
+///
+/// The other end sends its facts over the control connection, and it may run a newer linerate
+/// that knows a port kind, a chain stage or a finding this one does not: such a value is read
+/// as unknown (a finding is left out) rather than losing the whole end. [`crate::HostFacts`]
+/// names what was left out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndFacts {
+    /// The interface carrying the path.
+    pub netdev: Option<String>,
+    /// `infiniband`, `ethernet`, `loopback`, `virtual`, ...
+    #[serde(default, deserialize_with = "lenient")]
+    pub port_kind: Option<PortKind>,
+    pub mtu: Option<u32>,
+    /// IPoIB: `datagram` or `connected`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub ipoib_mode: Option<IpoibMode>,
+    /// The port's ceiling chain (as probe computes it).
+    #[serde(default, deserialize_with = "lenient")]
+    pub ceiling: Option<Ceiling>,
+    pub numa_node: Option<u32>,
+    pub cpus: usize,
+    pub sockets: SocketLimits,
+    pub shapers: Vec<ShaperFact>,
+    /// Inventory findings about this port, its PCI function, or the host.
+    #[serde(default, deserialize_with = "known_findings")]
+    pub findings: Vec<Finding>,
+}
+
+/// A value this version can read, else None (a newer peer's enum value, a malformed field).
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).ok())
+}
+
+/// The findings this version knows; the others (a newer peer's ids) are left out.
+fn known_findings<'de, D>(d: D) -> Result<Vec<Finding>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let v = Vec::<serde_json::Value>::deserialize(d)?;
+    Ok(v.into_iter()
+        .filter_map(|f| serde_json::from_value(f).ok())
+        .collect())
+}
+
+/// A counter that moved during the tests (interface or InfiniBand error counters).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CounterDelta {
+    pub name: String,
+    pub delta: u64,
+}

@@ -1,0 +1,70 @@
+//! What `linerate probe` finds on a machine, as plain data: ports, InfiniBand devices, netdevs,
+//! PCI functions, host limits, and the values it could not use. `linerate-inventory` reads it
+//! from sysfs and procfs; everything else (the rules, the renderers, setup, mesh, doctor)
+//! takes it from here.
+
+mod cpulist;
+mod host;
+mod ib;
+mod net;
+mod pci;
+mod ports;
+mod problem;
+
+use serde::{Deserialize, Serialize};
+
+pub use cpulist::{cpulist_string, parse_cpulist, parse_hex_u16, parse_hex_u32};
+pub use host::{Host, NumaNode, SocketLimits};
+pub use ib::{Counter, IbDevice, IbPort, IbPortFiles, LinkLayer};
+pub use net::{IpoibInfo, IpoibMode, Netdev, NetdevKind};
+pub use pci::{PciFunction, PcieLinkFiles, PcieSpeedFiles, UpstreamPort};
+pub use ports::{Port, PortKind};
+pub use problem::{Problem, ProblemKind};
+
+/// Everything probe found.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Inventory {
+    pub host: Host,
+    pub ports: Vec<Port>,
+    pub ib_devices: Vec<IbDevice>,
+    pub netdevs: Vec<Netdev>,
+    pub pci: Vec<PciFunction>,
+    pub problems: Vec<Problem>,
+}
+
+impl Inventory {
+    pub fn pci(&self, address: &str) -> Option<&PciFunction> {
+        self.pci.iter().find(|p| p.address == address)
+    }
+
+    pub fn netdev(&self, name: &str) -> Option<&Netdev> {
+        self.netdevs.iter().find(|n| n.name == name)
+    }
+
+    pub fn ib_device(&self, name: &str) -> Option<&IbDevice> {
+        self.ib_devices.iter().find(|d| d.name == name)
+    }
+
+    /// The IB device and port behind a port, if it has one.
+    pub fn ib_port(&self, port: &Port) -> Option<(&IbDevice, &IbPort)> {
+        let dev = self.ib_device(port.device.as_deref()?)?;
+        let n = port.port?;
+        dev.ports.iter().find(|p| p.number == n).map(|p| (dev, p))
+    }
+
+    /// The PCI function behind a port, if it has one.
+    pub fn port_pci(&self, port: &Port) -> Option<&PciFunction> {
+        self.pci(port.pci.as_deref()?)
+    }
+
+    pub fn port_netdev(&self, port: &Port) -> Option<&Netdev> {
+        self.netdev(port.netdev.as_deref()?)
+    }
+
+    /// The port whose netdev is `netdev`.
+    pub fn port_of_netdev(&self, netdev: &str) -> Option<&Port> {
+        self.ports
+            .iter()
+            .find(|p| p.netdev.as_deref() == Some(netdev))
+    }
+}

@@ -1,0 +1,122 @@
+//! The probe document (`linerate probe --json`, `schemas/probe.schema.json`): the host, each
+//! port with its ceiling and the hardware behind it, and the findings. The same document is a
+//! host's `probe` in [`crate::HostFacts`] and each end of doctor's `inventory`. Field names are
+//! a contract.
+
+use linerate_model::Ceiling;
+use serde::{Deserialize, Serialize};
+
+use crate::inventory::{Host, IbPort, Inventory, LinkLayer, Netdev, PciFunction, Port, PortKind};
+use crate::{Analysis, Finding, Tool, SCHEMA_VERSION, TOOL};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeDoc {
+    pub schema_version: u32,
+    pub tool: Tool,
+    /// The root probe read (`/`, or a fixture tree).
+    pub root: String,
+    pub host: Host,
+    pub ports: Vec<PortDoc>,
+    pub findings: Vec<Finding>,
+}
+
+/// One port: probe's port shape, also bench's `local` and `remote` (with the address).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PortDoc {
+    pub name: String,
+    pub kind: PortKind,
+    pub device: Option<String>,
+    pub port: Option<u32>,
+    pub netdev: Option<String>,
+    pub link_layer: LinkLayer,
+    pub ceiling: Ceiling,
+    pub ib: Option<IbDoc>,
+    pub net: Option<Netdev>,
+    pub pci: Option<PciDoc>,
+}
+
+/// The InfiniBand (or RoCE) device and port behind a port.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IbDoc {
+    pub device: String,
+    pub fw_ver: Option<String>,
+    pub board_id: Option<String>,
+    pub hca_type: Option<String>,
+    pub node_guid: Option<String>,
+    #[serde(flatten)]
+    pub port: IbPort,
+}
+
+/// The PCI function behind a port, with its links in words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PciDoc {
+    #[serde(flatten)]
+    pub function: PciFunction,
+    /// `PCIe 3.0 x8`, as negotiated.
+    pub current: Option<String>,
+    pub capable: Option<String>,
+    pub slot: Option<String>,
+}
+
+impl PciDoc {
+    pub fn new(f: &PciFunction) -> Self {
+        Self {
+            function: f.clone(),
+            current: f.link.current().map(|l| l.label()),
+            capable: f.link.max().map(|l| l.label()),
+            slot: f.slot_max().map(|(l, _)| l.label()),
+        }
+    }
+}
+
+impl PortDoc {
+    /// `port` of `inv`, with its ceiling.
+    pub fn new(inv: &Inventory, port: &Port, ceiling: &Ceiling) -> Self {
+        Self {
+            name: port.name.clone(),
+            kind: port.kind,
+            device: port.device.clone(),
+            port: port.port,
+            netdev: port.netdev.clone(),
+            link_layer: port.link_layer,
+            ceiling: ceiling.clone(),
+            ib: inv.ib_port(port).map(|(d, p)| IbDoc {
+                device: d.name.clone(),
+                fw_ver: d.fw_ver.clone(),
+                board_id: d.board_id.clone(),
+                hca_type: d.hca_type.clone(),
+                node_guid: d.node_guid.clone(),
+                port: p.clone(),
+            }),
+            net: inv.port_netdev(port).cloned(),
+            pci: inv.port_pci(port).map(PciDoc::new),
+        }
+    }
+}
+
+impl ProbeDoc {
+    /// The document of `inv` read under `root`, with the `analysis` of its rules.
+    pub fn new(inv: &Inventory, analysis: &Analysis, root: &str) -> Self {
+        Self {
+            schema_version: SCHEMA_VERSION,
+            tool: TOOL,
+            root: root.to_string(),
+            host: inv.host.clone(),
+            ports: inv
+                .ports
+                .iter()
+                .zip(&analysis.ports)
+                .map(|(p, a)| PortDoc::new(inv, p, &a.ceiling))
+                .collect(),
+            findings: analysis.findings.clone(),
+        }
+    }
+
+    /// The port whose netdev (or, failing that, whose name) is `name`.
+    pub fn port(&self, name: &str) -> Option<&PortDoc> {
+        self.ports
+            .iter()
+            .find(|p| p.netdev.as_deref() == Some(name))
+            .or_else(|| self.ports.iter().find(|p| p.name == name))
+    }
+}
