@@ -954,6 +954,7 @@ where
                 memory_bytes: 0,
                 inventory: None,
                 rdma: None,
+                listen_port: None,
             },
         )
         .unwrap();

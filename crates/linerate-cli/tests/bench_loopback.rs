@@ -547,7 +547,7 @@ fn rdma_server_killed_mid_test_keeps_what_was_measured() {
     }
     let mut s = server(&[]);
     let port = s.port.to_string();
-    let child = StdCommand::new(env!("CARGO_BIN_EXE_linerate"))
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_linerate"))
         .args([
             "bench",
             "127.0.0.1",
@@ -558,25 +558,42 @@ fn rdma_server_killed_mid_test_keeps_what_was_measured() {
             "tcp",
             "-t",
             "8",
-            "-J",
+            "--json-stream",
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Kill the server a while after the test started (its RDMA connection is made then),
+    // however long a busy machine takes to set the test up.
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let start = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the start event within 30 s");
+    assert!(start.contains(r#""event":"start""#), "{start}");
+    std::thread::sleep(Duration::from_millis(2000));
     let _ = s.child.kill();
     let _ = s.child.wait();
     let started = Instant::now();
-    let out = child.wait_with_output().unwrap();
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let lines: Vec<String> = rx.try_iter().collect();
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "the client took {:?} to notice",
         started.elapsed()
     );
-    assert_eq!(out.status.code(), Some(2));
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("the partial result as JSON");
-    let t = &doc["tests"][0];
+    assert_eq!(status.code(), Some(2));
+    let end: Value = serde_json::from_str(lines.last().expect("a last line"))
+        .expect("the partial result as JSON");
+    assert_eq!(end["event"], "end", "{end}");
+    let t = &end["result"];
     assert!(t["error"].is_string(), "{t}");
     assert!(t["bytes"].as_u64().unwrap() > 0, "nothing kept: {t}");
 }

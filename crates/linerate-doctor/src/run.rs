@@ -15,9 +15,8 @@ use thiserror::Error;
 
 use crate::plan::{plan, Depth};
 
-// The report is plain data in `linerate-rules` and `describe` a pure function in
-// `linerate-results`, so renderers need not depend on this crate; re-exported under the old paths.
-pub use linerate_results::describe;
+// The report is plain data in `linerate-rules`, so renderers need not depend on this crate;
+// re-exported under the old paths. A test's words are its parameters' (`TestParams::describe`).
 pub use linerate_rules::report::{DoctorReport, Inventories, MemOut, PathFacts};
 
 #[derive(Clone)]
@@ -400,7 +399,7 @@ fn run_plan(
             params.spin_us = Some(c.spin_us);
             c
         });
-        progress(&describe(&params));
+        progress(&params.describe());
         let cfg = client(o, server, params.clone(), None);
         if runs.counters_before.is_none() {
             if let Some(name) = runs.local_if.as_deref() {
@@ -433,7 +432,7 @@ fn run_plan(
                     );
                 }
                 if let Some(e) = &t.error {
-                    runs.errors.push(format!("{}: {e}", describe(&params)));
+                    runs.errors.push(format!("{}: {e}", params.describe()));
                 }
                 progress(&format!("  → {}", short_result(&t)));
                 runs.push(t, cpu);
@@ -454,12 +453,12 @@ fn run_plan(
                     return Err(e.into());
                 }
                 runs.local_if = route_if;
-                runs.errors.push(format!("{}: {e}", describe(&params)));
+                runs.errors.push(format!("{}: {e}", params.describe()));
                 progress(&format!("  → failed: {e}"));
                 break;
             }
             Err(e) => {
-                runs.errors.push(format!("{}: {e}", describe(&params)));
+                runs.errors.push(format!("{}: {e}", params.describe()));
                 progress(&format!("  → failed: {e}"));
             }
         }
@@ -498,7 +497,7 @@ fn discard_twins(
         })
         .collect();
     for params in bound {
-        progress(&describe(&params));
+        progress(&params.describe());
         let (result, cpu) = with_host_cpu(|| {
             linerate_bench::run_client(&client(o, server, params.clone(), None), &mut |_| {})
         });
@@ -506,14 +505,14 @@ fn discard_twins(
             Ok(run) => {
                 let t = linerate_bench::assemble(&run);
                 if let Some(e) = &t.error {
-                    runs.errors.push(format!("{}: {e}", describe(&params)));
+                    runs.errors.push(format!("{}: {e}", params.describe()));
                 }
                 progress(&format!("  → {}", short_result(&t)));
                 runs.push(t, cpu);
             }
             Err(e) => {
                 progress(&format!("  → not run: {e}"));
-                runs.errors.push(format!("{}: {e}", describe(&params)));
+                runs.errors.push(format!("{}: {e}", params.describe()));
             }
         }
     }
@@ -623,7 +622,7 @@ fn rdma_step(
         }),
         ..crate::plan::p(TestKind::Rdma, Direction::Send, 1, secs, 0.0)
     };
-    progress(&describe(&params));
+    progress(&params.describe());
     match linerate_bench::run_client(&client(o, server, params, None), &mut |_| {}) {
         Ok(run) => {
             let t = linerate_bench::assemble(&run);
@@ -1005,7 +1004,7 @@ fn file_copy(
         }),
         ..crate::plan::p(TestKind::FileTransfer, Direction::Send, 1, 120.0, 0.0)
     };
-    progress(&describe(&params));
+    progress(&params.describe());
     let cfg = client(o, server, params, Some(std::sync::Arc::new(src)));
     let r = linerate_bench::run_client(&cfg, &mut |_| {});
     let _ = std::fs::remove_file(&src_path);
