@@ -17,6 +17,9 @@ PACKAGES=(python3 iproute2 util-linux libfabric1 man-db bash-completion systemd 
 # openmpi-bin (mpirun, with libpmix2) and pdsh: the launcher tests of `linerate mesh`
 # (crates/linerate-cluster/tests/pmix.rs, crates/linerate-cli/tests/launchers.rs).
 PACKAGES+=(openmpi-bin pdsh)
+# iperf3: a stock iperf3 client against `linerate serve`, which must answer it at once rather than
+# leave it waiting (crates/linerate-cli/tests/bench_loopback.rs).
+PACKAGES+=(iperf3)
 if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then
     PACKAGES+=(chromium)
 fi

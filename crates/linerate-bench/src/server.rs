@@ -424,7 +424,7 @@ fn handle(sh: &Shared, sock: TcpStream, peer: Option<SocketAddr>) {
     let _ = sock.set_write_timeout(Some(sh.cfg.handshake_timeout));
     match first_bytes(&sock, deadline) {
         Ok(Opening::Linerate) => linerate::handle(sh, sock, &peer_s, &mut slot, deadline),
-        Ok(Opening::Iperf3(cookie)) => no_iperf3(sh, sock, &peer_s, &cookie),
+        Ok(Opening::Iperf3(_cookie)) => no_iperf3(sh, sock, &peer_s),
         Ok(Opening::Unknown(bytes)) => sh.log(&ServerLog::Dropped {
             client: peer_s,
             reason: format!(
@@ -442,25 +442,23 @@ fn handle(sh: &Shared, sock: TcpStream, peer: Option<SocketAddr>) {
 /// iperf3's SERVER_ERROR state byte (-2), followed by two big-endian 32-bit codes: iperf3's
 /// error (`i_errno`) and the system's (`errno`).
 const IPERF3_SERVER_ERROR: u8 = 0xFE;
-/// iperf3's IEUNIMP: its client prints "an option you are trying to set is not implemented
-/// yet"; every release since 3.0 knows it.
-const IPERF3_IEUNIMP: i32 = 13;
+/// iperf3's IEMESSAGE: its client prints "received an unknown control message" (newer releases
+/// add "ensure other side is iperf3 and not iperf"), which says what is wrong: the far end does
+/// not speak iperf3. Every release since 3.0 knows the code.
+const IPERF3_IEMESSAGE: i32 = 110;
 
 /// An iperf3 client on a server that does not speak iperf3: answer at once (an iperf3 client
 /// reads its state bytes without a timeout, so it must never be left waiting), and log that one
 /// came.
-fn no_iperf3(sh: &Shared, mut sock: TcpStream, peer: &str, cookie: &[u8]) {
+fn no_iperf3(sh: &Shared, mut sock: TcpStream, peer: &str) {
     let mut answer = vec![IPERF3_SERVER_ERROR];
-    answer.extend_from_slice(&IPERF3_IEUNIMP.to_be_bytes());
+    answer.extend_from_slice(&IPERF3_IEMESSAGE.to_be_bytes());
     answer.extend_from_slice(&0i32.to_be_bytes());
     let _ = std::io::Write::write_all(&mut sock, &answer);
     let _ = sock.shutdown(Shutdown::Write);
     sh.log(&ServerLog::Refused {
         client: peer.into(),
-        reason: format!(
-            "an iperf3 client (cookie {}): this server speaks linerate's protocol only; it answered iperf3's SERVER_ERROR, which the client prints as \"an option you are trying to set is not implemented yet\"; measure with `linerate bench` instead",
-            String::from_utf8_lossy(&cookie[..IPERF3_COOKIE_SIZE - 1])
-        ),
+        reason: "an iperf3 client: this server speaks linerate's protocol only, and answered with iperf3's SERVER_ERROR (the client prints \"received an unknown control message\"); measure with `linerate bench` instead".into(),
         params: None,
     });
     // The client closes once it has read the answer; wait for that (bounded) so the answer is

@@ -711,7 +711,7 @@ mod tests {
         };
         assert_eq!(
             copy.describe(),
-            "file copy `a.bin` (134 MB) to the server, 1 stream, made durable (fsync)",
+            "file copy to the server, 134 MB",
             "a copy ends with its data: no duration"
         );
     }

@@ -14,6 +14,10 @@ impl Spec for FileTransfer {
         "file_transfer"
     }
 
+    fn result_kinds(&self) -> &'static [&'static str] {
+        &["file_transfer"]
+    }
+
     fn measures(&self) -> Measures {
         Measures::Copy
     }
@@ -108,17 +112,21 @@ impl Spec for FileTransfer {
         }
     }
 
+    /// The size and not the name: doctor's copy has a random one, and the name is in the
+    /// parameters (and bench's user gave it). Short, for doctor's table of tests.
     fn words(&self, p: &TestParams) -> String {
-        let (name, size) = p
-            .file
-            .as_ref()
-            .map_or(("?", 0), |f| (f.name.as_str(), f.size));
+        let f = p.file.as_ref();
         format!(
-            "file copy `{name}` ({}) to the server, {}{}",
-            decimal_bytes(size),
-            streams_words(p.streams),
-            if p.file.as_ref().is_some_and(|f| f.fsync) {
-                ", made durable (fsync)"
+            "file copy to the server, {}{}{}",
+            decimal_bytes(f.map_or(0, |f| f.size)),
+            if p.streams > 1 {
+                format!(", {}", streams_words(p.streams))
+            } else {
+                String::new()
+            },
+            // Durable is the default (its time is shown with the copy's); not durable is said.
+            if f.is_some_and(|f| !f.fsync) {
+                ", not made durable (no fsync)"
             } else {
                 ""
             }

@@ -170,8 +170,11 @@ pub struct Takes {
 /// Everything a pure crate knows about one kind of test. Implemented once per kind, in the
 /// kind's module; no method has a default.
 pub trait Spec: Sync {
-    /// The wire name (`tcp_bw`), also the result's `kind` (RDMA's results name the operation).
+    /// The wire name (`tcp_bw`).
     fn name(&self) -> &'static str;
+    /// The names its results carry in their `kind` (`[name]`; RDMA's name the operation and
+    /// whether it was bandwidth or latency): what the schemas' enums must list.
+    fn result_kinds(&self) -> &'static [&'static str];
     /// What it measures.
     fn measures(&self) -> Measures;
     /// How it ends.
@@ -328,6 +331,29 @@ mod tests {
             assert_eq!(TestKind::from_name(k.as_str()), Some(k));
         }
         assert_eq!(TestKind::from_name("tcp_rr"), None);
+    }
+
+    #[test]
+    fn an_rdma_result_is_named_as_its_kind_says() {
+        use crate::{RdmaOp, RdmaSpec};
+        let names = TestKind::Rdma.spec().result_kinds();
+        for op in [RdmaOp::Write, RdmaOp::Read, RdmaOp::Send] {
+            for latency in [false, true] {
+                let r = RdmaSpec {
+                    op,
+                    latency,
+                    provider: None,
+                    window: 1,
+                    qps: 1,
+                    verify: false,
+                    sweep: false,
+                };
+                assert!(names.contains(&r.kind()), "{}", r.kind());
+            }
+        }
+        for k in TestKind::ALL.into_iter().filter(|k| *k != TestKind::Rdma) {
+            assert_eq!(k.spec().result_kinds(), [k.as_str()], "{k:?}");
+        }
     }
 
     #[test]

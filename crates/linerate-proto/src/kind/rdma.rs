@@ -14,6 +14,17 @@ impl Spec for Rdma {
         "rdma"
     }
 
+    fn result_kinds(&self) -> &'static [&'static str] {
+        &[
+            "rdma_write_bw",
+            "rdma_read_bw",
+            "rdma_send_bw",
+            "rdma_write_lat",
+            "rdma_read_lat",
+            "rdma_send_lat",
+        ]
+    }
+
     fn measures(&self) -> Measures {
         Measures::Rdma
     }

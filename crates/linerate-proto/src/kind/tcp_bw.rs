@@ -13,6 +13,10 @@ impl Spec for TcpBw {
         "tcp_bw"
     }
 
+    fn result_kinds(&self) -> &'static [&'static str] {
+        &["tcp_bw"]
+    }
+
     fn measures(&self) -> Measures {
         Measures::Throughput
     }

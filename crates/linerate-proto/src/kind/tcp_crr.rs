@@ -22,6 +22,10 @@ impl Spec for TcpCrr {
         "tcp_crr"
     }
 
+    fn result_kinds(&self) -> &'static [&'static str] {
+        &["tcp_crr"]
+    }
+
     fn measures(&self) -> Measures {
         Measures::Transactions(Transaction::Connection)
     }

@@ -13,6 +13,10 @@ impl Spec for TcpLat {
         "tcp_lat"
     }
 
+    fn result_kinds(&self) -> &'static [&'static str] {
+        &["tcp_lat"]
+    }
+
     fn measures(&self) -> Measures {
         Measures::Transactions(Transaction::RoundTrip)
     }

@@ -14,6 +14,10 @@ impl Spec for UdpBw {
         "udp_bw"
     }
 
+    fn result_kinds(&self) -> &'static [&'static str] {
+        &["udp_bw"]
+    }
+
     fn measures(&self) -> Measures {
         Measures::Throughput
     }

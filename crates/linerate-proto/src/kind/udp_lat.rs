@@ -14,6 +14,10 @@ impl Spec for UdpLat {
         "udp_lat"
     }
 
+    fn result_kinds(&self) -> &'static [&'static str] {
+        &["udp_lat"]
+    }
+
     fn measures(&self) -> Measures {
         Measures::Transactions(Transaction::RoundTrip)
     }
