@@ -424,6 +424,7 @@ fn handle(sh: &Shared, sock: TcpStream, peer: Option<SocketAddr>) {
     let _ = sock.set_write_timeout(Some(sh.cfg.handshake_timeout));
     match first_bytes(&sock, deadline) {
         Ok(Opening::Linerate) => linerate::handle(sh, sock, &peer_s, &mut slot, deadline),
+        // The iperf3 module, when there is one, takes the cookie here.
         Ok(Opening::Iperf3(_cookie)) => no_iperf3(sh, sock, &peer_s),
         Ok(Opening::Unknown(bytes)) => sh.log(&ServerLog::Dropped {
             client: peer_s,
@@ -461,11 +462,20 @@ fn no_iperf3(sh: &Shared, mut sock: TcpStream, peer: &str) {
         reason: "an iperf3 client: this server speaks linerate's protocol only, and answered with iperf3's SERVER_ERROR (the client prints \"received an unknown control message\"); measure with `linerate bench` instead".into(),
         params: None,
     });
-    // The client closes once it has read the answer; wait for that (bounded) so the answer is
-    // not cut off by a reset.
-    let _ = sock.set_read_timeout(Some(Duration::from_secs(1)));
-    let mut sink = [0u8; 256];
-    while matches!(sock.read(&mut sink), Ok(n) if n > 0) {}
+    // The client closes once it has read the answer; wait for that, so the answer is not cut
+    // off by a reset, for at most a second and 64 KiB: a client that goes on sending is cut.
+    let mut r = Deadline {
+        sock: &sock,
+        at: Instant::now() + Duration::from_secs(1),
+    };
+    let mut sink = [0u8; 4096];
+    let mut taken = 0;
+    while taken < 64 * 1024 {
+        match r.read(&mut sink) {
+            Ok(n) if n > 0 => taken += n,
+            _ => break,
+        }
+    }
 }
 
 /// Releases a test's slot, its memory and its place in the registry when dropped.

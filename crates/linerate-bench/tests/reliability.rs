@@ -580,6 +580,34 @@ fn an_iperf3_client_is_answered_at_once_and_the_server_keeps_serving() {
 }
 
 #[test]
+fn an_iperf3_client_that_keeps_sending_after_its_cookie_is_cut() {
+    let _g = serial();
+    let addr = start_server(ServerConfig {
+        handshake_timeout: Duration::from_secs(6),
+        ..server_config()
+    });
+    let mut s = raw(addr);
+    s.write_all(&iperf3_cookies()[0]).unwrap();
+    // Keep sending (bounded: 400 writes of 4 KiB, each a little apart) until the server cuts it.
+    let t0 = Instant::now();
+    let chunk = [b'x'; 4096];
+    let mut cut = false;
+    for _ in 0..400 {
+        if s.write_all(&chunk).is_err() {
+            cut = true;
+            break;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert!(cut, "still accepting data after {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(4),
+        "cut only after {:?}",
+        t0.elapsed()
+    );
+}
+
+#[test]
 fn first_bytes_of_neither_protocol_are_dropped_at_once_without_an_answer() {
     let _g = serial();
     let cfg = ServerConfig {
