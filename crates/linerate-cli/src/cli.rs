@@ -464,7 +464,7 @@ fn test_kind() -> impl clap::builder::TypedValueParser<Value = linerate_proto::T
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
     use linerate_proto::TestKind;
     let by_test = |k: &TestKind| {
-        let t = k.spec().takes();
+        let t = k.spec().facts().takes;
         !t.file && !t.rdma
     };
     PossibleValuesParser::new(

@@ -322,7 +322,7 @@ impl TestParams {
             interval_ms: defaults::INTERVAL_MS,
             length: 0,
             window: None,
-            bitrate_bps: spec.default_bitrate_bps(),
+            bitrate_bps: spec.facts().default_bitrate_bps,
             congestion: None,
             zerocopy: false,
             spin_us: None,
@@ -354,7 +354,7 @@ impl TestParams {
     /// The test in a few words with its duration, for progress lines and reports
     /// (`TCP send, 1 stream, 4 s`); a test that ends with its data says no duration.
     pub fn describe(&self) -> String {
-        match self.kind.spec().ends_by() {
+        match self.kind.spec().facts().ends_by {
             EndsBy::Time => format!("{}, {} s", self.words(), self.duration_ms as f64 / 1000.0),
             EndsBy::Data => self.words(),
         }
@@ -365,7 +365,7 @@ impl TestParams {
     /// server's. Call before [`Self::validate`]. A latency test's busy-poll is a request too:
     /// the server's echo polls at most `max_spin_us` (the caller compares to say it was capped).
     pub fn fit(&mut self, l: &Limits) {
-        if self.kind.spec().ends_by() == EndsBy::Data {
+        if self.kind.spec().facts().ends_by == EndsBy::Data {
             self.duration_ms = self.duration_ms.min(l.max_duration_ms);
         }
         if let Some(s) = self.spin_us.as_mut() {
@@ -379,7 +379,7 @@ impl TestParams {
     pub fn check_shape(&self) -> Result<(), ShapeError> {
         let spec = self.kind.spec();
         self.shape_timing()?;
-        self.shape_carries(spec.takes())?;
+        self.shape_carries(spec.facts().takes)?;
         spec.check_shape(self)?;
         self.shape_names()
     }
@@ -650,7 +650,8 @@ mod tests {
         for kind in TestKind::ALL {
             let p = TestParams::new(kind, Direction::Send);
             // A file transfer or an RDMA test needs its spec: the defaults do not invent one.
-            let needs_spec = kind.spec().takes().file || kind.spec().takes().rdma;
+            let takes = kind.spec().facts().takes;
+            let needs_spec = takes.file || takes.rdma;
             assert_eq!(p.check_shape().is_ok(), !needs_spec, "{kind:?}");
             assert_eq!(p.streams, 1);
         }

@@ -56,13 +56,13 @@ fn every_schema_lists_every_kind() {
     let results = names(
         TestKind::ALL
             .into_iter()
-            .flat_map(|k| k.spec().result_kinds().iter().copied()),
+            .flat_map(|k| k.spec().facts().result_kinds.iter().copied()),
     );
     // Kinds whose results carry their own name log a `test_ran` line; RDMA logs its own.
     let logged = names(
         TestKind::ALL
             .into_iter()
-            .filter(|k| k.spec().result_kinds() == [k.as_str()])
+            .filter(|k| k.spec().facts().result_kinds == [k.as_str()])
             .map(TestKind::as_str),
     );
     for (schema, expected) in [
@@ -87,7 +87,7 @@ fn the_docs_name_every_kind() {
             "docs/protocol.md does not name `{}`",
             k.as_str()
         );
-        for r in k.spec().result_kinds() {
+        for r in k.spec().facts().result_kinds {
             assert!(
                 bench.contains(&format!("`{r}`")),
                 "docs/bench.md does not name the result kind `{r}`"

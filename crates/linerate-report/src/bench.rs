@@ -187,7 +187,7 @@ pub fn header(p: &TestParams, server: &str) -> String {
     format!(
         "linerate bench → {server}: {}, {}{} s{}",
         p.words(),
-        if p.kind.spec().ends_by() == EndsBy::Data {
+        if p.kind.spec().facts().ends_by == EndsBy::Data {
             "time limit "
         } else {
             ""

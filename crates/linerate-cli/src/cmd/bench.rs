@@ -98,13 +98,13 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
             Direction::Send
         },
         streams: a.parallel,
-        duration_ms: a.time.unwrap_or(spec.default_duration_ms()),
+        duration_ms: a.time.unwrap_or(spec.facts().default_duration_ms),
         omit_ms: a.omit,
         interval_ms: a.interval.unwrap_or(defaults::INTERVAL_MS),
         length: 0,
         // With --rdma, -w is the RDMA window (in its spec), not a socket buffer.
         window: if a.rdma { None } else { a.window },
-        bitrate_bps: a.bitrate.unwrap_or(spec.default_bitrate_bps()),
+        bitrate_bps: a.bitrate.unwrap_or(spec.facts().default_bitrate_bps),
         congestion: a.congestion.clone(),
         zerocopy: a.zerocopy,
         spin_us: Some(a.spin),

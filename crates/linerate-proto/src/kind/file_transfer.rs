@@ -1,7 +1,7 @@
 //! `file_transfer`: disk → network → disk. The client sends a file in contiguous ranges, one per
 //! stream; the server writes it into the directory its operator allowed.
 
-use super::{limit_length, streams_words, EndsBy, Measures, Spec, Takes};
+use super::{limit_length, streams_words, EndsBy, Facts, Measures, Spec, Takes};
 use crate::defaults;
 use crate::params::{
     FileSpec, Limits, Param, Refusal, RefusalKind, ShapeError, TestParams, FILE_BUFFERS,
@@ -9,31 +9,25 @@ use crate::params::{
 
 pub(super) struct FileTransfer;
 
+const FACTS: Facts = Facts {
+    name: "file_transfer",
+    result_kinds: &["file_transfer"],
+    measures: Measures::Copy,
+    ends_by: EndsBy::Data,
+    takes: Takes {
+        file: true,
+        rdma: false,
+        discard: false,
+        no_rcvlowat: false,
+        soak: false,
+    },
+    default_bitrate_bps: defaults::TCP_BITRATE_BPS,
+    default_duration_ms: defaults::FILE_DURATION_MS,
+};
+
 impl Spec for FileTransfer {
-    fn name(&self) -> &'static str {
-        "file_transfer"
-    }
-
-    fn result_kinds(&self) -> &'static [&'static str] {
-        &["file_transfer"]
-    }
-
-    fn measures(&self) -> Measures {
-        Measures::Copy
-    }
-
-    fn ends_by(&self) -> EndsBy {
-        EndsBy::Data
-    }
-
-    fn takes(&self) -> Takes {
-        Takes {
-            file: true,
-            rdma: false,
-            discard: false,
-            no_rcvlowat: false,
-            soak: false,
-        }
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
 
     fn default_length(&self, _: &TestParams) -> u32 {
@@ -42,14 +36,6 @@ impl Spec for FileTransfer {
 
     fn fit_length(&self, length: u32) -> u32 {
         length
-    }
-
-    fn default_bitrate_bps(&self) -> u64 {
-        defaults::TCP_BITRATE_BPS
-    }
-
-    fn default_duration_ms(&self) -> u64 {
-        defaults::FILE_DURATION_MS
     }
 
     fn connections(&self, p: &TestParams) -> u32 {

@@ -1,12 +1,13 @@
-//! The test kinds: one module per kind, each a [`Spec`] that says everything about the kind a
-//! pure crate can say (its name, what it measures, its defaults, its connections and server
-//! memory, its shape and limit checks, its words), registered once in [`TestKind::spec`].
+//! The test kinds: one module per kind, each a table of [`Facts`] and a [`Spec`] that say
+//! everything about the kind a pure crate can say (its name, what it measures, its defaults,
+//! its connections and server memory, its shape and limit checks, its words), registered once
+//! in [`TestKind::spec`].
 //!
 //! What each end *does* (the engines on its data connections, the server's admission, the
 //! assembly of results) is I/O and lives in `linerate-bench`'s `kind` modules, one per kind
 //! again, registered the same way. A new kind is a module here and one there, a variant of
-//! [`TestKind`], and an arm in each registration; the compiler names every method and arm left
-//! (the traits have no default methods and the matches no catch-all).
+//! [`TestKind`], and an arm in each registration; the compiler names every field, method and
+//! arm left (the tables and traits have no defaults, the matches no catch-all).
 
 use serde::{Deserialize, Serialize};
 
@@ -70,7 +71,7 @@ impl TestKind {
 
     /// The wire name (`tcp_bw`).
     pub fn as_str(self) -> &'static str {
-        self.spec().name()
+        self.spec().facts().name
     }
 
     /// The kind of a wire name, if there is one.
@@ -86,7 +87,7 @@ impl TestKind {
 
     /// What one transaction of a transaction test is (None: not a transaction test).
     pub fn transaction(self) -> Option<Transaction> {
-        match self.spec().measures() {
+        match self.spec().facts().measures {
             Measures::Transactions(t) => Some(t),
             Measures::Throughput | Measures::Copy | Measures::Rdma => None,
         }
@@ -167,30 +168,38 @@ pub struct Takes {
     pub soak: bool,
 }
 
-/// Everything a pure crate knows about one kind of test. Implemented once per kind, in the
-/// kind's module; no method has a default.
-pub trait Spec: Sync {
+/// What a kind is, as a table: one per kind, in its module, with every field (no default, so a
+/// new field makes the compiler ask every kind).
+#[derive(Debug)]
+pub struct Facts {
     /// The wire name (`tcp_bw`).
-    fn name(&self) -> &'static str;
+    pub name: &'static str,
     /// The names its results carry in their `kind` (`[name]`; RDMA's name the operation and
     /// whether it was bandwidth or latency): what the schemas' enums must list.
-    fn result_kinds(&self) -> &'static [&'static str];
+    pub result_kinds: &'static [&'static str],
     /// What it measures.
-    fn measures(&self) -> Measures;
+    pub measures: Measures,
     /// How it ends.
-    fn ends_by(&self) -> EndsBy;
+    pub ends_by: EndsBy,
     /// The optional parameters it takes.
-    fn takes(&self) -> Takes;
+    pub takes: Takes,
+    /// The rate per stream when none is given, bit/s (0: as fast as possible).
+    pub default_bitrate_bps: u64,
+    /// The duration when none is given, ms.
+    pub default_duration_ms: u64,
+}
+
+/// Everything a pure crate knows about one kind of test: its table of facts, and what depends on
+/// the parameters. Implemented once per kind, in the kind's module; no method has a default.
+pub trait Spec: Sync {
+    /// The kind's table.
+    fn facts(&self) -> &'static Facts;
     /// The test's length when none is given (`-l`): bytes per write, datagram or message,
     /// chosen from the rest of `p` (streams, direction, the RDMA spec).
     fn default_length(&self, p: &TestParams) -> u32;
     /// The length a request for `length` bytes is sent as: what a message of this kind cannot
     /// be shorter than (a UDP latency request carries its sequence number), else `length`.
     fn fit_length(&self, length: u32) -> u32;
-    /// The rate per stream when none is given, bit/s (0: as fast as possible).
-    fn default_bitrate_bps(&self) -> u64;
-    /// The duration when none is given, ms.
-    fn default_duration_ms(&self) -> u64;
     /// Data connections (streams × directions, queue pairs, ...).
     fn connections(&self, p: &TestParams) -> u32;
     /// Buffer memory the server holds for the test, bytes.
@@ -336,7 +345,7 @@ mod tests {
     #[test]
     fn an_rdma_result_is_named_as_its_kind_says() {
         use crate::{RdmaOp, RdmaSpec};
-        let names = TestKind::Rdma.spec().result_kinds();
+        let names = TestKind::Rdma.spec().facts().result_kinds;
         for op in [RdmaOp::Write, RdmaOp::Read, RdmaOp::Send] {
             for latency in [false, true] {
                 let r = RdmaSpec {
@@ -352,7 +361,7 @@ mod tests {
             }
         }
         for k in TestKind::ALL.into_iter().filter(|k| *k != TestKind::Rdma) {
-            assert_eq!(k.spec().result_kinds(), [k.as_str()], "{k:?}");
+            assert_eq!(k.spec().facts().result_kinds, [k.as_str()], "{k:?}");
         }
     }
 
@@ -364,8 +373,8 @@ mod tests {
             assert!(!s.words(&p).is_empty(), "{k:?}");
             assert!(p.length >= 1, "{k:?}: default length {}", p.length);
             assert_eq!(p.length, s.fit_length(p.length), "{k:?}");
-            assert_eq!(p.bitrate_bps, s.default_bitrate_bps(), "{k:?}");
-            assert!(s.default_duration_ms() > 0, "{k:?}");
+            assert_eq!(p.bitrate_bps, s.facts().default_bitrate_bps, "{k:?}");
+            assert!(s.facts().default_duration_ms > 0, "{k:?}");
             assert!(p.connections() >= 1, "{k:?}");
             assert!(p.server_memory_bytes() > 0, "{k:?}");
         }

@@ -1,6 +1,6 @@
 //! `rdma`: RDMA write, read or send through libfabric, bandwidth or latency (`params.rdma`).
 
-use super::{bytes_iec, EndsBy, Measures, Spec, Takes};
+use super::{bytes_iec, EndsBy, Facts, Measures, Spec, Takes};
 use crate::defaults;
 use crate::params::{
     Limits, Param, RdmaOp, Refusal, RefusalKind, ShapeError, TestParams, RDMA_CTRL_EXTRA,
@@ -9,38 +9,32 @@ use crate::params::{
 
 pub(super) struct Rdma;
 
+const FACTS: Facts = Facts {
+    name: "rdma",
+    result_kinds: &[
+        "rdma_write_bw",
+        "rdma_read_bw",
+        "rdma_send_bw",
+        "rdma_write_lat",
+        "rdma_read_lat",
+        "rdma_send_lat",
+    ],
+    measures: Measures::Rdma,
+    ends_by: EndsBy::Time,
+    takes: Takes {
+        file: false,
+        rdma: true,
+        discard: false,
+        no_rcvlowat: false,
+        soak: false,
+    },
+    default_bitrate_bps: defaults::TCP_BITRATE_BPS,
+    default_duration_ms: defaults::DURATION_MS,
+};
+
 impl Spec for Rdma {
-    fn name(&self) -> &'static str {
-        "rdma"
-    }
-
-    fn result_kinds(&self) -> &'static [&'static str] {
-        &[
-            "rdma_write_bw",
-            "rdma_read_bw",
-            "rdma_send_bw",
-            "rdma_write_lat",
-            "rdma_read_lat",
-            "rdma_send_lat",
-        ]
-    }
-
-    fn measures(&self) -> Measures {
-        Measures::Rdma
-    }
-
-    fn ends_by(&self) -> EndsBy {
-        EndsBy::Time
-    }
-
-    fn takes(&self) -> Takes {
-        Takes {
-            file: false,
-            rdma: true,
-            discard: false,
-            no_rcvlowat: false,
-            soak: false,
-        }
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
 
     fn default_length(&self, p: &TestParams) -> u32 {
@@ -53,14 +47,6 @@ impl Spec for Rdma {
 
     fn fit_length(&self, length: u32) -> u32 {
         length
-    }
-
-    fn default_bitrate_bps(&self) -> u64 {
-        defaults::TCP_BITRATE_BPS
-    }
-
-    fn default_duration_ms(&self) -> u64 {
-        defaults::DURATION_MS
     }
 
     /// One connection per queue pair.

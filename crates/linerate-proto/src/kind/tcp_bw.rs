@@ -1,38 +1,33 @@
 //! `tcp_bw`: TCP bulk transfer, one connection per stream and direction.
 
 use super::{
-    direction_words, limit_length, streams_each_way, streams_words, EndsBy, Measures, Spec, Takes,
+    direction_words, limit_length, streams_each_way, streams_words, EndsBy, Facts, Measures, Spec,
+    Takes,
 };
 use crate::params::{Limits, Refusal, ShapeError, TestParams};
 use crate::{defaults, Direction};
 
 pub(super) struct TcpBw;
 
+const FACTS: Facts = Facts {
+    name: "tcp_bw",
+    result_kinds: &["tcp_bw"],
+    measures: Measures::Throughput,
+    ends_by: EndsBy::Time,
+    takes: Takes {
+        file: false,
+        rdma: false,
+        discard: true,
+        no_rcvlowat: true,
+        soak: true,
+    },
+    default_bitrate_bps: defaults::TCP_BITRATE_BPS,
+    default_duration_ms: defaults::DURATION_MS,
+};
+
 impl Spec for TcpBw {
-    fn name(&self) -> &'static str {
-        "tcp_bw"
-    }
-
-    fn result_kinds(&self) -> &'static [&'static str] {
-        &["tcp_bw"]
-    }
-
-    fn measures(&self) -> Measures {
-        Measures::Throughput
-    }
-
-    fn ends_by(&self) -> EndsBy {
-        EndsBy::Time
-    }
-
-    fn takes(&self) -> Takes {
-        Takes {
-            file: false,
-            rdma: false,
-            discard: true,
-            no_rcvlowat: true,
-            soak: true,
-        }
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
 
     fn default_length(&self, p: &TestParams) -> u32 {
@@ -41,14 +36,6 @@ impl Spec for TcpBw {
 
     fn fit_length(&self, length: u32) -> u32 {
         length
-    }
-
-    fn default_bitrate_bps(&self) -> u64 {
-        defaults::TCP_BITRATE_BPS
-    }
-
-    fn default_duration_ms(&self) -> u64 {
-        defaults::DURATION_MS
     }
 
     fn connections(&self, p: &TestParams) -> u32 {

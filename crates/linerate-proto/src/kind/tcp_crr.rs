@@ -9,7 +9,7 @@
 //! server (whose port is fixed) and the client's ephemeral ports come free at once.
 
 use super::{
-    bytes_iec, from_the_client, limit_length, streams_words, EndsBy, Measures, Spec, Takes,
+    bytes_iec, from_the_client, limit_length, streams_words, EndsBy, Facts, Measures, Spec, Takes,
     Transaction,
 };
 use crate::defaults;
@@ -17,31 +17,25 @@ use crate::params::{Limits, Refusal, ShapeError, TestParams};
 
 pub(super) struct TcpCrr;
 
+const FACTS: Facts = Facts {
+    name: "tcp_crr",
+    result_kinds: &["tcp_crr"],
+    measures: Measures::Transactions(Transaction::Connection),
+    ends_by: EndsBy::Time,
+    takes: Takes {
+        file: false,
+        rdma: false,
+        discard: false,
+        no_rcvlowat: false,
+        soak: false,
+    },
+    default_bitrate_bps: defaults::TCP_BITRATE_BPS,
+    default_duration_ms: defaults::DURATION_MS,
+};
+
 impl Spec for TcpCrr {
-    fn name(&self) -> &'static str {
-        "tcp_crr"
-    }
-
-    fn result_kinds(&self) -> &'static [&'static str] {
-        &["tcp_crr"]
-    }
-
-    fn measures(&self) -> Measures {
-        Measures::Transactions(Transaction::Connection)
-    }
-
-    fn ends_by(&self) -> EndsBy {
-        EndsBy::Time
-    }
-
-    fn takes(&self) -> Takes {
-        Takes {
-            file: false,
-            rdma: false,
-            discard: false,
-            no_rcvlowat: false,
-            soak: false,
-        }
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
 
     /// netperf's TCP_CRR default: a 1-byte request and a 1-byte response.
@@ -51,14 +45,6 @@ impl Spec for TcpCrr {
 
     fn fit_length(&self, length: u32) -> u32 {
         length
-    }
-
-    fn default_bitrate_bps(&self) -> u64 {
-        defaults::TCP_BITRATE_BPS
-    }
-
-    fn default_duration_ms(&self) -> u64 {
-        defaults::DURATION_MS
     }
 
     /// One connecting loop per stream on the client, one accepting thread per stream on the

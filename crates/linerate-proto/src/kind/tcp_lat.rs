@@ -1,38 +1,32 @@
 //! `tcp_lat`: request/response round trips on one TCP connection.
 
 use super::{
-    bytes_iec, limit_length, one_client_stream, EndsBy, Measures, Spec, Takes, Transaction,
+    bytes_iec, limit_length, one_client_stream, EndsBy, Facts, Measures, Spec, Takes, Transaction,
 };
 use crate::defaults;
 use crate::params::{Limits, Refusal, ShapeError, TestParams};
 
 pub(super) struct TcpLat;
 
+const FACTS: Facts = Facts {
+    name: "tcp_lat",
+    result_kinds: &["tcp_lat"],
+    measures: Measures::Transactions(Transaction::RoundTrip),
+    ends_by: EndsBy::Time,
+    takes: Takes {
+        file: false,
+        rdma: false,
+        discard: false,
+        no_rcvlowat: false,
+        soak: false,
+    },
+    default_bitrate_bps: defaults::TCP_BITRATE_BPS,
+    default_duration_ms: defaults::DURATION_MS,
+};
+
 impl Spec for TcpLat {
-    fn name(&self) -> &'static str {
-        "tcp_lat"
-    }
-
-    fn result_kinds(&self) -> &'static [&'static str] {
-        &["tcp_lat"]
-    }
-
-    fn measures(&self) -> Measures {
-        Measures::Transactions(Transaction::RoundTrip)
-    }
-
-    fn ends_by(&self) -> EndsBy {
-        EndsBy::Time
-    }
-
-    fn takes(&self) -> Takes {
-        Takes {
-            file: false,
-            rdma: false,
-            discard: false,
-            no_rcvlowat: false,
-            soak: false,
-        }
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
 
     fn default_length(&self, _: &TestParams) -> u32 {
@@ -41,14 +35,6 @@ impl Spec for TcpLat {
 
     fn fit_length(&self, length: u32) -> u32 {
         length
-    }
-
-    fn default_bitrate_bps(&self) -> u64 {
-        defaults::TCP_BITRATE_BPS
-    }
-
-    fn default_duration_ms(&self) -> u64 {
-        defaults::DURATION_MS
     }
 
     fn connections(&self, _: &TestParams) -> u32 {

@@ -1,39 +1,33 @@
 //! `udp_bw`: UDP at a paced rate per stream; the receiver counts loss, order and jitter.
 
 use super::{
-    direction_words, limit_length, streams_each_way, streams_words, udp_length, EndsBy, Measures,
-    Spec, Takes,
+    direction_words, limit_length, streams_each_way, streams_words, udp_length, EndsBy, Facts,
+    Measures, Spec, Takes,
 };
 use crate::defaults;
 use crate::params::{Limits, Refusal, RefusalKind, ShapeError, TestParams};
 
 pub(super) struct UdpBw;
 
+const FACTS: Facts = Facts {
+    name: "udp_bw",
+    result_kinds: &["udp_bw"],
+    measures: Measures::Throughput,
+    ends_by: EndsBy::Time,
+    takes: Takes {
+        file: false,
+        rdma: false,
+        discard: false,
+        no_rcvlowat: false,
+        soak: false,
+    },
+    default_bitrate_bps: defaults::UDP_BITRATE_BPS,
+    default_duration_ms: defaults::DURATION_MS,
+};
+
 impl Spec for UdpBw {
-    fn name(&self) -> &'static str {
-        "udp_bw"
-    }
-
-    fn result_kinds(&self) -> &'static [&'static str] {
-        &["udp_bw"]
-    }
-
-    fn measures(&self) -> Measures {
-        Measures::Throughput
-    }
-
-    fn ends_by(&self) -> EndsBy {
-        EndsBy::Time
-    }
-
-    fn takes(&self) -> Takes {
-        Takes {
-            file: false,
-            rdma: false,
-            discard: false,
-            no_rcvlowat: false,
-            soak: false,
-        }
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
 
     fn default_length(&self, _: &TestParams) -> u32 {
@@ -42,14 +36,6 @@ impl Spec for UdpBw {
 
     fn fit_length(&self, length: u32) -> u32 {
         length
-    }
-
-    fn default_bitrate_bps(&self) -> u64 {
-        defaults::UDP_BITRATE_BPS
-    }
-
-    fn default_duration_ms(&self) -> u64 {
-        defaults::DURATION_MS
     }
 
     fn connections(&self, p: &TestParams) -> u32 {

@@ -1,7 +1,7 @@
 //! `udp_lat`: request/response round trips over UDP; a request unanswered in 200 ms is lost.
 
 use super::{
-    bytes_iec, limit_length, one_client_stream, udp_length, EndsBy, Measures, Spec, Takes,
+    bytes_iec, limit_length, one_client_stream, udp_length, EndsBy, Facts, Measures, Spec, Takes,
     Transaction,
 };
 use crate::defaults;
@@ -9,31 +9,25 @@ use crate::params::{Limits, Refusal, ShapeError, TestParams};
 
 pub(super) struct UdpLat;
 
+const FACTS: Facts = Facts {
+    name: "udp_lat",
+    result_kinds: &["udp_lat"],
+    measures: Measures::Transactions(Transaction::RoundTrip),
+    ends_by: EndsBy::Time,
+    takes: Takes {
+        file: false,
+        rdma: false,
+        discard: false,
+        no_rcvlowat: false,
+        soak: false,
+    },
+    default_bitrate_bps: defaults::TCP_BITRATE_BPS,
+    default_duration_ms: defaults::DURATION_MS,
+};
+
 impl Spec for UdpLat {
-    fn name(&self) -> &'static str {
-        "udp_lat"
-    }
-
-    fn result_kinds(&self) -> &'static [&'static str] {
-        &["udp_lat"]
-    }
-
-    fn measures(&self) -> Measures {
-        Measures::Transactions(Transaction::RoundTrip)
-    }
-
-    fn ends_by(&self) -> EndsBy {
-        EndsBy::Time
-    }
-
-    fn takes(&self) -> Takes {
-        Takes {
-            file: false,
-            rdma: false,
-            discard: false,
-            no_rcvlowat: false,
-            soak: false,
-        }
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
 
     fn default_length(&self, _: &TestParams) -> u32 {
@@ -43,14 +37,6 @@ impl Spec for UdpLat {
     /// A request carries its sequence number: shorter ones are sent as that many bytes.
     fn fit_length(&self, length: u32) -> u32 {
         length.max(defaults::UDP_LAT_MIN_LENGTH)
-    }
-
-    fn default_bitrate_bps(&self) -> u64 {
-        defaults::TCP_BITRATE_BPS
-    }
-
-    fn default_duration_ms(&self) -> u64 {
-        defaults::DURATION_MS
     }
 
     fn connections(&self, _: &TestParams) -> u32 {
