@@ -19,7 +19,8 @@ PACKAGES=(python3 iproute2 util-linux libfabric1 man-db bash-completion systemd 
 PACKAGES+=(openmpi-bin pdsh)
 # openssh-server (sshd, started by the test itself on 127.0.0.1 with its own keys) and
 # openssh-client (ssh, ssh-keygen): the `--ssh` tests (crates/linerate-cli/tests/ssh_far_end.rs,
-# crates/linerate-ssh/tests/iperf3_over_ssh.rs); iperf3: the latter's far end and stock client.
+# crates/linerate-ssh/tests/iperf3_over_ssh.rs); iperf3: the latter's far end and stock client,
+# and a stock iperf3 client against `linerate serve` (crates/linerate-cli/tests/bench_loopback.rs).
 PACKAGES+=(openssh-server openssh-client iperf3)
 if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then
     PACKAGES+=(chromium)

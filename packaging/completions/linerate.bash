@@ -236,7 +236,7 @@ _linerate() {
                     return 0
                     ;;
                 --test)
-                    COMPREPLY=($(compgen -W "tcp-bw udp-bw tcp-lat udp-lat" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "tcp-bw udp-bw tcp-lat udp-lat tcp-crr" -- "${cur}"))
                     return 0
                     ;;
                 --psk-file)

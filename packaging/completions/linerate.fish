@@ -143,7 +143,8 @@ complete -c linerate -n "__fish_linerate_using_subcommand bench" -l spin -d 'Lat
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l test -d 'The test to run' -r -f -a "tcp-bw\t''
 udp-bw\t''
 tcp-lat\t''
-udp-lat\t''"
+udp-lat\t''
+tcp-crr\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l psk-file -d 'Pre-shared key file, when the server requires one' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l connect-timeout -d 'Seconds to wait for the server to answer the connection (a firewall that drops the port shows as this time-out)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l file -d 'Copy this file to the server\'s write directory (`serve --write-dir`): disk → network → disk, with the time of each layer, to tell which one held the copy back' -r -F

@@ -1,18 +1,18 @@
-//! Both sides' measurements → one test result (the `bench --json` shape).
+//! Both sides' measurements → one test result (the `bench --json` shape): the pieces each
+//! kind's `assemble` (`crate::kind`) puts together.
 
 use linerate_proto::{
-    Direction, IntervalSample, LatencyStats, SideResults, StreamResult, TestKind, TestParams,
+    Direction, IntervalSample, LatencyStats, SideResults, StreamResult, TestParams,
 };
 use linerate_results::{
-    DirStats, Endpoint, FileTransferOut, IntervalOut, LatencyMode, Layer, RdmaOut, StreamOut,
-    TcpLimitedOut, TestResult,
+    DirStats, Endpoint, FileTransferOut, IntervalOut, Layer, RdmaOut, StreamOut, TcpLimitedOut,
+    TestResult,
 };
 use linerate_stats::LatencyUs;
 
 use linerate_units::{gbps, r1, r3};
 
-use crate::client::ClientRun;
-use crate::side::sends;
+use crate::outcome::ClientRun;
 
 /// Bytes of headers per TCP segment on an Ethernet wire as a shaper counts them
 /// (Ethernet 14, IPv4 20, TCP 20, timestamps 12); IPv6 adds 20.
@@ -159,13 +159,33 @@ fn intervals_for(samples: &[IntervalSample], ids: &[u32]) -> Vec<IntervalOut> {
         .collect()
 }
 
-fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
+/// Which transport figures a throughput test's senders and receivers report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportStats {
+    /// TCP_INFO of the senders: retransmits (per interval too), RTT, window, segments.
+    Tcp,
+    /// Datagrams: sent, lost, out of order, jitter.
+    Udp,
+    /// Neither (a file copy: its layers say more).
+    None,
+}
+
+/// The seconds a throughput test's CPU time is spread over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuSpan {
+    /// The test's duration: stream threads run for all of it, warm-up included.
+    Duration,
+    /// The longest stream: a test that ends with its data (a copy) ends before its time limit.
+    LongestStream,
+}
+
+fn dir_stats(run: &ClientRun, dir: Direction, stats: TransportStats, span: CpuSpan) -> DirStats {
     let p = &run.params;
     let sender_is_client = dir == Direction::Send;
     let ids = stream_ids(p, sender_is_client);
     let snd = side_of(run, sender_is_client);
     let rcv = side_of(run, !sender_is_client);
-    let duration = cpu_duration(p, snd, rcv);
+    let duration = cpu_duration(p, span, snd, rcv);
     let ss = streams_of(snd, &ids);
     let rs = streams_of(rcv, &ids);
     let sent: u64 = ssum(ss.iter().map(|s| s.bytes_sent));
@@ -200,11 +220,10 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
         receiver,
         ..DirStats::new(dir)
     };
-    if p.kind == TestKind::TcpBw {
-        tcp_stats(&mut out, p, &ss, sent, head, v6);
-    }
-    if p.kind == TestKind::UdpBw {
-        udp_stats(&mut out, &ss, &rs, (recv, recv_secs), v6);
+    match stats {
+        TransportStats::Tcp => tcp_stats(&mut out, p, &ss, sent, head, v6),
+        TransportStats::Udp => udp_stats(&mut out, &ss, &rs, (recv, recv_secs), v6),
+        TransportStats::None => {}
     }
     let rcv_samples: &[IntervalSample] = if !have_rcv {
         snd.map_or(&[], |s| s.intervals.as_slice())
@@ -215,7 +234,7 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
     };
     out.intervals = intervals_for(rcv_samples, &ids);
     // Retransmits happen at the sender: take them from the sender's samples of the same interval.
-    if p.kind == TestKind::TcpBw {
+    if stats == TransportStats::Tcp {
         let snd_samples: &[IntervalSample] = snd.map_or(&[], |s| s.intervals.as_slice());
         for (k, i) in out.intervals.iter_mut().enumerate() {
             i.retransmits = snd_samples.get(k).and_then(|s| s.retransmits);
@@ -237,24 +256,26 @@ fn dir_stats(run: &ClientRun, dir: Direction) -> DirStats {
 fn stream_ids(p: &TestParams, sender_is_client: bool) -> Vec<u32> {
     (0..p.connections())
         .filter(|i| {
-            sends(p, *i, sender_is_client)
+            p.sends_on(*i, sender_is_client)
                 && (p.direction != Direction::Bidir || (*i < p.streams) == sender_is_client)
         })
         .collect()
 }
 
 /// The seconds CPU time is spread over.
-fn cpu_duration(p: &TestParams, snd: Option<&SideResults>, rcv: Option<&SideResults>) -> f64 {
-    // Stream threads run for the whole test, warm-up included: CPU is over the whole duration
-    // (a file transfer's duration is a time limit: its streams end when the file is sent).
-    if p.kind == TestKind::FileTransfer {
-        [snd, rcv]
+fn cpu_duration(
+    p: &TestParams,
+    span: CpuSpan,
+    snd: Option<&SideResults>,
+    rcv: Option<&SideResults>,
+) -> f64 {
+    match span {
+        CpuSpan::Duration => p.duration_ms as f64 / 1000.0,
+        CpuSpan::LongestStream => [snd, rcv]
             .into_iter()
             .flatten()
             .flat_map(|s| s.streams.iter().map(|x| x.seconds))
-            .fold(0.0_f64, f64::max)
-    } else {
-        p.duration_ms as f64 / 1000.0
+            .fold(0.0_f64, f64::max),
     }
 }
 
@@ -401,7 +422,8 @@ fn latency_us(l: &LatencyStats) -> LatencyUs {
     .rounded()
 }
 
-fn rdma_result(
+/// An RDMA test: the rate per message size or the latency, both ends' CPU, verification.
+pub fn rdma(
     t: &mut TestResult,
     spec: &linerate_proto::RdmaSpec,
     rr: &crate::rdma::RdmaRun,
@@ -489,54 +511,9 @@ fn rdma_result(
     }
 }
 
-/// Assemble the result of a finished (or interrupted) run.
-pub fn assemble(run: &ClientRun) -> TestResult {
-    let p = &run.params;
-    let mut t = TestResult {
-        server: run.server.to_string(),
-        local: run
-            .local_inventory
-            .as_ref()
-            .map(linerate_facts::HostFacts::interface_view),
-        remote: run
-            .remote_inventory
-            .as_ref()
-            .map(linerate_facts::HostFacts::interface_view),
-        error: run.error.clone(),
-        ..TestResult::new(p.clone())
-    };
-    if let (Some(spec), Some(rr)) = (p.rdma.as_ref(), run.rdma.as_ref()) {
-        rdma_result(&mut t, spec, rr, run);
-    } else if p.kind.is_latency() {
-        latency_result(&mut t, run);
-    } else {
-        bandwidth_result(&mut t, run);
-    }
-    t
-}
-
-/// How a latency test waited, from both sides' reports (bench's reason; doctor gives its own).
-fn latency_mode(run: &ClientRun) -> LatencyMode {
-    let p = &run.params;
-    if p.kind == TestKind::UdpLat {
-        return LatencyMode::new(
-            0,
-            Some(0),
-            "UDP round trips always block (--spin applies to TCP)".into(),
-        );
-    }
-    let client = run.local.spin_us.or(p.spin_us).unwrap_or(0);
-    let server = run.remote.as_ref().and_then(|r| r.spin_us);
-    let reason = if client > 0 {
-        format!("--spin {client}: both ends poll up to {client} µs per wait before blocking")
-    } else {
-        "bench's default: both ends block (--spin US busy-polls)".into()
-    };
-    LatencyMode::new(client, server, reason)
-}
-
-/// A latency test: round-trip statistics, transactions per interval, each side's CPU.
-fn latency_result(t: &mut TestResult, run: &ClientRun) {
+/// A transaction test (latency, connection rate): the client's latency statistics and
+/// histogram, transactions per second and per interval, each side's CPU.
+pub fn transactions(t: &mut TestResult, run: &ClientRun) {
     let p = &run.params;
     if let Some(l) = &run.local.latency {
         t.latency_us = Some(latency_us(l));
@@ -547,10 +524,8 @@ fn latency_result(t: &mut TestResult, run: &ClientRun) {
             .map_or(p.duration_ms as f64 / 1000.0, |s| s.seconds)
             .max(1e-9);
         t.transactions_per_s = Some((l.transactions as f64 / secs).round());
-        t.lost_transactions = (p.kind == TestKind::UdpLat).then_some(l.lost);
     }
     t.latency_histogram = run.rtt.as_ref().map(linerate_engine::lat::Rtt::buckets);
-    t.latency_mode = Some(latency_mode(run));
     t.intervals = run
         .local
         .intervals
@@ -585,15 +560,16 @@ fn latency_result(t: &mut TestResult, run: &ClientRun) {
     });
 }
 
-/// A bandwidth test (or file copy): each direction's figures and their totals.
-fn bandwidth_result(t: &mut TestResult, run: &ClientRun) {
+/// A throughput test (or the network side of a file copy): each direction's figures and
+/// their totals.
+pub fn throughput(t: &mut TestResult, run: &ClientRun, stats: TransportStats, span: CpuSpan) {
     let p = &run.params;
     let dirs: Vec<DirStats> = match p.direction {
         Direction::Bidir => vec![
-            dir_stats(run, Direction::Send),
-            dir_stats(run, Direction::Receive),
+            dir_stats(run, Direction::Send, stats, span),
+            dir_stats(run, Direction::Receive, stats, span),
         ],
-        d => vec![dir_stats(run, d)],
+        d => vec![dir_stats(run, d, stats, span)],
     };
     // The totals: one direction's own figures, or both directions merged (`+=`).
     let mut total = dirs[0].clone();
@@ -603,13 +579,6 @@ fn bandwidth_result(t: &mut TestResult, run: &ClientRun) {
     set_totals(t, total);
     if dirs.len() > 1 {
         t.directions = dirs;
-    }
-    if p.kind == TestKind::FileTransfer {
-        t.file = file_transfer(p, &run.local, run.remote.as_ref());
-        if let Some(f) = &t.file {
-            // The headline of a copy is the rate it reached the disk at, not the wire's.
-            t.gbps = f.end_to_end_gbps;
-        }
     }
 }
 

@@ -1,105 +1,45 @@
 //! `linerate serve`: many clients and tests at once, each bounded in memory and time.
+//!
+//! This module is what every wire protocol shares: the accept loop and its shedding, the
+//! handshake slots and deadline, the test slots and memory accounting, the registry of tests
+//! waiting for their data connections, the served count, the log, and running a side with a
+//! watcher on its control connection. A connection's protocol is told apart by its first bytes
+//! ([`Opening`]): linerate's control protocol is the module [`linerate`]; a client of another
+//! protocol is one more arm of [`handle`] and one more module.
 
 use std::collections::HashMap;
-use std::net::{
-    IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket,
-};
+use std::io::Read;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use linerate_engine::meter::Stop;
-use linerate_engine::udp;
-use linerate_proto::{
-    defaults, random_hex, read_msg, write_msg, FrameError, Limits, Msg, Psk, RefusalKind,
-    SideResults, TestKind, TestParams, MAGIC, MAX_CONTROL_FRAME, PROTOCOL_VERSION,
-};
+use linerate_engine::meter::{Sink, Stop};
+use linerate_proto::{random_hex, FrameError, TestParams, PROTOCOL_VERSION};
 
-use crate::serverlog::{FileLog, Outcome, RdmaRan, ServerLog, TestLog, TestRan};
+pub use crate::serverconfig::ServerConfig;
+use crate::serverlog::ServerLog;
 use crate::shutdown::ShutdownTrigger;
-use crate::side::{self, Conn, SidePlan};
-use crate::writedir::NewFile;
+use crate::side::{self, SidePlan, Wired};
 
-/// Operator settings.
-#[derive(Clone)]
-pub struct ServerConfig {
-    pub bind: SocketAddr,
-    pub limits: Limits,
-    pub psk: Option<Psk>,
-    /// Time a new connection has to complete its handshake (and a test to get its data connections).
-    pub handshake_timeout: Duration,
-    /// Most connections in the handshake phase at once; more are closed at once.
-    pub max_pending: u32,
-    /// Total buffer memory all running tests may hold.
-    pub max_memory_bytes: u64,
-    /// Stop after this many tests (for scripts and tests); None = forever.
-    pub max_served: Option<u64>,
-    /// How to describe the interface a test runs on (sent to the client).
-    pub inventory: Option<crate::InventoryFn>,
-    /// Write one JSON log line per event on stdout.
-    pub log: bool,
-    /// The only directory file transfers may write into (`--write-dir`); None refuses them.
-    pub write_dir: Option<Arc<crate::writedir::WriteDir>>,
-    /// How this host samples its port counters during a soak (under `serve --root`); None
-    /// refuses soaks.
-    pub soak: Option<crate::SoakSamplerFn>,
-    /// Ends the server early when triggered (a temporary far end's stdin closed, a signal).
-    pub shutdown: Option<ShutdownTrigger>,
-    /// A hard deadline from the start of `serve_on` (`serve --exit-after`): the server ends then,
-    /// tests running or not.
-    pub exit_after: Option<Duration>,
-}
+mod linerate;
 
-impl std::fmt::Debug for ServerConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerConfig")
-            .field("bind", &self.bind)
-            .field("limits", &self.limits)
-            .field("auth", &self.psk.is_some())
-            .field("handshake_timeout", &self.handshake_timeout)
-            .field("max_pending", &self.max_pending)
-            .field("max_memory_bytes", &self.max_memory_bytes)
-            .field("write_dir", &self.write_dir.as_ref().map(|w| w.path()))
-            .field("soak", &self.soak.is_some())
-            .field("shutdown", &self.shutdown)
-            .field("exit_after", &self.exit_after)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        Self {
-            bind: SocketAddr::from(([0, 0, 0, 0], defaults::PORT)),
-            limits: Limits::default(),
-            psk: None,
-            handshake_timeout: defaults::HANDSHAKE_TIMEOUT,
-            max_pending: defaults::MAX_PENDING,
-            max_memory_bytes: defaults::MAX_MEMORY_BYTES,
-            max_served: None,
-            inventory: None,
-            log: true,
-            write_dir: None,
-            soak: None,
-            shutdown: None,
-            exit_after: None,
-        }
-    }
-}
-
-type DataConn = (u32, TcpStream);
+/// A data connection as it arrives: the stream index it says it is (or its order of arrival,
+/// for a protocol whose data connections carry none), and the socket.
+pub(crate) type DataConn = (u32, TcpStream);
 
 /// Reads that share one deadline: a client dripping a byte at a time cannot
 /// stretch its handshake past `--handshake-timeout`.
-struct Deadline<'a> {
-    sock: &'a TcpStream,
-    at: Instant,
+pub(crate) struct Deadline<'a> {
+    pub sock: &'a TcpStream,
+    pub at: Instant,
 }
 
-impl std::io::Read for Deadline<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+impl Deadline<'_> {
+    /// The time left, or a timeout error when there is none.
+    fn left(&self) -> std::io::Result<Duration> {
         let left = self.at.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(std::io::Error::new(
@@ -107,17 +47,35 @@ impl std::io::Read for Deadline<'_> {
                 "handshake deadline passed",
             ));
         }
-        self.sock.set_read_timeout(Some(left))?;
+        Ok(left)
+    }
+
+    /// Look at the first byte without taking it.
+    fn peek_one(&self) -> std::io::Result<Option<u8>> {
+        self.sock.set_read_timeout(Some(self.left()?))?;
+        let mut b = [0u8; 1];
+        loop {
+            match self.sock.peek(&mut b) {
+                Ok(0) => return Ok(None),
+                Ok(_) => return Ok(Some(b[0])),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl std::io::Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.sock.set_read_timeout(Some(self.left()?))?;
         std::io::Read::read(&mut self.sock, buf)
     }
 }
 
-fn read_by(sock: &TcpStream, at: Instant) -> Result<Msg, FrameError> {
-    read_msg(&mut Deadline { sock, at }, MAX_CONTROL_FRAME)
-}
-
-struct Shared {
-    cfg: ServerConfig,
+/// The state every connection and test of one server shares.
+pub(crate) struct Shared {
+    pub cfg: ServerConfig,
+    /// Tests waiting for their data connections, by cookie.
     pending: Mutex<HashMap<String, SyncSender<DataConn>>>,
     handshaking: AtomicU32,
     tests: AtomicU32,
@@ -132,7 +90,7 @@ impl Shared {
     /// Count a test that ran; past `max_served`, wake the accept loop (blocked in `accept`)
     /// with a connection of our own, so `serve --once` ends when its test does rather than at
     /// the next client.
-    fn served_one(&self) {
+    pub fn served_one(&self) {
         let n = self.served.fetch_add(1, Ordering::SeqCst) + 1;
         if self.cfg.max_served.is_some_and(|max| n >= max) {
             if let Some(addr) = self.wake {
@@ -141,10 +99,65 @@ impl Shared {
         }
     }
 
-    fn log(&self, event: &ServerLog) {
+    pub fn log(&self, event: &ServerLog) {
         if self.cfg.log {
             event.print();
         }
+    }
+
+    /// The id of a test the server accepts.
+    pub fn next_test_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Reserve a test slot and `memory` bytes of buffers, against `--max-tests` and
+    /// `--max-memory`; the reason names the limit when the server is busy.
+    pub fn reserve(&self, memory: u64) -> Result<TestSlot<'_>, String> {
+        // Reserve atomically enough: check after the increment.
+        let running = self.tests.fetch_add(1, Ordering::SeqCst) + 1;
+        let used = self.memory.fetch_add(memory, Ordering::SeqCst) + memory;
+        let slot = TestSlot {
+            sh: self,
+            memory,
+            cookie: None,
+        };
+        let limit = self.cfg.limits.max_tests;
+        if running > limit {
+            return Err(format!("server busy: {} tests running, the limit is {limit} (serve --max-tests); try again shortly", running - 1));
+        }
+        let max = self.cfg.max_memory_bytes;
+        if used > max {
+            return Err(format!("server busy: this test needs {memory} bytes of buffers and only {} of {max} are free (serve --max-memory)", max.saturating_sub(used - memory)));
+        }
+        Ok(slot)
+    }
+
+    /// Hand a data connection to the test waiting for `cookie`; the socket back when no test
+    /// waits for it.
+    pub fn deliver(&self, cookie: &str, stream: u32, sock: TcpStream) -> Result<(), TcpStream> {
+        let tx = self
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(cookie)
+            .cloned();
+        match tx {
+            Some(tx) => {
+                let _ = tx.try_send((stream, sock));
+                Ok(())
+            }
+            None => Err(sock),
+        }
+    }
+
+    /// This host's inventory for the interface holding `ip`. Not cached: shapers, MTU and
+    /// counters change between tests.
+    pub fn inventory(&self, ip: IpAddr) -> Option<Box<linerate_facts::HostFacts>> {
+        self.cfg
+            .inventory
+            .as_ref()
+            .and_then(|f| f(ip))
+            .map(Box::new)
     }
 }
 
@@ -158,7 +171,6 @@ fn wake_address(addr: SocketAddr) -> SocketAddr {
     };
     SocketAddr::new(ip, addr.port())
 }
-
 /// Bind and serve until `max_served` tests have run (forever by default).
 pub fn serve(cfg: ServerConfig) -> std::io::Result<()> {
     let listener = TcpListener::bind(cfg.bind).map_err(|e| {
@@ -278,10 +290,10 @@ pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()
 }
 
 /// Releases the handshake slot once, when the connection leaves the handshake phase.
-struct HandshakeSlot<'a>(&'a Shared, bool);
+pub(crate) struct HandshakeSlot<'a>(&'a Shared, bool);
 
 impl HandshakeSlot<'_> {
-    fn release(&mut self) {
+    pub fn release(&mut self) {
         if !self.1 {
             self.1 = true;
             self.0.handshaking.fetch_sub(1, Ordering::SeqCst);
@@ -295,738 +307,210 @@ impl Drop for HandshakeSlot<'_> {
     }
 }
 
-fn handle(sh: &Shared, mut sock: TcpStream, peer: Option<SocketAddr>) {
+/// The bytes an iperf3 client opens every connection with: a cookie of 36 printable
+/// characters and a NUL (`COOKIE_SIZE`, iperf.h). The characters are random since iperf3 3.2,
+/// a host name and a time before; a server treats them as opaque.
+pub(crate) const IPERF3_COOKIE_SIZE: usize = 37;
+
+/// What a new connection's first bytes say it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Opening {
+    /// linerate's control protocol: a frame, whose big-endian length (at most 64 KiB from a
+    /// client) starts with a 0 byte. Nothing was taken from the socket.
+    Linerate,
+    /// An iperf3 client's control or data connection: its cookie, taken from the socket.
+    Iperf3([u8; IPERF3_COOKIE_SIZE]),
+    /// Neither: the bytes that said so, taken from the socket.
+    Unknown(Vec<u8>),
+}
+
+/// Could `prefix` be the start of an iperf3 cookie?
+fn could_be_iperf3_cookie(prefix: &[u8]) -> bool {
+    prefix.iter().enumerate().all(|(i, b)| {
+        if i + 1 < IPERF3_COOKIE_SIZE {
+            b.is_ascii_graphic()
+        } else {
+            *b == 0
+        }
+    })
+}
+
+/// Tell a connection's protocol from its first bytes, read within the handshake deadline. A
+/// byte that cannot belong to an iperf3 cookie ends the reading at once, so a stray client of
+/// another protocol is told apart without waiting for more.
+fn first_bytes(sock: &TcpStream, at: Instant) -> Result<Opening, FrameError> {
+    let io = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => FrameError::Timeout,
+        std::io::ErrorKind::UnexpectedEof
+        | std::io::ErrorKind::ConnectionReset
+        | std::io::ErrorKind::ConnectionAborted
+        | std::io::ErrorKind::BrokenPipe => FrameError::Closed,
+        _ => FrameError::Io(e),
+    };
+    let mut r = Deadline { sock, at };
+    match r.peek_one().map_err(io)? {
+        None => return Err(FrameError::Closed),
+        Some(0) => return Ok(Opening::Linerate),
+        Some(_) => {}
+    }
+    let mut cookie = [0u8; IPERF3_COOKIE_SIZE];
+    let mut got = 0;
+    while got < IPERF3_COOKIE_SIZE {
+        match r.read(&mut cookie[got..]) {
+            Ok(0) => {
+                return Err(FrameError::Truncated {
+                    got,
+                    len: IPERF3_COOKIE_SIZE as u32,
+                })
+            }
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io(e)),
+        }
+        if !could_be_iperf3_cookie(&cookie[..got]) {
+            return Ok(Opening::Unknown(cookie[..got].to_vec()));
+        }
+    }
+    Ok(Opening::Iperf3(cookie))
+}
+
+/// A few bytes for a log line: hex, and as text where printable.
+fn show_bytes(b: &[u8]) -> String {
+    let b = &b[..b.len().min(16)];
+    let hex: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
+    let text: String = b
+        .iter()
+        .map(|&x| {
+            if x.is_ascii_graphic() || x == b' ' {
+                x as char
+            } else {
+                '.'
+            }
+        })
+        .collect();
+    format!("{} (\"{text}\")", hex.join(" "))
+}
+
+/// A new connection: tell its protocol apart, then hand it to that protocol's module.
+fn handle(sh: &Shared, sock: TcpStream, peer: Option<SocketAddr>) {
     let mut slot = HandshakeSlot(sh, false);
     let peer_s = peer.map_or("?".into(), |p| p.to_string());
     // One deadline for the whole handshake, from accept to start.
     let deadline = Instant::now() + sh.cfg.handshake_timeout;
     let _ = sock.set_write_timeout(Some(sh.cfg.handshake_timeout));
-    let first = read_by(&sock, deadline);
-    match first {
-        Ok(Msg::DataHello { cookie, stream }) => {
-            slot.release();
-            let tx = sh
-                .pending
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .get(&cookie)
-                .cloned();
-            match tx {
-                Some(tx) => {
-                    let _ = tx.try_send((stream, sock));
-                }
-                None => {
-                    let _ = write_msg(
-                        &mut sock,
-                        &Msg::Error {
-                            message: "unknown test cookie".into(),
-                        },
-                    );
-                }
-            }
-        }
-        Ok(Msg::Hello {
-            magic,
-            protocol,
-            version,
-            nonce,
-        }) => {
-            if magic != MAGIC {
-                let _ = write_msg(
-                    &mut sock,
-                    &Msg::Error {
-                        message: "not a linerate client".into(),
-                    },
-                );
-                sh.log(&ServerLog::Refused {
-                    client: peer_s,
-                    reason: "bad magic".into(),
-                    params: None,
-                });
-                return;
-            }
-            if protocol != PROTOCOL_VERSION {
-                let message = format!(
-                    "protocol version {protocol} (linerate {version}) is not supported: this server (linerate {}) speaks version {PROTOCOL_VERSION}; use matching linerate versions",
-                    env!("CARGO_PKG_VERSION")
-                );
-                let _ = write_msg(
-                    &mut sock,
-                    &Msg::Error {
-                        message: message.clone(),
-                    },
-                );
-                sh.log(&ServerLog::Refused {
-                    client: peer_s,
-                    reason: message,
-                    params: None,
-                });
-                return;
-            }
-            if nonce.len() > 128 {
-                return;
-            }
-            control(sh, sock, &peer_s, &nonce, &mut slot, deadline);
-        }
-        Ok(other) => {
-            let _ = write_msg(
-                &mut sock,
-                &Msg::Error {
-                    message: "expected hello".into(),
-                },
-            );
-            sh.log(&ServerLog::Refused {
-                client: peer_s,
-                reason: format!("unexpected first message {}", other.name()),
-                params: None,
-            });
-        }
-        Err(e) => {
-            sh.log(&ServerLog::Dropped {
-                client: peer_s,
-                reason: e.to_string(),
-            });
+    match first_bytes(&sock, deadline) {
+        Ok(Opening::Linerate) => linerate::handle(sh, sock, &peer_s, &mut slot, deadline),
+        // The iperf3 module, when there is one, takes the cookie here.
+        Ok(Opening::Iperf3(_cookie)) => no_iperf3(sh, sock, &peer_s),
+        Ok(Opening::Unknown(bytes)) => sh.log(&ServerLog::Dropped {
+            client: peer_s,
+            reason: format!(
+                "not a linerate or iperf3 client: it opened with {}",
+                show_bytes(&bytes)
+            ),
+        }),
+        Err(e) => sh.log(&ServerLog::Dropped {
+            client: peer_s,
+            reason: e.to_string(),
+        }),
+    }
+}
+
+/// iperf3's SERVER_ERROR state byte (-2), followed by two big-endian 32-bit codes: iperf3's
+/// error (`i_errno`) and the system's (`errno`).
+const IPERF3_SERVER_ERROR: u8 = 0xFE;
+/// iperf3's IEMESSAGE: its client prints "received an unknown control message" (newer releases
+/// add "ensure other side is iperf3 and not iperf"), which says what is wrong: the far end does
+/// not speak iperf3. Every release since 3.0 knows the code.
+const IPERF3_IEMESSAGE: i32 = 110;
+
+/// An iperf3 client on a server that does not speak iperf3: answer at once (an iperf3 client
+/// reads its state bytes without a timeout, so it must never be left waiting), and log that one
+/// came.
+fn no_iperf3(sh: &Shared, mut sock: TcpStream, peer: &str) {
+    let mut answer = vec![IPERF3_SERVER_ERROR];
+    answer.extend_from_slice(&IPERF3_IEMESSAGE.to_be_bytes());
+    answer.extend_from_slice(&0i32.to_be_bytes());
+    let _ = std::io::Write::write_all(&mut sock, &answer);
+    let _ = sock.shutdown(Shutdown::Write);
+    sh.log(&ServerLog::Refused {
+        client: peer.into(),
+        reason: "an iperf3 client: this server speaks linerate's protocol only, and answered with iperf3's SERVER_ERROR (the client prints \"received an unknown control message\"); measure with `linerate bench` instead".into(),
+        params: None,
+    });
+    // The client closes once it has read the answer; wait for that, so the answer is not cut
+    // off by a reset, for at most a second and 64 KiB: a client that goes on sending is cut.
+    let mut r = Deadline {
+        sock: &sock,
+        at: Instant::now() + Duration::from_secs(1),
+    };
+    let mut sink = [0u8; 4096];
+    let mut taken = 0;
+    while taken < 64 * 1024 {
+        match r.read(&mut sink) {
+            Ok(n) if n > 0 => taken += n,
+            _ => break,
         }
     }
 }
 
-/// Releases a test's slot and memory when dropped.
-struct TestSlot<'a> {
+/// Releases a test's slot, its memory and its place in the registry when dropped.
+pub(crate) struct TestSlot<'a> {
     sh: &'a Shared,
-    memory: u64,
-    cookie: String,
+    pub memory: u64,
+    cookie: Option<String>,
+}
+
+impl TestSlot<'_> {
+    /// Register the test for its data connections under `cookie`: they come on the receiver
+    /// (at most `n`), until the slot is dropped.
+    pub fn expect_data(&mut self, cookie: &str, n: usize) -> Receiver<DataConn> {
+        let (tx, rx) = mpsc::sync_channel::<DataConn>(n);
+        self.sh
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(cookie.to_string(), tx);
+        self.cookie = Some(cookie.to_string());
+        rx
+    }
 }
 
 impl Drop for TestSlot<'_> {
     fn drop(&mut self) {
         self.sh.tests.fetch_sub(1, Ordering::SeqCst);
         self.sh.memory.fetch_sub(self.memory, Ordering::SeqCst);
-        self.sh
-            .pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&self.cookie);
+        if let Some(c) = &self.cookie {
+            self.sh
+                .pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(c);
+        }
     }
 }
 
-/// A control connection past its hello: the socket, who is on the other end, and the
-/// handshake's deadline.
-struct Control<'a> {
-    sh: &'a Shared,
-    sock: TcpStream,
-    peer: &'a str,
-    deadline: Instant,
-}
-
-impl<'a> Control<'a> {
-    /// Tell the client why its test is refused, and log it.
-    fn refuse(&mut self, kind: RefusalKind, reason: &str, params: &TestParams) {
-        let _ = write_msg(
-            &mut self.sock,
-            &Msg::Refused {
-                reason: reason.into(),
-                kind,
-            },
-        );
-        self.sh.log(&ServerLog::Refused {
-            client: self.peer.into(),
-            reason: reason.into(),
-            params: Some(params.clone()),
-        });
-    }
-
-    /// Send the server's hello and, when the server has a key, check the client's proof and
-    /// prove the server's. False: the connection is done (refused or gone).
-    fn authenticate(&mut self, client_nonce: &str) -> bool {
-        let server_nonce = random_hex(16);
-        let hello = Msg::ServerHello {
-            protocol: PROTOCOL_VERSION,
-            version: env!("CARGO_PKG_VERSION").into(),
-            auth: self.sh.cfg.psk.is_some(),
-            nonce: server_nonce.clone(),
-        };
-        if write_msg(&mut self.sock, &hello).is_err() {
-            return false;
-        }
-        let Some(psk) = &self.sh.cfg.psk else {
-            return true;
-        };
-        match read_by(&self.sock, self.deadline) {
-            Ok(Msg::Auth { proof }) if psk.verify_client(&server_nonce, client_nonce, &proof) => {
-                let ok = Msg::AuthOk {
-                    proof: psk.server_proof(client_nonce, &server_nonce),
-                };
-                write_msg(&mut self.sock, &ok).is_ok()
-            }
-            Ok(_) => {
-                // Wait a moment so guessing keys is slow, then refuse.
-                thread::sleep(Duration::from_millis(200));
-                let _ = write_msg(
-                    &mut self.sock,
-                    &Msg::Error {
-                        message: "authentication failed: wrong pre-shared key".into(),
-                    },
-                );
-                self.sh.log(&ServerLog::AuthFailed {
-                    client: self.peer.into(),
-                });
-                false
-            }
-            Err(e) => {
-                self.sh.log(&ServerLog::Dropped {
-                    client: self.peer.into(),
-                    reason: format!("during authentication: {e}"),
-                });
-                false
-            }
-        }
-    }
-
-    /// The client's request, fitted to the server's limits (not yet validated).
-    fn read_request(&mut self) -> Option<TestParams> {
-        match read_by(&self.sock, self.deadline) {
-            Ok(Msg::Request { mut params }) => {
-                params.fit(&self.sh.cfg.limits);
-                Some(params)
-            }
-            Ok(other) => {
-                let _ = write_msg(
-                    &mut self.sock,
-                    &Msg::Error {
-                        message: format!("expected request, got {}", other.name()),
-                    },
-                );
-                None
-            }
-            Err(e) => {
-                self.sh.log(&ServerLog::Dropped {
-                    client: self.peer.into(),
-                    reason: format!("waiting for a request: {e}"),
-                });
-                None
-            }
-        }
-    }
-
-    /// Validate the request and reserve a test slot and its memory; None: refused.
-    fn admit(&mut self, params: &TestParams) -> Option<TestSlot<'a>> {
-        let sh = self.sh;
-        if let Err(r) = params.validate(&sh.cfg.limits) {
-            self.refuse(r.kind, &r.reason, params);
-            return None;
-        }
-        if params.soak && sh.cfg.soak.is_none() {
-            self.refuse(
-                RefusalKind::Unsupported,
-                "this server does not sample its counters: it cannot run a soak",
-                params,
-            );
-            return None;
-        }
-        let memory = params.server_memory_bytes();
-        // Reserve a test slot and its memory atomically enough: check after increment.
-        let running = sh.tests.fetch_add(1, Ordering::SeqCst) + 1;
-        let used = sh.memory.fetch_add(memory, Ordering::SeqCst) + memory;
-        let test_slot = TestSlot {
-            sh,
-            memory,
-            cookie: random_hex(16),
-        };
-        let limit = sh.cfg.limits.max_tests;
-        if running > limit {
-            self.refuse(RefusalKind::Busy, &format!("server busy: {} tests running, the limit is {limit} (serve --max-tests); try again shortly", running - 1), params);
-            return None;
-        }
-        let max = sh.cfg.max_memory_bytes;
-        if used > max {
-            self.refuse(RefusalKind::Busy, &format!("server busy: this test needs {memory} bytes of buffers and only {} of {max} are free (serve --max-memory)", max.saturating_sub(used - memory)), params);
-            return None;
-        }
-        Some(test_slot)
-    }
-
-    /// A file transfer's file, created now so a refusal says why before anything is sent.
-    /// Ok(None): not a file transfer; Err: refused.
-    fn create_file(&mut self, params: &TestParams) -> Result<Option<NewFile>, ()> {
-        match (&params.file, &self.sh.cfg.write_dir) {
-            (None, _) => Ok(None),
-            (Some(_), None) => {
-                self.refuse(RefusalKind::NoWriteDir, "this server accepts no files: its operator can allow them with `linerate serve --write-dir DIR`", params);
-                Err(())
-            }
-            (Some(spec), Some(dir)) => dir.create(spec).map(Some).map_err(|e| {
-                self.refuse(RefusalKind::FileRefused, &e, params);
-            }),
-        }
-    }
-
-    /// UDP tests use a socket of their own on the control connection's address.
-    /// Ok(None): not a UDP test; Err: refused.
-    fn udp_socket(
-        &mut self,
-        params: &TestParams,
-        local_ip: IpAddr,
-    ) -> Result<Option<Arc<UdpSocket>>, ()> {
-        if !params.kind.is_udp() {
-            return Ok(None);
-        }
-        match UdpSocket::bind(SocketAddr::new(local_ip, 0)) {
-            Ok(u) => {
-                let s2 = socket2::SockRef::from(&u);
-                let _ = s2.set_recv_buffer_size(UDP_SOCKET_BUFFER);
-                let _ = s2.set_send_buffer_size(UDP_SOCKET_BUFFER);
-                Ok(Some(Arc::new(u)))
-            }
-            Err(e) => {
-                self.refuse(
-                    RefusalKind::ServerError,
-                    &format!("cannot open a UDP socket: {e}"),
-                    params,
-                );
-                Err(())
-            }
-        }
-    }
-
-    /// Log a test that ended before it started.
-    fn log_failed(&self, id: u64, kind: &str, error: &str) {
-        self.sh.log(&ServerLog::Test(TestLog::Failed {
-            test_id: id,
-            client: self.peer.into(),
-            kind: kind.into(),
-            result: Outcome::Error,
-            error: error.into(),
-        }));
-    }
-
-    /// Wait for the client's Start; false (logged) if something else came.
-    fn wait_start(&self, id: u64, kind: &str) -> bool {
-        match read_by(&self.sock, self.deadline) {
-            Ok(Msg::Start) => true,
-            other => {
-                self.log_failed(id, kind, &format!("expected start, got {other:?}"));
-                false
-            }
-        }
-    }
-
-    /// Send this side's results and close the writing half.
-    fn send_results(&mut self, results: &SideResults) {
-        let _ = self.sock.set_write_timeout(Some(defaults::RESULTS_TIMEOUT));
-        let _ = write_msg(
-            &mut self.sock,
-            &Msg::Results {
-                results: results.clone(),
-            },
-        );
-        let _ = self.sock.shutdown(Shutdown::Write);
-    }
-}
-
-/// Socket buffers of a UDP test's server socket: room for bursts at high rates.
-const UDP_SOCKET_BUFFER: usize = 8 * 1024 * 1024;
-
-/// A control connection: authentication, the request, admission, then the test.
-fn control(
-    sh: &Shared,
-    sock: TcpStream,
-    peer: &str,
-    client_nonce: &str,
-    slot: &mut HandshakeSlot<'_>,
-    deadline: Instant,
-) {
-    let mut c = Control {
-        sh,
-        sock,
-        peer,
-        deadline,
-    };
-    if !c.authenticate(client_nonce) {
-        return;
-    }
-    let Some(params) = c.read_request() else {
-        return;
-    };
-    let Some(test_slot) = c.admit(&params) else {
-        return;
-    };
-    if let (TestKind::Rdma, Some(r)) = (params.kind, params.rdma.clone()) {
-        rdma_test(&mut c, &params, &r, slot, test_slot.memory);
-    } else {
-        run_test(&mut c, &params, slot, &test_slot);
-    }
-    drop(test_slot);
-}
-
-/// A TCP, UDP, latency or file test, once admitted: accept it, collect its data
-/// connections, run this side, exchange results.
-fn run_test(
-    c: &mut Control<'_>,
-    params: &TestParams,
-    slot: &mut HandshakeSlot<'_>,
-    test_slot: &TestSlot<'_>,
-) {
-    let sh = c.sh;
-    let Ok(new_file) = c.create_file(params) else {
-        return;
-    };
-    let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
-    let local_ip = c
-        .sock
-        .local_addr()
-        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
-    let cookie = &test_slot.cookie;
-    let tag = udp::tag(cookie);
-    let Ok(udp_sock) = c.udp_socket(params, local_ip) else {
-        return;
-    };
-    let (tx, rx) = mpsc::sync_channel::<DataConn>(params.connections() as usize);
-    if matches!(
-        params.kind,
-        TestKind::TcpBw | TestKind::TcpLat | TestKind::FileTransfer
-    ) {
-        sh.pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(cookie.clone(), tx);
-    }
-    let accepted = Msg::Accepted {
-        test_id: id,
-        cookie: cookie.clone(),
-        udp_port: udp_sock
-            .as_ref()
-            .and_then(|u| u.local_addr().ok())
-            .map(|a| a.port()),
-        memory_bytes: test_slot.memory,
-        inventory: inventory(sh, local_ip),
-        rdma: None,
-    };
-    // The test now holds a test slot; its data connections need handshake slots of their own.
-    // Released before `accepted` goes out: the client opens its data connections as soon as
-    // it reads it, and with few slots (`--max-pending`) they would be shed while this
-    // connection still held one.
-    slot.release();
-    if write_msg(&mut c.sock, &accepted).is_err() {
-        return;
-    }
-    // Collect the data connections, then wait for Start; all within the handshake timeout.
-    let left = c.deadline.saturating_duration_since(Instant::now());
-    let conns = match collect(params, &rx, udp_sock.as_ref(), left) {
-        Ok(conns) => conns,
-        Err(reason) => {
-            let _ = write_msg(
-                &mut c.sock,
-                &Msg::Error {
-                    message: reason.clone(),
-                },
-            );
-            c.log_failed(id, params.kind.as_str(), &reason);
-            return;
-        }
-    };
-    if !c.wait_start(id, params.kind.as_str()) {
-        return;
-    }
-    let plan = SidePlan {
-        params: params.clone(),
-        is_client: false,
-        tag,
-        start: Instant::now(),
-        affinity: Vec::new(),
-        file: new_file.as_ref().map(|f| Arc::clone(&f.file)),
-    };
-    let soak = params
-        .soak
-        .then(|| sh.cfg.soak.as_ref().map(|f| f(local_ip)))
-        .flatten();
-    let mut run = run_side(&c.sock, &plan, conns, soak);
-    let file_log = new_file.and_then(|f| finish_file(f, params, &mut run.results));
-    c.send_results(&run.results);
-    log_test(c, id, params, test_slot.memory, &run.results, file_log);
-    sh.served_one();
-}
-
-/// Run the server's side of a started test: intervals go out on the control connection;
-/// Done, an error or a close come in. When the client goes away, its data connections are
-/// shut down so the streams end at once. A soak's counter samples follow: one at the start,
-/// then one after each interval, written by the same thread so frames never interleave.
-fn run_side(
-    sock: &TcpStream,
-    plan: &SidePlan,
-    conns: Vec<Conn>,
-    soak: Option<side::SoakSampler>,
-) -> side::SideRun {
-    let stop = Stop::new();
-    let data_handles: Vec<TcpStream> = conns
-        .iter()
-        .filter_map(|c| match c {
-            Conn::Tcp(t) => t.try_clone().ok(),
-            Conn::Udp { .. } => None,
-        })
-        .collect();
-    let watcher = watch_control(
-        sock,
-        plan.start,
-        Duration::from_millis(plan.params.duration_ms) + side::GRACE,
-        &stop,
-        move || {
-            for h in &data_handles {
-                let _ = h.shutdown(Shutdown::Both);
-            }
-        },
-    );
-    let mut writer = sock.try_clone().ok();
-    let mut soak = soak.map(|f| side::Soak::new(f, plan));
-    if let (Some(s), Some(w)) = (soak.as_mut(), writer.as_mut()) {
-        let _ = write_msg(w, &Msg::SoakSample { sample: s.first() });
-    }
-    let mut sink = move |s: &linerate_proto::IntervalSample| {
-        if let Some(w) = writer.as_mut() {
-            let _ = write_msg(w, &Msg::Interval { sample: s.clone() });
-            if let Some(k) = soak.as_mut() {
-                let _ = write_msg(w, &Msg::SoakSample { sample: k.after(s) });
-            }
-        }
-    };
-    let run = side::run(plan, conns, &mut sink, &stop);
-    let _ = watcher.join();
-    run
-}
-
-/// The log line of a test that ran.
-fn log_test(
-    c: &Control<'_>,
-    id: u64,
-    params: &TestParams,
-    memory: u64,
-    results: &SideResults,
-    file_log: Option<FileLog>,
-) {
-    let bytes: u64 = results
-        .streams
-        .iter()
-        .map(|s| s.bytes_received + s.bytes_sent)
-        .sum();
-    let secs = results
-        .streams
-        .iter()
-        .map(|s| s.seconds)
-        .fold(0.0_f64, f64::max);
-    c.sh.log(&ServerLog::Test(TestLog::Ran(TestRan {
-        test_id: id,
-        client: c.peer.into(),
-        kind: params.kind,
-        direction: params.direction,
-        streams: params.streams,
-        duration_s: params.duration_ms as f64 / 1000.0,
-        bytes,
-        gbps: linerate_units::gbps(bytes, secs),
-        cpu_percent: results.cpu.percent,
-        memory_bytes: memory,
-        result: Outcome::of(results.error.as_ref()),
-        error: results.error.clone(),
-        file: file_log,
-    })));
-}
-
-/// Watch a running test's control connection until the client's `Done`, the test's time
-/// limit, or `stop`. When the client goes away or misbehaves, set `stop` and run `abort`.
-fn watch_control(
-    sock: &TcpStream,
-    start: Instant,
-    limit: Duration,
-    stop: &Stop,
-    abort: impl FnOnce() + Send + 'static,
-) -> thread::JoinHandle<()> {
-    let stop = stop.clone();
-    let mut r = sock.try_clone().ok();
-    thread::spawn(move || {
-        let Some(r) = r.as_mut() else { return };
-        let _ = r.set_read_timeout(Some(Duration::from_millis(200)));
-        loop {
-            match read_msg(r, MAX_CONTROL_FRAME) {
-                Ok(Msg::Done) => return,
-                Err(FrameError::Timeout) => {
-                    if start.elapsed() > limit || stop.is_set() {
-                        return;
-                    }
-                }
-                // The client went away or misbehaved: stop the test.
-                _ => {
-                    stop.set();
-                    abort();
-                    return;
-                }
-            }
-        }
-    })
-}
-
-/// An RDMA test: libfabric listeners instead of data connections, the engine's target
-/// threads instead of stream threads; the same handshake, watcher and results.
-fn rdma_test(
-    c: &mut Control<'_>,
-    params: &TestParams,
-    r: &linerate_proto::RdmaSpec,
-    slot: &mut HandshakeSlot<'_>,
-    memory: u64,
-) {
-    let sh = c.sh;
-    let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
-    let local_ip = c
-        .sock
-        .local_addr()
-        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
-    let listeners = match crate::rdma::listen(local_ip, r) {
-        Ok(l) => l,
-        Err(reason) => {
-            c.refuse(RefusalKind::Unsupported, &reason, params);
-            return;
-        }
-    };
-    let accepted = Msg::Accepted {
-        test_id: id,
-        cookie: random_hex(16),
-        udp_port: None,
-        memory_bytes: memory,
-        inventory: inventory(sh, local_ip),
-        rdma: Some(listeners.listen.clone()),
-    };
-    if write_msg(&mut c.sock, &accepted).is_err() {
-        return;
-    }
-    slot.release();
-    if !c.wait_start(id, "rdma") {
-        return;
-    }
-    let start = Instant::now();
-    let limit = Duration::from_millis(params.duration_ms) + side::GRACE;
-    let stop = Stop::new();
-    // The engine's targets end when the initiators are done; a client gone stops them.
-    let watcher = watch_control(&c.sock, start, limit, &stop, || {});
-    let results = crate::rdma::serve(listeners, params, r, &stop, start + limit);
-    stop.set();
-    let _ = watcher.join();
-    c.send_results(&results);
-    let t = results.rdma.clone().unwrap_or_default();
-    sh.log(&ServerLog::Test(TestLog::Rdma(RdmaRan {
-        test_id: id,
-        client: c.peer.into(),
-        kind: r.kind(),
-        provider: t.provider,
-        domain: t.domain,
-        qps: r.qps,
-        length: params.length,
-        messages: t.messages,
-        bytes: t.bytes,
-        verify_errors: t.verify_errors,
-        cpu_percent: results.cpu.percent,
-        memory_bytes: memory,
-        result: Outcome::of(results.error.as_ref()),
-        error: results.error,
-    })));
-    sh.served_one();
-}
-
-/// End a file transfer: make a complete file durable (when asked) and keep it;
-/// remove an incomplete one. What happened, for the log line.
-fn finish_file(
-    f: crate::writedir::NewFile,
-    params: &linerate_proto::TestParams,
-    results: &mut linerate_proto::SideResults,
-) -> Option<FileLog> {
-    let spec = params.file.as_ref()?;
-    let written: u64 = results
-        .streams
-        .iter()
-        .filter_map(|s| s.file.map(|f| f.disk_bytes))
-        .sum();
-    let mut complete = results.error.is_none() && written == spec.size;
-    if results.error.is_none() && written != spec.size {
-        results.error = Some(format!("wrote {written} of the file's {} bytes", spec.size));
-    }
-    if complete && !f.still_there() {
-        results.error = Some(format!(
-            "`{}` was removed or replaced in the write directory during the transfer",
-            f.name()
-        ));
-        complete = false;
-    }
-    if complete && spec.fsync {
-        let t = Instant::now();
-        match f.file.sync_all() {
-            Ok(()) => results.fsync_s = Some(t.elapsed().as_secs_f64()),
-            Err(e) => {
-                results.error = Some(format!("fsync of the received file: {e}"));
-                complete = false;
-            }
-        }
-    }
-    let path = f.path().display().to_string();
-    let kept = complete && !spec.remove_after;
-    if kept {
-        f.keep();
-    } else {
-        drop(f);
-    }
-    Some(FileLog {
-        path,
-        size: spec.size,
-        written,
-        kept,
-    })
-}
-
-/// Wait for the test's data connections (TCP) or UDP registrations.
-fn collect(
-    p: &linerate_proto::TestParams,
+/// Wait for a test's `n` TCP data connections (each says its stream index, below `n`), until
+/// `timeout`; each gets the test's socket buffer and congestion control.
+pub(crate) fn collect_tcp(
+    p: &TestParams,
     rx: &Receiver<DataConn>,
-    udp_sock: Option<&Arc<UdpSocket>>,
     timeout: Duration,
-) -> Result<Vec<Conn>, String> {
+) -> Result<Vec<TcpStream>, String> {
     let n = p.connections() as usize;
-    if let Some(u) = udp_sock {
-        // The client registers each stream by datagram; learn the addresses now.
-        let mut peers: Vec<Option<SocketAddr>> = vec![None; n];
-        let deadline = Instant::now() + timeout;
-        let needs_peer =
-            |i: usize| p.kind == TestKind::UdpBw && crate::side::sends(p, i as u32, false);
-        let mut buf = [0u8; 64];
-        let _ = u.set_read_timeout(Some(Duration::from_millis(50)));
-        while (0..n).any(|i| needs_peer(i) && peers[i].is_none()) {
-            if Instant::now() >= deadline {
-                return Err(format!(
-                    "the client did not register its UDP streams within {} s",
-                    timeout.as_secs_f64()
-                ));
-            }
-            if let Ok((len, from)) = u.recv_from(&mut buf) {
-                if let Some(h) = udp::Header::read(&buf[..len]) {
-                    if h.seq == udp::REGISTER_SEQ && (h.stream as usize) < n {
-                        peers[h.stream as usize] = Some(from);
-                        let _ = u.send_to(&buf[..len], from);
-                    }
-                }
-            }
-        }
-        return Ok(peers
-            .into_iter()
-            .map(|peer| Conn::Udp {
-                sock: Arc::clone(u),
-                peer,
-            })
-            .collect());
-    }
     let mut slots: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
     let deadline = Instant::now() + timeout;
     let mut have = 0;
+    let missing = |have: usize| {
+        format!(
+            "only {have} of {n} data connections arrived within {:.1} s",
+            timeout.as_secs_f64()
+        )
+    };
     while have < n {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!(
-                "only {have} of {n} data connections arrived within {:.1} s",
-                timeout.as_secs_f64()
-            ));
+            return Err(missing(have));
         }
         match rx.recv_timeout(left) {
             Ok((i, s)) if (i as usize) < n && slots[i as usize].is_none() => {
@@ -1044,19 +528,127 @@ fn collect(
                 have += 1;
             }
             Ok(_) => {}
-            Err(_) => {
-                return Err(format!(
-                    "only {have} of {n} data connections arrived within {:.1} s",
-                    timeout.as_secs_f64()
-                ))
-            }
+            Err(_) => return Err(missing(have)),
         }
     }
-    Ok(slots.into_iter().flatten().map(Conn::Tcp).collect())
+    Ok(slots.into_iter().flatten().collect())
 }
 
-/// This host's inventory for the interface holding `ip`. Not cached: shapers,
-/// MTU and counters change between tests.
-fn inventory(sh: &Shared, ip: IpAddr) -> Option<Box<linerate_facts::HostFacts>> {
-    sh.cfg.inventory.as_ref().and_then(|f| f(ip)).map(Box::new)
+/// What a protocol's control connection said, read by [`run_side`]'s watcher while a test
+/// runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Heard {
+    /// Nothing yet (a read timed out).
+    Nothing,
+    /// The client's part is finished.
+    Done,
+    /// The client went away or misbehaved: the test stops.
+    Gone,
+}
+
+/// Run the server's side of a started test while a thread watches the control connection with
+/// `listen` (called until the client is done, goes away, or the test outlives its time). When
+/// the client goes away, the data connections are shut down so the streams end at once; when
+/// it is done, the threads that answer it end.
+pub(crate) fn run_side(
+    plan: &SidePlan,
+    wired: Wired,
+    sink: &mut dyn Sink,
+    listen: impl FnMut() -> Heard + Send + 'static,
+) -> side::SideRun {
+    let stop = Stop::new();
+    let peer_done = Stop::new();
+    let data_handles = wired.tcp_handles();
+    let watcher = watch(
+        listen,
+        plan.start,
+        Duration::from_millis(plan.params.duration_ms) + side::GRACE,
+        (&stop, &peer_done),
+        move || {
+            for h in &data_handles {
+                let _ = h.shutdown(Shutdown::Both);
+            }
+        },
+    );
+    let run = side::run(plan, wired, sink, &stop, &peer_done);
+    let _ = watcher.join();
+    run
+}
+
+/// Watch a running test's control connection with `listen` until the client is done (set
+/// `peer_done`), the test's time limit, or `stop`. When the client goes away or misbehaves,
+/// set `stop` and run `abort`.
+pub(crate) fn watch(
+    mut listen: impl FnMut() -> Heard + Send + 'static,
+    start: Instant,
+    limit: Duration,
+    (stop, peer_done): (&Stop, &Stop),
+    abort: impl FnOnce() + Send + 'static,
+) -> thread::JoinHandle<()> {
+    let (stop, peer_done) = (stop.clone(), peer_done.clone());
+    thread::spawn(move || loop {
+        match listen() {
+            Heard::Done => {
+                peer_done.set();
+                return;
+            }
+            Heard::Nothing => {
+                if start.elapsed() > limit || stop.is_set() {
+                    return;
+                }
+            }
+            Heard::Gone => {
+                stop.set();
+                abort();
+                return;
+            }
+        }
+    })
+}
+
+/// A cookie for a test's data connections.
+pub(crate) fn new_cookie() -> String {
+    random_hex(16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iperf3_cookies_of_every_release_are_recognised_and_nothing_else() {
+        // 3.2 and later: 36 random characters of [a-z2-7]; 3.0/3.1: host name, time, random,
+        // padded with digits; the 3.0 betas: a UUID.
+        for c in [
+            "abcdefghijklmnopqrstuvwxyz2345674444",
+            "SVR028.1555493204.059114.5f55c3f5123",
+            "e47a1dcd-70b4-44b5-9411-e59ade43f579",
+        ] {
+            assert_eq!(c.len(), 36);
+            let mut b = c.as_bytes().to_vec();
+            b.push(0);
+            assert!(could_be_iperf3_cookie(&b), "{c}");
+            for i in 1..b.len() {
+                assert!(could_be_iperf3_cookie(&b[..i]), "{c} cut at {i}");
+            }
+        }
+        for bad in [
+            &b"GET / HTTP/1.1\r\n"[..],
+            b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n",
+            b"\x16\x03\x01\x02\x00",
+            b"abcdefghijklmnopqrstuvwxyz23456744445", // 37 characters, no NUL
+            b"abc\x00",
+            b"abc def",
+        ] {
+            assert!(!could_be_iperf3_cookie(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn bytes_in_the_log_are_hex_and_text() {
+        assert_eq!(
+            show_bytes(b"GET /\r\n"),
+            "47 45 54 20 2f 0d 0a (\"GET /..\")"
+        );
+    }
 }

@@ -1,72 +1,100 @@
 //! One side of a test: start a thread per stream, sample intervals, collect results.
+//!
+//! This is the machinery every kind shares; what a kind runs on each of its data connections
+//! is its module's (`crate::kind`), given to [`run`] with the connections as a [`Wired`]; the
+//! functions' types ([`TcpEnd`], [`UdpEnd`], [`ListenEnd`], [`ConnectEnd`]) are this module's.
 
 use std::fs::File;
-use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use linerate_engine::lat::{self, Rtt};
+use linerate_engine::lat::Rtt;
 use linerate_engine::meter::{sample_intervals, Meter, SampleSchedule, Sink, Stop};
-use linerate_engine::udp::{self, RecvState};
-use linerate_engine::{file, sys, tcp, timed, with_thread_cpu, StreamOutcome, Timed};
-use linerate_proto::{
-    CpuUsage, Direction, IntervalSample, SideResults, StreamResult, TestKind, TestParams,
-    FILE_BUFFERS,
-};
+use linerate_engine::udp::RecvState;
+use linerate_engine::{sys, timed, with_thread_cpu, StreamOutcome, Timed};
+use linerate_proto::{CpuUsage, IntervalSample, SideResults, StreamResult, TestParams};
 
 /// The bounds of a side's run: the grace after the test, the UDP drain, the idle limit
 /// (protocol values, kept with the other defaults).
 pub(crate) use linerate_proto::defaults::{GRACE, IDLE, UDP_DRAIN};
 
-/// A data connection of this side.
+/// What an end runs on TCP connection `idx` of its test (either end: [`Streams::plan`] says
+/// which). An error ends the side before it starts.
+pub type TcpEnd = fn(&mut Streams<'_>, u32, TcpStream) -> Result<(), String>;
+/// What an end runs on UDP flow `idx`.
+pub type UdpEnd = fn(&mut Streams<'_>, u32, UdpFlow);
+/// What the server runs for stream `idx` on its listener of the test, for the client at the
+/// address given only.
+pub type ListenEnd = fn(&mut Streams<'_>, u32, &Arc<TcpListener>, IpAddr);
+/// What the client runs for stream `idx` against the server's listener (from `-B` when given).
+pub type ConnectEnd = fn(&mut Streams<'_>, u32, SocketAddr, Option<IpAddr>);
+
+/// One UDP flow of a stream: a socket (client: connected, one per stream; server: the test's
+/// shared socket) and, for a server sending on it, the client's address for this stream.
+#[derive(Debug, Clone)]
+pub struct UdpFlow {
+    pub sock: Arc<UdpSocket>,
+    pub peer: Option<SocketAddr>,
+}
+
+/// This side's data connections with what it runs on each, built together by the wire
+/// protocol from the kind's `Ends`: a connection always fits its function.
 #[derive(Debug)]
-pub enum Conn {
-    Tcp(TcpStream),
-    /// A UDP socket (client: connected per stream; server: the shared socket) and,
-    /// for a server sending, the client's address for this stream.
-    Udp {
-        sock: Arc<UdpSocket>,
-        peer: Option<SocketAddr>,
+pub enum Wired {
+    /// One TCP connection per stream.
+    Tcp(TcpEnd, Vec<TcpStream>),
+    /// One UDP flow per stream.
+    Udp(UdpEnd, Vec<UdpFlow>),
+    /// The server's listener of the test, served by `streams` threads for `client` only.
+    Listen {
+        run: ListenEnd,
+        listener: Arc<TcpListener>,
+        client: IpAddr,
+        streams: u32,
+    },
+    /// The client's `streams` loops connecting to the server's listener.
+    Connect {
+        run: ConnectEnd,
+        server: SocketAddr,
+        bind: Option<IpAddr>,
+        streams: u32,
     },
 }
 
-/// A UDP receiver's error, if any, and the receive state of every stream.
-type UdpRecvRun = (Option<String>, Vec<RecvState>);
+impl Wired {
+    /// The streams (meters, results, interval columns).
+    fn streams(&self) -> usize {
+        match self {
+            Self::Tcp(_, c) => c.len(),
+            Self::Udp(_, c) => c.len(),
+            Self::Listen { streams, .. } | Self::Connect { streams, .. } => *streams as usize,
+        }
+    }
 
-/// A latency client's samples and its error, if any.
+    /// Handles of the TCP data connections, to shut them down when the test must end at once
+    /// (the other transports' threads look at the stop flag).
+    pub fn tcp_handles(&self) -> Vec<TcpStream> {
+        match self {
+            Self::Tcp(_, c) => c.iter().filter_map(|t| t.try_clone().ok()).collect(),
+            Self::Udp(..) | Self::Listen { .. } | Self::Connect { .. } => Vec::new(),
+        }
+    }
+}
+
+/// A UDP receiver's error, if any, and the receive state of every stream.
+type ReceiverRun = (Option<String>, Vec<RecvState>);
+
+/// A transaction client's samples and its error, if any.
 type RttRun = (Rtt, Option<String>);
 
-/// Run a latency client on its own thread: its samples, error and CPU; `done` is set at the end.
-fn latency_client(
-    done: Stop,
-    run: impl FnOnce(&mut Rtt) -> Option<String> + Send + 'static,
-) -> thread::JoinHandle<Timed<RttRun>> {
-    thread::spawn(move || {
-        let r = timed(|| {
-            let mut rtt = Rtt::new();
-            let e = run(&mut rtt);
-            (rtt, e)
-        });
-        done.set();
-        r
+/// The busy-poll of a TCP latency test (on the server, already capped by its limit).
+pub(crate) fn spin_of(p: &TestParams) -> Duration {
+    p.spin_us.map_or(linerate_engine::lat::DEFAULT_SPIN, |u| {
+        Duration::from_micros(u64::from(u))
     })
-}
-
-/// A TCP latency test's busy-poll per wait (on the server, already capped by its limit).
-fn spin_of(p: &TestParams) -> Duration {
-    p.spin_us
-        .map_or(lat::DEFAULT_SPIN, |u| Duration::from_micros(u64::from(u)))
-}
-
-/// Does this side send on connection `idx`?
-pub fn sends(p: &TestParams, idx: u32, is_client: bool) -> bool {
-    match p.direction {
-        Direction::Send => is_client,
-        Direction::Receive => !is_client,
-        Direction::Bidir => (idx < p.streams) == is_client,
-    }
 }
 
 /// A soak's counter sampler on one side (built by a [`crate::SoakSamplerFn`]).
@@ -116,7 +144,7 @@ impl Soak {
     pub fn after(&mut self, i: &IntervalSample) -> linerate_proto::soak::SoakSample {
         let mut s = self.take();
         for (idx, b) in i.bytes.iter().enumerate() {
-            if sends(&self.params, idx as u32, self.is_client) {
+            if self.params.sends_on(idx as u32, self.is_client) {
                 s.bytes_sent += b;
             } else {
                 s.bytes_received += b;
@@ -146,7 +174,7 @@ pub struct SideRun {
 }
 
 impl SideRun {
-    fn failed(error: String) -> Self {
+    pub(crate) fn failed(error: String) -> Self {
         Self {
             results: SideResults {
                 error: Some(error),
@@ -163,76 +191,151 @@ struct Job {
 }
 
 /// A stream thread's work.
-type StreamFn = Box<dyn FnOnce() -> StreamOutcome + Send>;
+pub(crate) type StreamFn = Box<dyn FnOnce() -> StreamOutcome + Send>;
 
-/// The threads and handles of one side's streams while they run.
-struct Streams<'a> {
+/// The threads and handles of one side's streams while they run. A kind's module starts its
+/// threads through the methods below; the threads come in four sorts, by how they end.
+pub struct Streams<'a> {
     plan: &'a SidePlan,
     deadline: Instant,
     meters: Vec<Arc<Meter>>,
     /// Set to abort: by the caller, or when the streams outlive the test.
     stop: Stop,
-    /// Set when the last stream thread (or the latency client) ends.
+    /// Set when the last stream thread and transaction client ends.
     done: Stop,
-    /// Ends the threads that end by time (UDP receivers, echo servers).
-    udp_stop: Stop,
+    /// Set when the peer says it is done (the server's view of the client's `done`).
+    peer_done: Stop,
+    /// Ends the threads that do not end on their own (UDP receivers, answering servers).
+    timed_stop: Stop,
     remaining: Arc<AtomicUsize>,
+    /// Threads that end on their own: senders at the deadline, receivers at end of stream.
     jobs: Vec<Job>,
+    /// Clients timing transactions (latency and connection rate).
+    round_trips: Vec<thread::JoinHandle<Timed<RttRun>>>,
+    /// UDP receivers: they end at the deadline plus the drain.
+    receivers: Vec<thread::JoinHandle<Timed<ReceiverRun>>>,
+    /// Servers answering the client's transactions: they end when the client is done (or at
+    /// the deadline plus the grace).
+    answerers: Vec<thread::JoinHandle<Timed<Option<String>>>>,
     /// Every TCP connection, to shut down when the test must end.
     tcp_handles: Vec<TcpStream>,
     /// The connections this side sends on: only a sender retransmits, so only they count.
     send_handles: Vec<TcpStream>,
-    rtt_slot: Option<thread::JoinHandle<Timed<RttRun>>>,
-    /// Receivers and echo servers that end by time: each returns its error and, for UDP
-    /// receivers, the state of the streams it received.
-    udp_recv_threads: Vec<thread::JoinHandle<Timed<UdpRecvRun>>>,
-    shared_udp_listening: bool,
+    /// A thread already receives every stream of the shared UDP socket (server).
+    pub(crate) shared_receiver: bool,
+    /// This end reports no intervals (a server answering requests: the client counts them).
+    pub(crate) quiet: bool,
+    /// TCP latency: the busy-poll this end used per wait (reported to the peer).
+    pub(crate) spin: Option<Duration>,
+}
+
+impl std::fmt::Debug for Streams<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Streams")
+            .field("streams", &self.meters.len())
+            .field("jobs", &self.jobs.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> Streams<'a> {
-    fn new(plan: &'a SidePlan, n: usize, abort: &Stop) -> Self {
+    fn new(plan: &'a SidePlan, n: usize, abort: &Stop, peer_done: &Stop) -> Self {
         Self {
             plan,
             deadline: plan.start + Duration::from_millis(plan.params.duration_ms),
             meters: (0..n).map(|_| Meter::new()).collect(),
             stop: abort.clone(),
             done: Stop::new(),
-            udp_stop: Stop::new(),
+            peer_done: peer_done.clone(),
+            timed_stop: Stop::new(),
             remaining: Arc::new(AtomicUsize::new(0)),
             jobs: Vec::new(),
+            round_trips: Vec::new(),
+            receivers: Vec::new(),
+            answerers: Vec::new(),
             tcp_handles: Vec::new(),
             send_handles: Vec::new(),
-            rtt_slot: None,
-            udp_recv_threads: Vec::new(),
-            shared_udp_listening: false,
+            shared_receiver: false,
+            quiet: false,
+            spin: None,
         }
     }
 
-    /// Start connection `idx`'s thread for this test kind.
-    fn start(&mut self, idx: u32, conn: Conn) -> Result<(), String> {
-        match (self.plan.params.kind, conn) {
-            (TestKind::TcpBw, Conn::Tcp(s)) => self.tcp_bw(idx, s),
-            (TestKind::FileTransfer, Conn::Tcp(s)) => self.file_transfer(idx, s)?,
-            (TestKind::UdpBw, Conn::Udp { sock, peer }) => self.udp_bw(idx, sock, peer),
-            (TestKind::TcpLat, Conn::Tcp(s)) => self.tcp_lat(idx, s),
-            (TestKind::UdpLat, Conn::Udp { sock, .. }) => self.udp_lat(idx, sock),
-            // RDMA tests run in `crate::rdma`, on libfabric's connections, not here.
-            (kind, c) => {
-                return Err(format!(
-                    "internal: connection {c:?} does not fit a {} test",
-                    kind.as_str()
-                ))
+    /// Start every connection's thread with the function of its kind.
+    fn start(&mut self, wired: Wired) -> Result<(), String> {
+        match wired {
+            Wired::Tcp(run, conns) => {
+                for (i, s) in conns.into_iter().enumerate() {
+                    run(self, i as u32, s)?;
+                }
+            }
+            Wired::Udp(run, flows) => {
+                for (i, f) in flows.into_iter().enumerate() {
+                    run(self, i as u32, f);
+                }
+            }
+            Wired::Listen {
+                run,
+                listener,
+                client,
+                streams,
+            } => {
+                for i in 0..streams {
+                    run(self, i, &listener, client);
+                }
+            }
+            Wired::Connect {
+                run,
+                server,
+                bind,
+                streams,
+            } => {
+                for i in 0..streams {
+                    run(self, i, server, bind);
+                }
             }
         }
         Ok(())
     }
 
-    fn spawn_job(&mut self, idx: u32, f: StreamFn) {
-        let remaining = Arc::clone(&self.remaining);
-        let done = self.done.clone();
-        let affinity = &self.plan.affinity;
-        let cpu = (!affinity.is_empty()).then(|| affinity[idx as usize % affinity.len()]);
-        remaining.fetch_add(1, Ordering::SeqCst);
+    /// The test as this side runs it.
+    pub(crate) fn plan(&self) -> &SidePlan {
+        self.plan
+    }
+
+    pub(crate) fn params(&self) -> &TestParams {
+        &self.plan.params
+    }
+
+    /// When the test's time is up.
+    pub(crate) fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Stream `idx`'s counter.
+    pub(crate) fn meter(&self, idx: u32) -> Arc<Meter> {
+        Arc::clone(&self.meters[idx as usize])
+    }
+
+    /// Every stream's counter (a thread that receives them all).
+    pub(crate) fn meters(&self) -> Vec<Arc<Meter>> {
+        self.meters.clone()
+    }
+
+    /// The test's abort flag, which stream threads check.
+    pub(crate) fn stop(&self) -> Stop {
+        self.stop.clone()
+    }
+
+    /// Does this side send on connection `idx`?
+    pub(crate) fn sends(&self, idx: u32) -> bool {
+        self.plan.params.sends_on(idx, self.plan.is_client)
+    }
+
+    /// A thread that ends on its own, with the CPU it used.
+    pub(crate) fn spawn_job(&mut self, idx: u32, f: StreamFn) {
+        let cpu = self.cpu_of(idx);
+        let finished = self.finisher();
         let handle = thread::Builder::new()
             .name(format!("stream-{idx}"))
             .spawn(move || {
@@ -240,17 +343,74 @@ impl<'a> Streams<'a> {
                     let _ = sys::pin_to_cpu(c);
                 }
                 let o = with_thread_cpu(f);
-                if remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
-                    done.set();
-                }
+                finished();
                 o
             })
             .expect("spawning a stream thread");
         self.jobs.push(Job { idx, handle });
     }
 
+    /// A client timing transactions on stream `idx` into its own samples.
+    pub(crate) fn spawn_round_trips(
+        &mut self,
+        idx: u32,
+        run: impl FnOnce(&mut Rtt) -> Option<String> + Send + 'static,
+    ) {
+        let cpu = self.cpu_of(idx);
+        let finished = self.finisher();
+        self.round_trips.push(
+            thread::Builder::new()
+                .name(format!("transactions-{idx}"))
+                .spawn(move || {
+                    if let Some(c) = cpu {
+                        let _ = sys::pin_to_cpu(c);
+                    }
+                    let r = timed(|| {
+                        let mut rtt = Rtt::new();
+                        let e = run(&mut rtt);
+                        (rtt, e)
+                    });
+                    finished();
+                    r
+                })
+                .expect("spawning a transaction client"),
+        );
+    }
+
+    /// A UDP receiver: it runs until the stop flag it is given is set, at the deadline plus
+    /// the drain; it returns its error and the state of every stream it received.
+    pub(crate) fn spawn_receiver(
+        &mut self,
+        idx: u32,
+        run: impl FnOnce(&Stop) -> ReceiverRun + Send + 'static,
+    ) {
+        let until = self.timed_stop.clone();
+        self.receivers.push(
+            thread::Builder::new()
+                .name(format!("udp-recv-{idx}"))
+                .spawn(move || timed(|| run(&until)))
+                .expect("spawning a UDP receiver"),
+        );
+    }
+
+    /// A server thread answering the client's transactions until the stop flag it is given is
+    /// set: when the client is done, at the latest at the deadline plus the grace.
+    pub(crate) fn spawn_answerer(
+        &mut self,
+        idx: u32,
+        run: impl FnOnce(&Stop) -> Option<String> + Send + 'static,
+    ) {
+        let until = self.timed_stop.clone();
+        self.answerers.push(
+            thread::Builder::new()
+                .name(format!("answer-{idx}"))
+                .spawn(move || timed(|| run(&until)))
+                .expect("spawning a server thread"),
+        );
+    }
+
     /// Keep handles of a TCP connection: to shut it down, and (a sender's) for TCP_INFO.
-    fn keep_tcp(&mut self, s: &TcpStream, sender: bool) {
+    pub(crate) fn keep_tcp(&mut self, s: &TcpStream, sender: bool) {
         if let Ok(c) = s.try_clone() {
             self.tcp_handles.push(c);
         }
@@ -259,131 +419,28 @@ impl<'a> Streams<'a> {
         }
     }
 
-    fn sends(&self, idx: u32) -> bool {
-        sends(&self.plan.params, idx, self.plan.is_client)
+    /// The CPU to pin stream `idx`'s thread to (`-A`), round robin.
+    fn cpu_of(&self, idx: u32) -> Option<usize> {
+        let affinity = &self.plan.affinity;
+        (!affinity.is_empty()).then(|| affinity[idx as usize % affinity.len()])
     }
 
-    fn tcp_bw(&mut self, idx: u32, s: TcpStream) {
-        let p = &self.plan.params;
-        let sender = self.sends(idx);
-        self.keep_tcp(&s, sender);
-        let (meter, stop) = (Arc::clone(&self.meters[idx as usize]), self.stop.clone());
-        let length = p.length as usize;
-        let discard = p.discard;
-        let wake = if p.no_rcvlowat {
-            tcp::Wake::EachArrival
-        } else {
-            tcp::Wake::Batched {
-                cap: p.window.map(|w| w as usize / 2),
+    /// Counts a thread that ends on its own; what it returns marks it ended, and sets `done`
+    /// when it is the last.
+    fn finisher(&self) -> impl FnOnce() + Send + 'static {
+        let remaining = Arc::clone(&self.remaining);
+        let done = self.done.clone();
+        remaining.fetch_add(1, Ordering::SeqCst);
+        move || {
+            if remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
+                done.set();
             }
-        };
-        let send_plan = tcp::SendPlan {
-            length,
-            deadline: self.deadline,
-            bitrate_bps: p.bitrate_bps,
-            zerocopy: p.zerocopy,
-        };
-        let f: StreamFn = if sender {
-            Box::new(move || tcp::send(&s, &send_plan, &meter, &stop))
-        } else {
-            let how = if discard {
-                tcp::Receive::Discard
-            } else {
-                tcp::Receive::Copy
-            };
-            Box::new(move || tcp::recv(&s, length, how, wake, IDLE, &meter, &stop))
-        };
-        self.spawn_job(idx, f);
-    }
-
-    fn file_transfer(&mut self, idx: u32, s: TcpStream) -> Result<(), String> {
-        let p = &self.plan.params;
-        let (Some(f), Some(spec)) = (self.plan.file.clone(), p.file.as_ref()) else {
-            return Err("internal: a file transfer without its file".into());
-        };
-        let sender = self.sends(idx);
-        self.keep_tcp(&s, sender);
-        let (meter, stop) = (Arc::clone(&self.meters[idx as usize]), self.stop.clone());
-        let (offset, len) = spec.range(idx, p.streams);
-        let range = file::Range { offset, len };
-        let bufs = file::Buffers {
-            block: p.length as usize,
-            count: FILE_BUFFERS as usize,
-        };
-        let deadline = self.deadline;
-        let f: StreamFn = if sender {
-            Box::new(move || file::send_range(&s, &f, range, bufs, deadline, &meter, &stop))
-        } else {
-            Box::new(move || file::recv_range(&s, &f, range, bufs, IDLE, &meter, &stop))
-        };
-        self.spawn_job(idx, f);
-        Ok(())
-    }
-
-    fn udp_bw(&mut self, idx: u32, sock: Arc<UdpSocket>, peer: Option<SocketAddr>) {
-        let p = &self.plan.params;
-        if self.sends(idx) {
-            let (meter, stop) = (Arc::clone(&self.meters[idx as usize]), self.stop.clone());
-            let (tag, length, rate) = (self.plan.tag, p.length as usize, p.bitrate_bps);
-            let deadline = self.deadline;
-            let f: StreamFn = Box::new(move || {
-                udp::send(&sock, peer, tag, idx, length, rate, deadline, &meter, &stop)
-            });
-            self.spawn_job(idx, f);
-        } else if self.plan.is_client || !self.shared_udp_listening {
-            // Server: one thread on the shared socket receives every stream.
-            self.shared_udp_listening = true;
-            let (tag, meters, us) = (self.plan.tag, self.meters.clone(), self.udp_stop.clone());
-            self.udp_recv_threads.push(
-                thread::Builder::new()
-                    .name(format!("udp-recv-{idx}"))
-                    .spawn(move || timed(|| udp::recv(&sock, tag, &meters, &us)))
-                    .expect("spawning the UDP receiver"),
-            );
         }
     }
 
-    fn tcp_lat(&mut self, idx: u32, s: TcpStream) {
-        let p = &self.plan.params;
-        let spin = spin_of(p);
-        self.keep_tcp(&s, false);
-        let (meter, stop) = (Arc::clone(&self.meters[idx as usize]), self.stop.clone());
-        let length = p.length as usize;
-        let deadline = self.deadline;
-        if self.plan.is_client {
-            self.rtt_slot = Some(latency_client(self.done.clone(), move |rtt| {
-                lat::tcp_client(&s, length, spin, deadline, rtt, &meter, &stop)
-            }));
-        } else {
-            let idle = IDLE + Duration::from_millis(p.duration_ms);
-            let f: StreamFn = Box::new(move || StreamOutcome {
-                error: lat::tcp_echo(&s, length, spin, idle, &stop),
-                ended: Some(Instant::now()),
-                ..StreamOutcome::default()
-            });
-            self.spawn_job(idx, f);
-        }
-    }
-
-    fn udp_lat(&mut self, idx: u32, sock: Arc<UdpSocket>) {
-        let length = self.plan.params.length as usize;
-        if self.plan.is_client {
-            let (meter, stop) = (Arc::clone(&self.meters[idx as usize]), self.stop.clone());
-            let deadline = self.deadline;
-            self.rtt_slot = Some(latency_client(self.done.clone(), move |rtt| {
-                lat::udp_client(&sock, length, deadline, rtt, &meter, &stop)
-            }));
-        } else {
-            let us = self.udp_stop.clone();
-            self.udp_recv_threads.push(thread::spawn(move || {
-                timed(|| (lat::udp_echo(&sock, &us), Vec::new()))
-            }));
-        }
-    }
-
-    /// Only receivers on a shared UDP socket, or echo servers: they end by time.
+    /// No thread ends on its own: receivers and answering servers only, which end by time.
     fn time_only(&self) -> bool {
-        self.jobs.is_empty() && self.rtt_slot.is_none()
+        self.jobs.is_empty() && self.round_trips.is_empty()
     }
 
     /// Snapshot the counters when the warm-up ends (None: no warm-up).
@@ -405,14 +462,13 @@ impl<'a> Streams<'a> {
         })
     }
 
-    /// When sampling ends at the latest: UDP receivers that end by time stop after the
-    /// drain; everything else (latency servers with the stream) after the grace period.
+    /// When sampling ends at the latest: UDP receivers stop after the drain; everything else
+    /// after the grace period.
     fn until(&self) -> Instant {
-        if self.plan.params.kind.is_udp() && (self.time_only() || !self.udp_recv_threads.is_empty())
-        {
-            self.deadline + UDP_DRAIN
-        } else {
+        if self.receivers.is_empty() {
             self.deadline + GRACE
+        } else {
+            self.deadline + UDP_DRAIN
         }
     }
 
@@ -420,25 +476,26 @@ impl<'a> Streams<'a> {
     fn sample(&self, sink: &mut dyn Sink, until: Instant) -> Vec<IntervalSample> {
         let p = &self.plan.params;
         let time_only = self.time_only();
+        // Only a TCP sender retransmits.
         let mut rtx = || -> Option<u64> {
-            if !matches!(p.kind, TestKind::TcpBw | TestKind::FileTransfer)
-                || self.send_handles.is_empty()
-            {
-                return None;
-            }
-            Some(
+            (!self.send_handles.is_empty()).then(|| {
                 self.send_handles
                     .iter()
                     .filter_map(sys::tcp_info)
                     .map(|t| t.retransmits)
-                    .sum(),
-            )
+                    .sum()
+            })
         };
-        // Sampling ends when the streams are done (or, for time-bound receivers, at `until`),
-        // and at once when the test is aborted.
-        let stop_sampling = || self.stop.is_set() || (!time_only && self.done.is_set());
-        if p.kind.is_latency() && !self.plan.is_client {
-            // An echo server has nothing to report per interval; wait for the end.
+        // Sampling ends when the streams are done (or, for time-bound threads, at `until`,
+        // and for answering servers when the client is done), and at once when the test is
+        // aborted.
+        let stop_sampling = || {
+            self.stop.is_set()
+                || (!time_only && self.done.is_set())
+                || (!self.answerers.is_empty() && self.peer_done.is_set())
+        };
+        if self.quiet {
+            // A server answering requests has nothing to report per interval; wait for the end.
             while !stop_sampling()
                 && Instant::now() < until
                 && (!self.done.is_set() || self.jobs.is_empty())
@@ -466,7 +523,7 @@ impl<'a> Streams<'a> {
     /// End every thread (stop flags and socket shutdowns unblock them) and collect what they saw.
     fn join(self, timed_out: bool) -> Joined {
         let n = self.meters.len();
-        self.udp_stop.set();
+        self.timed_stop.set();
         if timed_out || self.stop.is_set() {
             self.stop.set();
             for h in &self.tcp_handles {
@@ -491,31 +548,39 @@ impl<'a> Streams<'a> {
             errors: Vec::new(),
             shared_user: 0.0,
             shared_sys: 0.0,
-            udp_state: vec![RecvState::default(); n],
+            udp_state: None,
             rtt: None,
         };
-        for t in self.udp_recv_threads {
+        for t in self.receivers {
             if let Ok(((e, states), u, s)) = t.join() {
                 j.shared_user += u;
                 j.shared_sys += s;
-                if let Some(e) = e {
-                    j.errors.push(e);
-                }
+                j.errors.extend(e);
                 // A stream's datagrams all arrive on one socket: keep the state that saw them.
-                for (merged, st) in j.udp_state.iter_mut().zip(states) {
-                    if st.packets > merged.packets {
-                        *merged = st;
+                let merged = j
+                    .udp_state
+                    .get_or_insert_with(|| vec![RecvState::default(); n]);
+                for (m, st) in merged.iter_mut().zip(states) {
+                    if st.packets > m.packets {
+                        *m = st;
                     }
                 }
             }
         }
-        if let Some(((r, e), u, s)) = self.rtt_slot.and_then(|h| h.join().ok()) {
-            j.shared_user += u;
-            j.shared_sys += s;
-            if let Some(e) = e {
-                j.errors.push(e);
+        for t in self.answerers {
+            if let Ok((e, u, s)) = t.join() {
+                j.shared_user += u;
+                j.shared_sys += s;
+                j.errors.extend(e);
             }
-            j.rtt = Some(r);
+        }
+        for h in self.round_trips {
+            if let Ok(((r, e), u, s)) = h.join() {
+                j.shared_user += u;
+                j.shared_sys += s;
+                j.errors.extend(e);
+                *j.rtt.get_or_insert_with(Rtt::new) += &r;
+            }
         }
         j
     }
@@ -525,20 +590,21 @@ impl<'a> Streams<'a> {
 struct Joined {
     outcomes: Vec<(u32, StreamOutcome)>,
     errors: Vec<String>,
-    /// CPU of threads that serve every stream at once (UDP receive, echo, latency client).
+    /// CPU of threads that serve every stream at once (UDP receive, echo, transaction clients).
     shared_user: f64,
     shared_sys: f64,
-    udp_state: Vec<RecvState>,
+    /// The UDP receivers' state of every stream, when this side received UDP.
+    udp_state: Option<Vec<RecvState>>,
     rtt: Option<Rtt>,
 }
 
 impl Joined {
     /// UDP receivers: outcomes from the shared state. Then every outcome in stream order.
     fn add_udp_receivers(&mut self, plan: &SidePlan) {
-        if plan.params.kind == TestKind::UdpBw {
-            for (i, s) in self.udp_state.iter().enumerate() {
+        if let Some(states) = &self.udp_state {
+            for (i, s) in states.iter().enumerate() {
                 let i = i as u32;
-                if !sends(&plan.params, i, plan.is_client) {
+                if !plan.params.sends_on(i, plan.is_client) {
                     self.outcomes.push((
                         i,
                         StreamOutcome {
@@ -561,11 +627,13 @@ impl Joined {
         let deadline = plan.start + Duration::from_millis(p.duration_ms);
         let measure_from = plan.start + Duration::from_millis(p.omit_ms);
         let shared = self.shared_user + self.shared_sys;
+        // The shared threads' CPU is the UDP receivers' when this side received UDP.
+        let shared_receivers = self.udp_state.is_some();
         let (mut user, mut system) = (self.shared_user, self.shared_sys);
         let receivers = self
             .outcomes
             .iter()
-            .filter(|(i, _)| !sends(p, *i, plan.is_client))
+            .filter(|(i, _)| !p.sends_on(*i, plan.is_client))
             .count()
             .max(1);
         let mut streams = Vec::new();
@@ -575,7 +643,7 @@ impl Joined {
             if let Some(e) = &o.error {
                 self.errors.push(format!("stream {i}: {e}"));
             }
-            let sender = sends(p, *i, plan.is_client);
+            let sender = p.sends_on(*i, plan.is_client);
             let measured = o
                 .bytes
                 .saturating_sub(snap.get(*i as usize).copied().unwrap_or(0));
@@ -594,7 +662,7 @@ impl Joined {
                 // Threads shared by all receiving streams are split evenly among them.
                 cpu_s: o.user_s
                     + o.system_s
-                    + if sender || p.kind != TestKind::UdpBw {
+                    + if sender || !shared_receivers {
                         0.0
                     } else {
                         shared / receivers as f64
@@ -619,24 +687,31 @@ impl Joined {
     }
 }
 
-/// Run this side's streams to completion (bounded by duration + [`GRACE`]).
-pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop) -> SideRun {
-    let n = conns.len();
-    let mut st = Streams::new(plan, n, abort);
-    for (i, conn) in conns.into_iter().enumerate() {
-        if let Err(e) = st.start(i as u32, conn) {
-            return SideRun::failed(e);
-        }
+/// Run this side's streams to completion (bounded by duration + [`GRACE`]). `abort` ends them
+/// at once; `peer_done` tells a server that the client is done, which ends its answering
+/// threads.
+pub fn run(
+    plan: &SidePlan,
+    wired: Wired,
+    sink: &mut dyn Sink,
+    abort: &Stop,
+    peer_done: &Stop,
+) -> SideRun {
+    let n = wired.streams();
+    let mut st = Streams::new(plan, n, abort, peer_done);
+    if let Err(e) = st.start(wired) {
+        // What started is ended and joined: no thread outlives its test.
+        st.stop.set();
+        drop(st.join(true));
+        return SideRun::failed(e);
     }
     let time_only = st.time_only();
-    if time_only {
-        st.remaining.store(0, Ordering::SeqCst);
-    }
     let omit_snap = st.omit_snapshot();
     let until = st.until();
     let intervals = st.sample(sink, until);
     // Past this point every thread must end.
     let timed_out = !st.done.is_set() && !time_only && Instant::now() >= until;
+    let spin = st.spin;
     let mut joined = st.join(timed_out);
     let snap: Vec<u64> = omit_snap
         .and_then(|h| h.join().ok())
@@ -671,8 +746,7 @@ pub fn run(plan: &SidePlan, conns: Vec<Conn>, sink: &mut dyn Sink, abort: &Stop)
             error: (!errors.is_empty()).then(|| errors.join("; ")),
             fsync_s: None,
             rdma: None,
-            spin_us: (plan.params.kind == TestKind::TcpLat)
-                .then(|| u32::try_from(spin_of(&plan.params).as_micros()).unwrap_or(u32::MAX)),
+            spin_us: spin.map(|s| u32::try_from(s.as_micros()).unwrap_or(u32::MAX)),
         },
         rtt,
     }

@@ -490,6 +490,185 @@ fn malformed_first_frames_are_dropped_and_the_server_keeps_serving() {
     );
 }
 
+// ---------------------------------------------------------------------------------------------
+// First bytes: linerate, iperf3 or neither
+// ---------------------------------------------------------------------------------------------
+
+/// Everything the peer sends until it closes, and when it closed; `None` if still open at
+/// `within`.
+fn read_until_closed(mut s: &TcpStream, within: Duration) -> Option<(Vec<u8>, Duration)> {
+    let t0 = Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let left = within.saturating_sub(t0.elapsed());
+        if left.is_zero() {
+            return None;
+        }
+        s.set_read_timeout(Some(left.max(Duration::from_millis(10))))
+            .unwrap();
+        match s.read(&mut buf) {
+            Ok(0) => return Some((got, t0.elapsed())),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => return Some((got, t0.elapsed())),
+        }
+    }
+}
+
+/// iperf3's answer to a client it will not serve: SERVER_ERROR (-2), then `i_errno` 110
+/// (IEMESSAGE) and `errno` 0, big-endian.
+const IPERF3_NOT_SERVED: [u8; 9] = [0xfe, 0, 0, 0, 110, 0, 0, 0, 0];
+
+/// Cookies of each iperf3 generation: 3.2 and later (random `[a-z2-7]`), 3.0/3.1 (host name,
+/// time, random, padded with digits), the 3.0 betas (a UUID); each 36 characters and a NUL.
+fn iperf3_cookies() -> Vec<Vec<u8>> {
+    [
+        "bdyqcmoyr6fblhzqdrfu7azvj3iyh7ezrj5d",
+        "SVR028.1555493204.059114.5f55c3f5123",
+        "e47a1dcd-70b4-44b5-9411-e59ade43f579",
+    ]
+    .iter()
+    .map(|c| {
+        let mut b = c.as_bytes().to_vec();
+        b.push(0);
+        assert_eq!(b.len(), 37);
+        b
+    })
+    .collect()
+}
+
+#[test]
+fn an_iperf3_client_is_answered_at_once_and_the_server_keeps_serving() {
+    let _g = serial();
+    // A long handshake timeout: the answers below must come from the cookie, not the timer.
+    let cfg = ServerConfig {
+        handshake_timeout: Duration::from_secs(6),
+        ..server_config()
+    };
+    let addr = start_server(cfg);
+    let prompt = Duration::from_secs(4);
+    for cookie in iperf3_cookies() {
+        // Whole, and dripped in two parts (a cookie may come in two segments).
+        for split in [cookie.len(), 11] {
+            let mut s = raw(addr);
+            s.write_all(&cookie[..split]).unwrap();
+            if split < cookie.len() {
+                thread::sleep(Duration::from_millis(200));
+                s.write_all(&cookie[split..]).unwrap();
+            }
+            let (got, _) = read_until_closed(&s, prompt).unwrap_or_else(|| {
+                panic!(
+                    "{}: an iperf3 client left waiting",
+                    String::from_utf8_lossy(&cookie)
+                )
+            });
+            assert_eq!(
+                got,
+                IPERF3_NOT_SERVED,
+                "{}",
+                String::from_utf8_lossy(&cookie)
+            );
+        }
+    }
+    assert_good_run(
+        bench(
+            ClientConfig::new(addr, tcp_params(1000)),
+            Duration::from_secs(20),
+        ),
+        "a test after iperf3 clients",
+    );
+}
+
+#[test]
+fn an_iperf3_client_that_keeps_sending_after_its_cookie_is_cut() {
+    let _g = serial();
+    let addr = start_server(ServerConfig {
+        handshake_timeout: Duration::from_secs(6),
+        ..server_config()
+    });
+    let mut s = raw(addr);
+    s.write_all(&iperf3_cookies()[0]).unwrap();
+    // Keep sending (bounded: 400 writes of 4 KiB, each a little apart) until the server cuts it.
+    let t0 = Instant::now();
+    let chunk = [b'x'; 4096];
+    let mut cut = false;
+    for _ in 0..400 {
+        if s.write_all(&chunk).is_err() {
+            cut = true;
+            break;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert!(cut, "still accepting data after {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(4),
+        "cut only after {:?}",
+        t0.elapsed()
+    );
+}
+
+#[test]
+fn first_bytes_of_neither_protocol_are_dropped_at_once_without_an_answer() {
+    let _g = serial();
+    let cfg = ServerConfig {
+        handshake_timeout: Duration::from_secs(6),
+        ..server_config()
+    };
+    let addr = start_server(cfg);
+    let prompt = Duration::from_secs(4);
+    let mut no_nul = iperf3_cookies()[0].clone();
+    *no_nul.last_mut().unwrap() = b'x';
+    for (what, bytes) in [
+        (
+            "a TLS client hello",
+            vec![0x16, 0x03, 0x01, 0x02, 0x00, 0x01],
+        ),
+        (
+            "an SSH banner",
+            b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n".to_vec(),
+        ),
+        ("37 printable bytes without the NUL", no_nul),
+        ("a NUL inside a would-be cookie", b"abc\0def".to_vec()),
+        ("a space", b"hello world".to_vec()),
+    ] {
+        let mut s = raw(addr);
+        s.write_all(&bytes).unwrap();
+        let (got, _) =
+            read_until_closed(&s, prompt).unwrap_or_else(|| panic!("{what}: still open"));
+        assert!(got.is_empty(), "{what}: answered {got:?}");
+    }
+    assert_good_run(
+        bench(
+            ClientConfig::new(addr, tcp_params(1000)),
+            Duration::from_secs(20),
+        ),
+        "a test after stray clients",
+    );
+}
+
+#[test]
+fn a_cookie_cut_short_is_dropped_at_the_handshake_deadline() {
+    let _g = serial();
+    let addr = start_server(server_config());
+    let mut s = raw(addr);
+    // The start of a cookie, then nothing: it could still be an iperf3 client until the
+    // deadline, and not past it.
+    s.write_all(&iperf3_cookies()[0][..10]).unwrap();
+    let (got, closed) = read_until_closed(&s, Duration::from_secs(8))
+        .expect("a cookie cut short must be dropped after the handshake timeout");
+    assert!(got.is_empty(), "answered {got:?}");
+    assert!(
+        closed >= HANDSHAKE.mul_f64(0.9),
+        "dropped after {closed:?}, before the {HANDSHAKE:?} handshake timeout"
+    );
+    assert!(
+        closed < HANDSHAKE * 5,
+        "dropped only after {closed:?} (timeout {HANDSHAKE:?})"
+    );
+}
+
 /// `handshake_timeout` is documented as the time from hello to start; a peer that sends its
 /// hello one byte at a time must not hold a handshake slot (of `max_pending`) for longer.
 #[test]
@@ -956,6 +1135,7 @@ where
                 memory_bytes: 0,
                 inventory: None,
                 rdma: None,
+                listen_port: None,
             },
         )
         .unwrap();

@@ -522,12 +522,23 @@ pub struct MemArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TestArg {
-    TcpBw,
-    UdpBw,
-    TcpLat,
-    UdpLat,
+/// `--test KIND`: every kind whose test needs no spec of its own (a file transfer has `--file`,
+/// RDMA `--rdma`), by its name with hyphens as clap spells values (`tcp-lat`), or as results
+/// and JSON spell it (`tcp_lat`). A new kind is offered here without a change.
+fn test_kind() -> impl clap::builder::TypedValueParser<Value = linerate_proto::TestKind> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    use linerate_proto::TestKind;
+    let by_test = |k: &TestKind| {
+        let t = k.spec().facts().takes;
+        !t.file && !t.rdma
+    };
+    PossibleValuesParser::new(
+        TestKind::ALL
+            .into_iter()
+            .filter(by_test)
+            .map(|k| PossibleValue::new(k.as_str().replace('_', "-")).alias(k.as_str())),
+    )
+    .map(|s| TestKind::from_name(&s.replace('-', "_")).expect("a value of the possible values"))
 }
 
 #[derive(Debug, Args)]
@@ -612,8 +623,8 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with_all = ["udp", "latency", "file", "rdma"])]
     pub no_rcvlowat: bool,
     /// The test to run.
-    #[arg(long, value_enum, value_name = "KIND")]
-    pub test: Option<TestArg>,
+    #[arg(long, value_name = "KIND", value_parser = test_kind())]
+    pub test: Option<linerate_proto::TestKind>,
     /// Print one JSON document at the end (schemas/bench.schema.json).
     #[arg(short = 'J', long, conflicts_with = "json_stream")]
     pub json: bool,

@@ -95,10 +95,40 @@ fn every_kind_produces_valid_json_with_sensible_figures() {
             l["max"].as_f64().unwrap(),
         );
         assert!(p50 > 0.0 && p50 <= p99 && p99 <= max, "{l}");
-        assert_consistent_rate(t);
+        assert_consistent_rate(t, 1);
         // bench blocks unless asked to poll, and says so.
         assert_eq!(t["latency_mode"]["mode"], "blocking", "{t}");
     }
+
+    // The connection rate: two loops of connections, each transaction timed.
+    let d = json_of(&bench(
+        p,
+        &["-t", "1.5", "--test", "tcp_crr", "-P", "2", "-J"],
+    ));
+    let t = &d["tests"][0];
+    assert_eq!(t["kind"], "tcp_crr");
+    assert_eq!(t["streams"], 2);
+    let l = &t["latency_us"];
+    assert!(l["p50"].as_f64().unwrap() > 0.0, "{l}");
+    assert_consistent_rate(t, 2);
+    assert!(t["latency_mode"].is_null(), "{t}");
+    assert!(t["error"].is_null(), "{t}");
+    // Every interval counts both loops' connections.
+    let in_intervals: u64 = t["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["bytes"].as_u64().unwrap())
+        .sum();
+    assert!(in_intervals > 0, "{t}");
+    let out = bench(p, &["-t", "1", "--test", "tcp-crr", "-R"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("-R/--bidir: a connection-rate test runs from the client"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// `--spin` over the server's `--max-spin` is capped and said, in the JSON and the text;
@@ -130,16 +160,16 @@ fn spin_capped_by_the_server_and_discard() {
     assert!(!out.status.success(), "--discard is for TCP bandwidth");
 }
 
-/// Transactions run one at a time, so their rate and their mean round trip, measured in
-/// the same run, bound each other: rate × mean ≤ 1 s. The margin (10%) covers the
-/// rounding of both figures and the test's clock against the transactions'.
-fn assert_consistent_rate(t: &Value) {
+/// Each stream runs its transactions one at a time, so their rate and their mean time,
+/// measured in the same run, bound each other: rate × mean ≤ streams × 1 s. The margin (10%)
+/// covers the rounding of both figures and the test's clock against the transactions'.
+fn assert_consistent_rate(t: &Value, streams: u32) {
     let tps = t["transactions_per_s"].as_f64().unwrap();
     let mean_us = t["latency_us"]["mean"].as_f64().unwrap();
     assert!(tps > 0.0 && mean_us > 0.0, "{t}");
     assert!(
-        tps * mean_us <= 1e6 * 1.10,
-        "{tps} transactions/s one at a time cannot each take {mean_us} µs on average"
+        tps * mean_us <= 1e6 * f64::from(streams) * 1.10,
+        "{tps} transactions/s, {streams} at a time, cannot each take {mean_us} µs on average"
     );
 }
 
@@ -185,6 +215,7 @@ fn json_stream_events_match_their_schema() {
         &["-t", "1.5", "-i", "0.5", "-R", "--json-stream"][..],
         &["-t", "1", "-i", "0.5", "-u", "-b", "100M", "--json-stream"][..],
         &["-t", "1", "-i", "0.5", "--latency", "--json-stream"][..],
+        &["-t", "1", "-i", "0.5", "--test", "tcp-crr", "--json-stream"][..],
     ] {
         let out = bench(s.port, args);
         assert!(out.status.success(), "{args:?}");
@@ -356,6 +387,56 @@ fn serve_log_lines_match_their_schema() {
         "{lines:?}"
     );
     assert_eq!(lines[0]["auth"], true);
+}
+
+/// A stock iperf3 client against `linerate serve`: answered at once with an error it prints
+/// (an iperf3 client waits for the server's state bytes without a timeout), and logged; a
+/// client of neither protocol is dropped and logged with its first bytes.
+#[test]
+fn a_stock_iperf3_client_is_answered_and_logged() {
+    let (child, port) = logging_server(&["--handshake-timeout", "5"]);
+    let started = Instant::now();
+    let out = Command::new("iperf3")
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap_or_else(|e| panic!("iperf3: {e}: run scripts/setup-tests.sh (it installs iperf3)"));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("received an unknown control message"),
+        "{said}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "iperf3 took {:?}: answered only at the handshake timeout",
+        started.elapsed()
+    );
+    {
+        use std::io::Write;
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let _ = s.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00]);
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        let _ = std::io::Read::read_to_end(&mut s, &mut Vec::new());
+    }
+    let lines = log_lines(child);
+    assert!(
+        lines.iter().any(|l| l["event"] == "refused"
+            && l["reason"].as_str().unwrap().contains("an iperf3 client")),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l["event"] == "dropped"
+            && l["reason"]
+                .as_str()
+                .unwrap()
+                .contains("not a linerate or iperf3 client: it opened with 16 03 01 02 00")),
+        "{lines:?}"
+    );
 }
 
 #[test]
@@ -547,7 +628,7 @@ fn rdma_server_killed_mid_test_keeps_what_was_measured() {
     }
     let mut s = server(&[]);
     let port = s.port.to_string();
-    let child = StdCommand::new(env!("CARGO_BIN_EXE_linerate"))
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_linerate"))
         .args([
             "bench",
             "127.0.0.1",
@@ -558,25 +639,42 @@ fn rdma_server_killed_mid_test_keeps_what_was_measured() {
             "tcp",
             "-t",
             "8",
-            "-J",
+            "--json-stream",
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Kill the server a while after the test started (its RDMA connection is made then),
+    // however long a busy machine takes to set the test up.
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let start = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the start event within 30 s");
+    assert!(start.contains(r#""event":"start""#), "{start}");
+    std::thread::sleep(Duration::from_millis(2000));
     let _ = s.child.kill();
     let _ = s.child.wait();
     let started = Instant::now();
-    let out = child.wait_with_output().unwrap();
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let lines: Vec<String> = rx.try_iter().collect();
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "the client took {:?} to notice",
         started.elapsed()
     );
-    assert_eq!(out.status.code(), Some(2));
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("the partial result as JSON");
-    let t = &doc["tests"][0];
+    assert_eq!(status.code(), Some(2));
+    let end: Value = serde_json::from_str(lines.last().expect("a last line"))
+        .expect("the partial result as JSON");
+    assert_eq!(end["event"], "end", "{end}");
+    let t = &end["result"];
     assert!(t["error"].is_string(), "{t}");
     assert!(t["bytes"].as_u64().unwrap() > 0, "nothing kept: {t}");
 }

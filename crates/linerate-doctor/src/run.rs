@@ -12,7 +12,7 @@ use linerate_facts::{
 };
 use linerate_model::{host_stack_ceiling, HostStackCeiling, HostStackInput};
 use linerate_proto::{Direction, Psk, RefusalKind, TestKind, TestParams};
-use linerate_results::{describe, DoctorReport, LatencyMode, TestResult};
+use linerate_results::{DoctorReport, LatencyMode, TestResult};
 use linerate_rules::{diagnose, DiagnoseInput, Measured};
 use thiserror::Error;
 
@@ -472,7 +472,7 @@ fn run_plan(
             params.spin_us = Some(c.spin_us);
             c
         });
-        progress(&describe(&params));
+        progress(&params.describe());
         let cfg = client(o, server, params.clone(), None);
         if runs.counters_before.is_none() {
             if let Some(name) = runs.local_if.as_deref() {
@@ -496,7 +496,7 @@ fn run_plan(
                     *m = LatencyMode::new(m.client_spin_us, m.server_spin_us, c.reason);
                 }
                 if let Some(e) = &t.error {
-                    runs.errors.push(format!("{}: {e}", describe(&params)));
+                    runs.errors.push(format!("{}: {e}", params.describe()));
                 }
                 progress(&format!("  → {}", short_result(&t)));
                 runs.push(t, cpu);
@@ -517,12 +517,12 @@ fn run_plan(
                     return Err(e.into());
                 }
                 runs.local_if = route_if;
-                runs.errors.push(format!("{}: {e}", describe(&params)));
+                runs.errors.push(format!("{}: {e}", params.describe()));
                 progress(&format!("  → failed: {e}"));
                 break;
             }
             Err(e) => {
-                runs.errors.push(format!("{}: {e}", describe(&params)));
+                runs.errors.push(format!("{}: {e}", params.describe()));
                 progress(&format!("  → failed: {e}"));
             }
         }
@@ -610,7 +610,7 @@ fn discard_twins(
         })
         .collect();
     for params in bound {
-        progress(&describe(&params));
+        progress(&params.describe());
         let (result, cpu) = with_host_cpu(|| {
             linerate_bench::run_client(&client(o, server, params.clone(), None), &mut |_| {})
         });
@@ -618,14 +618,14 @@ fn discard_twins(
             Ok(run) => {
                 let t = linerate_bench::assemble(&run);
                 if let Some(e) = &t.error {
-                    runs.errors.push(format!("{}: {e}", describe(&params)));
+                    runs.errors.push(format!("{}: {e}", params.describe()));
                 }
                 progress(&format!("  → {}", short_result(&t)));
                 runs.push(t, cpu);
             }
             Err(e) => {
                 progress(&format!("  → not run: {e}"));
-                runs.errors.push(format!("{}: {e}", describe(&params)));
+                runs.errors.push(format!("{}: {e}", params.describe()));
             }
         }
     }
@@ -731,7 +731,7 @@ fn rdma_step(
         }),
         ..crate::plan::p(TestKind::Rdma, Direction::Send, 1, secs, 0.0)
     };
-    progress(&describe(&params));
+    progress(&params.describe());
     match linerate_bench::run_client(&client(o, server, params, None), &mut |_| {}) {
         Ok(run) => {
             let t = linerate_bench::assemble(&run);
@@ -1121,7 +1121,7 @@ fn file_copy(
             0.0,
         )
     };
-    progress(&describe(&params));
+    progress(&params.describe());
     let cfg = client(o, server, params, Some(std::sync::Arc::new(src)));
     let r = linerate_bench::run_client(&cfg, &mut |_| {});
     let _ = std::fs::remove_file(&src_path);

@@ -100,6 +100,14 @@ impl Rtt {
     }
 }
 
+/// Samples of several threads of one test together (connection-rate streams).
+impl std::ops::AddAssign<&Rtt> for Rtt {
+    fn add_assign(&mut self, o: &Rtt) {
+        self.hist += &o.hist;
+        self.lost = self.lost.saturating_add(o.lost);
+    }
+}
+
 /// Client side of a TCP round-trip test.
 pub fn tcp_client(
     mut sock: &TcpStream,
@@ -251,5 +259,17 @@ mod tests {
         assert!((s.max - 1000.0).abs() / 1000.0 < 0.002);
         assert!((s.mean - 500.5).abs() < 1.0);
         assert!(r.buckets().iter().map(|b| b.1).sum::<u64>() == 1000);
+    }
+
+    #[test]
+    fn samples_of_several_threads_merge() {
+        let (mut a, mut b) = (Rtt::new(), Rtt::new());
+        a.record(Duration::from_micros(10));
+        b.record(Duration::from_micros(30));
+        b.lost = 2;
+        a += &b;
+        let s = a.stats();
+        assert_eq!((s.transactions, s.lost), (2, 2));
+        assert!((s.mean - 20.0).abs() < 0.1, "{}", s.mean);
     }
 }

@@ -6,6 +6,7 @@
 //! samples and pushes them into a [`Sink`]. Engines know nothing of the
 //! control protocol or of terminals.
 
+pub mod crr;
 pub mod file;
 pub mod lat;
 pub mod mem;

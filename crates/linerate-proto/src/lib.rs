@@ -9,22 +9,26 @@
 mod auth;
 pub mod defaults;
 mod frame;
+pub mod kind;
 mod msg;
 mod params;
 pub mod soak;
+mod testkind;
 
 pub use auth::{load_psk, Psk, PskError, MIN_PSK_BYTES};
 pub use frame::{
     read_frame, read_msg, write_msg, FrameError, MAX_CONTROL_FRAME, MAX_RESULTS_FRAME,
 };
+pub use kind::Spec;
 pub use msg::{
     CpuUsage, FileStats, IntervalSample, LatencyStats, Msg, RdmaListen, RdmaTargetStats,
     SideResults, StreamResult, TcpLimited, TcpStats, UdpStats, MAGIC, PROTOCOL_VERSION,
 };
 pub use params::{
     Direction, FileSpec, Limits, Param, RdmaOp, RdmaSpec, Refusal, RefusalKind, ShapeError,
-    TestKind, TestParams, FILE_BUFFERS, RDMA_MAX_MESSAGE, RDMA_MAX_QPS, RDMA_MAX_WINDOW,
+    TestParams, FILE_BUFFERS, RDMA_MAX_MESSAGE, RDMA_MAX_QPS, RDMA_MAX_WINDOW,
 };
+pub use testkind::{EndsBy, Facts, Measures, Takes, TestKind, Transaction};
 
 /// The default TCP port of `linerate serve` (control and TCP data connections).
 pub const DEFAULT_PORT: u16 = defaults::PORT;

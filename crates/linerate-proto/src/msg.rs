@@ -55,6 +55,10 @@ pub enum Msg {
         /// RDMA tests: where the server's libfabric listens, one port per queue pair.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rdma: Option<RdmaListen>,
+        /// Tests whose client connects per transaction (`tcp_crr`): the TCP port of the
+        /// server's listener for the test, on the control connection's address.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        listen_port: Option<u16>,
     },
     /// Server → client: the request was not accepted; the reason says which limit.
     Refused {

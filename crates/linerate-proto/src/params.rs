@@ -3,41 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::defaults;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TestKind {
-    TcpBw,
-    UdpBw,
-    TcpLat,
-    UdpLat,
-    /// Disk → network → disk: the client sends a file, the server writes it
-    /// into the directory its operator allowed (`serve --write-dir`).
-    FileTransfer,
-    /// RDMA through libfabric: write, read or send; bandwidth or latency (`params.rdma`).
-    Rdma,
-}
-
-impl TestKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::TcpBw => "tcp_bw",
-            Self::UdpBw => "udp_bw",
-            Self::TcpLat => "tcp_lat",
-            Self::UdpLat => "udp_lat",
-            Self::FileTransfer => "file_transfer",
-            Self::Rdma => "rdma",
-        }
-    }
-
-    pub fn is_udp(self) -> bool {
-        matches!(self, Self::UdpBw | Self::UdpLat)
-    }
-
-    pub fn is_latency(self) -> bool {
-        matches!(self, Self::TcpLat | Self::UdpLat)
-    }
-}
+use crate::testkind::{Takes, TestKind};
 
 /// Which way data flows, from the client's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -341,129 +307,17 @@ impl RefusalKind {
 }
 
 impl TestParams {
-    /// A `kind` test in `direction` with the defaults of [`defaults`]: one stream for the
-    /// default time, no warm-up, one-second intervals, the kind's default write size, no rate
-    /// limit (UDP: the default rate), no window, congestion control, zero copy, spin, file or
-    /// RDMA spec. Callers set what differs: `TestParams { streams: 4, ..TestParams::new(k, d) }`.
-    pub fn new(kind: TestKind, direction: Direction) -> Self {
-        Self {
-            kind,
-            direction,
-            streams: 1,
-            duration_ms: defaults::DURATION_MS,
-            omit_ms: defaults::OMIT_MS,
-            interval_ms: defaults::INTERVAL_MS,
-            length: match kind {
-                TestKind::TcpBw => defaults::default_length(1, direction == Direction::Bidir),
-                TestKind::UdpBw => defaults::UDP_LENGTH,
-                TestKind::TcpLat => defaults::LATENCY_LENGTH,
-                TestKind::UdpLat => defaults::UDP_LAT_MIN_LENGTH,
-                TestKind::FileTransfer => defaults::FILE_LENGTH,
-                TestKind::Rdma => defaults::RDMA_LENGTH,
-            },
-            window: None,
-            bitrate_bps: if kind == TestKind::UdpBw {
-                defaults::UDP_BITRATE_BPS
-            } else {
-                defaults::TCP_BITRATE_BPS
-            },
-            congestion: None,
-            zerocopy: false,
-            spin_us: None,
-            discard: false,
-            no_rcvlowat: false,
-            file: None,
-            rdma: None,
-            soak: false,
+    /// Does this end (the client when `is_client`) send on data connection `idx`? In a bidir
+    /// test the client sends on the first `streams` connections and receives on the rest.
+    pub fn sends_on(&self, idx: u32, is_client: bool) -> bool {
+        match self.direction {
+            Direction::Send => is_client,
+            Direction::Receive => !is_client,
+            Direction::Bidir => (idx < self.streams) == is_client,
         }
     }
 
-    /// Directions × streams: the number of data connections.
-    pub fn connections(&self) -> u32 {
-        if let (TestKind::Rdma, Some(r)) = (self.kind, &self.rdma) {
-            r.qps
-        } else if self.kind.is_latency() {
-            1
-        } else if self.direction == Direction::Bidir {
-            self.streams.saturating_mul(2)
-        } else {
-            self.streams
-        }
-    }
-
-    /// Buffer memory the server holds for this test, bytes.
-    pub fn server_memory_bytes(&self) -> u64 {
-        let per = u64::from(self.length.max(64 * 1024));
-        if let Some(r) = self.rdma.as_ref().filter(|_| self.kind == TestKind::Rdma) {
-            // The region each queue pair registers, laid out as the RDMA engine does (a test in
-            // linerate-bench holds the two equal): the latency buffer and one data slot per
-            // outstanding message when verifying (else one); a receive per outstanding message
-            // plus RDMA_CTRL_EXTRA, each message-sized for sends (else control-sized); as many
-            // control messages.
-            let length = u64::from(self.length);
-            let window = u64::from(r.window);
-            let slots = if r.verify { window } else { 1 };
-            let rx_size = if r.op == RdmaOp::Send {
-                length.max(RDMA_CTRL_SIZE)
-            } else {
-                RDMA_CTRL_SIZE
-            };
-            let per_qp = length.saturating_mul(1 + slots).saturating_add(
-                (window + RDMA_CTRL_EXTRA).saturating_mul(rx_size + RDMA_CTRL_SIZE),
-            );
-            return u64::from(r.qps).saturating_mul(per_qp);
-        }
-        if self.kind == TestKind::TcpBw && !self.no_rcvlowat {
-            // A batched receiver reads up to RECV_BATCH_BYTES at a time.
-            let recv = per.max(u64::from(defaults::RECV_BATCH_BYTES));
-            let streams = u64::from(self.streams);
-            return match self.direction {
-                Direction::Send => streams * recv,
-                Direction::Receive => streams * per,
-                Direction::Bidir => streams * (recv + per),
-            };
-        }
-        let per = if self.kind == TestKind::FileTransfer {
-            per * u64::from(FILE_BUFFERS)
-        } else {
-            per
-        };
-        u64::from(self.connections()) * per
-    }
-
-    /// What the server adjusts instead of refusing: a file transfer's duration is a time
-    /// limit, so it becomes the lower of the client's and the server's. Call before [`Self::validate`].
-    /// A latency test's busy-poll is a request too: the server's echo polls at most
-    /// `max_spin_us` (the caller compares to say it was capped).
-    pub fn fit(&mut self, l: &Limits) {
-        if self.kind == TestKind::FileTransfer {
-            self.duration_ms = self.duration_ms.min(l.max_duration_ms);
-        }
-        if let Some(s) = self.spin_us.as_mut() {
-            *s = (*s).min(l.max_spin_us);
-        }
-    }
-
-    /// Is this a test at all, whatever a server allows? The client checks this before it
-    /// connects; the server checks it first in [`Self::validate`].
-    pub fn check_shape(&self) -> Result<(), ShapeError> {
-        self.shape_timing()?;
-        self.shape_length()?;
-        self.shape_rdma()?;
-        self.shape_file()?;
-        self.shape_names()
-    }
-
-    /// Check against the server's limits (after [`Self::check_shape`], which it calls).
-    pub fn validate(&self, l: &Limits) -> Result<(), Refusal> {
-        self.check_shape()
-            .map_err(|e| Refusal::new(RefusalKind::InvalidParams, e.message))?;
-        self.limits_basic(l)?;
-        self.limits_rdma(l)?;
-        self.limits_file(l)
-    }
-
-    fn shape_timing(&self) -> Result<(), ShapeError> {
+    pub(crate) fn shape_timing(&self) -> Result<(), ShapeError> {
         let e = |param, message: &str| Err(ShapeError::new(param, message));
         if self.streams == 0 {
             return e(Param::Streams, "streams must be at least 1");
@@ -490,164 +344,44 @@ impl TestParams {
         if self.spin_us.is_some_and(|u| u > defaults::MAX_SPIN_US) {
             return e(Param::Spin, "spin must be at most 10000 µs");
         }
-        Ok(())
-    }
-
-    fn shape_length(&self) -> Result<(), ShapeError> {
-        let e = |message: String| Err(ShapeError::new(Param::Length, &message));
         if self.length == 0 {
-            return e("length must be at least 1 byte".into());
-        }
-        if self.kind.is_udp() && self.length > defaults::UDP_MAX_LENGTH {
-            return e(format!(
-                "UDP length {} bytes exceeds the 65507-byte maximum datagram payload",
-                self.length
-            ));
-        }
-        if self.kind == TestKind::UdpBw && self.length < defaults::UDP_BW_MIN_LENGTH {
-            return e(
-                "UDP length must be at least 24 bytes (stream, sequence number and timestamp)"
-                    .into(),
-            );
-        }
-        if self.kind == TestKind::UdpLat && self.length < defaults::UDP_LAT_MIN_LENGTH {
-            return e("UDP request length must be at least 8 bytes (sequence number)".into());
+            return e(Param::Length, "length must be at least 1 byte");
         }
         Ok(())
     }
 
-    fn shape_rdma(&self) -> Result<(), ShapeError> {
+    /// The optional parameters the kind does not take must be absent.
+    pub(crate) fn shape_carries(&self, takes: Takes) -> Result<(), ShapeError> {
+        let kind = self.kind.as_str();
         let e = |param, message: String| Err(ShapeError::new(param, &message));
-        let x = match (&self.rdma, self.kind) {
-            (None, TestKind::Rdma) => {
-                return e(Param::Rdma, "an RDMA test needs its operation".into())
-            }
-            (Some(_), k) if k != TestKind::Rdma => {
-                return e(
-                    Param::Rdma,
-                    format!("a {} test carries no RDMA parameters", k.as_str()),
-                )
-            }
-            (Some(x), _) => x,
-            (None, _) => return Ok(()),
-        };
-        if self.length > RDMA_MAX_MESSAGE {
+        if self.rdma.is_some() && !takes.rdma {
             return e(
-                Param::Length,
-                format!(
-                    "RDMA message of {} bytes: at most {RDMA_MAX_MESSAGE} (8 MiB)",
-                    self.length
-                ),
+                Param::Rdma,
+                format!("a {kind} test carries no RDMA parameters"),
             );
         }
-        if x.window == 0 || x.window > RDMA_MAX_WINDOW {
+        if self.file.is_some() && !takes.file {
+            return e(Param::File, format!("a {kind} test carries no file"));
+        }
+        if self.discard && !takes.discard {
             return e(
-                Param::Window,
-                format!("RDMA window {}: between 1 and {RDMA_MAX_WINDOW}", x.window),
-            );
-        }
-        if x.qps == 0 || x.qps > RDMA_MAX_QPS {
-            return e(
-                Param::Qps,
-                format!("{} queue pairs: between 1 and {RDMA_MAX_QPS}", x.qps),
-            );
-        }
-        if x.latency && x.qps > 1 {
-            return e(
-                Param::Qps,
-                "an RDMA latency test runs on one queue pair".into(),
-            );
-        }
-        if x.sweep && x.qps > 1 {
-            return e(Param::Qps, "an RDMA sweep runs on one queue pair".into());
-        }
-        if x.provider.as_ref().is_some_and(|p| {
-            p.is_empty()
-                || p.len() > 32
-                || !p
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b';')
-        }) {
-            return e(
-                Param::Provider,
-                "the RDMA provider name is not valid".into(),
-            );
-        }
-        if self.direction != Direction::Send {
-            return e(
-                Param::Direction,
-                "an RDMA test runs from the client (no -R or --bidir; use --op read to pull)"
-                    .into(),
-            );
-        }
-        Ok(())
-    }
-
-    fn shape_file(&self) -> Result<(), ShapeError> {
-        let e = |param, message: String| Err(ShapeError::new(param, &message));
-        let f = match (&self.file, self.kind) {
-            (None, TestKind::FileTransfer) => {
-                return e(
-                    Param::File,
-                    "a file transfer needs the file's name and size".into(),
-                )
-            }
-            (Some(_), k) if k != TestKind::FileTransfer => {
-                return e(
-                    Param::File,
-                    format!("a {} test carries no file", k.as_str()),
-                )
-            }
-            (Some(f), _) => f,
-            (None, _) => return Ok(()),
-        };
-        FileSpec::check_name(&f.name).or_else(|m| e(Param::FileName, m))?;
-        if f.size == 0 {
-            return e(Param::File, "the file is empty: nothing to transfer".into());
-        }
-        if self.direction != Direction::Send {
-            return e(
-                Param::Direction,
-                "a file transfer goes from the client to the server (no -R or --bidir)".into(),
-            );
-        }
-        if u64::from(self.streams) > f.size {
-            return e(
-                Param::Streams,
-                format!(
-                    "{} streams for a {}-byte file: use at most one stream per byte",
-                    self.streams, f.size
-                ),
-            );
-        }
-        Ok(())
-    }
-
-    fn shape_names(&self) -> Result<(), ShapeError> {
-        if self.discard && self.kind != TestKind::TcpBw {
-            return Err(ShapeError::new(
                 Param::Discard,
-                &format!(
-                    "--discard applies to TCP bandwidth tests only, not {}",
-                    self.kind.as_str()
-                ),
-            ));
+                format!("--discard applies to TCP bandwidth tests only, not {kind}"),
+            );
         }
-        if self.no_rcvlowat && self.kind != TestKind::TcpBw {
-            return Err(ShapeError::new(
+        if self.no_rcvlowat && !takes.no_rcvlowat {
+            return e(
                 Param::NoRcvlowat,
-                &format!(
-                    "--no-rcvlowat applies to TCP bandwidth tests only, not {}",
-                    self.kind.as_str()
-                ),
-            ));
+                format!("--no-rcvlowat applies to TCP bandwidth tests only, not {kind}"),
+            );
         }
-        if self.soak && self.kind != TestKind::TcpBw {
-            return Err(ShapeError::new(
-                Param::Soak,
-                &format!("a soak runs TCP traffic, not {}", self.kind.as_str()),
-            ));
+        if self.soak && !takes.soak {
+            return e(Param::Soak, format!("a soak runs TCP traffic, not {kind}"));
         }
+        Ok(())
+    }
+
+    pub(crate) fn shape_names(&self) -> Result<(), ShapeError> {
         if self.soak && self.interval_ms == 0 {
             return Err(ShapeError::new(
                 Param::Interval,
@@ -668,8 +402,8 @@ impl TestParams {
         Ok(())
     }
 
-    /// Streams, duration, length, window and UDP rate against the server's limits.
-    fn limits_basic(&self, l: &Limits) -> Result<(), Refusal> {
+    /// Streams, duration and window against the server's limits: every kind's.
+    pub(crate) fn limits_shared(&self, l: &Limits) -> Result<(), Refusal> {
         let r = |s: String| Err(Refusal::new(RefusalKind::OverLimit, s));
         if self.streams > l.max_streams {
             return r(format!(
@@ -689,12 +423,6 @@ impl TestParams {
                 max_ms / 1000
             ));
         }
-        if self.length > l.max_length && self.kind != TestKind::Rdma {
-            return r(format!(
-                "length {} bytes requested; this server allows at most {} (serve --max-length)",
-                self.length, l.max_length
-            ));
-        }
         if let Some(w) = self.window {
             if w > l.max_window {
                 return r(format!(
@@ -703,60 +431,7 @@ impl TestParams {
                 ));
             }
         }
-        if self.kind == TestKind::UdpBw
-            && l.max_udp_bitrate_bps > 0
-            && (self.bitrate_bps == 0 || self.bitrate_bps > l.max_udp_bitrate_bps)
-        {
-            return r(format!(
-                "UDP at {} requested; this server allows at most {} bit/s per stream (serve --max-udp-bitrate)",
-                if self.bitrate_bps == 0 {
-                    "unlimited rate".to_string()
-                } else {
-                    format!("{} bit/s", self.bitrate_bps)
-                },
-                l.max_udp_bitrate_bps
-            ));
-        }
         Ok(())
-    }
-
-    /// An RDMA test's queue pairs and registered memory against the server's limits.
-    fn limits_rdma(&self, l: &Limits) -> Result<(), Refusal> {
-        let Some(x) = self.rdma.as_ref().filter(|_| self.kind == TestKind::Rdma) else {
-            return Ok(());
-        };
-        if x.qps > RDMA_MAX_QPS.min(l.max_streams) {
-            return Err(Refusal::new(
-                RefusalKind::OverLimit,
-                format!(
-                    "{} queue pairs: between 1 and {}",
-                    x.qps,
-                    RDMA_MAX_QPS.min(l.max_streams)
-                ),
-            ));
-        }
-        if self.server_memory_bytes() > l.memory_bound() {
-            return Err(Refusal::new(RefusalKind::OverLimit, format!(
-                "this RDMA test would register {} MiB on the server; it allows at most {} MiB per test (lower -l, --window or --qps)",
-                self.server_memory_bytes() >> 20,
-                l.memory_bound() >> 20
-            )));
-        }
-        Ok(())
-    }
-
-    /// A file transfer's size against the server's limit.
-    fn limits_file(&self, l: &Limits) -> Result<(), Refusal> {
-        match &self.file {
-            Some(f) if l.max_file_bytes > 0 && f.size > l.max_file_bytes => Err(Refusal::new(
-                RefusalKind::OverLimit,
-                format!(
-                    "the file is {} bytes; this server accepts at most {} (serve --max-file-size)",
-                    f.size, l.max_file_bytes
-                ),
-            )),
-            _ => Ok(()),
-        }
     }
 }
 
@@ -817,7 +492,7 @@ pub struct ShapeError {
 }
 
 impl ShapeError {
-    fn new(param: Param, message: &str) -> Self {
+    pub(crate) fn new(param: Param, message: &str) -> Self {
         Self {
             param,
             message: message.into(),
@@ -897,26 +572,74 @@ mod tests {
 
     #[test]
     fn every_kind_has_a_default_test_that_passes_the_shape_check() {
-        for kind in [
-            TestKind::TcpBw,
-            TestKind::UdpBw,
-            TestKind::TcpLat,
-            TestKind::UdpLat,
-        ] {
-            for dir in [Direction::Send, Direction::Receive] {
-                let p = TestParams::new(kind, dir);
-                assert_eq!(p.check_shape(), Ok(()), "{kind:?} {dir:?}");
-                assert_eq!(p.streams, 1);
-            }
+        for kind in TestKind::ALL {
+            let p = TestParams::new(kind, Direction::Send);
+            // A file transfer or an RDMA test needs its spec: the defaults do not invent one.
+            let takes = kind.spec().facts().takes;
+            let needs_spec = takes.file || takes.rdma;
+            assert_eq!(p.check_shape().is_ok(), !needs_spec, "{kind:?}");
+            assert_eq!(p.streams, 1);
+        }
+        // Bulk tests run either way; tests driven by the client do not.
+        for kind in [TestKind::TcpBw, TestKind::UdpBw] {
+            let p = TestParams::new(kind, Direction::Receive);
+            assert_eq!(p.check_shape(), Ok(()), "{kind:?}");
+        }
+        for kind in [TestKind::TcpLat, TestKind::UdpLat, TestKind::TcpCrr] {
+            let e = TestParams::new(kind, Direction::Bidir)
+                .check_shape()
+                .unwrap_err();
+            assert_eq!(e.param, Param::Direction, "{kind:?}");
+            assert!(e.with_option().starts_with("-R/--bidir: "), "{e:?}");
+        }
+        for kind in [TestKind::TcpLat, TestKind::UdpLat] {
+            let p = TestParams {
+                streams: 2,
+                ..TestParams::new(kind, Direction::Send)
+            };
+            assert_eq!(p.check_shape().unwrap_err().param, Param::Streams);
         }
         assert_eq!(
             TestParams::new(TestKind::UdpBw, Direction::Send).bitrate_bps,
             defaults::UDP_BITRATE_BPS
         );
-        // A file transfer or an RDMA test needs its spec: the defaults do not invent one.
-        assert!(TestParams::new(TestKind::FileTransfer, Direction::Send)
-            .check_shape()
-            .is_err());
+    }
+
+    #[test]
+    fn the_describer_says_what_runs_and_for_how_long() {
+        let tcp = TestParams {
+            streams: 2,
+            duration_ms: 2000,
+            ..TestParams::new(TestKind::TcpBw, Direction::Send)
+        };
+        assert_eq!(tcp.describe(), "TCP send, 2 streams, 2 s");
+        let udp = TestParams {
+            duration_ms: 1000,
+            ..TestParams::new(TestKind::UdpBw, Direction::Receive)
+        };
+        assert_eq!(udp.describe(), "UDP receive at 1.00 Gb/s, 1 s");
+        let crr = TestParams {
+            streams: 4,
+            ..TestParams::new(TestKind::TcpCrr, Direction::Send)
+        };
+        assert_eq!(
+            crr.describe(),
+            "TCP connect/request/response, 1 B messages, 4 streams, 10 s"
+        );
+        let copy = TestParams {
+            file: Some(FileSpec {
+                name: "a.bin".into(),
+                size: 134_217_728,
+                fsync: true,
+                remove_after: false,
+            }),
+            ..TestParams::new(TestKind::FileTransfer, Direction::Send)
+        };
+        assert_eq!(
+            copy.describe(),
+            "file copy to the server, 134 MB",
+            "a copy ends with its data: no duration"
+        );
     }
 
     pub fn tcp() -> TestParams {

@@ -323,6 +323,7 @@ fn valid_messages(hello: &Msg, request: &Msg) -> [(&'static str, Msg); 13] {
                     provider: "tcp".into(),
                     domain: "lo".into(),
                 }),
+                listen_port: None,
             },
         ),
         (

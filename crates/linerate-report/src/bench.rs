@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use linerate_proto::{Direction, TestKind, TestParams};
+use linerate_proto::{Direction, EndsBy, TestKind, TestParams, Transaction};
 use linerate_results::{DirStats, FileTransferOut, IntervalOut, TestResult};
 use serde::Serialize;
 
@@ -24,77 +24,6 @@ pub fn bench_doc(tests: &[TestResult]) -> BenchDoc<'_> {
     }
 }
 
-fn kind_words(p: &TestParams) -> String {
-    let dir = match p.direction {
-        Direction::Send => "send",
-        Direction::Receive => "receive (-R)",
-        Direction::Bidir => "bidirectional",
-    };
-    match p.kind {
-        TestKind::TcpBw => format!(
-            "TCP {dir}, {} stream{}",
-            p.streams,
-            if p.streams == 1 { "" } else { "s" }
-        ),
-        TestKind::UdpBw => format!(
-            "UDP {dir}, {} stream{} at {}",
-            p.streams,
-            if p.streams == 1 { "" } else { "s" },
-            if p.bitrate_bps == 0 {
-                "full speed".to_string()
-            } else {
-                format!(
-                    "{} Gb/s each",
-                    num(linerate_units::bps_to_gbps(p.bitrate_bps as f64))
-                )
-            }
-        ),
-        TestKind::TcpLat => format!("TCP request/response, {}-byte messages", p.length),
-        TestKind::UdpLat => format!("UDP request/response, {}-byte messages", p.length),
-        TestKind::Rdma => {
-            let r = p.rdma.as_ref();
-            let what = r.map_or("?", |r| r.op.as_str());
-            let lat = r.is_some_and(|r| r.latency);
-            let sweep = r.is_some_and(|r| r.sweep);
-            format!(
-                "RDMA {what} {}, {}{}{}{}",
-                if lat { "latency" } else { "bandwidth" },
-                if sweep {
-                    format!("2 B to {}", bytes_iec(u64::from(p.length)))
-                } else {
-                    format!("{} messages", bytes_iec(u64::from(p.length)))
-                },
-                r.filter(|_| !lat)
-                    .map_or(String::new(), |r| format!(", window {}", r.window)),
-                r.filter(|r| r.qps > 1)
-                    .map_or(String::new(), |r| format!(", {} queue pairs", r.qps)),
-                if r.is_some_and(|r| r.verify) {
-                    ", verified"
-                } else {
-                    ""
-                }
-            )
-        }
-        TestKind::FileTransfer => {
-            let (name, size) = p
-                .file
-                .as_ref()
-                .map_or(("?", 0), |f| (f.name.as_str(), f.size));
-            format!(
-                "file `{name}` ({}), {} stream{}{}",
-                bytes(size),
-                p.streams,
-                if p.streams == 1 { "" } else { "s" },
-                if p.file.as_ref().is_some_and(|f| f.fsync) {
-                    ", made durable (fsync)"
-                } else {
-                    ""
-                }
-            )
-        }
-    }
-}
-
 /// `8 B`, `64 KiB`, `8 MiB`: message sizes as perftest users know them.
 fn bytes_iec(b: u64) -> String {
     if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
@@ -106,11 +35,17 @@ fn bytes_iec(b: u64) -> String {
     }
 }
 
-/// `  round trip  p50 … µs   p90 …   mean … µs (σ …)`.
-fn round_trip_line(out: &mut String, l: &linerate_stats::LatencyUs, style: Style) {
+/// `  round trip  p50 … µs   p90 …   mean … µs (σ …)` (`each`: what the figures are of).
+fn round_trip_line(
+    out: &mut String,
+    each: Transaction,
+    l: &linerate_stats::LatencyUs,
+    style: Style,
+) {
     let _ = writeln!(
         out,
-        "  round trip  p50 {} µs   p90 {}   p99 {}   p99.9 {}   max {}   mean {} µs{}",
+        "  {}  p50 {} µs   p90 {}   p99 {}   p99.9 {}   max {}   mean {} µs{}",
+        each.noun(),
         style.bold(&num(l.p50)),
         num(l.p90),
         num(l.p99),
@@ -126,7 +61,7 @@ fn round_trip_line(out: &mut String, l: &linerate_stats::LatencyUs, style: Style
 fn rdma_block(out: &mut String, t: &TestResult, r: &linerate_results::RdmaOut, style: Style) {
     let _ = writeln!(out, "  provider {}, device {}", r.provider, r.device);
     if let Some(l) = &t.latency_us {
-        round_trip_line(out, l, style);
+        round_trip_line(out, Transaction::RoundTrip, l, style);
         if let (Some(p50), Some(mean)) = (r.one_way_p50_us, r.one_way_mean_us) {
             let _ = writeln!(
                 out,
@@ -251,8 +186,8 @@ fn bytes(b: u64) -> String {
 pub fn header(p: &TestParams, server: &str) -> String {
     format!(
         "linerate bench → {server}: {}, {}{} s{}",
-        kind_words(p),
-        if p.kind == TestKind::FileTransfer {
+        p.words(),
+        if p.kind.spec().facts().ends_by == EndsBy::Data {
             "time limit "
         } else {
             ""
@@ -270,9 +205,9 @@ pub fn header(p: &TestParams, server: &str) -> String {
 pub fn interval_line(kind: TestKind, label: &str, i: &IntervalOut) -> String {
     let span = format!("[{:6.2}-{:6.2} s]", i.start_s, i.end_s);
     let omit = if i.omitted { "  (omitted)" } else { "" };
-    if kind.is_latency() {
+    if let Some(each) = kind.transaction() {
         let tps = i.bytes as f64 / (i.end_s - i.start_s).max(1e-9);
-        return format!("{span} {:>10} transactions/s{omit}", num(tps));
+        return format!("{span} {:>10} {}{omit}", num(tps), each.rate_unit());
     }
     let mut s = format!("{span} {label}{:>9} Gb/s", num(i.gbps));
     if i.streams.len() > 1 {
@@ -388,7 +323,7 @@ fn title_line(out: &mut String, t: &TestResult, style: Style) {
     let _ = writeln!(
         out,
         "{}{via}",
-        style.bold(&format!("{} → {}", kind_words(&t.params), t.server))
+        style.bold(&format!("{} → {}", t.params.words(), t.server))
     );
 }
 
@@ -408,14 +343,20 @@ fn file_summary(out: &mut String, t: &TestResult, f: &FileTransferOut, style: St
 
 /// A latency test: round trips, transaction rate and lost transactions, CPU.
 fn latency_summary(out: &mut String, t: &TestResult, l: &linerate_stats::LatencyUs, style: Style) {
-    round_trip_line(out, l, style);
+    let each = t
+        .params
+        .kind
+        .transaction()
+        .unwrap_or(Transaction::RoundTrip);
+    round_trip_line(out, each, l, style);
     if let Some(m) = &t.latency_mode {
         let _ = writeln!(out, "  {}: {}", style.bold(m.label()), m.reason);
     }
     let _ = writeln!(
         out,
-        "  {} transactions/s{}",
+        "  {} {}{}",
         num(t.transactions_per_s.unwrap_or(0.0)),
+        each.rate_unit(),
         t.lost_transactions
             .filter(|l| *l > 0)
             .map_or(String::new(), |l| format!(

@@ -95,7 +95,7 @@ fn test_line(t: &linerate_results::TestResult) -> (String, String) {
         r.push_str("   ");
         r.push_str(&rest.join("   "));
     }
-    (linerate_results::describe(&t.params), r)
+    (t.params.describe(), r)
 }
 
 /// The whole report for a terminal.

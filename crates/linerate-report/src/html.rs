@@ -251,7 +251,7 @@ fn timeline(r: &DoctorReport) -> String {
     let _ = write!(
         s,
         "<p class=\"cap\">{}: {} Gb/s in total</p>",
-        esc(&linerate_results::describe(&t.params)),
+        esc(&t.params.describe()),
         num(t.gbps)
     );
     s
@@ -594,7 +594,7 @@ fn tests_table(o: &mut String, r: &DoctorReport) {
         let _ = write!(
             o,
             "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&linerate_results::describe(&t.params)),
+            esc(&t.params.describe()),
             esc(&res),
             esc(&cpu)
         );

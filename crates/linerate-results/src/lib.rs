@@ -10,7 +10,7 @@
 use std::ops::AddAssign;
 
 use linerate_facts::InterfaceView;
-use linerate_proto::{Direction, TestKind, TestParams};
+use linerate_proto::{Direction, TestParams};
 use linerate_stats::LatencyUs;
 use serde::Serialize;
 
@@ -399,53 +399,6 @@ pub struct SizeRow {
     pub messages_per_s: f64,
 }
 
-/// A test in a few words, for progress lines and reports: `TCP send, 1 stream, 4 s`.
-/// A pure function of the parameters, so doctor (which runs the test) and the renderers (which
-/// name it) say the same thing.
-pub fn describe(p: &TestParams) -> String {
-    let dir = match p.direction {
-        Direction::Send => "send",
-        Direction::Receive => "receive",
-        Direction::Bidir => "bidir",
-    };
-    let secs = p.duration_ms as f64 / 1000.0;
-    match p.kind {
-        TestKind::TcpBw => format!(
-            "TCP {dir}, {} stream{}, {secs} s{}",
-            p.streams,
-            if p.streams == 1 { "" } else { "s" },
-            if p.discard {
-                ", receiver discarding (MSG_TRUNC)"
-            } else {
-                ""
-            }
-        ),
-        TestKind::UdpBw => format!(
-            "UDP {dir} at {:.2} Gb/s, {secs} s",
-            linerate_units::bps_to_gbps(p.bitrate_bps as f64)
-        ),
-        TestKind::TcpLat => format!("TCP latency, {secs} s"),
-        TestKind::UdpLat => format!("UDP latency, {secs} s"),
-        TestKind::FileTransfer => format!(
-            "file copy to the server, {} MB",
-            p.file.as_ref().map_or(0, |f| f.size) / 1_000_000
-        ),
-        TestKind::Rdma => {
-            let r = p.rdma.as_ref();
-            format!(
-                "RDMA {} {}, {} KiB messages, {secs} s",
-                r.map_or("?", |r| r.op.as_str()),
-                if r.is_some_and(|r| r.latency) {
-                    "latency"
-                } else {
-                    "bandwidth"
-                },
-                p.length / 1024
-            )
-        }
-    }
-}
-
 // Merging. Counters come from the peer too, so integer sums saturate: a hostile peer's figures
 // cannot overflow them. Rates and percentages are summed at full precision; rounding is for
 // whoever serializes the merged value.
@@ -681,22 +634,5 @@ mod tests {
         assert_eq!((t.duration_s, t.omit_s), (2.5, 0.5));
         assert_eq!(t.params, p);
         assert!(t.latency_us.is_none() && t.intervals.is_empty() && t.error.is_none());
-    }
-
-    #[test]
-    fn tests_are_named_in_a_few_words() {
-        let params = |json: &str| -> TestParams { serde_json::from_str(json).unwrap() };
-        let tcp = params(
-            r#"{"kind":"tcp_bw","direction":"send","streams":1,"duration_ms":4000,"omit_ms":0,"interval_ms":0,"length":131072,"window":null,"bitrate_bps":0,"congestion":null,"zerocopy":false}"#,
-        );
-        assert_eq!(describe(&tcp), "TCP send, 1 stream, 4 s");
-        let udp = params(
-            r#"{"kind":"udp_bw","direction":"bidir","streams":3,"duration_ms":2500,"omit_ms":0,"interval_ms":0,"length":1000,"window":null,"bitrate_bps":2500000000,"congestion":null,"zerocopy":false}"#,
-        );
-        assert_eq!(describe(&udp), "UDP bidir at 2.50 Gb/s, 2.5 s");
-        let lat = params(
-            r#"{"kind":"tcp_lat","direction":"receive","streams":2,"duration_ms":1000,"omit_ms":0,"interval_ms":0,"length":1,"window":null,"bitrate_bps":0,"congestion":null,"zerocopy":false}"#,
-        );
-        assert_eq!(describe(&lat), "TCP latency, 1 s");
     }
 }

@@ -10,7 +10,7 @@ use linerate_report::bench::{header, interval_line};
 use linerate_report::Style;
 use linerate_results::{IntervalOut, TestResult};
 
-use crate::cli::{BenchArgs, RdmaOpArg, TestArg};
+use crate::cli::{BenchArgs, RdmaOpArg};
 use crate::out::print;
 
 fn kind(a: &BenchArgs) -> TestKind {
@@ -20,18 +20,12 @@ fn kind(a: &BenchArgs) -> TestKind {
     if a.rdma {
         return TestKind::Rdma;
     }
-    match a.test {
-        Some(TestArg::TcpBw) => TestKind::TcpBw,
-        Some(TestArg::UdpBw) => TestKind::UdpBw,
-        Some(TestArg::TcpLat) => TestKind::TcpLat,
-        Some(TestArg::UdpLat) => TestKind::UdpLat,
-        None => match (a.udp, a.latency) {
-            (false, false) => TestKind::TcpBw,
-            (true, false) => TestKind::UdpBw,
-            (false, true) => TestKind::TcpLat,
-            (true, true) => TestKind::UdpLat,
-        },
-    }
+    a.test.unwrap_or(match (a.udp, a.latency) {
+        (false, false) => TestKind::TcpBw,
+        (true, false) => TestKind::UdpBw,
+        (false, true) => TestKind::TcpLat,
+        (true, true) => TestKind::UdpLat,
+    })
 }
 
 /// The source of `--file`: opened, a regular file, not empty. Its size and the name to give it.
@@ -76,34 +70,12 @@ pub fn source(a: &BenchArgs) -> anyhow::Result<Option<(std::fs::File, FileSpec)>
     Ok(Some((f, spec)))
 }
 
+/// The test the flags ask for: the kind's defaults where a flag is not given, then the shape
+/// check every client and server shares (it names the flag that is wrong).
 pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<TestParams> {
     let kind = kind(a);
-    let time = a.time.unwrap_or(if kind == TestKind::FileTransfer {
-        defaults::FILE_DURATION_MS
-    } else {
-        defaults::DURATION_MS
-    });
-    // Flag combinations the parameters cannot show (they hold no -P for RDMA, no --omit
-    // the server would refuse for a copy): checked here; everything else by proto's shape check.
-    if kind == TestKind::FileTransfer && a.omit > 0 {
-        bail!("--omit does not apply to --file: every byte of the file counts");
-    }
-    if kind == TestKind::Rdma && a.parallel > 1 {
-        bail!("-P does not apply to --rdma: use --qps N for parallel queue pairs");
-    }
-    if kind.is_latency() && (a.parallel > 1 || a.reverse || a.bidir) {
-        bail!("latency tests run one request/response stream: drop -P, -R and --bidir");
-    }
-    let length = a.length.unwrap_or(match kind {
-        TestKind::TcpBw => defaults::default_length(a.parallel, a.bidir),
-        TestKind::UdpBw => defaults::UDP_LENGTH,
-        TestKind::TcpLat | TestKind::UdpLat => defaults::LATENCY_LENGTH,
-        TestKind::FileTransfer => defaults::FILE_LENGTH,
-        TestKind::Rdma if a.sweep => defaults::RDMA_SWEEP_LENGTH,
-        TestKind::Rdma if a.latency => defaults::RDMA_LATENCY_LENGTH,
-        TestKind::Rdma => defaults::RDMA_LENGTH,
-    });
-    let rdma = (kind == TestKind::Rdma).then(|| linerate_proto::RdmaSpec {
+    let spec = kind.spec();
+    let rdma = a.rdma.then(|| linerate_proto::RdmaSpec {
         op: match a.op {
             RdmaOpArg::Write => linerate_proto::RdmaOp::Write,
             RdmaOpArg::Read => linerate_proto::RdmaOp::Read,
@@ -126,25 +98,13 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
             Direction::Send
         },
         streams: a.parallel,
-        duration_ms: time,
+        duration_ms: a.time.unwrap_or(spec.facts().default_duration_ms),
         omit_ms: a.omit,
         interval_ms: a.interval.unwrap_or(defaults::INTERVAL_MS),
-        // A latency request of fewer bytes than its sequence number is sent as that many.
-        length: if kind == TestKind::UdpLat {
-            length.max(defaults::UDP_LAT_MIN_LENGTH)
-        } else {
-            length
-        },
-        window: if kind == TestKind::Rdma {
-            None
-        } else {
-            a.window
-        },
-        bitrate_bps: a.bitrate.unwrap_or(if kind == TestKind::UdpBw {
-            defaults::UDP_BITRATE_BPS
-        } else {
-            defaults::TCP_BITRATE_BPS
-        }),
+        length: 0,
+        // With --rdma, -w is the RDMA window (in its spec), not a socket buffer.
+        window: if a.rdma { None } else { a.window },
+        bitrate_bps: a.bitrate.unwrap_or(spec.facts().default_bitrate_bps),
         congestion: a.congestion.clone(),
         zerocopy: a.zerocopy,
         spin_us: Some(a.spin),
@@ -154,6 +114,9 @@ pub fn params_with(a: &BenchArgs, file: Option<FileSpec>) -> anyhow::Result<Test
         rdma,
         soak: false,
     };
+    p.length = a
+        .length
+        .map_or_else(|| spec.default_length(&p), |l| spec.fit_length(l));
     p.check_shape()
         .map_err(|e| anyhow::anyhow!(e.with_option()))?;
     if a.window.is_none() {
@@ -247,7 +210,8 @@ impl Live {
     fn show(&self, sample: &IntervalSample, remote: bool) {
         let n = self.streams;
         let (ids, label): (Vec<u32>, &str) = match (self.direction, remote) {
-            _ if self.kind.is_latency() => ((0..1).collect(), ""),
+            // A transaction test's intervals count every stream's transactions.
+            _ if self.kind.is_latency() => ((0..sample.bytes.len() as u32).collect(), ""),
             (Direction::Send, true) => ((0..n).collect(), "receiver"),
             (Direction::Receive, false) => ((0..n).collect(), "receiver"),
             (Direction::Bidir, false) => ((0..2 * n).collect(), "send+recv"),
