@@ -17,6 +17,9 @@ PACKAGES=(python3 iproute2 util-linux libfabric1 man-db bash-completion systemd 
 # openmpi-bin (mpirun, with libpmix2) and pdsh: the launcher tests of `linerate mesh`
 # (crates/linerate-cluster/tests/pmix.rs, crates/linerate-cli/tests/launchers.rs).
 PACKAGES+=(openmpi-bin pdsh)
+# lintian (with dpkg-dev, binutils: dpkg-parsechangelog, readelf) and systemd-container
+# (systemd-nspawn: the throwaway system the package is installed in): scripts/package-test.sh.
+PACKAGES+=(lintian dpkg-dev binutils systemd-container)
 if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then
     PACKAGES+=(chromium)
 fi
@@ -41,9 +44,22 @@ for c in rustfmt clippy; do
     fi
 done
 
-# cargo-deb builds the .deb that scripts/package-test.sh installs; from the crate registry, at a
-# pinned minor version (the maintainer scripts it writes are part of what the test checks).
-if ! cargo deb --version >/dev/null 2>&1; then
-    echo "setup-tests: installing cargo-deb (cargo install, a few minutes)" >&2
-    cargo install cargo-deb --version '~3.8' --locked --quiet
-fi
+# Cargo plugins, from the crate registry at pinned minor versions (what they write is part of what
+# the tests check): cargo-deb builds the .deb that scripts/package-test.sh checks; cargo-about
+# writes its third-party licences (its binary needs the `cli` feature); cargo-deny checks the
+# crates' licences, duplicates and sources (scripts/test.sh, deny.toml).
+install_plugin() {
+    local cmd="$1" crate="$2" version="$3"
+    shift 3
+    if ! cargo "$cmd" --version 2>/dev/null | grep -q "^$crate ${version#\~}"; then
+        echo "setup-tests: installing $crate $version (cargo install, a few minutes)" >&2
+        cargo install "$crate" --version "$version" --locked --quiet "$@"
+    fi
+}
+install_plugin deb cargo-deb '~3.8'
+install_plugin about cargo-about '~0.9' --features cli
+install_plugin deny cargo-deny '~0.20'
+
+# Every crate of the lock file, for every platform: cargo-deny and cargo-about then run offline
+# (cargo metadata needs the crates of other platforms too).
+cargo fetch --locked --quiet

@@ -11,7 +11,6 @@ use linerate_proto::defaults;
 #[command(
     name = "linerate",
     version,
-    about,
     long_about = LONG_ABOUT,
     after_help = ROOT_AFTER_HELP,
     propagate_version = true

@@ -27,7 +27,7 @@ const FILES: &[(&str, &[(&str, &str)])] = &[
         "linerate-serve",
         &[
             (
-                "/lib/systemd/system/linerate-serve.service",
+                "/usr/lib/systemd/system/linerate-serve.service",
                 "The systemd unit the Debian package installs, disabled: \
                  `systemctl enable --now linerate-serve` starts it. It runs `linerate serve` \
                  under a dynamic user in a sandbox; local changes go in a drop-in \

@@ -131,7 +131,7 @@ fn man_pages_have_the_sections_a_reader_expects() {
         .nth(1)
         .expect("linerate-serve.1 has FILES");
     for path in [
-        "/lib/systemd/system/linerate\\-serve.service",
+        "/usr/lib/systemd/system/linerate\\-serve.service",
         "/etc/default/linerate",
         "/var/lib/linerate",
     ] {
