@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use linerate_model::spec::{LINK_FORMS, PCIE_FORMS};
 use linerate_proto::defaults;
 
-/// Is this link running at line rate, and if not, exactly why?
+/// Is this link at line rate, and if not, exactly why?
 #[derive(Debug, Parser)]
 #[command(
     name = "linerate",
@@ -58,8 +58,9 @@ pub enum FailOn {
 }
 
 // The first paragraph of each doc comment is the `about`: the line `linerate --help` lists and
-// the man page's NAME line, which `apropos` shows (`linerate-doctor (1) - explain ...`): short
-// enough for that line to fit 80 columns (a test checks). The rest is the page's DESCRIPTION.
+// the man page's NAME line, which `apropos` shows (`linerate-doctor (1)  - explain ...`, the name
+// padded to 20 columns), cut past 80 columns: so at most 57 characters here (tests/generated.rs
+// checks). The rest is the page's DESCRIPTION.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Inventory every port with its ceiling chain and findings
@@ -84,7 +85,7 @@ pub enum Command {
     ///
     /// Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node.
     Mem(MemArgs),
-    /// Run the test server that bench, doctor and soak connect to
+    /// Serve tests to bench, doctor and soak clients
     ///
     /// Serve tests to `linerate bench`, `linerate doctor` and `linerate soak` clients: many at
     /// once, each bounded in memory and time.

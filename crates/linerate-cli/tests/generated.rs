@@ -105,7 +105,8 @@ fn man_pages_have_the_sections_a_reader_expects() {
             );
         }
         assert!(!page.contains('`'), "{name}: a Markdown backtick is left");
-        // What `apropos linerate` prints for the page: `linerate-doctor (1) - explain ...`.
+        // What `apropos linerate` prints for the page: `linerate-doctor (1)  - explain ...`, the
+        // name padded to 20 columns (man-db's whatis), cut past 80 columns.
         let name_line = page
             .lines()
             .skip_while(|l| *l != ".SH NAME")
@@ -118,10 +119,11 @@ fn man_pages_have_the_sections_a_reader_expects() {
             *name,
             "{name}: NAME line {name_line:?}"
         );
-        let apropos = format!("{page_name} (1) - {what}");
+        let apropos = format!("{:<20} - {what}", format!("{page_name} (1)"));
         assert!(
             apropos.chars().count() <= 80,
-            "{name}: `{apropos}` is wider than 80 columns: shorten the command's about (cli.rs)"
+            "{name}: `{apropos}` is wider than 80 columns, so apropos cuts it: shorten the \
+             command's about (cli.rs)"
         );
     }
     // The service's page says where the packaged service keeps its files.
