@@ -57,7 +57,7 @@ skip() {
 # --- inside the test's mount namespace: the throwaway system ----------------------------------
 # scripts/package-test.sh --system WORK DEB (run by the test itself through unshare).
 system() {
-    local work="$1" deb="$2" root nspawn leader state
+    local work="$1" deb="$2" root leader state
     root="$work/system/root"
     set -e
     mkdir -p "$work/system"
@@ -83,6 +83,9 @@ system() {
     systemd-nspawn -D "$root" -M "linerate-test-$$" --register=no --keep-unit --link-journal=no \
         --private-network --quiet --boot -- --unit=basic.target </dev/null >"$work/nspawn.log" 2>&1 &
     nspawn=$!
+    # Stopped (a time-out, Ctrl-C): the container goes too, and the namespace with it.
+    trap 'kill "$nspawn" 2>/dev/null' EXIT
+    trap 'exit 1' INT TERM
     leader=
     for _ in $(seq 120); do
         leader=$(pgrep -P "$nspawn" -x systemd | head -n 1)
@@ -203,7 +206,7 @@ if [ "$lintian_rc" -eq 0 ] && ! grep -q '^[EW]: ' "$work/lintian.log" && [ -z "$
 else
     fail "lintian (exit $lintian_rc): $(grep '^[EW]: ' "$work/lintian.log" | head -n 20 | tr '\n' ';')${undocumented:+ overrides without a reason: $undocumented}"
 fi
-[ "$tags" -eq 0 ] || sed 's/^/  lintian: /' "$work/lintian.log" | grep -v '^  lintian: N: '
+grep -E '^[EWIPX]: ' "$work/lintian.log" | sed 's/^/  lintian: /'
 
 # --- 2. a second build, elsewhere: byte-identical ------------------------------------------------
 if [ "${LINERATE_PACKAGE_REPRO:-}" = 0 ]; then
