@@ -1,16 +1,30 @@
 #!/usr/bin/env bash
-# Build the .deb, install it on this machine, check what it installed, remove it: one PASS/FAIL
-# line per check and a closing "package-test: N passed, N failed, N skipped".
+# The Debian package, checked as Debian's tools and a careful administrator would check it, without
+# touching this machine's own packages: one PASS/FAIL line per check and a closing
+# "package-test: N passed, N failed, N skipped".
 #
-# It installs a package system-wide, so it needs root; it refuses to run where a linerate
-# package is already installed (it would replace and then remove it), and LINERATE_PACKAGE_TEST=0
-# leaves it out. Without root, or left out, it skips, says why, appends "package-test: REASON"
-# to $LINERATE_SKIP_LOG when set, and fails instead when LINERATE_REQUIRE_PRIVILEGED is set (and
-# not 0), as linerate-testkit does. scripts/setup-tests.sh installs what it uses (cargo-deb,
-# man-db, bash-completion, systemd-analyze). Every step is bounded in time; the package is purged at the
-# end whatever happened.
+#  1. scripts/package.sh builds the .deb and its debug symbols (.ddeb); the binary is stripped and
+#     names no path of the build machine; lintian reports no error or warning that
+#     packaging/debian/linerate.lintian-overrides does not justify.
+#  2. A second build of the same tree, copied to another directory, with another target directory
+#     and cargo's home at another path, gives byte-identical packages. It is a second release
+#     build (minutes); LINERATE_PACKAGE_REPRO=0 leaves it out (counted as skipped).
+#  3. `cargo install --path crates/linerate-cli` works (it reuses the first build).
+#  4. A throwaway system: this machine's root under an overlay (a tmpfs on top) in a mount
+#     namespace of the test's own, booted with systemd as PID 1 in a container (systemd-nspawn,
+#     with a network namespace of its own). scripts/package-test-system.sh runs in it: install,
+#     files, man pages, apropos, completion, the unit, the service under its sandbox answering
+#     clients, removal, purge. Whatever it changes dies with the namespace, so the test passes
+#     whether or not linerate is installed here, and leaves this machine as it was (checked).
+#
+# Needs root (namespaces, a container). Without root, or left out with LINERATE_PACKAGE_TEST=0,
+# it skips, says why, appends "package-test: REASON" to $LINERATE_SKIP_LOG when set, and fails
+# instead when LINERATE_REQUIRE_PRIVILEGED is set (and not 0), as linerate-testkit does.
+# scripts/setup-tests.sh installs what it uses (cargo-deb, cargo-about, lintian, man-db,
+# bash-completion, systemd-container). Every step is bounded in time.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/release-env.sh
 
 passed=0
 failed=0
@@ -27,74 +41,213 @@ summary() {
     echo "package-test: $passed passed, $failed failed, $skipped skipped"
 }
 
-skip_all() {
+# A check that cannot run here: counted as skipped, or failed where skips are forbidden.
+skip() {
     echo "SKIP package-test: $1"
     if [ -n "${LINERATE_SKIP_LOG:-}" ]; then
         echo "package-test: $1" >>"$LINERATE_SKIP_LOG"
     fi
     if [ -n "${LINERATE_REQUIRE_PRIVILEGED:-}" ] && [ "${LINERATE_REQUIRE_PRIVILEGED}" != 0 ]; then
-        echo "FAIL package-test: skipped, but LINERATE_REQUIRE_PRIVILEGED=1 requires it to run" >&2
-        failed=1
-        summary
-        exit 1
+        fail "package-test: skipped, but LINERATE_REQUIRE_PRIVILEGED=1 requires it to run"
+    else
+        skipped=$((skipped + 1))
     fi
-    skipped=1
-    summary
-    exit 0
 }
 
-if [ "$(id -u)" -ne 0 ]; then
-    skip_all "needs root (it installs the .deb with dpkg -i)"
-fi
-if [ "${LINERATE_PACKAGE_TEST:-}" = 0 ]; then
-    skip_all "left out with LINERATE_PACKAGE_TEST=0"
+# --- inside the test's mount namespace: the throwaway system ----------------------------------
+# scripts/package-test.sh --system WORK DEB (run by the test itself through unshare).
+system() {
+    local work="$1" deb="$2" root leader state
+    root="$work/system/root"
+    set -e
+    mkdir -p "$work/system"
+    mount -t tmpfs -o size=4g,mode=0755 linerate-package-test "$work/system"
+    mkdir "$work/system/upper" "$work/system/work" "$root"
+    mount -t overlay linerate-package-test \
+        -o "lowerdir=/,upperdir=$work/system/upper,workdir=$work/system/work" "$root"
+    # systemd-nspawn keeps locks and mount propagation under /run/systemd/nspawn: in a tmpfs of
+    # this namespace, not in the machine's /run.
+    mount -t tmpfs -o mode=0755 linerate-package-test /run
+    mkdir -p "$root/var/cache/linerate-package-test"
+    cp "$deb" scripts/package-test-system.sh "$root/var/cache/linerate-package-test/"
+    # The marker package-test-system.sh requires before it installs anything.
+    echo "linerate package test $$" >"$root/etc/linerate-package-test"
+    # Timers (apt-daily, ...) have no business in the test; nor have waits for a network the
+    # container does not have (linerate-serve.service is After=network-online.target).
+    local u
+    for u in timers.target systemd-networkd-wait-online.service \
+        NetworkManager-wait-online.service ifupdown-wait-online.service; do
+        ln -sfn /dev/null "$root/etc/systemd/system/$u"
+    done
+    set +e
+    systemd-nspawn -D "$root" -M "linerate-test-$$" --register=no --keep-unit --link-journal=no \
+        --private-network --quiet --boot -- --unit=basic.target </dev/null >"$work/nspawn.log" 2>&1 &
+    nspawn=$!
+    # Stopped (a time-out, Ctrl-C): the container goes too, and the namespace with it.
+    trap 'kill "$nspawn" 2>/dev/null' EXIT
+    trap 'exit 1' INT TERM
+    leader=
+    for _ in $(seq 120); do
+        leader=$(pgrep -P "$nspawn" -x systemd | head -n 1)
+        if [ -n "$leader" ]; then
+            state=$(timeout 10 nsenter -t "$leader" -a systemctl is-system-running 2>/dev/null)
+            [[ "$state" =~ ^(running|degraded)$ ]] && break
+        fi
+        sleep 0.5
+    done
+    if [[ ! "${state:-}" =~ ^(running|degraded)$ ]]; then
+        echo "FAIL boot the throwaway system (systemd-nspawn): ${state:-no systemd}; $(tail -n 5 "$work/nspawn.log")"
+        echo "package-test-system: 0 passed, 1 failed"
+    else
+        echo "note: throwaway system booted (systemd $state, overlay over /, private network)"
+        timeout 900 nsenter -t "$leader" -a -- bash /var/cache/linerate-package-test/package-test-system.sh \
+            "/var/cache/linerate-package-test/$(basename "$deb")"
+        timeout 30 nsenter -t "$leader" -a systemctl poweroff >/dev/null 2>&1
+    fi
+    for _ in $(seq 60); do
+        kill -0 "$nspawn" 2>/dev/null || break
+        sleep 0.5
+    done
+    kill "$nspawn" 2>/dev/null
+    wait "$nspawn" 2>/dev/null
+    return 0
+}
+if [ "${1:-}" = --system ]; then
+    system "$2" "$3"
+    exit 0
 fi
 
-for tool in cargo-deb:"cargo deb --version" man:"man --version" systemd-analyze:"systemd-analyze --version" setpriv:"setpriv --version"; do
+# --- on the machine ----------------------------------------------------------------------------
+if [ "$(id -u)" -ne 0 ]; then
+    skip "needs root (a mount namespace and a container for the throwaway system)"
+    summary
+    [ "$failed" -eq 0 ]
+    exit
+fi
+if [ "${LINERATE_PACKAGE_TEST:-}" = 0 ]; then
+    skip "left out with LINERATE_PACKAGE_TEST=0"
+    summary
+    [ "$failed" -eq 0 ]
+    exit
+fi
+for tool in cargo-deb:"cargo deb --version" cargo-about:"cargo about --version" \
+    lintian:"lintian --version" systemd-nspawn:"systemd-nspawn --version" \
+    unshare:"unshare --version" nsenter:"nsenter --version" readelf:"readelf --version"; do
     if ! ${tool#*:} >/dev/null 2>&1; then
         fail "${tool%%:*} is missing: run scripts/setup-tests.sh"
         summary
         exit 1
     fi
 done
-if dpkg-query -W -f='${Status}' linerate 2>/dev/null | grep -q installed; then
-    fail "a linerate package is already installed on this machine; this test would replace and remove it (dpkg --purge linerate first)"
-    summary
-    exit 1
-fi
 
 work=$(mktemp -d /tmp/linerate-package-test.XXXXXX)
-server_pid=
-installed=0
-cleanup() {
-    if [ -n "$server_pid" ]; then
-        kill "$server_pid" 2>/dev/null
-        wait "$server_pid" 2>/dev/null
-    fi
-    if [ "$installed" = 1 ]; then
-        timeout 120 dpkg --purge linerate >/dev/null 2>&1
-    fi
-    rm -rf "$work"
+trap 'rm -rf "$work"' EXIT
+# This machine's linerate, as found: the test must leave it so.
+machine_state() {
+    dpkg-query -W -f='${Status} ${Version}\n' linerate 2>/dev/null || echo "not installed"
+    local f
+    for f in /usr/bin/linerate /etc/default/linerate /usr/lib/systemd/system/linerate-serve.service /var/lib/private/linerate; do
+        [ -e "$f" ] && echo "$f $(stat -c '%s %Y' "$f")"
+    done
 }
-trap cleanup EXIT
+machine_state >"$work/machine.before"
 
-# The paths a package could leave behind, minus dpkg's and apt's own records.
-snapshot() {
-    find /usr /etc /var/lib /opt -xdev \( -path /var/lib/dpkg -o -path /var/lib/apt \) -prune -o -print 2>/dev/null | sort
-}
+# The same file dates in both builds, from the commit (package.sh's own default).
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || stat -c %Y CHANGELOG.md)}
+export SOURCE_DATE_EPOCH
 
-# --- build -------------------------------------------------------------------------------------
-if ! deb=$(timeout 900 scripts/package.sh 2>"$work/build.log" | tail -n 1) || [ ! -f "$deb" ]; then
+# --- 1. build, strip, paths, lintian ------------------------------------------------------------
+start=$SECONDS
+if ! deb=$(timeout 1800 scripts/package.sh 2>"$work/build.log" | tail -n 1) || [ ! -f "$deb" ]; then
     tail -n 30 "$work/build.log" >&2
-    fail "build the .deb (scripts/package.sh: cargo deb -p linerate)"
+    fail "build the .deb (scripts/package.sh)"
     summary
     exit 1
 fi
-pass "build the .deb: $deb ($(du -h "$deb" | cut -f1))"
+ddeb=$(ls "$(dirname "$deb")"/linerate-dbgsym_*.ddeb 2>/dev/null | head -n 1)
+pass "build the .deb: $deb ($(du -h "$deb" | cut -f1)), debug symbols in ${ddeb:-nothing} ($([ -n "$ddeb" ] && du -h "$ddeb" | cut -f1)), $((SECONDS - start)) s"
 
-# The other way to install: from source with cargo. The same target dir reuses the .deb's build.
-if timeout 900 cargo install --locked --quiet --path crates/linerate-cli --root "$work/cargo-root" \
-    --target-dir "${CARGO_TARGET_DIR:-target}" 2>"$work/cargo-install.log" &&
+mkdir "$work/deb"
+dpkg-deb -x "$deb" "$work/deb"
+bin="$work/deb/usr/bin/linerate"
+# (.debug_gdb_scripts is not debug information: rustc's loaded section naming gdb's helpers.)
+debug_sections=$(readelf -S -W "$bin" | grep -c -E ' \.(z?debug_(info|line|str|abbrev|ranges|rnglists|loc|loclists|aranges|frame)|symtab) ')
+build_id=$(readelf -n "$bin" | sed -n 's/.*Build ID: *//p')
+if [ "$debug_sections" = 0 ] && [ -n "$build_id" ] && [ -n "$ddeb" ] &&
+    dpkg-deb -c "$ddeb" | grep -q "usr/lib/debug/.build-id/${build_id:0:2}/${build_id:2}.debug"; then
+    pass "the binary is stripped ($(du -h "$bin" | cut -f1)); its debug symbols are in the .ddeb under its build id ${build_id:0:12}..."
+else
+    fail "the binary keeps $debug_sections debug or symbol sections, or the .ddeb lacks /usr/lib/debug/.build-id/${build_id:0:2}/${build_id:2}.debug"
+fi
+# Paths of this build machine: the tree, the target directory, cargo's home and registry, rustup.
+home="${CARGO_HOME:-$HOME/.cargo}"
+paths=("$PWD/" "$(pwd -P)/" "$(cd "${CARGO_TARGET_DIR:-target}" && pwd -P)/" "$home/" "$HOME/.rustup/" /registry/src/ /target/release/build/)
+found=
+for p in "${paths[@]}"; do
+    n=$(grep -a -o -F -- "$p" "$bin" | wc -l)
+    [ "$n" -eq 0 ] || found+=" $p ($n times)"
+done
+if [ -z "$found" ]; then
+    pass "the binary names no path of the build (${paths[*]})"
+else
+    fail "the binary names build paths:$found"
+fi
+
+# lintian judges the package; the overrides it ships say why each remaining tag is there.
+timeout 600 lintian --fail-on error,warning --display-info --tag-display-limit 0 "$deb" >"$work/lintian.log" 2>&1
+lintian_rc=$?
+overrides=packaging/debian/linerate.lintian-overrides
+# Every override line is preceded by a comment giving its reason.
+undocumented=$(awk '/^#/ { reason = 1; next } NF && !reason { print } NF { reason = 0 }' "$overrides")
+tags=$(grep -c '^[EWI]: ' "$work/lintian.log")
+overridden=$(grep -c '^[a-z]' "$overrides")
+if [ "$lintian_rc" -eq 0 ] && ! grep -q '^[EW]: ' "$work/lintian.log" && [ -z "$undocumented" ]; then
+    pass "lintian: no error or warning ($tags info tags; $overridden overrides, each with its reason, in $overrides)"
+else
+    fail "lintian (exit $lintian_rc): $(grep '^[EW]: ' "$work/lintian.log" | head -n 20 | tr '\n' ';')${undocumented:+ overrides without a reason: $undocumented}"
+fi
+grep -E '^[EWIPX]: ' "$work/lintian.log" | sed 's/^/  lintian: /'
+
+# --- 2. a second build, elsewhere: byte-identical ------------------------------------------------
+if [ "${LINERATE_PACKAGE_REPRO:-}" = 0 ]; then
+    skip "the reproducibility check is left out with LINERATE_PACKAGE_REPRO=0"
+else
+    copy="$work/elsewhere/tree"
+    mkdir -p "$copy" "$work/elsewhere/cargo-home" "$work/elsewhere/target"
+    # The tree as it is (uncommitted changes included), without its build output.
+    if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        git ls-files -z --cached --others --exclude-standard |
+            tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C "$copy"
+    else
+        tar --exclude=./target -cf - . | tar -xf - -C "$copy"
+    fi
+    start=$SECONDS
+    # Cargo's home at another path too (a bind mount of the same one: the crates are not
+    # fetched again), in a mount namespace that ends with the build.
+    (cd "$copy" && timeout 2400 unshare --mount --propagation private -- bash -c \
+        'mount --bind "$1" "$2" && CARGO_HOME="$2" CARGO_TARGET_DIR="$3" scripts/package.sh' \
+        _ "$home" "$work/elsewhere/cargo-home" "$work/elsewhere/target") >"$work/elsewhere.out" 2>"$work/elsewhere.log"
+    second=$((SECONDS - start))
+    deb2=$(tail -n 1 "$work/elsewhere.out")
+    ddeb2=$(ls "$work"/elsewhere/target/debian/linerate-dbgsym_*.ddeb 2>/dev/null | head -n 1)
+    if [ ! -f "$deb2" ]; then
+        tail -n 20 "$work/elsewhere.log" >&2
+        fail "reproducible: the second build (in $copy) failed"
+    elif cmp -s "$deb" "$deb2" && [ -n "$ddeb2" ] && cmp -s "$ddeb" "$ddeb2"; then
+        pass "reproducible: a second build in another directory, target directory and cargo home gives byte-identical packages ($(sha256sum "$deb" | cut -c1-16)... .deb, .ddeb too; second build $second s)"
+    else
+        mkdir "$work/deb2"
+        dpkg-deb -R "$deb2" "$work/deb2"
+        dpkg-deb -e "$deb" "$work/deb/DEBIAN"
+        fail "reproducible: the packages differ ($(cmp "$deb" "$deb2" | head -n 1); .ddeb: $(cmp "$ddeb" "$ddeb2" 2>&1 | head -n 1)); files that differ: $(diff -rq "$work/deb" "$work/deb2" 2>&1 | head -n 5 | tr '\n' ';')"
+    fi
+fi
+
+# --- 3. cargo install --------------------------------------------------------------------------
+# The other way to install: from source with cargo. The same target directory and flags reuse the
+# package's build.
+if (release_env && timeout 1800 cargo install --locked --quiet --path crates/linerate-cli \
+    --root "$work/cargo-root" --target-dir "${CARGO_TARGET_DIR:-target}") 2>"$work/cargo-install.log" &&
     "$work/cargo-root/bin/linerate" --version | grep -q '^linerate '; then
     pass "cargo install --locked --path crates/linerate-cli"
 else
@@ -102,177 +255,22 @@ else
     fail "cargo install --locked --path crates/linerate-cli"
 fi
 
-# --- install -----------------------------------------------------------------------------------
-snapshot >"$work/before"
-if ! timeout 120 dpkg -i "$deb" >"$work/install.log" 2>&1; then
-    cat "$work/install.log" >&2
-    installed=1
-    fail "dpkg -i $deb"
-    summary
-    exit 1
-fi
-installed=1
-dpkg -L linerate | sort >"$work/files"
-dpkg-query -W -f='${Conffiles}\n' linerate | awk 'NF { print $1 }' >"$work/conffiles"
-missing=
-for f in /usr/bin/linerate /lib/systemd/system/linerate-serve.service /etc/default/linerate \
-    /usr/share/bash-completion/completions/linerate /usr/share/zsh/vendor-completions/_linerate \
-    /usr/share/fish/vendor_completions.d/linerate.fish /usr/share/man/man1/linerate.1.gz \
-    /usr/share/man/man1/linerate-doctor.1.gz; do
-    [ -e "$f" ] || missing+=" $f"
-done
-if [ -z "$missing" ] && /usr/bin/linerate --version | grep -q '^linerate '; then
-    pass "dpkg -i: binary, unit, /etc/default/linerate (a conffile: $(tr '\n' ' ' <"$work/conffiles")), completions, man pages in place"
+# --- 4. the throwaway system -------------------------------------------------------------------
+timeout 1200 unshare --mount --propagation private -- "$0" --system "$work" "$deb" >"$work/system.log" 2>&1
+grep -E '^(PASS|FAIL|SKIP|note:) ' "$work/system.log"
+counts=$(sed -n 's/^package-test-system: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$work/system.log")
+if [ -n "$counts" ]; then
+    passed=$((passed + ${counts% *}))
+    failed=$((failed + ${counts#* }))
 else
-    fail "dpkg -i: missing${missing:- nothing, but /usr/bin/linerate --version fails}$(grep -qs 'path-exclude=/usr/share/man' /etc/dpkg/dpkg.cfg.d/* && echo ' (dpkg excludes /usr/share/man here: /etc/dpkg/dpkg.cfg.d)')"
-fi
-recommends=$(dpkg-query -W -f='${Recommends}' linerate)
-depends=$(dpkg-query -W -f='${Depends}' linerate)
-if [[ "$recommends" == *libfabric1* && "$depends" != *libfabric* ]]; then
-    pass "libfabric1 is recommended, not a dependency (Depends: $depends)"
-else
-    fail "libfabric1 must be a Recommends, not a Depends (Depends: $depends; Recommends: $recommends)"
+    fail "the throwaway system did not finish: $(tail -n 10 "$work/system.log" | tr '\n' ';')"
 fi
 
-# --- man pages ---------------------------------------------------------------------------------
-# One page per subcommand the binary has, plus linerate.1.
-pages=$(grep -c '^/usr/share/man/man1/linerate.*\.1\.gz$' "$work/files")
-names=$(/usr/bin/linerate --help | awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }' | grep -vx help)
-subcommands=$(wc -w <<<"$names")
-bad=
-for name in $names; do
-    grep -qx "/usr/share/man/man1/linerate-$name.1.gz" "$work/files" || bad+=" no page for linerate $name;"
-done
-for page in $(grep '^/usr/share/man/man1/linerate.*\.1\.gz$' "$work/files"); do
-    warnings=$(MANWIDTH=80 timeout 20 man -l --warnings -E UTF-8 "$page" 2>&1 >"$work/page.txt")
-    if [ -n "$warnings" ] || ! grep -q '^NAME' "$work/page.txt" || ! grep -q '^SYNOPSIS' "$work/page.txt"; then
-        bad+=" $(basename "$page"): ${warnings:-no NAME/SYNOPSIS}"
-    fi
-done
-if [ -z "$bad" ] && [ "$pages" -gt "$subcommands" ] && [ "$subcommands" -ge 7 ] &&
-    [ "$(man -w linerate-doctor 2>/dev/null)" = /usr/share/man/man1/linerate-doctor.1.gz ] &&
-    MANWIDTH=80 timeout 20 man linerate-doctor 2>/dev/null | grep -q '^LINERATE-DOCTOR(1)'; then
-    pass "man: $pages pages render without warnings (man -l --warnings), one per subcommand ($subcommands) and linerate.1; \`man linerate-doctor\` finds its page"
+machine_state >"$work/machine.after"
+if cmp -s "$work/machine.before" "$work/machine.after" && ! findmnt -rn -o TARGET | grep -q "$work"; then
+    pass "this machine is as it was: linerate $(head -n 1 "$work/machine.after"), no mount left"
 else
-    fail "man: pages $pages for $subcommands subcommands;${bad:- man -w linerate-doctor: $(man -w linerate-doctor 2>&1)}"
-fi
-
-# --- bash completion ---------------------------------------------------------------------------
-# As an interactive bash does: bash-completion's loader finds the file by the command's name in
-# /usr/share/bash-completion/completions; then the function completes `linerate ben<TAB>`.
-completion=$(timeout 20 bash --norc --noprofile -c '
-    source /usr/share/bash-completion/bash_completion || exit 1
-    __load_completion linerate || { echo "not loaded"; exit 1; }
-    spec=$(complete -p linerate) || exit 1
-    fn=$(sed -n "s/.*-F \([^ ]*\) .*/\1/p" <<<"$spec")
-    COMP_WORDS=(linerate ben); COMP_CWORD=1; COMP_LINE="linerate ben"; COMP_POINT=${#COMP_LINE}
-    "$fn" linerate ben linerate
-    echo "${COMPREPLY[*]}"
-    COMP_WORDS=(linerate serve --max-t); COMP_CWORD=2; COMP_LINE="linerate serve --max-t"; COMP_POINT=${#COMP_LINE}
-    "$fn" linerate --max-t serve
-    echo "${COMPREPLY[*]}"' 2>&1)
-if [ "$(sed -n 1p <<<"$completion")" = bench ] && [ "$(sed -n 2p <<<"$completion")" = --max-tests ]; then
-    pass "bash: the completion loads by name; \`linerate ben<TAB>\` gives bench, \`linerate serve --max-t<TAB>\` gives --max-tests"
-else
-    fail "bash completion: got '${completion//$'\n'/ | }', want 'bench | --max-tests'"
-fi
-
-# --- systemd unit ------------------------------------------------------------------------------
-unit=/lib/systemd/system/linerate-serve.service
-# verify exits 0 on unknown keys and only warns: any output is a failure too.
-verify=$(timeout 60 systemd-analyze verify "$unit" 2>&1)
-rc=$?
-if [ "$rc" -eq 0 ] && [ -z "$verify" ]; then
-    pass "systemd-analyze verify $unit: no error, no warning"
-else
-    fail "systemd-analyze verify $unit (exit $rc): $verify"
-fi
-# The sandbox as systemd scores it (0 = locked down, 10 = exposed): at most 2 ("OK").
-exposure=$(timeout 60 systemd-analyze security --offline=yes "$unit" 2>&1 | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
-if [ -n "$exposure" ] && timeout 60 systemd-analyze security --offline=yes --threshold=20 "$unit" >/dev/null 2>&1; then
-    pass "systemd-analyze security --offline: exposure $exposure (threshold 2.0)"
-else
-    fail "systemd-analyze security --offline: exposure ${exposure:-unknown}, above 2.0"
-fi
-# Installed disabled, not started: a test server is opened on purpose, never by installing.
-enabled=$(find /etc/systemd/system -name linerate-serve.service 2>/dev/null)
-if [ -z "$enabled" ]; then
-    pass "the unit is installed disabled (no link to it in /etc/systemd/system)"
-else
-    fail "the unit is enabled after install: $enabled"
-fi
-
-# --- the service's ExecStart, by hand ----------------------------------------------------------
-# No systemd as PID 1 in a container, so run the unit's ExecStart line the way systemd would:
-# options from /etc/default/linerate (edited as an admin would), as an unprivileged user without
-# new privileges, its --write-dir a directory of that user's (the StateDirectory), on 127.0.0.1.
-port=$((20000 + RANDOM % 20000))
-state="$work/state"
-mkdir -p "$state"
-chown nobody:nogroup "$state"
-chmod 0750 "$state"
-chmod 0755 "$work"
-cp /etc/default/linerate "$work/default.orig"
-sed -i "s|^LINERATE_SERVE_OPTS=.*|LINERATE_SERVE_OPTS=\"--bind 127.0.0.1 --port $port --once --write-dir $state\"|" /etc/default/linerate
-exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
-argv=()
-# shellcheck disable=SC2086 # systemd splits an unbraced $VAR into words: so does this.
-for word in $exec_start; do
-    if [ "$word" = '$LINERATE_SERVE_OPTS' ]; then
-        opts=$(set -a && . /etc/default/linerate && echo "$LINERATE_SERVE_OPTS")
-        read -ra more <<<"$opts"
-        argv+=("${more[@]}")
-    else
-        argv+=("$word")
-    fi
-done
-timeout 60 setpriv --reuid=nobody --regid=nogroup --clear-groups --no-new-privs \
-    --inh-caps=-all --bounding-set=-all "${argv[@]}" >"$work/serve.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 50); do
-    grep -q '"listening"' "$work/serve.log" 2>/dev/null && break
-    sleep 0.1
-done
-head -c 1000000 /dev/urandom >"$work/payload"
-client=$(timeout 30 /usr/bin/linerate bench 127.0.0.1 -p "$port" --file "$work/payload" --file-name copy --json 2>&1)
-client_rc=$?
-# `serve --once` exits by itself when its test ends; bounded, in case it does not.
-for _ in $(seq 1 100); do
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-done
-kill "$server_pid" 2>/dev/null
-wait "$server_pid"
-server_rc=$?
-server_pid=
-if [ "$client_rc" -eq 0 ] && [ "$server_rc" -eq 0 ] && cmp -s "$work/payload" "$state/copy" &&
-    [ "$(stat -c %U "$state/copy")" = nobody ]; then
-    pass "ExecStart (${argv[*]}) as nobody, no new privileges: served a 1 MB copy into its --write-dir, then exited (--once)"
-else
-    fail "ExecStart ${argv[*]}: server exit $server_rc, client exit $client_rc: $(tail -n 3 "$work/serve.log") ${client:0:300}"
-fi
-cp "$work/default.orig" /etc/default/linerate
-
-# --- removal -----------------------------------------------------------------------------------
-timeout 120 dpkg -r linerate >"$work/remove.log" 2>&1
-left=$(grep -vxFf "$work/conffiles" "$work/files" | while read -r f; do [ -f "$f" ] || [ -L "$f" ] && echo "$f"; done)
-if [ -z "$left" ] && [ ! -e /usr/bin/linerate ] && [ -f /etc/default/linerate ]; then
-    pass "dpkg -r: every installed file is gone but the conffile /etc/default/linerate (kept until --purge, as Debian does)"
-else
-    fail "dpkg -r left:${left:- /usr/bin/linerate}$([ -f /etc/default/linerate ] || echo ' (and removed the conffile)')"
-fi
-timeout 120 dpkg --purge linerate >"$work/purge.log" 2>&1
-installed=0
-snapshot >"$work/after"
-# New paths since before the install. Others may install packages on this machine meanwhile: a
-# new path fails the check when it is one of ours (in the package's list, or named linerate).
-new=$(comm -13 "$work/before" "$work/after" | grep -v '^$')
-ours=$( (grep -i linerate <<<"$new"; grep -xFf "$work/files" <<<"$new") | sort -u | grep -v '^$')
-others=$(grep -ci -v -e linerate -e '^$' <<<"$new")
-if [ -z "$ours" ] && ! dpkg-query -W linerate >/dev/null 2>&1; then
-    pass "dpkg --purge: nothing of the package is left in /usr /etc /var/lib /opt ($(wc -l <"$work/files") paths installed; $others new paths not ours)"
-else
-    fail "dpkg --purge left: ${ours//$'\n'/ }"
+    fail "this machine changed: $(diff "$work/machine.before" "$work/machine.after" | tr '\n' ' ')"
 fi
 
 summary

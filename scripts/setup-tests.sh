@@ -22,6 +22,9 @@ PACKAGES+=(openmpi-bin pdsh)
 # crates/linerate-ssh/tests/iperf3_over_ssh.rs); iperf3: the latter's far end and stock client,
 # and a stock iperf3 client against `linerate serve` (crates/linerate-cli/tests/bench_loopback.rs).
 PACKAGES+=(openssh-server openssh-client iperf3)
+# lintian (with dpkg-dev, binutils: dpkg-parsechangelog, readelf) and systemd-container
+# (systemd-nspawn: the throwaway system the package is installed in): scripts/package-test.sh.
+PACKAGES+=(lintian dpkg-dev binutils systemd-container)
 if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then
     PACKAGES+=(chromium)
 fi
@@ -46,9 +49,22 @@ for c in rustfmt clippy; do
     fi
 done
 
-# cargo-deb builds the .deb that scripts/package-test.sh installs; from the crate registry, at a
-# pinned minor version (the maintainer scripts it writes are part of what the test checks).
-if ! cargo deb --version >/dev/null 2>&1; then
-    echo "setup-tests: installing cargo-deb (cargo install, a few minutes)" >&2
-    cargo install cargo-deb --version '~3.8' --locked --quiet
-fi
+# Cargo plugins, from the crate registry at pinned minor versions (what they write is part of what
+# the tests check): cargo-deb builds the .deb that scripts/package-test.sh checks; cargo-about
+# writes its third-party licences (its binary needs the `cli` feature); cargo-deny checks the
+# crates' licences, duplicates and sources (scripts/test.sh, deny.toml).
+install_plugin() {
+    local cmd="$1" crate="$2" version="$3"
+    shift 3
+    if ! cargo "$cmd" --version 2>/dev/null | grep -q "^$crate ${version#\~}"; then
+        echo "setup-tests: installing $crate $version (cargo install, a few minutes)" >&2
+        cargo install "$crate" --version "$version" --locked --quiet "$@"
+    fi
+}
+install_plugin deb cargo-deb '~3.8'
+install_plugin about cargo-about '~0.9' --features cli
+install_plugin deny cargo-deny '~0.20'
+
+# Every crate of the lock file, for every platform: cargo-deny and cargo-about then run offline
+# (cargo metadata needs the crates of other platforms too).
+cargo fetch --locked --quiet

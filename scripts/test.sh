@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Set up, then run every check CI runs: formatting, clippy, fixture trees, all tests, and the .deb
-# built, installed, checked and removed (scripts/package-test.sh: as root; LINERATE_PACKAGE_TEST=0
-# leaves it out).
+# Set up, then run every check CI runs: formatting, clippy, the crates' licences and sources
+# (cargo deny), fixture trees, all tests, and the .deb built, checked by lintian, built again
+# elsewhere to compare, installed in a throwaway system, exercised and purged
+# (scripts/package-test.sh: as root; LINERATE_PACKAGE_TEST=0 leaves it out).
 #
 # A test that cannot run on this machine (no root, namespaces, tmpfs, Chromium, setpriv)
 # records itself in $LINERATE_SKIP_LOG (linerate-testkit's `skip`): the closing line counts
@@ -15,6 +16,10 @@ echo "== cargo fmt --check" >&2
 cargo fmt --all --check
 echo "== cargo clippy -D warnings" >&2
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo deny: licences, duplicate crates, sources (deny.toml)" >&2
+# Offline: scripts/setup-tests.sh fetched the crates. The advisory check needs RustSec's database
+# from the internet: `cargo deny check advisories` on a machine that has it (docs/packaging.md).
+cargo deny --offline --locked check licenses bans sources
 echo "== fixture trees match their generator" >&2
 python3 fixtures/sysfs/build.py --check
 echo "== cargo test" >&2

@@ -22,21 +22,21 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
     $completions = @(switch ($command) {
         'linerate' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
-            [CompletionResult]::new('probe', 'probe', [CompletionResultType]::ParameterValue, 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings')
-            [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'The ceiling chain for hardware you do not have yet')
-            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Explain the gap between what a link carries and what its hardware could: with HOST, the path to a `linerate serve`; without, a self-check of this machine')
-            [CompletionResult]::new('mem', 'mem', [CompletionResultType]::ParameterValue, 'Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node')
-            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time')
-            [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Measure TCP/UDP throughput or latency against a `linerate serve`')
-            [CompletionResult]::new('disk', 'disk', [CompletionResultType]::ParameterValue, 'Measure a directory''s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes')
-            [CompletionResult]::new('mesh', 'mesh', [CompletionResultType]::ParameterValue, 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)')
-            [CompletionResult]::new('soak', 'soak', [CompletionResultType]::ParameterValue, 'Is this cable good? Steady traffic to a `linerate serve` while both ends'' error counters are sampled every interval, then a verdict per port and end with its rule and source')
-            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write the man pages, or a shell''s completion script, from these same definitions (for packages and installs from source)')
-            [CompletionResult]::new('setup', 'setup', [CompletionResultType]::ParameterValue, 'Print (or, with --apply, write) the configuration that makes this machine''s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity')
+            [CompletionResult]::new('probe', 'probe', [CompletionResultType]::ParameterValue, 'Inventory every port with its ceiling chain and findings')
+            [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'Compute the ceiling chain of hardware you do not have yet')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Explain why a link is slower than its hardware')
+            [CompletionResult]::new('mem', 'mem', [CompletionResultType]::ParameterValue, 'Measure memory bandwidth: copy, read and write')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve tests to bench, doctor and soak clients')
+            [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Measure TCP, UDP, RDMA or latency to a linerate server')
+            [CompletionResult]::new('disk', 'disk', [CompletionResultType]::ParameterValue, 'Measure a disk: throughput, IOPS and latency')
+            [CompletionResult]::new('mesh', 'mesh', [CompletionResultType]::ParameterValue, 'Measure every link of a cluster and explain the bad ones')
+            [CompletionResult]::new('soak', 'soak', [CompletionResultType]::ParameterValue, 'Judge a cable by its error counters under steady traffic')
+            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write the man pages or a shell''s completion script')
+            [CompletionResult]::new('setup', 'setup', [CompletionResultType]::ParameterValue, 'Print or write the configuration that makes links fast')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -45,8 +45,8 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--fail-on', '--fail-on', [CompletionResultType]::ParameterName, 'Exit with status 1 when a finding of at least this severity is present')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (schemas/probe.schema.json) instead of the terminal view')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -59,8 +59,8 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--mps', '--mps', [CompletionResultType]::ParameterName, 'PCIe max payload size in bytes, if you know it (`lspci -vv` as root: DevCtl MaxPayload)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object with the ceiling instead of the terminal view')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -84,8 +84,8 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (schemas/doctor.schema.json)')
             [CompletionResult]::new('--no-disk', '--no-disk', [CompletionResultType]::ParameterName, 'Leave disks out: memory and network only')
             [CompletionResult]::new('--no-rdma', '--no-rdma', [CompletionResultType]::ParameterName, 'Do not measure RDMA')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -97,8 +97,8 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'Threads for the all-cores tests (default: every online CPU)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -120,7 +120,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--max-pending', '--max-pending', [CompletionResultType]::ParameterName, 'Most connections in their handshake at once; more are closed immediately')
             [CompletionResult]::new('--max-served', '--max-served', [CompletionResultType]::ParameterName, 'Exit after serving this many tests')
             [CompletionResult]::new('--exit-after', '--exit-after', [CompletionResultType]::ParameterName, 'Exit this long after starting, tests running or not (`90s`, `10m`, or seconds): the hard deadline of a temporary server')
-            [CompletionResult]::new('--write-dir', '--write-dir', [CompletionResultType]::ParameterName, 'Accept file transfers (`bench --file`) into this directory, and nowhere else: names are single path components, existing files are never overwritten, incomplete copies removed')
+            [CompletionResult]::new('--write-dir', '--write-dir', [CompletionResultType]::ParameterName, 'Accept file transfers (`bench --file`) into this directory, and nowhere else: names are single path components, existing files are never overwritten, incomplete copies removed. The packaged service''s directory, /var/lib/linerate, is deleted with the copies in it when the package is purged (`dpkg --purge linerate`)')
             [CompletionResult]::new('--scratch-write-dir', '--scratch-write-dir', [CompletionResultType]::ParameterName, 'Accept file transfers into a new directory made in PARENT, removed with its contents when the server exits (`--ssh` uses it for doctor''s copy and `bench --file`)')
             [CompletionResult]::new('--max-file-size', '--max-file-size', [CompletionResultType]::ParameterName, 'Largest file a client may send (with --write-dir or --scratch-write-dir); 0 = bounded by free space only')
             [CompletionResult]::new('--max-spin', '--max-spin', [CompletionResultType]::ParameterName, 'Latency tests: the longest busy-poll per wait the echo grants a client''s `--spin`, µs; more is capped to it and the client is told; 0 = always block')
@@ -129,8 +129,8 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--once', '--once', [CompletionResultType]::ParameterName, 'Exit after serving one test')
             [CompletionResult]::new('--exit-on-stdin-close', '--exit-on-stdin-close', [CompletionResultType]::ParameterName, 'Exit when standard input closes: the lifeline of a server started over ssh (`--ssh`), which then ends with the ssh session however its client ended, even killed')
             [CompletionResult]::new('--psk-stdin', '--psk-stdin', [CompletionResultType]::ParameterName, 'Read the pre-shared key from the first line of standard input, so it appears in no command line, environment or file (`--ssh` passes a fresh key this way)')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -193,8 +193,8 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--rdma', '--rdma', [CompletionResultType]::ParameterName, 'RDMA through libfabric (bandwidth; with --latency, latency), negotiated with the server over the control connection')
             [CompletionResult]::new('--sweep', '--sweep', [CompletionResultType]::ParameterName, 'Every message size from 2 bytes to -l (default 8M) in powers of two, like perftest''s -a')
             [CompletionResult]::new('--verify', '--verify', [CompletionResultType]::ParameterName, 'Check every byte of every RDMA message against a pattern (counts mismatches)')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -213,8 +213,8 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--hipri', '--hipri', [CompletionResultType]::ParameterName, 'Polled I/O (IORING_SETUP_IOPOLL): needs O_DIRECT and a device with poll queues (NVMe with nvme.poll_queues); refused with the reason elsewhere (tmpfs, virtio)')
             [CompletionResult]::new('--sqpoll', '--sqpoll', [CompletionResultType]::ParameterName, 'A kernel thread takes submissions from the ring (IORING_SETUP_SQPOLL); it keeps a CPU busy while the test runs')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document: {schema_version, tests: [...]}')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -247,8 +247,8 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--rdma', '--rdma', [CompletionResultType]::ParameterName, 'Run the flows on the RDMA engine (libfabric) instead of TCP')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the final document as JSON on rank 0''s standard output')
             [CompletionResult]::new('--json-stream', '--json-stream', [CompletionResultType]::ParameterName, 'One JSON line per measurement as it happens, on rank 0''s standard output')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -278,42 +278,42 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--passive', '--passive', [CompletionResultType]::ParameterName, 'Sample the local ports only, without traffic (no BER verdict without traffic)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (schemas/soak.schema.json) instead of the terminal view')
             [CompletionResult]::new('--json-stream', '--json-stream', [CompletionResultType]::ParameterName, 'Print one JSON line per event (schemas/soak-event.schema.json): start, intervals, end')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
         'linerate;generate' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
-            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced')
-            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print the completion script for SHELL on stdout')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write the man pages into a directory')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell''s completion script')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'linerate;generate;man' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
         'linerate;generate;completions' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
         'linerate;generate;help' {
-            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced')
-            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print the completion script for SHELL on stdout')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write the man pages into a directory')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell''s completion script')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -338,24 +338,24 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--restart', '--restart', [CompletionResultType]::ParameterName, 'With --apply: also run the restart command of each interface concerned')
             [CompletionResult]::new('--sm-node', '--sm-node', [CompletionResultType]::ParameterName, 'This node runs the subnet manager (opensm): only then does setup plan one')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (schemas/setup.schema.json) instead of the terminal view')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
         'linerate;help' {
-            [CompletionResult]::new('probe', 'probe', [CompletionResultType]::ParameterValue, 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings')
-            [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'The ceiling chain for hardware you do not have yet')
-            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Explain the gap between what a link carries and what its hardware could: with HOST, the path to a `linerate serve`; without, a self-check of this machine')
-            [CompletionResult]::new('mem', 'mem', [CompletionResultType]::ParameterValue, 'Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node')
-            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time')
-            [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Measure TCP/UDP throughput or latency against a `linerate serve`')
-            [CompletionResult]::new('disk', 'disk', [CompletionResultType]::ParameterValue, 'Measure a directory''s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes')
-            [CompletionResult]::new('mesh', 'mesh', [CompletionResultType]::ParameterValue, 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)')
-            [CompletionResult]::new('soak', 'soak', [CompletionResultType]::ParameterValue, 'Is this cable good? Steady traffic to a `linerate serve` while both ends'' error counters are sampled every interval, then a verdict per port and end with its rule and source')
-            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write the man pages, or a shell''s completion script, from these same definitions (for packages and installs from source)')
-            [CompletionResult]::new('setup', 'setup', [CompletionResultType]::ParameterValue, 'Print (or, with --apply, write) the configuration that makes this machine''s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity')
+            [CompletionResult]::new('probe', 'probe', [CompletionResultType]::ParameterValue, 'Inventory every port with its ceiling chain and findings')
+            [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'Compute the ceiling chain of hardware you do not have yet')
+            [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Explain why a link is slower than its hardware')
+            [CompletionResult]::new('mem', 'mem', [CompletionResultType]::ParameterValue, 'Measure memory bandwidth: copy, read and write')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve tests to bench, doctor and soak clients')
+            [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Measure TCP, UDP, RDMA or latency to a linerate server')
+            [CompletionResult]::new('disk', 'disk', [CompletionResultType]::ParameterValue, 'Measure a disk: throughput, IOPS and latency')
+            [CompletionResult]::new('mesh', 'mesh', [CompletionResultType]::ParameterValue, 'Measure every link of a cluster and explain the bad ones')
+            [CompletionResult]::new('soak', 'soak', [CompletionResultType]::ParameterValue, 'Judge a cable by its error counters under steady traffic')
+            [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write the man pages or a shell''s completion script')
+            [CompletionResult]::new('setup', 'setup', [CompletionResultType]::ParameterValue, 'Print or write the configuration that makes links fast')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -387,8 +387,8 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             break
         }
         'linerate;help;generate' {
-            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced')
-            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print the completion script for SHELL on stdout')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write the man pages into a directory')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell''s completion script')
             break
         }
         'linerate;help;generate;man' {

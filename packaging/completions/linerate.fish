@@ -27,19 +27,19 @@ end
 complete -c linerate -n "__fish_linerate_needs_command" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c linerate -n "__fish_linerate_needs_command" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_needs_command" -s V -l version -d 'Print version'
-complete -c linerate -n "__fish_linerate_needs_command" -f -a "probe" -d 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings'
-complete -c linerate -n "__fish_linerate_needs_command" -f -a "plan" -d 'The ceiling chain for hardware you do not have yet'
-complete -c linerate -n "__fish_linerate_needs_command" -f -a "doctor" -d 'Explain the gap between what a link carries and what its hardware could: with HOST, the path to a `linerate serve`; without, a self-check of this machine'
-complete -c linerate -n "__fish_linerate_needs_command" -f -a "mem" -d 'Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node'
-complete -c linerate -n "__fish_linerate_needs_command" -f -a "serve" -d 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time'
-complete -c linerate -n "__fish_linerate_needs_command" -f -a "bench" -d 'Measure TCP/UDP throughput or latency against a `linerate serve`'
-complete -c linerate -n "__fish_linerate_needs_command" -f -a "disk" -d 'Measure a directory\'s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
-complete -c linerate -n "__fish_linerate_needs_command" -f -a "mesh" -d 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)'
-complete -c linerate -n "__fish_linerate_needs_command" -f -a "soak" -d 'Is this cable good? Steady traffic to a `linerate serve` while both ends\' error counters are sampled every interval, then a verdict per port and end with its rule and source'
-complete -c linerate -n "__fish_linerate_needs_command" -f -a "generate" -d 'Write the man pages, or a shell\'s completion script, from these same definitions (for packages and installs from source)'
-complete -c linerate -n "__fish_linerate_needs_command" -f -a "setup" -d 'Print (or, with --apply, write) the configuration that makes this machine\'s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "probe" -d 'Inventory every port with its ceiling chain and findings'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "plan" -d 'Compute the ceiling chain of hardware you do not have yet'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "doctor" -d 'Explain why a link is slower than its hardware'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "mem" -d 'Measure memory bandwidth: copy, read and write'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "serve" -d 'Serve tests to bench, doctor and soak clients'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "bench" -d 'Measure TCP, UDP, RDMA or latency to a linerate server'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "disk" -d 'Measure a disk: throughput, IOPS and latency'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "mesh" -d 'Measure every link of a cluster and explain the bad ones'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "soak" -d 'Judge a cable by its error counters under steady traffic'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "generate" -d 'Write the man pages or a shell\'s completion script'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "setup" -d 'Print or write the configuration that makes links fast'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c linerate -n "__fish_linerate_using_subcommand probe" -l root -d 'Read sysfs and procfs under this directory instead of `/` (a copy or a fixture tree)' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand probe" -l fail-on -d 'Exit with status 1 when a finding of at least this severity is present' -r -f -a "error\t''
@@ -50,7 +50,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand probe" -l color -d 'Wh
 always\t''
 never\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand probe" -l json -d 'Print one JSON document (schemas/probe.schema.json) instead of the terminal view'
-complete -c linerate -n "__fish_linerate_using_subcommand probe" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand probe" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_using_subcommand probe" -s V -l version -d 'Print version'
 complete -c linerate -n "__fish_linerate_using_subcommand plan" -l link -d 'The link: `4x-qdr`, `4x-fdr`, `hdr`, `1x-edr`, `10gbe`, `100gbe`, ...' -r
 complete -c linerate -n "__fish_linerate_using_subcommand plan" -l pcie -d 'The PCIe link the card gets: `gen2x4`, `gen3x16`, ... (omit to ignore PCIe)' -r
@@ -67,7 +67,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand plan" -l color -d 'Whe
 always\t''
 never\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand plan" -l json -d 'Print one JSON object with the ceiling instead of the terminal view'
-complete -c linerate -n "__fish_linerate_using_subcommand plan" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand plan" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_using_subcommand plan" -s V -l version -d 'Print version'
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -s p -l port -d 'Server port [default: 5301; with --ssh, one the far end\'s kernel picks]' -r
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l report -d 'Also write a self-contained HTML report with charts' -r -F
@@ -90,7 +90,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l thorough -d
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l json -d 'Print one JSON document (schemas/doctor.schema.json)'
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l no-disk -d 'Leave disks out: memory and network only'
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l no-rdma -d 'Do not measure RDMA'
-complete -c linerate -n "__fish_linerate_using_subcommand doctor" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -s V -l version -d 'Print version'
 complete -c linerate -n "__fish_linerate_using_subcommand mem" -s t -l time -d 'Seconds per test' -r
 complete -c linerate -n "__fish_linerate_using_subcommand mem" -l size -d 'Bytes per buffer (each thread has two for copy); far larger than the caches' -r
@@ -99,7 +99,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand mem" -l color -d 'When
 always\t''
 never\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand mem" -l json -d 'Print one JSON document'
-complete -c linerate -n "__fish_linerate_using_subcommand mem" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand mem" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_using_subcommand mem" -s V -l version -d 'Print version'
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -s p -l port -d 'TCP port for control and data connections' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -s B -l bind -d 'Address to listen on (`::` for IPv6 and IPv4)' -r
@@ -115,7 +115,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand serve" -l handshake-ti
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-pending -d 'Most connections in their handshake at once; more are closed immediately' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-served -d 'Exit after serving this many tests' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l exit-after -d 'Exit this long after starting, tests running or not (`90s`, `10m`, or seconds): the hard deadline of a temporary server' -r
-complete -c linerate -n "__fish_linerate_using_subcommand serve" -l write-dir -d 'Accept file transfers (`bench --file`) into this directory, and nowhere else: names are single path components, existing files are never overwritten, incomplete copies removed' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l write-dir -d 'Accept file transfers (`bench --file`) into this directory, and nowhere else: names are single path components, existing files are never overwritten, incomplete copies removed. The packaged service\'s directory, /var/lib/linerate, is deleted with the copies in it when the package is purged (`dpkg --purge linerate`)' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l scratch-write-dir -d 'Accept file transfers into a new directory made in PARENT, removed with its contents when the server exits (`--ssh` uses it for doctor\'s copy and `bench --file`)' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-file-size -d 'Largest file a client may send (with --write-dir or --scratch-write-dir); 0 = bounded by free space only' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-spin -d 'Latency tests: the longest busy-poll per wait the echo grants a client\'s `--spin`, µs; more is capped to it and the client is told; 0 = always block' -r
@@ -126,7 +126,7 @@ never\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l once -d 'Exit after serving one test'
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l exit-on-stdin-close -d 'Exit when standard input closes: the lifeline of a server started over ssh (`--ssh`), which then ends with the ssh session however its client ended, even killed'
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l psk-stdin -d 'Read the pre-shared key from the first line of standard input, so it appears in no command line, environment or file (`--ssh` passes a fresh key this way)'
-complete -c linerate -n "__fish_linerate_using_subcommand serve" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -s V -l version -d 'Print version'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s p -l port -d 'Server port [default: 5301; with --ssh, one the far end\'s kernel picks]' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s t -l time -d 'Seconds to run (default 10; with --file, the time limit of the copy, default 300)' -r
@@ -176,7 +176,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand bench" -l remove-after
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l rdma -d 'RDMA through libfabric (bandwidth; with --latency, latency), negotiated with the server over the control connection'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l sweep -d 'Every message size from 2 bytes to -l (default 8M) in powers of two, like perftest\'s -a'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l verify -d 'Check every byte of every RDMA message against a pattern (counts mismatches)'
-complete -c linerate -n "__fish_linerate_using_subcommand bench" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s V -l version -d 'Print version'
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -l size -d 'Test file size (e.g. 64M, 20G); refused if it does not fit with a 5% margin' -r
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -s t -l time -d 'Seconds per test' -r
@@ -197,7 +197,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand disk" -l buffered -d '
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -l hipri -d 'Polled I/O (IORING_SETUP_IOPOLL): needs O_DIRECT and a device with poll queues (NVMe with nvme.poll_queues); refused with the reason elsewhere (tmpfs, virtio)'
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -l sqpoll -d 'A kernel thread takes submissions from the ring (IORING_SETUP_SQPOLL); it keeps a CPU busy while the test runs'
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -l json -d 'Print one JSON document: {schema_version, tests: [...]}'
-complete -c linerate -n "__fish_linerate_using_subcommand disk" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand disk" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_using_subcommand disk" -s V -l version -d 'Print version'
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l rank -d 'This process\'s rank (0..size); default: from the launcher\'s environment' -r
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l size -d 'How many ranks the run has; default: from the launcher\'s environment or --hosts' -r
@@ -227,7 +227,7 @@ never\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l rdma -d 'Run the flows on the RDMA engine (libfabric) instead of TCP'
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l json -d 'Print the final document as JSON on rank 0\'s standard output'
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -l json-stream -d 'One JSON line per measurement as it happens, on rank 0\'s standard output'
-complete -c linerate -n "__fish_linerate_using_subcommand mesh" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand mesh" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_using_subcommand mesh" -s V -l version -d 'Print version'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -s p -l port -d 'The server\'s TCP port [default: 5301; with --ssh, one the far end\'s kernel picks]' -r
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -s t -l duration -d 'How long to soak (`10m`, `90s`, `1h`, or seconds)' -r
@@ -250,28 +250,28 @@ complete -c linerate -n "__fish_linerate_using_subcommand soak" -l rdma -d 'Also
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l passive -d 'Sample the local ports only, without traffic (no BER verdict without traffic)'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l json -d 'Print one JSON document (schemas/soak.schema.json) instead of the terminal view'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l json-stream -d 'Print one JSON line per event (schemas/soak-event.schema.json): start, intervals, end'
-complete -c linerate -n "__fish_linerate_using_subcommand soak" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -s V -l version -d 'Print version'
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -s V -l version -d 'Print version'
-complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -f -a "man" -d 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced'
-complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -f -a "completions" -d 'Print the completion script for SHELL on stdout'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -f -a "man" -d 'Write the man pages into a directory'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -f -a "completions" -d 'Print a shell\'s completion script'
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from man" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from man" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from man" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from man" -s V -l version -d 'Print version'
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from completions" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from completions" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from completions" -s V -l version -d 'Print version'
-complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from help" -f -a "man" -d 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced'
-complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from help" -f -a "completions" -d 'Print the completion script for SHELL on stdout'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from help" -f -a "man" -d 'Write the man pages into a directory'
+complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from help" -f -a "completions" -d 'Print a shell\'s completion script'
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l iface -d 'Only this interface' -r
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l renderer -d 'The network configuration system to edit; auto finds the one in charge of the interface' -r -f -a "auto\t''
@@ -291,19 +291,19 @@ complete -c linerate -n "__fish_linerate_using_subcommand setup" -l apply -d 'Wr
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l restart -d 'With --apply: also run the restart command of each interface concerned'
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l sm-node -d 'This node runs the subnet manager (opensm): only then does setup plan one'
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l json -d 'Print one JSON document (schemas/setup.schema.json) instead of the terminal view'
-complete -c linerate -n "__fish_linerate_using_subcommand setup" -s h -l help -d 'Print help'
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -s V -l version -d 'Print version'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "probe" -d 'Inventory every network port from sysfs (no root needed), its ceiling chain, and findings'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "plan" -d 'The ceiling chain for hardware you do not have yet'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "doctor" -d 'Explain the gap between what a link carries and what its hardware could: with HOST, the path to a `linerate serve`; without, a self-check of this machine'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "mem" -d 'Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "serve" -d 'Serve tests to `linerate bench` clients: many at once, each bounded in memory and time'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "bench" -d 'Measure TCP/UDP throughput or latency against a `linerate serve`'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "disk" -d 'Measure a directory\'s disk (or tmpfs, NFS, SMB mount): sequential and random read/write throughput, IOPS and latency, in a test file of its own that it deletes'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "mesh" -d 'Measure every link of a cluster and explain the bad ones: one process per node, started by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh)'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "soak" -d 'Is this cable good? Steady traffic to a `linerate serve` while both ends\' error counters are sampled every interval, then a verdict per port and end with its rule and source'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "generate" -d 'Write the man pages, or a shell\'s completion script, from these same definitions (for packages and installs from source)'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "setup" -d 'Print (or, with --apply, write) the configuration that makes this machine\'s links fast: IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "probe" -d 'Inventory every port with its ceiling chain and findings'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "plan" -d 'Compute the ceiling chain of hardware you do not have yet'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "doctor" -d 'Explain why a link is slower than its hardware'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "mem" -d 'Measure memory bandwidth: copy, read and write'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "serve" -d 'Serve tests to bench, doctor and soak clients'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "bench" -d 'Measure TCP, UDP, RDMA or latency to a linerate server'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "disk" -d 'Measure a disk: throughput, IOPS and latency'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "mesh" -d 'Measure every link of a cluster and explain the bad ones'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "soak" -d 'Judge a cable by its error counters under steady traffic'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "generate" -d 'Write the man pages or a shell\'s completion script'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "setup" -d 'Print or write the configuration that makes links fast'
 complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and __fish_seen_subcommand_from generate" -f -a "man" -d 'Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating it if needed; existing pages of the same names are replaced'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and __fish_seen_subcommand_from generate" -f -a "completions" -d 'Print the completion script for SHELL on stdout'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and __fish_seen_subcommand_from generate" -f -a "man" -d 'Write the man pages into a directory'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and __fish_seen_subcommand_from generate" -f -a "completions" -d 'Print a shell\'s completion script'

@@ -6,9 +6,15 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use linerate_model::spec::{LINK_FORMS, PCIE_FORMS};
 use linerate_proto::defaults;
 
-/// Is this link running at line rate, and if not, exactly why?
+/// Is this link at line rate, and if not, exactly why?
 #[derive(Debug, Parser)]
-#[command(name = "linerate", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "linerate",
+    version,
+    long_about = LONG_ABOUT,
+    after_help = ROOT_AFTER_HELP,
+    propagate_version = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -16,6 +22,25 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = ColorWhen::Auto, global = true)]
     pub color: ColorWhen,
 }
+
+const LONG_ABOUT: &str = "Is this link running at line rate, and if not, exactly why?
+
+linerate reads the hardware from sysfs, without root or external tools (ports, PCIe, NUMA, IRQs, \
+offloads, shapers), computes the chain of ceilings from the signalling rate to TCP goodput, \
+measures what the path really carries (TCP, UDP, latency, RDMA, disks, disk-to-disk copies) against \
+a `linerate serve` on the other end, and explains the gap: the stage that limits it, and every \
+misconfiguration with its evidence and fix. Each command has its own page: `man linerate-doctor`.";
+
+const ROOT_AFTER_HELP: &str = "Exit status: 0 done, 1 a finding or verdict at or above the \
+command's threshold (probe, doctor, soak, mesh), 2 could not run.
+
+Examples:
+  # a self-check of this machine: memory, disks, loopback
+  linerate doctor
+  # why the link to server1 is slow (server1 runs `linerate serve`)
+  linerate doctor server1
+  # every port of this machine: ceiling chain and findings
+  linerate probe";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorWhen {
@@ -32,33 +57,66 @@ pub enum FailOn {
     Never,
 }
 
+// The first paragraph of each doc comment is the `about`: the line `linerate --help` lists and
+// the man page's NAME line, which `apropos` shows (`linerate-doctor (1)  - explain ...`, the name
+// padded to 20 columns), cut past 80 columns: so at most 57 characters here (tests/generated.rs
+// checks). The rest is the page's DESCRIPTION.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Inventory every network port from sysfs (no root needed), its ceiling chain, and findings.
+    /// Inventory every port with its ceiling chain and findings
+    ///
+    /// Reads sysfs and procfs, without root or external tools: InfiniBand and RoCE ports,
+    /// Ethernet netdevs, the PCI function behind each and its slot, NUMA, host limits and
+    /// traffic shapers. For each port it computes the ceiling chain (signalling rate, line
+    /// encoding, PCIe link, TCP goodput) and the stage that limits it, and lists the
+    /// misconfigurations it finds, each with its evidence and fix.
     Probe(ProbeArgs),
-    /// The ceiling chain for hardware you do not have yet.
+    /// Compute the ceiling chain of hardware you do not have yet
+    ///
+    /// The ceiling chain `linerate probe` computes, for a link, a PCIe slot and an MTU given on
+    /// the command line: what a card will carry before you buy or install it.
     Plan(PlanArgs),
+    /// Explain why a link is slower than its hardware
+    ///
     /// Explain the gap between what a link carries and what its hardware could: with HOST, the
     /// path to a `linerate serve`; without, a self-check of this machine.
     Doctor(DoctorArgs),
+    /// Measure memory bandwidth: copy, read and write
+    ///
     /// Memory bandwidth: copy, read and write, one thread and all cores, per NUMA node.
     Mem(MemArgs),
-    /// Serve tests to `linerate bench` clients: many at once, each bounded in memory and time.
+    /// Serve tests to bench, doctor and soak clients
+    ///
+    /// Serve tests to `linerate bench`, `linerate doctor` and `linerate soak` clients: many at
+    /// once, each bounded in memory and time.
     Serve(ServeArgs),
-    /// Measure TCP/UDP throughput or latency against a `linerate serve`.
+    /// Measure TCP, UDP, RDMA or latency to a linerate server
+    ///
+    /// Measure TCP or UDP throughput, latency, RDMA (--rdma) or a file copy (--file) against a
+    /// host running `linerate serve`, with iperf3's flag names.
     Bench(BenchArgs),
+    /// Measure a disk: throughput, IOPS and latency
+    ///
     /// Measure a directory's disk (or tmpfs, NFS, SMB mount): sequential and random read/write
     /// throughput, IOPS and latency, in a test file of its own that it deletes.
     Disk(DiskArgs),
+    /// Measure every link of a cluster and explain the bad ones
+    ///
     /// Measure every link of a cluster and explain the bad ones: one process per node, started
     /// by the launcher the cluster already has (mpirun, srun, a Kubernetes Indexed Job, pdsh).
     Mesh(MeshArgs),
+    /// Judge a cable by its error counters under steady traffic
+    ///
     /// Is this cable good? Steady traffic to a `linerate serve` while both ends' error counters
     /// are sampled every interval, then a verdict per port and end with its rule and source.
     Soak(SoakArgs),
+    /// Write the man pages or a shell's completion script
+    ///
     /// Write the man pages, or a shell's completion script, from these same definitions (for
     /// packages and installs from source).
     Generate(GenerateArgs),
+    /// Print or write the configuration that makes links fast
+    ///
     /// Print (or, with --apply, write) the configuration that makes this machine's links fast:
     /// IPoIB connected mode, a subnet manager, NFS over RDMA, socket buffers, IRQ affinity.
     Setup(SetupArgs),
@@ -68,11 +126,14 @@ pub enum Command {
 // command, for two or three commands that work as written (`server1` stands for a host running
 // `linerate serve`). The tests below parse every example with these same definitions.
 
-const GENERATE_EXAMPLES: &str = "Examples:
+const GENERATE_EXAMPLES: &str = "Exit status: 0 written, 2 could not write.
+
+Examples:
   # the man pages, where man finds them
   linerate generate man /usr/local/share/man/man1
   # bash completion for this user
-  linerate generate completions bash > ~/.local/share/bash-completion/completions/linerate
+  linerate generate completions bash \\
+    > ~/.local/share/bash-completion/completions/linerate
   # zsh completion (with ~/.zfunc in fpath)
   linerate generate completions zsh > ~/.zfunc/_linerate";
 
@@ -85,24 +146,37 @@ pub struct GenerateArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum GenerateWhat {
+    /// Write the man pages into a directory
+    ///
     /// Write linerate.1 and one page per subcommand (linerate-doctor.1, ...) into DIR, creating
     /// it if needed; existing pages of the same names are replaced.
-    #[command(after_help = "Examples:
+    #[command(
+        after_help = "Exit status: 0 every page written, 2 could not create DIR or write a page.
+
+Examples:
   # system-wide, where man finds them
   linerate generate man /usr/local/share/man/man1
   # into ./man, to read one with `man -l man/linerate-doctor.1`
-  linerate generate man man")]
+  linerate generate man man"
+    )]
     Man {
         /// The directory to write the pages to (e.g. /usr/local/share/man/man1).
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
-    /// Print the completion script for SHELL on stdout.
-    #[command(after_help = "Examples:
+    /// Print a shell's completion script
+    ///
+    /// Print the completion script for SHELL on standard output, to be saved where that shell
+    /// loads completions from (see the examples).
+    #[command(after_help = "Exit status: 0 printed, 2 could not write it.
+
+Examples:
   # bash, for this user
-  linerate generate completions bash > ~/.local/share/bash-completion/completions/linerate
+  linerate generate completions bash \\
+    > ~/.local/share/bash-completion/completions/linerate
   # fish, for this user
-  linerate generate completions fish > ~/.config/fish/completions/linerate.fish")]
+  linerate generate completions fish \\
+    > ~/.config/fish/completions/linerate.fish")]
     Completions {
         /// The shell to complete in.
         #[arg(value_enum, value_name = "SHELL")]
@@ -229,11 +303,15 @@ fn secs(s: &str) -> Result<u64, String> {
 #[command(
     after_help = "The server writes one JSON line per event on stdout (listening, test, refused, dropped).
 Data connections use the same TCP port as control; UDP tests use an ephemeral UDP port per test.
+Without --once it serves until it is stopped (SIGTERM, SIGINT).
+
+Exit status: 0 --once served its test, 2 could not start (the port taken, an unreadable
+--psk-file or --write-dir).
 
 Examples:
   # port 5301 on all addresses
   linerate serve
-  # only clients with the key in ./key (make one: head -c 32 /dev/urandom | base64 > key)
+  # only clients with the key in ./key (make one: `head -c 32 /dev/urandom | base64 > key`)
   linerate serve --psk-file key --max-tests 4
   # also accept `bench --file` copies, into /srv/incoming and nowhere else
   linerate serve --write-dir /srv/incoming"
@@ -295,6 +373,8 @@ pub struct ServeArgs {
     pub psk_stdin: bool,
     /// Accept file transfers (`bench --file`) into this directory, and nowhere else: names are
     /// single path components, existing files are never overwritten, incomplete copies removed.
+    /// The packaged service's directory, /var/lib/linerate, is deleted with the copies in it
+    /// when the package is purged (`dpkg --purge linerate`).
     #[arg(long, value_name = "DIR", group = "files")]
     pub write_dir: Option<PathBuf>,
     /// Accept file transfers into a new directory made in PARENT, removed with its contents
@@ -367,8 +447,9 @@ measured until then is still reported).
 Examples:
   # ten minutes of traffic both ways to server1 (which runs `linerate serve`)
   linerate soak server1
-  # five minutes as JSON, receive errors held to 1 per 10^13 bits (docs/soak.md: Thresholds)
-  linerate soak server1 -t 5m --json --threshold rcv_errors_per_bit=1e-13
+  # five minutes as JSON, receive errors held to 1 per 10^13 bits
+  linerate soak server1 -t 5m --json \\
+    --threshold rcv_errors_per_bit=1e-13
   # the local ports only, no traffic, for a link that carries production load
   linerate soak --passive --duration 2m"
 )]
@@ -502,7 +583,9 @@ pub struct DoctorArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:
+#[command(after_help = "Exit status: 0 measured, 2 could not run.
+
+Examples:
   # copy, read and write bandwidth: one thread, all cores, each NUMA node
   linerate mem
   # 3 s per test with 4 threads, as JSON
@@ -542,13 +625,17 @@ fn test_kind() -> impl clap::builder::TypedValueParser<Value = linerate_proto::T
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:
+#[command(
+    after_help = "Exit status: 0 the test completed, 2 could not run or the test did not complete.
+
+Examples:
   # TCP for 10 s, this host sending to server1 (which runs `linerate serve`)
   linerate bench server1
   # copy a file into server1's `serve --write-dir`, timing disk, network and disk
   linerate bench server1 --file big.iso
-  # 4 streams from 10.0.0.2 (reverse), with a temporary server started on node2 through ssh
-  linerate bench 10.0.0.2 --ssh node2 -P 4 -R")]
+  # 4 streams, reverse, from 10.0.0.2, its server started over ssh
+  linerate bench 10.0.0.2 --ssh node2 -P 4 -R"
+)]
 #[allow(clippy::struct_excessive_bools)]
 pub struct BenchArgs {
     /// The host running `linerate serve` (with --ssh: the far end's test address).
@@ -686,11 +773,16 @@ pub enum RdmaOpArg {
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:
+#[command(
+    after_help = "Exit status: 0 no finding at or above --fail-on (never, by default), 1 a finding at or
+above it, 2 could not run.
+
+Examples:
   # every port of this machine: ceiling chain and findings
   linerate probe
   # as JSON, exit status 1 on any warning or error (for scripts)
-  linerate probe --json --fail-on warning")]
+  linerate probe --json --fail-on warning"
+)]
 pub struct ProbeArgs {
     /// Read sysfs and procfs under this directory instead of `/` (a copy or a fixture tree).
     #[arg(long, value_name = "DIR", default_value = "/")]
@@ -710,7 +802,11 @@ pub enum IpoibModeArg {
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = format!("LINK forms: {LINK_FORMS}\nPCIE forms: {PCIE_FORMS}
+#[command(after_help = format!("LINK forms: {LINK_FORMS}
+
+PCIE forms: {PCIE_FORMS}
+
+Exit status: 0 done, 2 could not run (a LINK or PCIE it does not know, an MTU out of range).
 
 Examples:
   # what will a ConnectX-3 (FDR) give in an M.2 gen3 x4 slot?
@@ -783,13 +879,16 @@ pub enum DiskEngineArg {
 #[command(
     after_help = "The test file (.linerate-disk-<pid>-<random>) is deleted at the end, on error and on Ctrl-C.
 Default size: min(2 x RAM, 25% of free space), at least 256 MiB; 4 GiB with O_DIRECT on a local disk; 1 GiB on tmpfs.
-GB/s = 10^9 bytes/s, Gb/s = 10^9 bits/s. Exit status: 0 done, 2 could not run or a test stopped early.
+GB/s = 10^9 bytes/s, Gb/s = 10^9 bits/s.
+
+Exit status: 0 done, 2 could not run or a test stopped early.
 
 Examples:
   # the disk holding /var/tmp, all four tests
   linerate disk /var/tmp
   # sequential reads and writes only, in a 1 GiB file, 10 s each, as JSON
-  linerate disk /var/tmp --tests seq_read,seq_write --size 1G -t 10 --json
+  linerate disk /var/tmp --tests seq_read,seq_write --size 1G -t 10 \\
+    --json
   # 4K random reads from 2 threads (fio's numjobs), each with its own ring and half of the file
   linerate disk /dev/shm --tests rand_read --jobs 2"
 )]
@@ -847,6 +946,7 @@ pub fn parse() -> Cli {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::man::AfterHelp;
     use clap::CommandFactory;
 
     /// Every subcommand's path (`["bench"]`, `["generate", "man"]`, ...), clap's `help` aside.
@@ -859,78 +959,83 @@ mod tests {
         }
     }
 
-    /// The `Examples:` section that ends `help`: (comment, command) pairs, or why it is not one.
-    fn examples(help: &str) -> Result<Vec<(String, String)>, String> {
-        let (_, section) = help
-            .rsplit_once("\nExamples:\n")
-            .ok_or("no `Examples:` section")?;
-        let lines: Vec<&str> = section.lines().map(str::trim).collect();
-        let lines: Vec<&str> = lines
-            .iter()
-            .rposition(|l| !l.is_empty())
-            .map_or(&[][..], |end| &lines[..=end])
-            .to_vec();
-        if !lines.len().is_multiple_of(2) {
-            return Err(format!("not `# comment` / command pairs: {lines:?}"));
-        }
-        lines
-            .chunks(2)
-            .map(|pair| match pair {
-                [c, cmd] if c.starts_with("# ") && cmd.starts_with("linerate ") => {
-                    Ok(((*c).to_string(), (*cmd).to_string()))
-                }
-                _ => Err(format!(
-                    "expected `# comment` then `linerate ...`, got {pair:?}"
-                )),
-            })
-            .collect()
+    /// The command at `path` under the root.
+    fn find<'a>(root: &'a clap::Command, path: &[String]) -> &'a clap::Command {
+        path.iter().fold(root, |c, name| {
+            c.find_subcommand(name)
+                .unwrap_or_else(|| panic!("no subcommand {name}"))
+        })
     }
 
-    /// `--help` of every subcommand ends with two or three examples, each a one-line comment
-    /// and a command of that subcommand whose arguments these definitions accept.
+    /// Every command's `after_help` follows the convention its man page is made from
+    /// (`man::AfterHelp`): an `Exit status:` paragraph, then two or three examples, each a
+    /// command of that command whose arguments these definitions accept, in lines a man page
+    /// shows within 80 columns; `--help` ends with them.
     #[test]
-    fn every_subcommand_help_ends_with_examples_that_parse() {
-        let mut paths = Vec::new();
-        subcommand_paths(&Cli::command(), &[], &mut paths);
-        assert!(paths.len() >= 10, "{paths:?}");
+    fn every_command_has_an_exit_status_and_examples_that_parse() {
+        let root = Cli::command();
+        let mut paths = vec![Vec::new()];
+        subcommand_paths(&root, &[], &mut paths);
+        assert!(paths.len() >= 11, "{paths:?}");
         for path in paths {
+            let cmd = find(&root, &path);
+            let after = cmd
+                .get_after_help()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            let a = AfterHelp::parse(&after).unwrap_or_else(|e| panic!("{path:?}: {e}\n{after}"));
+            assert!(!a.exit_status.is_empty(), "{path:?}: no exit status");
+            assert!(
+                (2..=3).contains(&a.examples.len()),
+                "{path:?}: {} examples",
+                a.examples.len()
+            );
             let mut args = vec!["linerate".to_string()];
             args.extend(path.iter().cloned());
             args.push("--help".into());
             let err = Cli::try_parse_from(&args).expect_err("--help ends parsing");
             assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp, "{path:?}");
             let help = err.to_string();
-            let ex = examples(&help).unwrap_or_else(|e| panic!("{path:?}: {e}\n{help}"));
+            let last = a.examples.last().unwrap().lines.last().unwrap().trim();
             assert!(
-                (2..=3).contains(&ex.len()),
-                "{path:?}: {} examples",
-                ex.len()
+                help.trim_end().ends_with(last),
+                "{path:?}: --help does not end with the examples:\n{help}"
             );
-            for (_, cmd) in ex {
+            for ex in &a.examples {
+                for line in &ex.lines {
+                    assert!(
+                        line.chars().count() <= crate::man::EXAMPLE_WIDTH,
+                        "{path:?}: `{line}` is wider than {} characters: continue it on \
+                         the next line after ` \\`",
+                        crate::man::EXAMPLE_WIDTH
+                    );
+                }
+                let cmdline = ex.command();
                 // The command's own words: a redirection or pipe belongs to the shell.
-                let words: Vec<&str> = cmd
+                let words: Vec<&str> = cmdline
                     .split_whitespace()
                     .take_while(|w| !matches!(*w, ">" | ">>" | "|"))
                     .collect();
                 assert!(
                     words.get(1..=path.len()).is_some_and(|w| w == path),
-                    "{path:?}: `{cmd}` is not an example of `linerate {}`",
+                    "{path:?}: `{cmdline}` is not an example of `linerate {}`",
                     path.join(" ")
                 );
                 if let Err(e) = Cli::try_parse_from(&words) {
-                    panic!("{path:?}: the example `{cmd}` does not parse: {e}");
+                    panic!("{path:?}: the example `{cmdline}` does not parse: {e}");
                 }
             }
         }
     }
 
-    /// The check above can fail: a section with one example, or an example that does not
-    /// parse, is refused.
+    /// The check above can fail: a section without examples, an example that is not a
+    /// `linerate` command, or one that does not parse, is refused.
     #[test]
     fn examples_check_refuses_bad_sections() {
-        assert!(examples("usage\n").is_err());
-        assert!(examples("x\nExamples:\n  linerate probe\n").is_err());
-        assert!(examples("x\nExamples:\n  # one\n  linerate probe --nope\n").is_ok());
+        assert!(AfterHelp::parse("usage\n").is_err());
+        assert!(AfterHelp::parse("x\nExamples:\n  linerate probe\n").is_err());
+        assert!(AfterHelp::parse("x\nExamples:\n  # one\n  ls\n").is_err());
+        assert!(AfterHelp::parse("x\nExamples:\n  # one\n  linerate probe --nope\n").is_ok());
         assert!(Cli::try_parse_from(["linerate", "probe", "--nope"]).is_err());
     }
 
@@ -984,6 +1089,8 @@ pub enum RendererArg {
 id for --rollback; it never restarts networking unless --restart is given (that can cut the
 SSH connection you are typing in).
 
+Exit status: 0 printed, written or rolled back, 2 could not run, or a --restart command failed.
+
 Examples:
   # what would make this machine's links fast (prints files and commands, changes nothing)
   linerate setup
@@ -993,7 +1100,7 @@ Examples:
   linerate setup --rollback 1764000000-4242"
 )]
 pub struct SetupArgs {
-    /// What to configure (default: all).
+    /// What to configure.
     #[arg(value_enum, default_value_t = SetupTopicArg::All)]
     pub topic: SetupTopicArg,
     /// Only this interface.

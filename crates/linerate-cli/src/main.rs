@@ -3,6 +3,7 @@ use std::process::ExitCode;
 mod cli;
 mod cmd;
 mod iface;
+mod man;
 mod out;
 mod units;
 

@@ -77,6 +77,114 @@ fn committed_man_pages_are_current() {
     }
 }
 
+/// Each committed page as a reader gets it: NAME, SYNOPSIS, DESCRIPTION, EXIT STATUS, EXAMPLES
+/// and SEE ALSO sections, no Markdown left, and a NAME line `apropos` shows whole.
+#[test]
+fn man_pages_have_the_sections_a_reader_expects() {
+    let dir = packaging().join("man");
+    let names = pages(&dir);
+    assert!(names.len() >= 14, "{names:?}");
+    for name in &names {
+        let page = std::fs::read_to_string(dir.join(name)).unwrap();
+        let sections: Vec<&str> = page
+            .lines()
+            .filter_map(|l| l.strip_prefix(".SH "))
+            .map(|s| s.trim_matches('"'))
+            .collect();
+        for must in [
+            "NAME",
+            "SYNOPSIS",
+            "DESCRIPTION",
+            "EXIT STATUS",
+            "EXAMPLES",
+            "SEE ALSO",
+        ] {
+            assert!(
+                sections.contains(&must),
+                "{name}: no {must} in {sections:?}"
+            );
+        }
+        assert!(!page.contains('`'), "{name}: a Markdown backtick is left");
+        // What `apropos linerate` prints for the page: `linerate-doctor (1)  - explain ...`, the
+        // name padded to 20 columns (man-db's whatis), cut past 80 columns.
+        let name_line = page
+            .lines()
+            .skip_while(|l| *l != ".SH NAME")
+            .nth(1)
+            .unwrap()
+            .replace("\\-", "-");
+        let (page_name, what) = name_line.split_once(" - ").unwrap();
+        assert_eq!(
+            format!("{page_name}.1"),
+            *name,
+            "{name}: NAME line {name_line:?}"
+        );
+        let apropos = format!("{:<20} - {what}", format!("{page_name} (1)"));
+        assert!(
+            apropos.chars().count() <= 80,
+            "{name}: `{apropos}` is wider than 80 columns, so apropos cuts it: shorten the \
+             command's about (cli.rs)"
+        );
+    }
+    // The service's page says where the packaged service keeps its files.
+    let serve = std::fs::read_to_string(dir.join("linerate-serve.1")).unwrap();
+    let files = serve
+        .split(".SH FILES")
+        .nth(1)
+        .expect("linerate-serve.1 has FILES");
+    for path in [
+        "/usr/lib/systemd/system/linerate\\-serve.service",
+        "/etc/default/linerate",
+        "/var/lib/linerate",
+    ] {
+        assert!(
+            files.contains(path),
+            "linerate-serve.1 FILES does not name {path}"
+        );
+    }
+}
+
+/// `man` renders every page without a warning, in 80 columns.
+#[test]
+fn man_pages_render_in_80_columns_without_warnings() {
+    if std::process::Command::new("man")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        linerate_testkit::skip("man is not installed (scripts/setup-tests.sh installs man-db)");
+        return;
+    }
+    let dir = packaging().join("man");
+    for name in pages(&dir) {
+        let out = std::process::Command::new("man")
+            .args(["-l", "--warnings", "-E", "UTF-8"])
+            .arg(dir.join(&name))
+            .env("MANWIDTH", "80")
+            .env_remove("MAN_KEEP_FORMATTING")
+            .env_remove("MANPAGER")
+            .env("PAGER", "cat")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && err.trim().is_empty(),
+            "{name}: {err}"
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("EXIT STATUS"),
+            "{name}: did not render:\n{text}"
+        );
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(
+            widest <= 80,
+            "{name}: a line of {widest} columns:\n{}",
+            text.lines().find(|l| l.chars().count() == widest).unwrap()
+        );
+    }
+}
+
 #[test]
 fn committed_completions_are_current() {
     for (shell, file) in COMPLETIONS {

@@ -25,7 +25,7 @@ impl Cookie {
     /// A fresh cookie as iperf3 3.2+ makes them, from the operating system's random source.
     pub fn generate() -> Result<Cookie, getrandom::Error> {
         let mut entropy = [0u8; COOKIE_LEN - 1];
-        getrandom::getrandom(&mut entropy)?;
+        getrandom::fill(&mut entropy)?;
         Ok(Cookie::from_entropy(entropy))
     }
 

@@ -36,6 +36,6 @@ pub const DEFAULT_PORT: u16 = defaults::PORT;
 /// A random token, hex encoded (cookies and nonces).
 pub fn random_hex(bytes: usize) -> String {
     let mut b = vec![0u8; bytes];
-    getrandom::getrandom(&mut b).expect("the OS random source works");
+    getrandom::fill(&mut b).expect("the OS random source works");
     hex::encode(b)
 }

@@ -319,7 +319,7 @@ struct TestFile {
 impl TestFile {
     fn name() -> String {
         let mut r = [0u8; 4];
-        if getrandom::getrandom(&mut r).is_err() {
+        if getrandom::fill(&mut r).is_err() {
             let t = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.subsec_nanos());
@@ -491,7 +491,7 @@ impl Runner<'_> {
 
 fn seed() -> u64 {
     let mut b = [0u8; 8];
-    let _ = getrandom::getrandom(&mut b);
+    let _ = getrandom::fill(&mut b);
     u64::from_le_bytes(b) | 1
 }
 
