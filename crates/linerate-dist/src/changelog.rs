@@ -36,7 +36,7 @@ pub struct Item {
 
 /// What the Debian changelog's entries need besides CHANGELOG.md.
 #[derive(Debug)]
-pub struct Options {
+pub struct ChangelogOptions {
     pub package: String,
     /// The Debian version being built, `0.1.0-1`: the upstream version, a dash, the revision.
     pub version: String,
@@ -213,7 +213,7 @@ pub fn plain(text: &str) -> String {
 }
 
 /// The Debian changelog: the entry of the version being built, then one per older release.
-pub fn render(releases: &[Release], o: &Options) -> Result<String, String> {
+pub fn render(releases: &[Release], o: &ChangelogOptions) -> Result<String, String> {
     let (upstream, _) = o
         .version
         .rsplit_once('-')
@@ -267,7 +267,7 @@ pub fn render(releases: &[Release], o: &Options) -> Result<String, String> {
     Ok(out)
 }
 
-fn entry(out: &mut String, o: &Options, version: &str, groups: &[&Group], epoch: i64) {
+fn entry(out: &mut String, o: &ChangelogOptions, version: &str, groups: &[&Group], epoch: i64) {
     let _ = writeln!(
         out,
         "{} ({version}) {}; urgency=medium\n",
@@ -353,8 +353,8 @@ The second version.
 [Unreleased]: https://example.org/compare
 ";
 
-    fn opts(version: &str) -> Options {
-        Options {
+    fn opts(version: &str) -> ChangelogOptions {
+        ChangelogOptions {
             package: "linerate".into(),
             version: version.into(),
             distribution: "unstable".into(),

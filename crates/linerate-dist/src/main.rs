@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use linerate_dist::changelog::{self, Options};
+use linerate_dist::changelog::{self, ChangelogOptions};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -56,7 +56,7 @@ fn main() -> anyhow::Result<()> {
             let md = std::fs::read_to_string(&input)
                 .with_context(|| format!("reading {}", input.display()))?;
             let releases = changelog::parse(&md).map_err(anyhow::Error::msg)?;
-            let o = Options {
+            let o = ChangelogOptions {
                 package,
                 version,
                 distribution,

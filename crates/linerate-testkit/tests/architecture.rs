@@ -12,7 +12,8 @@
 //!   its types (a test's parameters are part of every result); it depends only on pure crates.
 //! - **io**: the crates that read the system, measure or write: they may depend on anything
 //!   but the dev kit.
-//! - **dev**: `linerate-testkit`, for tests only.
+//! - **dev**: `linerate-testkit`, for tests only, and `linerate-dist`, a tool of the packaging
+//!   script; neither is shipped.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -44,7 +45,7 @@ const IO: &[&str] = &[
     "linerate-ssh",
     "linerate",
 ];
-const DEV: &[&str] = &["linerate-testkit"];
+const DEV: &[&str] = &["linerate-testkit", "linerate-dist"];
 
 /// External crates a pure crate may use: serialization, errors, a histogram, terminal styles.
 const PURE_EXTERNAL: &[&str] = &[
