@@ -275,6 +275,8 @@ fn round_flows(
                         latency: None,
                         retransmits: None,
                         error: Some(format!("unreachable: rank {} has no data address", f.rx)),
+                        tx_load: None,
+                        rx_load: None,
                     },
                 })
             })
@@ -327,16 +329,29 @@ pub fn run(
     let writer = Arc::new(Mutex::new(s));
     let stop = Arc::new(AtomicBool::new(false));
     {
+        // Heartbeats from a thread of their own, whatever the rank is measuring, each with how
+        // busy the host was since the previous one.
         let (writer, stop) = (writer.clone(), stop.clone());
-        thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                thread::sleep(HEARTBEAT);
-                let Ok(mut w) = writer.lock() else { return };
-                if send(&mut *w, &RankMsg::Heartbeat).is_err() {
-                    return;
+        let _ = thread::Builder::new()
+            .name("mesh-heartbeat".into())
+            .spawn(move || {
+                let mut last = crate::load::sample();
+                while !stop.load(Ordering::Relaxed) {
+                    thread::sleep(HEARTBEAT);
+                    let now = crate::load::sample();
+                    let load = last
+                        .as_ref()
+                        .zip(now.as_ref())
+                        .and_then(|(a, b)| crate::load::between(a, b));
+                    if now.is_some() {
+                        last = now;
+                    }
+                    let Ok(mut w) = writer.lock() else { return };
+                    if send(&mut *w, &RankMsg::Heartbeat { load }).is_err() {
+                        return;
+                    }
                 }
-            }
-        });
+            });
     }
     let error = serve_rounds(cfg, data_addr, &rx, &writer, &mut out, measured);
     out.error = error;

@@ -7,8 +7,9 @@ use linerate_mesh::{
 };
 use linerate_report::{mesh_csv, mesh_html, render_mesh, Style};
 
-/// `n` ranks on the pairwise schedule; node 2 slow both ways, node 5 slow sending, rank
-/// `dead` measuring nothing; node 2's card in a narrower PCIe link than the others'.
+/// `n` ranks on the pairwise schedule, then the retests alone its first report asks for; node
+/// 2 slow both ways, node 5 slow sending, rank `dead` measuring nothing; node 2's card in a
+/// narrower PCIe link than the others'.
 fn run(n: u32, dead: Option<u32>) -> MeshReport {
     let cap = |r: u32, tx: bool| -> f64 {
         match (r, tx) {
@@ -17,29 +18,35 @@ fn run(n: u32, dead: Option<u32>) -> MeshReport {
             _ => 0.94,
         }
     };
-    let measurements: Vec<LinkMeasurement> = pairwise(n)
-        .rounds
+    let measure = |phase: Phase, round: usize, tx: u32, rx: u32, concurrency: usize| {
+        let lost = dead.is_some_and(|d| d == tx || d == rx);
+        LinkMeasurement {
+            phase,
+            round: round as u32,
+            tx,
+            rx,
+            transport: Transport::Tcp,
+            concurrency: concurrency as u32,
+            gbps: (!lost).then(|| cap(tx, true).min(cap(rx, false))),
+            latency: None,
+            retransmits: Some(3),
+            error: lost.then(|| "connection refused".to_string()),
+            tx_load: None,
+            rx_load: None,
+        }
+    };
+    let rounds = pairwise(n).rounds;
+    let mut measurements: Vec<LinkMeasurement> = rounds
         .iter()
         .enumerate()
         .flat_map(|(i, round)| {
-            round.flows.iter().map(move |f| {
-                let lost = dead.is_some_and(|d| d == f.tx || d == f.rx);
-                LinkMeasurement {
-                    phase: Phase::Round,
-                    round: i as u32,
-                    tx: f.tx,
-                    rx: f.rx,
-                    transport: Transport::Tcp,
-                    concurrency: round.flows.len() as u32,
-                    gbps: (!lost).then(|| cap(f.tx, true).min(cap(f.rx, false))),
-                    latency: None,
-                    retransmits: Some(3),
-                    error: lost.then(|| "connection refused".to_string()),
-                }
-            })
+            round
+                .flows
+                .iter()
+                .map(move |f| measure(Phase::Round, i, f.tx, f.rx, round.flows.len()))
         })
         .collect();
-    let ranks = (0..n)
+    let ranks: Vec<RankEntry> = (0..n)
         .map(|r| RankEntry {
             facts: NodeFacts {
                 rank: r,
@@ -55,17 +62,26 @@ fn run(n: u32, dead: Option<u32>) -> MeshReport {
             identity_source: Some(IdentitySource::Slurm),
         })
         .collect();
-    build_report(MeshInput {
-        schedule: ScheduleKind::Pairwise,
-        size: n,
-        transport: Transport::Tcp,
-        duration_s: 2.0,
-        ranks,
-        measurements,
-        lost: dead.into_iter().collect(),
-        notes: Vec::new(),
-        rendezvous: None,
-    })
+    let report = |measurements: Vec<LinkMeasurement>| {
+        build_report(MeshInput {
+            schedule: ScheduleKind::Pairwise,
+            size: n,
+            transport: Transport::Tcp,
+            duration_s: 2.0,
+            ranks: ranks.clone(),
+            measurements,
+            lost: dead.into_iter().collect(),
+            notes: Vec::new(),
+            rendezvous: None,
+            interrupted: None,
+        })
+    };
+    let plan = report(measurements.clone()).retest_plan(2 * n as usize);
+    for (i, r) in plan.iter().enumerate() {
+        let f = r.flows[0];
+        measurements.push(measure(Phase::Retest, rounds.len() + i, f.tx, f.rx, 1));
+    }
+    report(measurements)
 }
 
 #[test]
@@ -181,7 +197,7 @@ fn html_is_self_contained_with_heatmap_bars_links_and_fleet() {
     assert!(h.contains("its ConnectX-3 (MT27500) runs PCIe at 5.0 GT/s x4"));
     // Escaping: a host name with markup stays text.
     let mut odd = run(3, None);
-    odd.nodes[0].host = "<b>x&y</b>".into();
+    odd.nodes[0].label = "<b>x&y</b>".into();
     let h = mesh_html(&odd);
     assert!(h.contains("&lt;b&gt;x&amp;y&lt;/b&gt;") && !h.contains("<b>x"));
 }
