@@ -17,6 +17,12 @@ PACKAGES=(python3 iproute2 util-linux libfabric1 man-db bash-completion systemd 
 # openmpi-bin (mpirun, with libpmix2) and pdsh: the launcher tests of `linerate mesh`
 # (crates/linerate-cluster/tests/pmix.rs, crates/linerate-cli/tests/launchers.rs).
 PACKAGES+=(openmpi-bin pdsh)
+# slurm-wlm (slurmctld, slurmd, srun, scancel), munge (munged) and libpmix-dev (the libpmix.so
+# that Slurm's mpi/pmix plugin loads): crates/linerate-cli/tests/slurm.rs runs a single-node
+# cluster of its own in a temporary directory (its own munge key and socket, its own ports); the
+# packages' system services are not used (slurmd and slurmctld do not start without
+# /etc/slurm/slurm.conf).
+PACKAGES+=(slurm-wlm munge libpmix-dev)
 if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then
     PACKAGES+=(chromium)
 fi

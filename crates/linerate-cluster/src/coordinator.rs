@@ -623,6 +623,9 @@ impl Coord<'_> {
         while !done(self) && Instant::now() < deadline && self.stopped().is_none() {
             self.heartbeat();
             match self.rx.recv_timeout(Duration::from_millis(100)) {
+                // Once asked to stop, nothing more is taken in: under `scancel` every rank gets
+                // the same signal, and their connections closing then are not losses.
+                Ok(_) if self.stopped().is_some() => return,
                 Ok(ev) => self.handle(ev, joining),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,

@@ -335,17 +335,10 @@ pub fn run(
         let _ = thread::Builder::new()
             .name("mesh-heartbeat".into())
             .spawn(move || {
-                let mut last = crate::load::sample();
+                let mut load = crate::load::Sampler::new();
                 while !stop.load(Ordering::Relaxed) {
                     thread::sleep(HEARTBEAT);
-                    let now = crate::load::sample();
-                    let load = last
-                        .as_ref()
-                        .zip(now.as_ref())
-                        .and_then(|(a, b)| crate::load::between(a, b));
-                    if now.is_some() {
-                        last = now;
-                    }
+                    let load = load.since_last();
                     let Ok(mut w) = writer.lock() else { return };
                     if send(&mut *w, &RankMsg::Heartbeat { load }).is_err() {
                         return;

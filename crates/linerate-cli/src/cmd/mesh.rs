@@ -335,7 +335,8 @@ fn run_rank0(
     match own.join() {
         Ok(Err(e)) => eprintln!("linerate mesh: {e}"),
         Ok(Ok(r)) => {
-            if let Some(e) = r.error {
+            // Told by its own coordinator that the run stopped: said once, below.
+            if let Some(e) = r.error.filter(|_| run.interrupted.is_none()) {
                 eprintln!("linerate mesh: {e}");
             }
         }
