@@ -316,7 +316,13 @@ fn eight_nodes_four_faults_each_named_with_its_direction() {
         (7, "unreachable"),
     ] {
         let n = node(&doc, rank);
-        assert_eq!(n["status"], want, "node {rank}: {n}");
+        let retests: Vec<&Value> = doc["measurements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["phase"] == "retest")
+            .collect();
+        assert_eq!(n["status"], want, "node {rank}: {n}\nretests: {retests:#?}");
     }
     // Each shaped node's verdict names its shaper, on its side and in its direction (node 2's
     // receive limit sits on its bridge port, outside the node: only its egress tbf shows).

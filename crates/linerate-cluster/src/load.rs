@@ -1,10 +1,11 @@
-//! How busy this rank's host is apart from linerate: on each heartbeat a rank samples the
-//! host's CPU counters (`/proc/stat`), linerate's own CPU time (every process named `linerate`,
-//! this one included: `/proc/PID/stat`) and the time linerate's threads spent runnable but
-//! waiting for a CPU (`/proc/PID/task/TID/schedstat`), and sends the difference since the
-//! previous heartbeat. The coordinator gives every measurement the load of its two hosts over
-//! its round, so that a slow retest on a host whose CPU other programs held, while the test's
-//! threads waited for it, confirms nothing (`linerate_mesh::judge`).
+//! How busy this rank's host is apart from linerate, and whether this rank had to wait for a
+//! CPU: on each heartbeat a rank samples the host's CPU counters (`/proc/stat`), linerate's CPU
+//! time (every process named `linerate`, this one included: `/proc/PID/stat`), and this rank's
+//! own CPU time and the time its threads spent runnable but waiting for a CPU
+//! (`/proc/self/task/TID/schedstat`), and sends the difference since the previous heartbeat.
+//! The coordinator gives every measurement the load of its two ranks over its round, so that a
+//! slow retest whose rank wanted a CPU that other programs held confirms nothing
+//! (`linerate_mesh::judge`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -53,11 +54,13 @@ fn parse_stat(text: &str) -> Option<Host> {
     })
 }
 
-/// One look at linerate's processes: their CPU seconds (user + system, exited threads included)
-/// and each live thread's run-queue wait, nanoseconds, by thread id.
+/// One look at linerate's processes: their CPU seconds (user + system, exited threads
+/// included), this process's, and each of this process's live threads' run-queue wait,
+/// nanoseconds, by thread id.
 #[derive(Debug, Default)]
 struct Linerate {
     cpu_s: f64,
+    own_cpu_s: f64,
     waits: HashMap<u64, u64>,
 }
 
@@ -88,7 +91,12 @@ fn linerate_processes(proc: &Path) -> Linerate {
         let f: Vec<&str> = rest.split_whitespace().collect();
         let get = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         // After ')' the fields start at index 3 (state), so utime is f[11], stime f[12].
-        out.cpu_s += (get(11) + get(12)) as f64 / USER_HZ;
+        let cpu = (get(11) + get(12)) as f64 / USER_HZ;
+        out.cpu_s += cpu;
+        if name != me {
+            continue;
+        }
+        out.own_cpu_s = cpu;
         let Ok(tasks) = std::fs::read_dir(e.path().join("task")) else {
             continue;
         };
@@ -106,12 +114,13 @@ fn linerate_processes(proc: &Path) -> Linerate {
     out
 }
 
-/// One sample: when, the host's counters, linerate's CPU seconds.
+/// One sample: when, the host's counters, linerate's and this rank's CPU seconds.
 #[derive(Debug, Clone, Copy)]
 struct Sample {
     at: Instant,
     host: Host,
     linerate_s: f64,
+    own_s: f64,
 }
 
 /// Samples this host on each call and gives the load since the previous one. Threads are
@@ -177,6 +186,7 @@ impl Sampler {
             at: Instant::now(),
             host,
             linerate_s: lr.cpu_s,
+            own_s: lr.own_cpu_s,
         };
         let load = self
             .last
@@ -192,7 +202,7 @@ impl Default for Sampler {
     }
 }
 
-/// The load between two samples, with linerate's threads' wait over it (seconds).
+/// The load between two samples, with this rank's threads' wait over it (seconds).
 fn between(a: &Sample, b: &Sample, waited_s: Option<f64>) -> Option<HostLoad> {
     let secs = b.at.saturating_duration_since(a.at).as_secs_f64();
     if secs < 0.2 {
@@ -205,6 +215,7 @@ fn between(a: &Sample, b: &Sample, waited_s: Option<f64>) -> Option<HostLoad> {
         other_cores: per(b.host.busy_s - a.host.busy_s - (b.linerate_s - a.linerate_s)),
         steal_cores: per(b.host.steal_s - a.host.steal_s),
         idle_cores: per(b.host.idle_s - a.host.idle_s),
+        rank_cores: Some(per(b.own_s - a.own_s)),
         waited_cores: waited_s.map(|w| (w / secs).max(0.0)),
         seconds: secs,
     })
@@ -239,6 +250,7 @@ mod tests {
             at: t0,
             host,
             linerate_s: 3.0,
+            own_s: 1.0,
         };
         let b = Sample {
             at: t0 + Duration::from_secs(2),
@@ -249,8 +261,10 @@ mod tests {
                 ..host
             },
             linerate_s: 4.0,
+            own_s: 1.6,
         };
         let l = between(&a, &b, Some(1.0)).unwrap();
+        assert!((l.rank_cores.unwrap() - 0.3).abs() < 1e-9, "{l:?}");
         assert!((l.other_cores - 1.0).abs() < 1e-9, "{l:?}");
         assert!((l.steal_cores - 0.1).abs() < 1e-9, "{l:?}");
         assert!((l.idle_cores - 0.2).abs() < 1e-9, "{l:?}");
@@ -281,34 +295,29 @@ mod tests {
     }
 
     #[test]
-    fn linerate_processes_and_their_threads_are_read() {
+    fn linerate_processes_and_this_ones_threads_are_read() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path();
-        // Two linerate processes, another program, junk.
-        write(
-            p,
-            "100/stat",
-            "100 (linerate) S 1 1 1 0 -1 0 0 0 0 0 250 50 0 0",
-        );
-        write(p, "100/task/100/schedstat", "5 2000000000 9\n");
-        write(p, "100/task/101/schedstat", "5 500000000 9\n");
-        write(
-            p,
-            "200/stat",
-            "200 (linerate) R 1 1 1 0 -1 0 0 0 0 0 100 0 0 0",
-        );
-        write(
-            p,
-            "300/stat",
-            "300 (stress-ng (x)) R 1 1 1 0 -1 0 0 0 0 0 900 0 0 0",
-        );
+        // This process (whatever its name), another linerate, another program, junk: every
+        // linerate's CPU, this process's threads' waits.
+        let me = std::process::id();
+        let stat = |pid: u32, comm: &str, utime: u32| {
+            format!("{pid} ({comm}) S 1 1 1 0 -1 0 0 0 0 0 {utime} 50 0 0")
+        };
+        write(p, &format!("{me}/stat"), &stat(me, "cargo test", 250));
+        write(p, &format!("{me}/task/{me}/schedstat"), "5 2000000000 9\n");
+        write(p, &format!("{me}/task/7/schedstat"), "5 500000000 9\n");
+        write(p, "200/stat", &stat(200, "linerate", 50));
+        write(p, "200/task/200/schedstat", "5 4000000000 9\n");
+        write(p, "300/stat", &stat(300, "stress-ng (x)", 900));
         write(p, "300/task/300/schedstat", "5 9000000000 9\n");
         write(p, "self/stat", "garbage");
         let l = linerate_processes(p);
         assert!((l.cpu_s - 4.0).abs() < 1e-9, "{l:?}");
+        assert!((l.own_cpu_s - 3.0).abs() < 1e-9, "{l:?}");
         assert_eq!(
             l.waits,
-            HashMap::from([(100, 2_000_000_000), (101, 500_000_000)])
+            HashMap::from([(u64::from(me), 2_000_000_000), (7, 500_000_000)])
         );
         let empty = tempfile::tempdir().unwrap();
         assert!(linerate_processes(empty.path()).waits.is_empty());
@@ -318,22 +327,24 @@ mod tests {
     fn a_thread_that_exits_does_not_take_the_others_wait_with_it() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path();
+        let me = std::process::id();
         let stat = |busy: u64| {
             format!("cpu  {busy} 0 0 100 0 0 0 0 0 0\ncpu0 {busy} 0 0 100 0 0 0 0 0 0\n")
         };
+        let task = |tid: u32| format!("{me}/task/{tid}/schedstat");
         write(p, "stat", &stat(100));
         write(
             p,
-            "100/stat",
-            "100 (linerate) S 1 1 1 0 -1 0 0 0 0 0 10 0 0 0",
+            &format!("{me}/stat"),
+            &format!("{me} (linerate) S 1 1 1 0 -1 0 0 0 0 0 10 0 0 0"),
         );
-        write(p, "100/task/100/schedstat", "5 1000000000 9\n");
-        write(p, "100/task/101/schedstat", "5 3000000000 9\n");
+        write(p, &task(100), "5 1000000000 9\n");
+        write(p, &task(101), "5 3000000000 9\n");
         let mut s = Sampler::at(p);
         // Thread 101 ends; thread 100 waits 0.2 s more; thread 102 starts and waits 0.1 s.
-        std::fs::remove_dir_all(p.join("100/task/101")).unwrap();
-        write(p, "100/task/100/schedstat", "5 1200000000 9\n");
-        write(p, "100/task/102/schedstat", "5 100000000 9\n");
+        std::fs::remove_dir_all(p.join(format!("{me}/task/101"))).unwrap();
+        write(p, &task(100), "5 1200000000 9\n");
+        write(p, &task(102), "5 100000000 9\n");
         write(p, "stat", &stat(150));
         std::thread::sleep(Duration::from_millis(300));
         let l = s.since_last().expect("a load");

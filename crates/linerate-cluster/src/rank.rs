@@ -362,6 +362,14 @@ fn serve_rounds(
     measured: &mut dyn FnMut(&LinkMeasurement),
 ) -> Option<String> {
     let gone = |why: &str| {
+        // The coordinator may have ended the run and closed before this rank, busy measuring,
+        // read it: an end already received is the reason.
+        while let Ok(m) = rx.try_recv() {
+            if let In::Msg(CoordMsg::End { reason }) = m {
+                return reason
+                    .map(|r| format!("rank {}: the coordinator ended the run: {r}", cfg.rank));
+            }
+        }
         Some(format!(
             "rank {}: the coordinator (rank 0 at {}) is gone: {why}",
             cfg.rank, cfg.coordinator

@@ -89,20 +89,30 @@ pub const LOAD_MIN_OTHER_CORES: f64 = 0.25;
 /// another job beside it is not loaded for a single stream).
 pub const LOAD_MAX_IDLE_CORES: f64 = 0.5;
 
-/// ...and linerate's own threads on that host spent at least this many cores' worth of time
-/// runnable but waiting for a CPU: the load took CPU the test wanted. A stream held back by
-/// something else (a shaper, a slow port) sleeps on its socket and barely waits for a CPU
-/// however busy the host, so a host busy with other work does not excuse it. A tenth of a core
-/// is a tenth of the sending or receiving thread's time: a cost that reaches the 20 % of
-/// [`SLOW_FRACTION`] once both ends, or the stream's wake-ups, add up.
-pub const LOAD_MIN_WAITED_CORES: f64 = 0.1;
+/// ...and the rank wanted a CPU: its threads ran or waited to run at least this many cores'
+/// worth of time. A stream held back by something else (a shaper, a slow port, a full switch)
+/// sleeps on its socket, so a busy host does not excuse it; a stream the CPU limits keeps its
+/// thread busy.
+pub const LOAD_MIN_WANTED_CORES: f64 = 0.5;
 
-/// Whether a host was loaded enough to explain a slow measurement ([`LOAD_MIN_OTHER_CORES`],
-/// [`LOAD_MAX_IDLE_CORES`], [`LOAD_MIN_WAITED_CORES`] where the host could tell).
+/// ...and lost at least this share of what it wanted to waiting for a CPU: the 20 % that makes
+/// a link slow ([`SLOW_FRACTION`]).
+pub const LOAD_MIN_WAIT_SHARE: f64 = 0.2;
+
+/// Whether a rank's host was loaded enough to explain a slow measurement: the CPU was full,
+/// other programs held a share of it, and the rank wanted a CPU it had to wait for
+/// ([`LOAD_MIN_OTHER_CORES`], [`LOAD_MAX_IDLE_CORES`], [`LOAD_MIN_WANTED_CORES`],
+/// [`LOAD_MIN_WAIT_SHARE`]; the last two where the rank could tell).
 pub fn is_loaded(l: &HostLoad) -> bool {
+    let wanted = match (l.rank_cores, l.waited_cores) {
+        (Some(cpu), Some(wait)) => {
+            cpu + wait >= LOAD_MIN_WANTED_CORES && wait >= LOAD_MIN_WAIT_SHARE * (cpu + wait)
+        }
+        _ => true,
+    };
     l.other_cores + l.steal_cores >= LOAD_MIN_OTHER_CORES
         && l.idle_cores < LOAD_MAX_IDLE_CORES
-        && l.waited_cores.is_none_or(|w| w >= LOAD_MIN_WAITED_CORES)
+        && wanted
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -938,7 +948,13 @@ pub fn judge(input: &JudgeInput<'_>) -> Judgement {
             })
             .flat_map(|(_, d)| d.alone.iter())
             .collect();
-        let o = ctx.outcome(&alone, Check::Bandwidth, false);
+        let o = grounded(ctx.outcome(&alone, Check::Bandwidth, false), || {
+            let status = match side {
+                Side::Tx => NodeStatus::TxDegraded,
+                Side::Rx => NodeStatus::RxDegraded,
+            };
+            cause(v, status, input).is_some()
+        });
         ctx.outcomes.insert((v, side), o);
     }
     let links: Vec<LinkVerdict> = data
@@ -959,6 +975,24 @@ pub fn judge(input: &JudgeInput<'_>) -> Judgement {
         links,
         nodes: verdicts,
         notes,
+    }
+}
+
+/// A suspect whose retest came out slow on a loaded host is still confirmed when a fact
+/// explains it (a node's inventory differs from the fleet's in what limits its side: a shaper, a
+/// PCIe link, a link rate; a pair's ceiling below the fleet's rate): the slowness then stands
+/// on the fact, not on a measurement the load could have bent.
+fn grounded(o: Outcome, explained: impl FnOnce() -> bool) -> Outcome {
+    match o {
+        Outcome::Unconfirmed {
+            why: Unconfirmed::Loaded,
+            gbps,
+            ..
+        } if explained() => Outcome::Confirmed {
+            gbps,
+            lossy_only: false,
+        },
+        o => o,
     }
 }
 
@@ -1010,12 +1044,16 @@ fn decide(key: (RankId, RankId), d: &LinkData, rounds: &Rounds, ctx: &Ctx<'_>) -
     } else {
         Check::Bandwidth
     };
-    let alone: Vec<&Alone> = d.alone.iter().collect();
-    let own = (!alone.is_empty()).then(|| ctx.outcome(&alone, check, d.rdma));
     let ceiling = match (ceiling_of(&ctx.nodes, key.0), ceiling_of(&ctx.nodes, key.1)) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
+    let alone: Vec<&Alone> = d.alone.iter().collect();
+    let below_ceiling = ceiling
+        .zip(rf.gbps)
+        .is_some_and(|(c, m)| check == Check::Bandwidth && c < SLOW_FRACTION * m);
+    let own =
+        (!alone.is_empty()).then(|| grounded(ctx.outcome(&alone, check, d.rdma), || below_ceiling));
     let retest = median(&d.alone.iter().filter_map(Alone::clean).collect::<Vec<_>>());
     let mut v = LinkVerdict {
         tx: key.0,

@@ -56,10 +56,10 @@ pub struct LinkMeasurement {
     pub rx_load: Option<HostLoad>,
 }
 
-/// How busy a rank's host was over an interval, apart from linerate itself: the CPU time of
-/// every other program and the time the hypervisor gave to other guests, in cores (1.0: one
-/// core all the time). A measurement that ran while the CPU was full and other programs held a
-/// share of it says more about that load than about a link or a node.
+/// How busy a rank's host was over an interval, apart from linerate itself (the CPU time of
+/// every other program and the time the hypervisor gave to other guests), and how much CPU the
+/// rank used and waited for, in cores (1.0: one core all the time). A measurement that wanted a
+/// CPU other programs held says more about that load than about a link or a node.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct HostLoad {
     /// The host's online CPUs.
@@ -70,9 +70,12 @@ pub struct HostLoad {
     pub steal_cores: f64,
     /// Idle time, cores.
     pub idle_cores: f64,
-    /// Time linerate's own threads spent runnable but waiting for a CPU, in cores: whether the
-    /// load took CPU the tests wanted. `None` where the kernel keeps no per-thread scheduling
-    /// statistics (`/proc/PID/task/TID/schedstat`, CONFIG_SCHED_INFO) or from an older rank.
+    /// CPU time of the rank itself (its process), cores.
+    #[serde(default)]
+    pub rank_cores: Option<f64>,
+    /// Time the rank's threads spent runnable but waiting for a CPU, in cores: whether the load
+    /// took CPU the rank's tests wanted. `None` where the kernel keeps no per-thread scheduling
+    /// statistics (`/proc/self/task/TID/schedstat`, CONFIG_SCHED_INFO) or from an older rank.
     #[serde(default)]
     pub waited_cores: Option<f64>,
     /// The interval the figures cover, seconds.

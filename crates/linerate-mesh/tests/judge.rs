@@ -737,6 +737,17 @@ fn a_retest_under_load_is_unconfirmed_not_a_fault() {
         assert_eq!(l.explained_by, [3], "{l:?}");
     }
     assert!(r.healthy, "unconfirmed suspects are not findings");
+    // A loaded retest still confirms a node whose inventory explains it: the verdict stands on
+    // the fact (here its PCIe link), not on a figure the load could have bent.
+    let mut entries = f.facts();
+    entries[3].facts.port.as_mut().unwrap().pcie_current = Some("5.0 GT/s x4".into());
+    let r = f.run_with(entries, Vec::new(), |_| {});
+    expect_nodes(&r, &[(3, NodeStatus::TxDegraded)]);
+    assert!(
+        r.nodes[3].explanation.contains("runs PCIe at 5.0 GT/s x4"),
+        "{}",
+        r.nodes[3].explanation
+    );
     // The same faults on quiet hosts are confirmed; so they are by ranks that report no load,
     // and on busy hosts where linerate's threads did not wait for a CPU (the stream was held
     // back by something else: a shaper, a slow port).

@@ -59,6 +59,7 @@ impl Fleet {
             other_cores: other,
             steal_cores: 0.0,
             idle_cores: if other > 0.1 { 0.0 } else { 0.3 },
+            rank_cores: Some(0.6),
             waited_cores: Some(if other > 0.1 { 0.8 } else { 0.01 }),
             seconds: 2.0,
         })
