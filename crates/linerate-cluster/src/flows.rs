@@ -163,6 +163,30 @@ mod tests {
     }
 
     #[test]
+    fn a_rank_that_does_not_answer_is_not_told_to_start_a_serve() {
+        let addr: SocketAddr = "127.0.0.1:46605".parse().unwrap();
+        let e = linerate_bench::ClientError::Connect {
+            addr,
+            err: std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
+            timeout: Duration::from_secs(5),
+        };
+        // bench's own message advises starting a server there: wrong inside a mesh.
+        assert!(e.to_string().contains("linerate serve"), "{e}");
+        let m = client_error(&e);
+        assert!(
+            !m.contains("linerate serve") && !m.contains("-p PORT"),
+            "{m}"
+        );
+        assert!(
+            m.starts_with("connecting to 127.0.0.1:46605: ")
+                && m.ends_with("the receiving rank's data server did not answer"),
+            "{m}"
+        );
+        let other = linerate_bench::ClientError::Server("busy".into());
+        assert_eq!(client_error(&other), other.to_string());
+    }
+
+    #[test]
     fn params_follow_the_transport_and_fit_the_server() {
         let mut cfg = FlowConfig {
             transport: Transport::Tcp,

@@ -250,3 +250,104 @@ fn text_says_how_the_coordinator_was_found_in_one_line() {
         "{t}"
     );
 }
+
+/// Three ranks on one host (`vm`), 2 → 0 slow in its round and in a retest that ran while other
+/// programs held the CPU; rank 0 stopped by a signal after that.
+fn shared_host_loaded_and_interrupted() -> MeshReport {
+    let busy = linerate_mesh::HostLoad {
+        cores: 2,
+        other_cores: 1.8,
+        steal_cores: 0.0,
+        idle_cores: 0.0,
+        rank_cores: Some(0.6),
+        waited_cores: Some(0.7),
+        seconds: 1.0,
+    };
+    let m = |phase: Phase, round: u32, tx: u32, rx: u32, gbps: f64| LinkMeasurement {
+        phase,
+        round,
+        tx,
+        rx,
+        transport: Transport::Tcp,
+        concurrency: 1,
+        gbps: Some(gbps),
+        latency: None,
+        retransmits: Some(0),
+        error: None,
+        tx_load: Some(busy),
+        rx_load: Some(busy),
+    };
+    let mut ms: Vec<LinkMeasurement> = (0..3)
+        .flat_map(|tx| (0..3).filter(move |&rx| rx != tx).map(move |rx| (tx, rx)))
+        .enumerate()
+        .map(|(i, (tx, rx))| {
+            let g = if (tx, rx) == (2, 0) { 2.0 } else { 9.0 };
+            m(Phase::Round, i as u32, tx, rx, g)
+        })
+        .collect();
+    ms.push(m(Phase::Retest, 6, 2, 0, 2.5));
+    build_report(MeshInput {
+        schedule: ScheduleKind::Pairwise,
+        size: 3,
+        transport: Transport::Tcp,
+        duration_s: 1.0,
+        ranks: (0..3)
+            .map(|r| RankEntry {
+                facts: NodeFacts {
+                    rank: r,
+                    host: "vm".into(),
+                    ..NodeFacts::default()
+                },
+                identity_source: Some(IdentitySource::Slurm),
+            })
+            .collect(),
+        measurements: ms,
+        lost: Vec::new(),
+        notes: Vec::new(),
+        rendezvous: None,
+        interrupted: Some("rank 0 was stopped by SIGTERM during the retest phase (step 1)".into()),
+    })
+}
+
+#[test]
+fn text_and_html_say_what_is_unconfirmed_why_and_that_the_run_was_cut() {
+    let r = shared_host_loaded_and_interrupted();
+    let t = render_mesh(&r, Style::PLAIN, true);
+    assert!(t.contains("UNHEALTHY: nothing judged bad"), "{t}");
+    assert!(
+        t.contains("1 link(s) slow in their round left unconfirmed"),
+        "{t}"
+    );
+    assert!(
+        t.contains("INTERRUPTED: rank 0 was stopped by SIGTERM during the retest phase"),
+        "{t}"
+    );
+    assert!(t.contains("unconfirmed (of 1)"), "{t}");
+    let line = t
+        .lines()
+        .find(|l| l.contains("vm/2 → vm/0"))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(
+        line.contains("other programs held 1.80 of vm/2's 2 cores"),
+        "{line}"
+    );
+    // Each rank by host/rank: the node lines and the heatmap rows.
+    for label in ["vm/0", "vm/1", "vm/2"] {
+        assert!(
+            t.lines().filter(|l| l.contains(label)).count() >= 2,
+            "{label}: {t}"
+        );
+    }
+    assert!(!t.contains("worst links"), "nothing bad: {t}");
+    let h = mesh_html(&r);
+    assert!(
+        h.contains("Interrupted: rank 0 was stopped by SIGTERM"),
+        "{h}"
+    );
+    assert!(
+        h.contains("vm/2 → vm/0") && h.contains(">unconfirmed<"),
+        "{h}"
+    );
+    let csv = mesh_csv(&r);
+    assert_eq!(csv.lines().next(), Some("tx\\rx,vm/0,vm/1,vm/2"));
+}
