@@ -326,19 +326,68 @@ struct Peer {
     heard: Instant,
 }
 
-/// When each round ran, and the busiest load each rank reported over it: a rank's heartbeat
-/// covers the second before it arrived, and goes to every round that second overlaps.
+/// When each round ran, and what each rank reported over it: a rank's heartbeat covers the
+/// second or so before it arrived, and counts in every round that interval overlaps, weighted by
+/// the overlap, so a round's load is its ranks' average over the round itself (not over the idle
+/// time before or after it that the same heartbeat covered).
 #[derive(Debug, Default)]
 struct Loads {
     /// Per round (the run's index): start, end, and where its measurements start in
     /// [`MeshRun::measurements`] (a round's measurements are recorded together).
     windows: Vec<(Instant, Option<Instant>, usize)>,
-    /// The busiest interval each rank reported over each recent round.
-    pending: BTreeMap<(u32, RankId), HostLoad>,
+    /// What each rank reported over each recent round.
+    pending: BTreeMap<(u32, RankId), LoadSum>,
 }
 
-/// How many heartbeat timeouts a rank may stay silent while it measures (a sender of the
-/// round under way): under a load that leaves its heartbeat thread little CPU it may be late,
+/// A rank's reports over one round, each figure summed times the seconds it covered.
+#[derive(Debug, Clone, Copy, Default)]
+struct LoadSum {
+    cores: u32,
+    secs: f64,
+    other: f64,
+    steal: f64,
+    idle: f64,
+    /// The rank's own CPU and wait, and the seconds they were reported for.
+    rank: f64,
+    rank_secs: f64,
+    waited: f64,
+    waited_secs: f64,
+}
+
+impl LoadSum {
+    fn add(&mut self, l: &HostLoad, secs: f64) {
+        self.cores = l.cores;
+        self.secs += secs;
+        self.other += l.other_cores * secs;
+        self.steal += l.steal_cores * secs;
+        self.idle += l.idle_cores * secs;
+        if let Some(c) = l.rank_cores {
+            self.rank += c * secs;
+            self.rank_secs += secs;
+        }
+        if let Some(w) = l.waited_cores {
+            self.waited += w * secs;
+            self.waited_secs += secs;
+        }
+    }
+
+    /// The average over what was reported; `None` before anything was.
+    fn load(&self) -> Option<HostLoad> {
+        let avg = |x: f64, s: f64| (s > 0.0).then(|| x / s);
+        Some(HostLoad {
+            cores: self.cores,
+            other_cores: avg(self.other, self.secs)?,
+            steal_cores: avg(self.steal, self.secs)?,
+            idle_cores: avg(self.idle, self.secs)?,
+            rank_cores: avg(self.rank, self.rank_secs),
+            waited_cores: avg(self.waited, self.waited_secs),
+            seconds: self.secs,
+        })
+    }
+}
+
+/// How many heartbeat timeouts a rank may stay silent while it measures (in a flow of the round
+/// under way): under a load that leaves its heartbeat thread little CPU it may be late,
 /// and losing a live rank turns every one of its links into a false `unreachable`. A rank
 /// that is really gone is still lost by then, or at its round's deadline.
 const MEASURING_SILENCE: u32 = 3;
@@ -378,12 +427,18 @@ impl Loads {
             if end.is_some_and(|e| e <= a) {
                 break;
             }
-            if start >= b {
+            let overlap = end
+                .unwrap_or(b)
+                .min(b)
+                .saturating_duration_since(start.max(a))
+                .as_secs_f64();
+            if overlap <= 0.0 {
                 continue;
             }
             let k32 = u32::try_from(k).unwrap_or(u32::MAX);
-            let slot = self.pending.entry((k32, r)).or_insert(l);
-            *slot = linerate_mesh::judge::busier(*slot, l);
+            let sum = self.pending.entry((k32, r)).or_default();
+            sum.add(&l, overlap);
+            let load = sum.load();
             let last = self
                 .windows
                 .get(k + 1)
@@ -394,10 +449,10 @@ impl Loads {
                 .unwrap_or_default()
             {
                 if m.tx == r {
-                    m.tx_load = Some(m.tx_load.map_or(l, |x| linerate_mesh::judge::busier(x, l)));
+                    m.tx_load = load;
                 }
                 if m.rx == r {
-                    m.rx_load = Some(m.rx_load.map_or(l, |x| linerate_mesh::judge::busier(x, l)));
+                    m.rx_load = load;
                 }
             }
         }
@@ -405,8 +460,8 @@ impl Loads {
 
     /// The loads reported so far over a measurement's round.
     fn apply(&self, m: &mut LinkMeasurement) {
-        m.tx_load = self.pending.get(&(m.round, m.tx)).copied();
-        m.rx_load = self.pending.get(&(m.round, m.rx)).copied();
+        m.tx_load = self.pending.get(&(m.round, m.tx)).and_then(LoadSum::load);
+        m.rx_load = self.pending.get(&(m.round, m.rx)).and_then(LoadSum::load);
     }
 }
 
@@ -525,13 +580,15 @@ impl Coord<'_> {
             Ev::Refused { peer, reason } => (self.events)(CoordEvent::Refused { peer, reason }),
             Ev::Lost(r, reason) => self.lose(r, reason),
             Ev::Silent(r) => {
-                // A sender of the round under way may be too busy measuring to say so for a
-                // while ([`MEASURING_SILENCE`] heartbeat timeouts), within its round's deadline.
+                // A rank measuring in the round under way (sending, or receiving a flow not yet
+                // reported) may be too busy to say so for a while ([`MEASURING_SILENCE`]
+                // heartbeat timeouts), within its round's deadline.
                 let silent = match self.peers.get(r as usize) {
                     Some(Some(p)) => p.heard.elapsed(),
                     _ => Duration::ZERO,
                 };
-                let allowed = if self.waiting.contains(&r) {
+                let measuring = self.waiting.contains(&r) || self.open.iter().any(|f| f.rx == r);
+                let allowed = if measuring {
                     self.cfg.heartbeat_timeout * MEASURING_SILENCE
                 } else {
                     self.cfg.heartbeat_timeout
@@ -844,4 +901,68 @@ pub fn run(
     stop.store(true, Ordering::Relaxed);
     let _ = acceptor.join();
     c.run
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(other: f64, rank: f64, waited: f64, seconds: f64) -> HostLoad {
+        HostLoad {
+            cores: 2,
+            other_cores: other,
+            steal_cores: 0.0,
+            idle_cores: 0.0,
+            rank_cores: Some(rank),
+            waited_cores: Some(waited),
+            seconds,
+        }
+    }
+
+    fn measurement(round: u32, tx: RankId, rx: RankId) -> LinkMeasurement {
+        LinkMeasurement {
+            phase: Phase::Retest,
+            round,
+            tx,
+            rx,
+            transport: Transport::Tcp,
+            concurrency: 1,
+            gbps: Some(1.0),
+            latency: None,
+            retransmits: None,
+            error: None,
+            tx_load: None,
+            rx_load: None,
+        }
+    }
+
+    #[test]
+    fn a_rounds_load_is_its_ranks_reports_weighted_by_their_overlap_with_it() {
+        let now = Instant::now();
+        let ago = |ms: u64| now.checked_sub(Duration::from_millis(ms)).unwrap();
+        // Round 0 ran from 4 s to 2 s ago, round 1 from 2 s ago and runs still.
+        let mut loads = Loads {
+            windows: vec![(ago(4000), Some(ago(2000)), 0), (ago(2000), None, 1)],
+            pending: BTreeMap::new(),
+        };
+        let mut ms = vec![measurement(0, 1, 2), measurement(1, 2, 1)];
+        // Rank 1 reports a busy interval covering the last 3 s: 1 s of it in round 0, 2 s in
+        // round 1.
+        loads.report(1, load(1.8, 0.6, 0.9, 3.0), &mut ms);
+        let l0 = ms[0].tx_load.expect("round 0 load");
+        assert!((l0.seconds - 1.0).abs() < 0.05, "{l0:?}");
+        assert!((l0.other_cores - 1.8).abs() < 1e-9, "{l0:?}");
+        let l1 = ms[1].rx_load.expect("round 1 load");
+        assert!((l1.seconds - 2.0).abs() < 0.05, "{l1:?}");
+        // Another report over round 1 only: the average weighs each by its overlap.
+        loads.report(1, load(0.0, 0.0, 0.0, 2.0), &mut ms);
+        let l1 = ms[1].rx_load.unwrap();
+        assert!((l1.other_cores - 0.9).abs() < 0.05, "{l1:?}");
+        assert!((l1.waited_cores.unwrap() - 0.45).abs() < 0.05, "{l1:?}");
+        // A measurement recorded later gets what was reported so far.
+        let mut late = measurement(1, 3, 1);
+        loads.apply(&mut late);
+        assert_eq!(late.rx_load, ms[1].rx_load);
+        assert!(late.tx_load.is_none(), "rank 3 reported nothing");
+    }
 }
