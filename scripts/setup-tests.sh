@@ -25,6 +25,12 @@ PACKAGES+=(openssh-server openssh-client iperf3)
 # lintian (with dpkg-dev, binutils: dpkg-parsechangelog, readelf) and systemd-container
 # (systemd-nspawn: the throwaway system the package is installed in): scripts/package-test.sh.
 PACKAGES+=(lintian dpkg-dev binutils systemd-container)
+# slurm-wlm (slurmctld, slurmd, srun, scancel), munge (munged) and libpmix-dev (the libpmix.so
+# that Slurm's mpi/pmix plugin loads): crates/linerate-cli/tests/slurm.rs runs a single-node
+# cluster of its own in a temporary directory (its own munge key and socket, its own ports); the
+# packages' system services are not used (slurmd and slurmctld do not start without
+# /etc/slurm/slurm.conf).
+PACKAGES+=(slurm-wlm munge libpmix-dev)
 if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then
     PACKAGES+=(chromium)
 fi

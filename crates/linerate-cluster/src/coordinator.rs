@@ -1,8 +1,12 @@
 //! Rank 0's coordinator: admits the ranks (key, rank id, size checked), hands out the address
 //! table, runs the schedule round by round with a barrier between rounds, gathers each flow's
-//! measurement, and watches heartbeats so a rank that never arrives or dies mid-run becomes
-//! `unreachable` measurements instead of a hang.
+//! measurement with the load its two hosts reported over its round, and watches heartbeats so
+//! a rank that never arrives or dies mid-run becomes `unreachable` measurements instead of a
+//! hang. A rank busy measuring is never lost for being late with its heartbeat: its round's
+//! deadline decides. Asked to stop (rank 0 got SIGTERM or SIGINT), it ends the run at once with
+//! what was measured.
 
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -12,7 +16,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use linerate_mesh::{
-    Flow, LinkMeasurement, NodeFacts, Phase, RankId, Round, Schedule, ScheduleKind, Transport,
+    Flow, HostLoad, LinkMeasurement, NodeFacts, Phase, RankId, Round, Schedule, ScheduleKind,
+    Transport,
 };
 use linerate_proto::{random_hex, FrameError, Psk};
 
@@ -41,6 +46,9 @@ pub struct CoordinatorConfig {
     /// The most ranks this coordinator admits (`--max-ranks`): a join from a rank or a size
     /// beyond it is refused, and a larger `size` is cut to it.
     pub max_ranks: u32,
+    /// Set (to the signal's number) to end the run now with what was measured: the round
+    /// under way is abandoned, no retest runs, every rank is told.
+    pub stop: Option<Arc<AtomicUsize>>,
 }
 
 /// What the coordinator reports while it runs.
@@ -69,6 +77,20 @@ pub enum CoordEvent {
     Measured(LinkMeasurement),
 }
 
+/// Where a run was when it was asked to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interrupted {
+    /// The value [`CoordinatorConfig::stop`] was set to (the signal's number).
+    pub signal: usize,
+    /// The rounds that had started (counting every round of the run, retests included): the
+    /// last was abandoned.
+    pub started: u32,
+    /// The phase under way.
+    pub phase: Phase,
+    /// The rounds of the schedule (after `max_concurrent_pairs`), retests not included.
+    pub scheduled: u32,
+}
+
 /// Everything the coordinator gathered, complete or not.
 #[derive(Debug, Clone, Default)]
 pub struct MeshRun {
@@ -80,6 +102,8 @@ pub struct MeshRun {
     pub measurements: Vec<LinkMeasurement>,
     /// How many rounds ran (retests included).
     pub rounds: u32,
+    /// Set when the run was asked to stop before its end.
+    pub interrupted: Option<Interrupted>,
 }
 
 /// Split each round into rounds of at most `max` flows (linerate-mesh's `cap_concurrency`).
@@ -118,6 +142,8 @@ enum Ev {
         reason: String,
     },
     Msg(RankId, RankMsg),
+    /// Nothing from the rank for the heartbeat timeout (its reader keeps reading).
+    Silent(RankId),
     Lost(RankId, String),
 }
 
@@ -259,8 +285,11 @@ fn accept_loop(
     }
 }
 
-/// One admitted rank's reader: its messages into the coordinator's queue; silence longer
-/// than the heartbeat timeout, a bad frame or a closed connection: the rank is lost.
+/// One admitted rank's reader: its messages into the coordinator's queue. Silence longer than
+/// the heartbeat timeout is reported, and reading goes on (the coordinator decides whether the
+/// rank is lost: not while it measures); a bad frame or a closed connection: the rank is lost.
+/// The timeout runs in the kernel, so a reader that is itself slow to be scheduled never
+/// mistakes bytes that arrived for silence.
 fn reader(rank: RankId, mut stream: TcpStream, timeout: Duration, tx: &SyncSender<Ev>) {
     let _ = stream.set_read_timeout(Some(timeout));
     loop {
@@ -270,9 +299,13 @@ fn reader(rank: RankId, mut stream: TcpStream, timeout: Duration, tx: &SyncSende
                     return;
                 }
             }
+            Err(FrameError::Timeout) => {
+                if tx.send(Ev::Silent(rank)).is_err() {
+                    return;
+                }
+            }
             Err(e) => {
                 let reason = match e {
-                    FrameError::Timeout => format!("no heartbeat for {} s", timeout.as_secs_f64()),
                     FrameError::Closed => {
                         "its connection to the coordinator closed (the process ended or was killed)"
                             .into()
@@ -289,6 +322,147 @@ fn reader(rank: RankId, mut stream: TcpStream, timeout: Duration, tx: &SyncSende
 struct Peer {
     stream: TcpStream,
     alive: bool,
+    /// When the coordinator last read a message from it.
+    heard: Instant,
+}
+
+/// When each round ran, and what each rank reported over it: a rank's heartbeat covers the
+/// second or so before it arrived, and counts in every round that interval overlaps, weighted by
+/// the overlap, so a round's load is its ranks' average over the round itself (not over the idle
+/// time before or after it that the same heartbeat covered).
+#[derive(Debug, Default)]
+struct Loads {
+    /// Per round (the run's index): start, end, and where its measurements start in
+    /// [`MeshRun::measurements`] (a round's measurements are recorded together).
+    windows: Vec<(Instant, Option<Instant>, usize)>,
+    /// What each rank reported over each recent round.
+    pending: BTreeMap<(u32, RankId), LoadSum>,
+}
+
+/// A rank's reports over one round, each figure summed times the seconds it covered.
+#[derive(Debug, Clone, Copy, Default)]
+struct LoadSum {
+    cores: u32,
+    secs: f64,
+    other: f64,
+    steal: f64,
+    idle: f64,
+    /// The rank's own CPU and wait, and the seconds they were reported for.
+    rank: f64,
+    rank_secs: f64,
+    waited: f64,
+    waited_secs: f64,
+}
+
+impl LoadSum {
+    fn add(&mut self, l: &HostLoad, secs: f64) {
+        self.cores = l.cores;
+        self.secs += secs;
+        self.other += l.other_cores * secs;
+        self.steal += l.steal_cores * secs;
+        self.idle += l.idle_cores * secs;
+        if let Some(c) = l.rank_cores {
+            self.rank += c * secs;
+            self.rank_secs += secs;
+        }
+        if let Some(w) = l.waited_cores {
+            self.waited += w * secs;
+            self.waited_secs += secs;
+        }
+    }
+
+    /// The average over what was reported; `None` before anything was.
+    fn load(&self) -> Option<HostLoad> {
+        let avg = |x: f64, s: f64| (s > 0.0).then(|| x / s);
+        Some(HostLoad {
+            cores: self.cores,
+            other_cores: avg(self.other, self.secs)?,
+            steal_cores: avg(self.steal, self.secs)?,
+            idle_cores: avg(self.idle, self.secs)?,
+            rank_cores: avg(self.rank, self.rank_secs),
+            waited_cores: avg(self.waited, self.waited_secs),
+            seconds: self.secs,
+        })
+    }
+}
+
+/// How many heartbeat timeouts a rank may stay silent while it measures (in a flow of the round
+/// under way): under a load that leaves its heartbeat thread little CPU it may be late,
+/// and losing a live rank turns every one of its links into a false `unreachable`. A rank
+/// that is really gone is still lost by then, or at its round's deadline.
+const MEASURING_SILENCE: u32 = 3;
+
+/// How long after its end a round still takes load reports (a rank late with its heartbeat
+/// covers a longer interval).
+const LOAD_WINDOW: Duration = Duration::from_secs(60);
+
+impl Loads {
+    fn start(&mut self, first: usize) {
+        self.windows.push((Instant::now(), None, first));
+    }
+
+    fn end(&mut self) {
+        if let Some(w) = self.windows.last_mut() {
+            w.1 = Some(Instant::now());
+        }
+        // Forget the rounds no report can reach any more.
+        let now = Instant::now();
+        let keep = self
+            .windows
+            .iter()
+            .position(|(_, e, _)| e.is_none_or(|e| now.saturating_duration_since(e) < LOAD_WINDOW))
+            .unwrap_or(self.windows.len());
+        let keep = u32::try_from(keep).unwrap_or(u32::MAX);
+        self.pending = self.pending.split_off(&(keep, 0));
+    }
+
+    /// Rank `r` reports `l` for the interval that ended now.
+    fn report(&mut self, r: RankId, l: HostLoad, measurements: &mut [LinkMeasurement]) {
+        let b = Instant::now();
+        let a = b
+            .checked_sub(Duration::from_secs_f64(l.seconds.clamp(0.0, 3600.0)))
+            .unwrap_or(b);
+        for k in (0..self.windows.len()).rev() {
+            let (start, end, first) = self.windows[k];
+            if end.is_some_and(|e| e <= a) {
+                break;
+            }
+            let overlap = end
+                .unwrap_or(b)
+                .min(b)
+                .saturating_duration_since(start.max(a))
+                .as_secs_f64();
+            if overlap <= 0.0 {
+                continue;
+            }
+            let k32 = u32::try_from(k).unwrap_or(u32::MAX);
+            let sum = self.pending.entry((k32, r)).or_default();
+            sum.add(&l, overlap);
+            let load = sum.load();
+            let last = self
+                .windows
+                .get(k + 1)
+                .map_or(measurements.len(), |w| w.2)
+                .min(measurements.len());
+            for m in measurements
+                .get_mut(first.min(last)..last)
+                .unwrap_or_default()
+            {
+                if m.tx == r {
+                    m.tx_load = load;
+                }
+                if m.rx == r {
+                    m.rx_load = load;
+                }
+            }
+        }
+    }
+
+    /// The loads reported so far over a measurement's round.
+    fn apply(&self, m: &mut LinkMeasurement) {
+        m.tx_load = self.pending.get(&(m.round, m.tx)).and_then(LoadSum::load);
+        m.rx_load = self.pending.get(&(m.round, m.rx)).and_then(LoadSum::load);
+    }
 }
 
 /// The coordinator's state while it runs.
@@ -304,11 +478,21 @@ struct Coord<'a> {
     open: Vec<Flow>,
     /// Senders of the current round still running.
     waiting: Vec<RankId>,
+    loads: Loads,
 }
 
 impl Coord<'_> {
     fn alive(&self, r: RankId) -> bool {
         matches!(self.peers.get(r as usize), Some(Some(p)) if p.alive)
+    }
+
+    /// The signal the run was asked to stop by, if it was.
+    fn stopped(&self) -> Option<usize> {
+        self.cfg
+            .stop
+            .as_ref()
+            .map(|s| s.load(Ordering::Relaxed))
+            .filter(|&s| s != 0)
     }
 
     fn write(&mut self, r: RankId, m: &CoordMsg) {
@@ -388,19 +572,51 @@ impl Coord<'_> {
                 self.peers[rank as usize] = Some(Peer {
                     stream,
                     alive: true,
+                    heard: Instant::now(),
                 });
                 self.run.nodes[rank as usize] = Some((*facts).clone());
                 (self.events)(CoordEvent::Joined { rank, peer, facts });
             }
             Ev::Refused { peer, reason } => (self.events)(CoordEvent::Refused { peer, reason }),
             Ev::Lost(r, reason) => self.lose(r, reason),
-            Ev::Msg(r, m) => self.message(r, m),
+            Ev::Silent(r) => {
+                // A rank measuring in the round under way (sending, or receiving a flow not yet
+                // reported) may be too busy to say so for a while ([`MEASURING_SILENCE`]
+                // heartbeat timeouts), within its round's deadline.
+                let silent = match self.peers.get(r as usize) {
+                    Some(Some(p)) => p.heard.elapsed(),
+                    _ => Duration::ZERO,
+                };
+                let measuring = self.waiting.contains(&r) || self.open.iter().any(|f| f.rx == r);
+                let allowed = if measuring {
+                    self.cfg.heartbeat_timeout * MEASURING_SILENCE
+                } else {
+                    self.cfg.heartbeat_timeout
+                };
+                if silent >= allowed {
+                    self.lose(r, format!("no heartbeat for {} s", silent.as_secs()));
+                }
+            }
+            Ev::Msg(r, m) => {
+                if let Some(Some(p)) = self.peers.get_mut(r as usize) {
+                    p.heard = Instant::now();
+                }
+                self.message(r, m);
+            }
         }
     }
 
     fn message(&mut self, r: RankId, m: RankMsg) {
         match m {
-            RankMsg::Heartbeat => {}
+            RankMsg::Heartbeat { load } => {
+                if let Some(l) = load.filter(|l| {
+                    [l.other_cores, l.steal_cores, l.idle_cores, l.seconds]
+                        .iter()
+                        .all(|x| x.is_finite() && *x >= 0.0)
+                }) {
+                    self.loads.report(r, l, &mut self.run.measurements);
+                }
+            }
             RankMsg::Measured { m } => {
                 let pos = self.open.iter().position(|f| f.tx == m.tx && f.rx == m.rx);
                 // Only the sender reports a flow, and only a flow of the current round.
@@ -422,7 +638,9 @@ impl Coord<'_> {
         }
     }
 
-    fn record(&mut self, m: LinkMeasurement) {
+    fn record(&mut self, mut m: LinkMeasurement) {
+        // Loads come from the coordinator's bookkeeping, never from what a rank claims.
+        self.loads.apply(&mut m);
         (self.events)(CoordEvent::Measured(m.clone()));
         self.run.measurements.push(m);
     }
@@ -451,14 +669,20 @@ impl Coord<'_> {
                     format!("{} unreachable", who.join(" and "))
                 }
             )),
+            tx_load: None,
+            rx_load: None,
         }
     }
 
-    /// Wait for events until `done` holds or `deadline` passes, sending heartbeats.
+    /// Wait for events until `done` holds, `deadline` passes or the run is asked to stop,
+    /// sending heartbeats.
     fn pump(&mut self, deadline: Instant, joining: bool, done: &dyn Fn(&Self) -> bool) {
-        while !done(self) && Instant::now() < deadline {
+        while !done(self) && Instant::now() < deadline && self.stopped().is_none() {
             self.heartbeat();
             match self.rx.recv_timeout(Duration::from_millis(100)) {
+                // Once asked to stop, nothing more is taken in: under `scancel` every rank gets
+                // the same signal, and their connections closing then are not losses.
+                Ok(_) if self.stopped().is_some() => return,
                 Ok(ev) => self.handle(ev, joining),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
@@ -498,6 +722,7 @@ impl Coord<'_> {
     fn round(&mut self, round: &Round, phase: Phase) {
         let index = self.run.rounds;
         self.run.rounds += 1;
+        self.loads.start(self.run.measurements.len());
         let concurrency = u32::try_from(round.flows.len()).unwrap_or(u32::MAX);
         let (live, dead): (Vec<Flow>, Vec<Flow>) = round
             .flows
@@ -513,6 +738,7 @@ impl Coord<'_> {
             flows: live.len(),
         });
         if live.is_empty() {
+            self.loads.end();
             return;
         }
         self.open.clone_from(&live);
@@ -532,10 +758,66 @@ impl Coord<'_> {
         }
         let deadline = Instant::now() + round_deadline(self.cfg.duration_ms);
         self.pump(deadline, false, &|c| c.waiting.is_empty());
+        if self.stopped().is_some() {
+            // Abandoned: what this round did not finish was not measured, not unreachable.
+            self.open.clear();
+            self.waiting.clear();
+            self.loads.end();
+            return;
+        }
+        // A sender that never finished and has said nothing for the heartbeat timeout stopped
+        // answering (a paused process keeps its connection open).
+        for r in std::mem::take(&mut self.waiting) {
+            let silent = match self.peers.get(r as usize) {
+                Some(Some(p)) => p.heard.elapsed(),
+                _ => Duration::ZERO,
+            };
+            if silent >= self.cfg.heartbeat_timeout {
+                self.lose(
+                    r,
+                    format!(
+                        "no heartbeat for {} s, and its flows of round {index} never reported",
+                        silent.as_secs()
+                    ),
+                );
+            }
+        }
         for f in std::mem::take(&mut self.open) {
             let m = self.unreachable(&f, phase, index, concurrency);
             self.record(m);
         }
+        self.loads.end();
+    }
+
+    /// Waits (at most two heartbeats) until every live rank has reported its load past the
+    /// end of the last round, so the retests' loads are complete.
+    fn settle(&mut self) {
+        let Some(end) = self.loads.windows.last().and_then(|w| w.1) else {
+            return;
+        };
+        let deadline = Instant::now() + 2 * HEARTBEAT + Duration::from_millis(500);
+        self.pump(deadline, false, &|c| {
+            c.peers
+                .iter()
+                .flatten()
+                .all(|p| !p.alive || p.heard > end + Duration::from_millis(50))
+        });
+    }
+
+    /// Marks the run interrupted when it was asked to stop; whether it was.
+    fn interrupted(&mut self, phase: Phase, scheduled: usize) -> bool {
+        let Some(signal) = self.stopped() else {
+            return false;
+        };
+        if self.run.interrupted.is_none() {
+            self.run.interrupted = Some(Interrupted {
+                signal,
+                started: self.run.rounds,
+                phase,
+                scheduled: u32::try_from(scheduled).unwrap_or(u32::MAX),
+            });
+        }
+        true
     }
 }
 
@@ -564,6 +846,7 @@ pub fn run(
         thread::spawn(move || accept_loop(&listener, &cfg, &tx, &stop))
     };
     let mut c = Coord {
+        loads: Loads::default(),
         peers: (0..size).map(|_| None).collect(),
         run: MeshRun {
             size,
@@ -579,17 +862,107 @@ pub fn run(
         waiting: Vec::new(),
     };
     c.join_phase();
-    for r in cap_rounds(&schedule.rounds, c.cfg.max_concurrent_pairs) {
-        c.round(&r, Phase::Round);
+    let rounds = cap_rounds(&schedule.rounds, c.cfg.max_concurrent_pairs);
+    let mut stopped = c.interrupted(Phase::Round, rounds.len());
+    for r in &rounds {
+        if stopped {
+            break;
+        }
+        c.round(r, Phase::Round);
+        stopped = c.interrupted(Phase::Round, rounds.len());
     }
-    let extra = retest(&c.run);
-    for r in cap_rounds(&extra, c.cfg.max_concurrent_pairs) {
-        c.round(&r, Phase::Retest);
+    if !stopped {
+        let extra = cap_rounds(&retest(&c.run), c.cfg.max_concurrent_pairs);
+        for r in &extra {
+            if stopped {
+                break;
+            }
+            c.round(r, Phase::Retest);
+            stopped = c.interrupted(Phase::Retest, rounds.len());
+        }
+        if !extra.is_empty() && !stopped {
+            c.settle();
+        }
     }
+    let reason = c.run.interrupted.map(|i| {
+        format!(
+            "rank 0 was asked to stop (signal {}) after {} round(s) had started",
+            i.signal, i.started
+        )
+    });
     for r in 0..size {
-        c.write(r, &CoordMsg::End { reason: None });
+        c.write(
+            r,
+            &CoordMsg::End {
+                reason: reason.clone(),
+            },
+        );
     }
     stop.store(true, Ordering::Relaxed);
     let _ = acceptor.join();
     c.run
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(other: f64, rank: f64, waited: f64, seconds: f64) -> HostLoad {
+        HostLoad {
+            cores: 2,
+            other_cores: other,
+            steal_cores: 0.0,
+            idle_cores: 0.0,
+            rank_cores: Some(rank),
+            waited_cores: Some(waited),
+            seconds,
+        }
+    }
+
+    fn measurement(round: u32, tx: RankId, rx: RankId) -> LinkMeasurement {
+        LinkMeasurement {
+            phase: Phase::Retest,
+            round,
+            tx,
+            rx,
+            transport: Transport::Tcp,
+            concurrency: 1,
+            gbps: Some(1.0),
+            latency: None,
+            retransmits: None,
+            error: None,
+            tx_load: None,
+            rx_load: None,
+        }
+    }
+
+    #[test]
+    fn a_rounds_load_is_its_ranks_reports_weighted_by_their_overlap_with_it() {
+        let now = Instant::now();
+        let ago = |ms: u64| now.checked_sub(Duration::from_millis(ms)).unwrap();
+        // Round 0 ran from 4 s to 2 s ago, round 1 from 2 s ago and runs still.
+        let mut loads = Loads {
+            windows: vec![(ago(4000), Some(ago(2000)), 0), (ago(2000), None, 1)],
+            pending: BTreeMap::new(),
+        };
+        let mut ms = vec![measurement(0, 1, 2), measurement(1, 2, 1)];
+        // Rank 1 reports a busy interval covering the last 3 s: 1 s of it in round 0, 2 s in
+        // round 1.
+        loads.report(1, load(1.8, 0.6, 0.9, 3.0), &mut ms);
+        let l0 = ms[0].tx_load.expect("round 0 load");
+        assert!((l0.seconds - 1.0).abs() < 0.05, "{l0:?}");
+        assert!((l0.other_cores - 1.8).abs() < 1e-9, "{l0:?}");
+        let l1 = ms[1].rx_load.expect("round 1 load");
+        assert!((l1.seconds - 2.0).abs() < 0.05, "{l1:?}");
+        // Another report over round 1 only: the average weighs each by its overlap.
+        loads.report(1, load(0.0, 0.0, 0.0, 2.0), &mut ms);
+        let l1 = ms[1].rx_load.unwrap();
+        assert!((l1.other_cores - 0.9).abs() < 0.05, "{l1:?}");
+        assert!((l1.waited_cores.unwrap() - 0.45).abs() < 0.05, "{l1:?}");
+        // A measurement recorded later gets what was reported so far.
+        let mut late = measurement(1, 3, 1);
+        loads.apply(&mut late);
+        assert_eq!(late.rx_load, ms[1].rx_load);
+        assert!(late.tx_load.is_none(), "rank 3 reported nothing");
+    }
 }

@@ -81,6 +81,18 @@ fn client(cfg: &FlowConfig, dest: SocketAddr, latency: bool) -> ClientConfig {
     c
 }
 
+/// A client error as a mesh says it: a rank's data server that does not answer is a rank
+/// that died or stopped (the coordinator names it), not a `linerate serve` to start, so bench's
+/// advice for a refused or dropped connection is left out.
+fn client_error(e: &linerate_bench::ClientError) -> String {
+    match e {
+        linerate_bench::ClientError::Connect { addr, err, .. } => {
+            format!("connecting to {addr}: {err}: the receiving rank's data server did not answer")
+        }
+        e => e.to_string(),
+    }
+}
+
 /// Measure `flow` (this rank is its sender) against the receiver's data server at `dest`:
 /// the bandwidth test, then the latency ping-pong when the flow asks for one. Never fails:
 /// what went wrong is the measurement's `error`.
@@ -101,6 +113,8 @@ pub fn run_flow(
         latency: None,
         retransmits: None,
         error: None,
+        tx_load: None,
+        rx_load: None,
     };
     let mut errors = Vec::new();
     match linerate_bench::run_client(&client(cfg, dest, false), &mut |_| {}) {
@@ -114,7 +128,7 @@ pub fn run_flow(
                 errors.push(format!("bandwidth test to {dest}: {e}"));
             }
         }
-        Err(e) => errors.push(format!("bandwidth test to {dest}: {e}")),
+        Err(e) => errors.push(format!("bandwidth test to {dest}: {}", client_error(&e))),
     }
     if flow.latency {
         match linerate_bench::run_client(&client(cfg, dest, true), &mut |_| {}) {
@@ -128,7 +142,7 @@ pub fn run_flow(
                     errors.push(format!("latency test to {dest}: {e}"));
                 }
             }
-            Err(e) => errors.push(format!("latency test to {dest}: {e}")),
+            Err(e) => errors.push(format!("latency test to {dest}: {}", client_error(&e))),
         }
     }
     if !errors.is_empty() {
@@ -146,6 +160,30 @@ mod tests {
         assert_eq!(latency_ms(100), 200);
         assert_eq!(latency_ms(1000), 500);
         assert_eq!(latency_ms(10_000), 1000);
+    }
+
+    #[test]
+    fn a_rank_that_does_not_answer_is_not_told_to_start_a_serve() {
+        let addr: SocketAddr = "127.0.0.1:46605".parse().unwrap();
+        let e = linerate_bench::ClientError::Connect {
+            addr,
+            err: std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
+            timeout: Duration::from_secs(5),
+        };
+        // bench's own message advises starting a server there: wrong inside a mesh.
+        assert!(e.to_string().contains("linerate serve"), "{e}");
+        let m = client_error(&e);
+        assert!(
+            !m.contains("linerate serve") && !m.contains("-p PORT"),
+            "{m}"
+        );
+        assert!(
+            m.starts_with("connecting to 127.0.0.1:46605: ")
+                && m.ends_with("the receiving rank's data server did not answer"),
+            "{m}"
+        );
+        let other = linerate_bench::ClientError::Server("busy".into());
+        assert_eq!(client_error(&other), other.to_string());
     }
 
     #[test]

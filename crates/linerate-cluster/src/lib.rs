@@ -5,6 +5,7 @@
 
 pub mod coordinator;
 pub mod flows;
+pub mod load;
 pub mod rank;
 pub mod rendezvous;
 pub mod wire;

@@ -275,6 +275,8 @@ fn round_flows(
                         latency: None,
                         retransmits: None,
                         error: Some(format!("unreachable: rank {} has no data address", f.rx)),
+                        tx_load: None,
+                        rx_load: None,
                     },
                 })
             })
@@ -327,16 +329,22 @@ pub fn run(
     let writer = Arc::new(Mutex::new(s));
     let stop = Arc::new(AtomicBool::new(false));
     {
+        // Heartbeats from a thread of their own, whatever the rank is measuring, each with how
+        // busy the host was since the previous one.
         let (writer, stop) = (writer.clone(), stop.clone());
-        thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                thread::sleep(HEARTBEAT);
-                let Ok(mut w) = writer.lock() else { return };
-                if send(&mut *w, &RankMsg::Heartbeat).is_err() {
-                    return;
+        let _ = thread::Builder::new()
+            .name("mesh-heartbeat".into())
+            .spawn(move || {
+                let mut load = crate::load::Sampler::new();
+                while !stop.load(Ordering::Relaxed) {
+                    thread::sleep(HEARTBEAT);
+                    let load = load.since_last();
+                    let Ok(mut w) = writer.lock() else { return };
+                    if send(&mut *w, &RankMsg::Heartbeat { load }).is_err() {
+                        return;
+                    }
                 }
-            }
-        });
+            });
     }
     let error = serve_rounds(cfg, data_addr, &rx, &writer, &mut out, measured);
     out.error = error;
@@ -354,6 +362,14 @@ fn serve_rounds(
     measured: &mut dyn FnMut(&LinkMeasurement),
 ) -> Option<String> {
     let gone = |why: &str| {
+        // The coordinator may have ended the run and closed before this rank, busy measuring,
+        // read it: an end already received is the reason.
+        while let Ok(m) = rx.try_recv() {
+            if let In::Msg(CoordMsg::End { reason }) = m {
+                return reason
+                    .map(|r| format!("rank {}: the coordinator ended the run: {r}", cfg.rank));
+            }
+        }
         Some(format!(
             "rank {}: the coordinator (rank 0 at {}) is gone: {why}",
             cfg.rank, cfg.coordinator

@@ -11,7 +11,7 @@
 //! coordinator → welcome | refused {reason}
 //! coordinator → table {data addresses, unreachable ranks}
 //! per round: coordinator → round {flows}; rank → measured {…} per flow it sent, then done
-//! both ways, every HEARTBEAT: heartbeat
+//! both ways, every HEARTBEAT: heartbeat (the rank's with its host's load since its last one)
 //! coordinator → end
 //! ```
 //!
@@ -22,7 +22,7 @@
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use linerate_mesh::{Flow, LinkMeasurement, NodeFacts, Phase, RankId, Transport};
+use linerate_mesh::{Flow, HostLoad, LinkMeasurement, NodeFacts, Phase, RankId, Transport};
 use linerate_proto::{read_frame, FrameError};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
@@ -76,7 +76,12 @@ pub enum RankMsg {
     Done {
         index: u32,
     },
-    Heartbeat,
+    /// Alive, and how busy this rank's host was since its previous heartbeat (`None` when it
+    /// could not tell; a rank before this field sends none).
+    Heartbeat {
+        #[serde(default)]
+        load: Option<HostLoad>,
+    },
 }
 
 /// Coordinator → rank.
@@ -165,7 +170,18 @@ mod tests {
                 proof: None,
             },
             RankMsg::Done { index: 2 },
-            RankMsg::Heartbeat,
+            RankMsg::Heartbeat { load: None },
+            RankMsg::Heartbeat {
+                load: Some(HostLoad {
+                    cores: 2,
+                    other_cores: 1.5,
+                    steal_cores: 0.0,
+                    idle_cores: 0.1,
+                    rank_cores: None,
+                    waited_cores: None,
+                    seconds: 1.0,
+                }),
+            },
         ];
         let mut buf = Vec::new();
         for m in &msgs {
@@ -175,6 +191,35 @@ mod tests {
         for m in &msgs {
             assert_eq!(&recv::<RankMsg>(&mut r, MAX_RANK_FRAME).unwrap(), m);
         }
+    }
+
+    /// A heartbeat without a load (a rank before the field) is read, and one with a load is
+    /// read by a coordinator that knows none (unknown fields are ignored).
+    #[test]
+    fn heartbeats_with_and_without_a_load_interoperate() {
+        #[derive(Debug, Deserialize, PartialEq)]
+        #[serde(tag = "type", rename_all = "snake_case")]
+        enum Before {
+            Heartbeat,
+        }
+        let old: RankMsg = serde_json::from_str(r#"{"type":"heartbeat"}"#).unwrap();
+        assert_eq!(old, RankMsg::Heartbeat { load: None });
+        let new = serde_json::to_string(&RankMsg::Heartbeat {
+            load: Some(HostLoad {
+                cores: 2,
+                other_cores: 0.0,
+                steal_cores: 0.0,
+                idle_cores: 2.0,
+                rank_cores: None,
+                waited_cores: None,
+                seconds: 1.0,
+            }),
+        })
+        .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Before>(&new).unwrap(),
+            Before::Heartbeat
+        );
     }
 
     #[test]

@@ -3,14 +3,15 @@
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use linerate_cluster::coordinator::{self, CoordEvent, CoordinatorConfig, MeshRun};
 use linerate_cluster::rank::{self, RankConfig, RankError, RankRun};
 use linerate_cluster::wire::{recv, send, CoordMsg, RankMsg, MESH_MAGIC, MESH_PROTOCOL};
-use linerate_mesh::{pairwise, NodeFacts, Transport};
+use linerate_mesh::{pairwise, NodeFacts, Phase, Transport};
 use linerate_proto::Psk;
 
 const KEY: &[u8] = b"a test key of at least sixteen bytes";
@@ -25,6 +26,7 @@ fn coord_cfg(size: u32, psk: Option<Psk>, join_timeout: Duration) -> Coordinator
         duration_ms: 300,
         max_concurrent_pairs: None,
         max_ranks: 1024,
+        stop: None,
     }
 }
 
@@ -385,4 +387,78 @@ fn a_silent_rank_is_lost_after_the_heartbeat_timeout_and_the_run_ends() {
         .all(|m| m.gbps.is_none() && m.error.is_some()));
     assert!(r0.join().unwrap().unwrap().error.is_none());
     drop(s);
+}
+
+#[test]
+fn retests_carry_the_load_both_hosts_reported_over_them() {
+    let cfg = coord_cfg(2, None, Duration::from_secs(10));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let h = thread::spawn(move || {
+        let schedule = pairwise(2);
+        let mut retest = |_: &MeshRun| {
+            vec![linerate_mesh::Round {
+                flows: vec![linerate_mesh::Flow {
+                    tx: 1,
+                    rx: 0,
+                    latency: false,
+                }],
+            }]
+        };
+        coordinator::run(l, &cfg, &schedule, &mut retest, &mut |_| {})
+    });
+    let ranks: Vec<_> = (0..2)
+        .map(|r| spawn_rank(rank_cfg(r, 2, addr, None)))
+        .collect();
+    let run = h.join().unwrap();
+    for h in ranks {
+        assert!(h.join().unwrap().unwrap().error.is_none());
+    }
+    let retest = run
+        .measurements
+        .iter()
+        .find(|m| m.phase == Phase::Retest)
+        .expect("the retest ran");
+    // Both ranks' heartbeats covered it (the coordinator waits for them after the last round).
+    for l in [retest.tx_load, retest.rx_load] {
+        let l = l.unwrap_or_else(|| panic!("no load on {retest:?}"));
+        assert!(l.cores >= 1 && l.seconds > 0.0, "{l:?}");
+        assert!(l.other_cores >= 0.0 && l.idle_cores >= 0.0, "{l:?}");
+    }
+}
+
+#[test]
+fn asked_to_stop_the_run_ends_with_what_was_measured() {
+    let stop = Arc::new(AtomicUsize::new(0));
+    let cfg = CoordinatorConfig {
+        stop: Some(stop.clone()),
+        ..coord_cfg(4, None, Duration::from_secs(10))
+    };
+    let (addr, ev, h) = start(cfg);
+    let ranks: Vec<_> = (0..4)
+        .map(|r| spawn_rank(rank_cfg(r, 4, addr, None)))
+        .collect();
+    // Stop once the second round has started: the first is complete, the second abandoned.
+    wait_for(&ev, |e| {
+        matches!(e, CoordEvent::RoundStarted { index: 1, .. })
+    });
+    stop.store(15, Ordering::Relaxed);
+    let started = Instant::now();
+    let run = h.join().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5), "stops at once");
+    let i = run.interrupted.expect("interrupted");
+    assert_eq!((i.signal, i.phase), (15, Phase::Round));
+    assert!(i.started >= 2 && i.scheduled == 6, "{i:?}");
+    assert!(run.unreachable.is_empty(), "{:?}", run.unreachable);
+    assert!(!run.measurements.is_empty());
+    assert!(
+        run.measurements.iter().all(|m| m.error.is_none()),
+        "abandoned flows are not unreachable: {:?}",
+        run.measurements
+    );
+    assert!(run.measurements.len() < 12, "{:?}", run.measurements);
+    for h in ranks {
+        let e = h.join().unwrap().unwrap().error.unwrap_or_default();
+        assert!(e.contains("asked to stop (signal 15)"), "{e}");
+    }
 }

@@ -125,6 +125,77 @@ impl FleetAttribute {
     }
 }
 
+/// The id of a fleet finding: `fleet.<attribute>` for a group of nodes that differs from the
+/// majority, `fleet.below_ceiling` for the fleet against its ceilings, or a probe finding's id
+/// ([findings.md](../../../docs/findings.md)) as a node reported it. Written and read as the
+/// string; a string that names none of the fleet's own ids is a probe finding's (a newer
+/// rank's ids are kept as they came).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FleetId {
+    Attribute(FleetAttribute),
+    BelowCeiling,
+    Probe(String),
+}
+
+impl FleetId {
+    /// Every id the fleet comparison itself gives (not the probe findings'): the ids
+    /// `docs/mesh.md` and `schemas/mesh.schema.json` must list.
+    pub fn own() -> Vec<FleetId> {
+        FleetAttribute::ALL
+            .iter()
+            .map(|&a| FleetId::Attribute(a))
+            .chain([FleetId::BelowCeiling])
+            .collect()
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Attribute(a) => a.id(),
+            Self::BelowCeiling => "fleet.below_ceiling",
+            Self::Probe(id) => id,
+        }
+    }
+
+    /// The id `s` names: one of the fleet's own, else a probe finding's.
+    pub fn parse(s: &str) -> FleetId {
+        Self::own()
+            .into_iter()
+            .find(|id| id.as_str() == s)
+            .unwrap_or_else(|| FleetId::Probe(s.to_string()))
+    }
+}
+
+impl std::fmt::Display for FleetId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for FleetId {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for FleetId {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl Serialize for FleetId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FleetId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(FleetId::parse(&s))
+    }
+}
+
 /// The value of a rate-limit attribute on a node with no shaper in that direction.
 pub const NO_LIMIT: &str = "none";
 
@@ -143,7 +214,7 @@ fn limit_bps(value: &str) -> u64 {
 /// remark on the whole fleet.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetFinding {
-    pub id: String,
+    pub id: FleetId,
     pub attribute: Option<FleetAttribute>,
     pub ranks: Vec<RankId>,
     pub hosts: Vec<String>,
@@ -203,7 +274,7 @@ fn differences(attr: FleetAttribute, nodes: &[NodeFacts]) -> Vec<FleetFinding> {
         let all: Vec<&NodeFacts> = groups.values().flatten().copied().collect();
         let (ranks, hosts) = ranks_hosts(&all);
         return vec![FleetFinding {
-            id: attr.id().to_string(),
+            id: FleetId::Attribute(attr),
             attribute: Some(attr),
             ranks,
             hosts,
@@ -225,7 +296,7 @@ fn differences(attr: FleetAttribute, nodes: &[NodeFacts]) -> Vec<FleetFinding> {
             let (ranks, hosts) = ranks_hosts(g);
             let others = others_phrase(top, compared - g.len());
             FleetFinding {
-                id: attr.id().to_string(),
+                id: FleetId::Attribute(attr),
                 attribute: Some(attr),
                 message: format!(
                     "{} {} {}, {others} {}",
@@ -284,7 +355,7 @@ fn probe_findings(nodes: &[NodeFacts]) -> Vec<FleetFinding> {
                 )
             };
             FleetFinding {
-                id: id.to_string(),
+                id: FleetId::Probe(id.to_string()),
                 attribute: None,
                 ranks: list.iter().map(|(n, _)| n.rank).collect(),
                 hosts,
@@ -338,7 +409,7 @@ mod tests {
         nodes[7] = node(7, "5.0 GT/s x4", 65520);
         let f = fleet_findings(&nodes);
         assert_eq!(f.len(), 1, "{f:#?}");
-        assert_eq!(f[0].id, "fleet.pcie_link");
+        assert_eq!(f[0].id.as_str(), "fleet.pcie_link");
         assert_eq!(f[0].ranks, [7]);
         assert_eq!(f[0].value.as_deref(), Some("5.0 GT/s x4"));
         assert_eq!(f[0].majority.as_deref(), Some("8.0 GT/s x8"));

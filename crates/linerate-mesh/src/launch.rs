@@ -64,6 +64,8 @@ pub enum LaunchError {
     NoSize { rank_from: String, hint: String },
     #[error("{from}: the job size must be at least 1")]
     SizeZero { from: String },
+    #[error("{from}: a mesh needs at least two ranks (one rank has no link to measure); launch two or more (mpirun -np 2, srun -n 2, --size 2, two hosts in --hosts)")]
+    TooFewRanks { from: String },
     #[error("{from}: a job of {size} ranks is more than the {max} linerate accepts")]
     SizeTooLarge { from: String, size: u64, max: u32 },
     #[error("{rank_from} but {size_from}: the rank must be below the size")]
@@ -233,6 +235,9 @@ pub fn identify(
     check_agreement(&size, &sizes[1..], "size", &mut notes)?;
     if size.value == 0 {
         return Err(LaunchError::SizeZero { from: size.shown });
+    }
+    if size.value == 1 {
+        return Err(LaunchError::TooFewRanks { from: size.shown });
     }
     if size.value > u64::from(MAX_RANKS) {
         return Err(LaunchError::SizeTooLarge {
@@ -463,6 +468,25 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(e, LaunchError::SizeZero { .. }), "{e}");
+        // One rank measures nothing: refused, naming where the size came from.
+        for (vars, named) in [
+            (
+                vec![("SLURM_PROCID", "0"), ("SLURM_NTASKS", "1")],
+                "SLURM_NTASKS=1",
+            ),
+            (
+                vec![("OMPI_COMM_WORLD_RANK", "0"), ("OMPI_COMM_WORLD_SIZE", "1")],
+                "OMPI_COMM_WORLD_SIZE=1",
+            ),
+        ] {
+            let e = run(&LaunchArgs::default(), &vars, "h").unwrap_err();
+            assert!(matches!(e, LaunchError::TooFewRanks { .. }), "{e}");
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("{named}: a mesh needs at least two ranks")),
+                "{e}"
+            );
+        }
         let e = run(
             &LaunchArgs::default(),
             &[("PMI_RANK", "2"), ("PMI_SIZE", "2")],

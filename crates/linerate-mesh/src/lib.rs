@@ -9,13 +9,15 @@ pub mod hostlist;
 pub mod judge;
 pub mod launch;
 pub mod report;
+pub mod retest;
 pub mod schedule;
 pub mod types;
 
 pub use facts::{node_facts, port_facts, FactsInput};
-pub use fleet::{fleet_findings, FleetAttribute, FleetFinding};
+pub use fleet::{fleet_findings, FleetAttribute, FleetFinding, FleetId};
 pub use judge::{
-    judge, retest_plan, JudgeInput, Judgement, LinkStatus, LinkVerdict, NodeStatus, NodeVerdict,
+    judge, Cleared, JudgeInput, Judgement, LinkStatus, LinkVerdict, NodeSide, NodeStatus,
+    NodeVerdict, Unconfirmed,
 };
 pub use launch::{
     coordinator_candidates, identify, CandidateSource, CoordinatorCandidate, Identity, LaunchArgs,
@@ -25,11 +27,12 @@ pub use report::{
     build_report, mesh_event, EventEnd, MeshEvent, MeshInput, MeshReport, RankEntry,
     RendezvousInfo, RendezvousSkip,
 };
+pub use retest::retest_plan;
 pub use schedule::{
     cap_concurrency, incast, pairwise, parse_round_file, quick, ring, Flow, Round, Schedule,
     ScheduleError, ScheduleKind,
 };
 pub use types::{
-    IdentitySource, LinkMeasurement, MeshLatency, NodeFacts, NodeShaper, Phase, PortFacts, RankId,
-    ShaperDirection, Transport,
+    HostLoad, IdentitySource, LinkMeasurement, MeshLatency, NodeFacts, NodeShaper, Phase,
+    PortFacts, RankId, ShaperDirection, Transport,
 };

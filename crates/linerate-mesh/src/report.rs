@@ -79,6 +79,9 @@ pub struct MeshInput {
     pub notes: Vec<String>,
     /// How rank 0 found the coordinator's address; `None` when not known.
     pub rendezvous: Option<RendezvousInfo>,
+    /// Why the run stopped before its end (`rank 0 was stopped by SIGTERM during round 3 of
+    /// 6`); `None` for a run that ran to its end.
+    pub interrupted: Option<String>,
 }
 
 /// The final document.
@@ -104,25 +107,30 @@ pub struct MeshReport {
     pub notes: Vec<String>,
     /// How rank 0 found the coordinator's address, and the methods it passed over.
     pub rendezvous: Option<RendezvousInfo>,
-    /// No node degraded or unreachable and no link slow, lossy or unreachable: exit status 0.
+    /// Why the run stopped before its end; the document holds what was measured until then.
+    pub interrupted: Option<String>,
+    /// The run ran to its end, and no node is degraded or unreachable and no link slow, lossy,
+    /// unreachable or cut short: exit status 0 (contention and unconfirmed suspects are
+    /// reported, not faults).
     pub healthy: bool,
 }
 
 impl MeshReport {
+    /// How the reports name a rank: its host, or `host/rank` when several ranks share the host.
     pub fn host(&self, rank: RankId) -> String {
         self.nodes
             .get(rank as usize)
-            .map_or_else(|| format!("rank {rank}"), |n| n.host.clone())
+            .map_or_else(|| format!("rank {rank}"), |n| n.label.clone())
     }
 
-    /// The retest phase for this (round-phase) report: see [`crate::judge::retest_plan`].
+    /// The retest phase for this (round-phase) report: see [`crate::retest::retest_plan`].
     pub fn retest_plan(&self, max_rounds: usize) -> Vec<crate::schedule::Round> {
-        crate::judge::retest_plan(&self.nodes, &self.links, max_rounds)
+        crate::retest::retest_plan(&self.nodes, &self.links, max_rounds)
     }
 
     /// The bad links, most telling first: links no node accounts for (a cable, a switch
-    /// port), then links that measured nothing between live nodes, then links put down to a
-    /// degraded node, last the links of unreachable nodes; within each, slowest first.
+    /// port), then links whose measurements failed between live nodes, then links put down to
+    /// a degraded node, last the links of unreachable nodes; within each, slowest first.
     pub fn worst_links(&self) -> Vec<&LinkVerdict> {
         let dead = |r: RankId| {
             self.nodes
@@ -130,8 +138,8 @@ impl MeshReport {
                 .is_some_and(|n| n.status == NodeStatus::Unreachable)
         };
         let class = |l: &LinkVerdict| match l.status {
-            LinkStatus::Unreachable if dead(l.tx) || dead(l.rx) => 3,
-            LinkStatus::Unreachable => 1,
+            LinkStatus::Unreachable | LinkStatus::CutShort if dead(l.tx) || dead(l.rx) => 3,
+            LinkStatus::Unreachable | LinkStatus::CutShort => 1,
             _ if l.explained_by.is_empty() => 0,
             _ => 2,
         };
@@ -184,9 +192,10 @@ pub fn build_report(input: MeshInput) -> MeshReport {
         duration_s: Some(input.duration_s),
     });
     fleet.extend(below_ceiling(&j, &facts));
-    let healthy = j.nodes.iter().all(|n| n.status == NodeStatus::Ok)
+    let healthy = j.nodes.iter().all(|n| !n.status.is_bad())
         && j.links.iter().all(|l| !l.status.is_bad())
-        && !j.links.is_empty();
+        && !j.links.is_empty()
+        && input.interrupted.is_none();
     let mut notes = input.notes;
     notes.extend(j.notes);
     if j.links.is_empty() {
@@ -219,6 +228,7 @@ pub fn build_report(input: MeshInput) -> MeshReport {
         lost: input.lost,
         notes,
         rendezvous: input.rendezvous,
+        interrupted: input.interrupted,
         healthy,
     }
 }

@@ -100,6 +100,39 @@ pub struct LinkMeasurement {
     pub retransmits: Option<u64>,
     /// Why the measurement is missing or incomplete (a rank unreachable, a refused test...).
     pub error: Option<String>,
+    /// The CPU of the sender's and of the receiver's host while the measurement's round ran,
+    /// from the ranks' heartbeats: what other programs and the hypervisor took. `None` when
+    /// the rank reported none (an older rank, no `/proc/stat`) or the run ended first.
+    #[serde(default)]
+    pub tx_load: Option<HostLoad>,
+    #[serde(default)]
+    pub rx_load: Option<HostLoad>,
+}
+
+/// How busy a rank's host was over an interval, apart from linerate itself (the CPU time of
+/// every other program and the time the hypervisor gave to other guests), and how much CPU the
+/// rank used and waited for, in cores (1.0: one core all the time). A measurement that wanted a
+/// CPU other programs held says more about that load than about a link or a node.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HostLoad {
+    /// The host's online CPUs.
+    pub cores: u32,
+    /// CPU time of the programs that are not linerate, cores.
+    pub other_cores: f64,
+    /// Hypervisor steal, cores.
+    pub steal_cores: f64,
+    /// Idle time, cores.
+    pub idle_cores: f64,
+    /// CPU time of the rank itself (its process), cores.
+    #[serde(default)]
+    pub rank_cores: Option<f64>,
+    /// Time the rank's threads spent runnable but waiting for a CPU, in cores: whether the load
+    /// took CPU the rank's tests wanted. `None` where the kernel keeps no per-thread scheduling
+    /// statistics (`/proc/self/task/TID/schedstat`, CONFIG_SCHED_INFO) or from an older rank.
+    #[serde(default)]
+    pub waited_cores: Option<f64>,
+    /// The interval the figures cover, seconds.
+    pub seconds: f64,
 }
 
 /// One port of a node, as the fleet comparison sees it.

@@ -4,8 +4,8 @@ mod common;
 
 use common::Fleet;
 use linerate_mesh::{
-    build_report, LinkStatus, MeshInput, MeshLatency, MeshReport, NodeShaper, NodeStatus, Phase,
-    RankId, ScheduleKind, ShaperDirection, Transport,
+    build_report, LinkStatus, MeshInput, MeshLatency, MeshReport, NodeShaper, NodeSide, NodeStatus,
+    Phase, RankId, ScheduleKind, ShaperDirection, Transport, Unconfirmed,
 };
 
 /// Makes node `v` slow (`rate` Gb/s) in the direction(s) of `kind`.
@@ -59,7 +59,7 @@ fn a_node_slow_both_ways_is_named_and_its_peers_are_not() {
         let mut f = Fleet::healthy(n);
         f.tx_cap[2] = 0.29;
         f.rx_cap[2] = 0.29;
-        let r = f.report(f.rounds(), Vec::new());
+        let r = f.run(Vec::new());
         expect_nodes(&r, &[(2, NodeStatus::Both)]);
         assert!(!r.healthy);
         // Every slow link is put down to node 2, none to a cable.
@@ -85,7 +85,7 @@ fn a_node_slow_to_send_only_is_tx_degraded() {
     for n in [3, 4, 8, 16] {
         let mut f = Fleet::healthy(n);
         f.tx_cap[1] = 0.38;
-        let r = f.report(f.rounds(), Vec::new());
+        let r = f.run(Vec::new());
         expect_nodes(&r, &[(1, NodeStatus::TxDegraded)]);
         assert_eq!(r.nodes[1].bad_tx_links, n - 1);
         assert_eq!(r.nodes[1].bad_rx_links, 0);
@@ -97,7 +97,7 @@ fn a_node_slow_to_receive_only_is_rx_degraded() {
     for n in [3, 4, 8, 16] {
         let mut f = Fleet::healthy(n);
         f.rx_cap[n as usize - 1] = 0.4;
-        let r = f.report(f.rounds(), Vec::new());
+        let r = f.run(Vec::new());
         expect_nodes(&r, &[(n - 1, NodeStatus::RxDegraded)]);
     }
 }
@@ -107,7 +107,7 @@ fn a_dead_rank_is_unreachable_with_or_without_the_coordinator_saying_so() {
     for lost in [vec![6], vec![]] {
         let mut f = Fleet::healthy(8);
         f.dead.push((6, 5));
-        let r = f.report(f.rounds(), lost.clone());
+        let r = f.run(lost.clone());
         expect_nodes(&r, &[(6, NodeStatus::Unreachable)]);
         assert!(!r.healthy);
         for l in r
@@ -138,7 +138,7 @@ fn the_four_faults_of_the_issue_at_once() {
     f.tx_cap[5] = 0.38;
     f.rx_cap[6] = 0.4;
     f.dead.push((7, 4));
-    let r = f.report(f.rounds(), vec![7]);
+    let r = f.run(vec![7]);
     expect_nodes(
         &r,
         &[
@@ -169,17 +169,7 @@ fn a_degraded_node_is_explained_by_what_differs_in_its_inventory() {
     f.rx_cap[7] = 0.45;
     let mut entries = f.facts();
     entries[7].facts.port.as_mut().unwrap().pcie_current = Some("5.0 GT/s x4".into());
-    let r = build_report(MeshInput {
-        schedule: ScheduleKind::Pairwise,
-        size: 16,
-        transport: Transport::Tcp,
-        duration_s: 2.0,
-        ranks: entries,
-        measurements: f.rounds(),
-        lost: Vec::new(),
-        notes: Vec::new(),
-        rendezvous: None,
-    });
+    let r = f.run_with(entries, Vec::new(), |_| {});
     expect_nodes(&r, &[(7, NodeStatus::RxDegraded)]);
     let e = &r.nodes[7].explanation;
     assert!(
@@ -191,7 +181,7 @@ fn a_degraded_node_is_explained_by_what_differs_in_its_inventory() {
         .iter()
         .any(|f| f.id == "fleet.pcie_link" && f.ranks == [7]));
     // Without a difference, the verdict says so.
-    let r = f.report(f.rounds(), Vec::new());
+    let r = f.run(Vec::new());
     assert!(
         r.nodes[7]
             .explanation
@@ -261,7 +251,10 @@ fn a_node_slow_only_under_contention_is_cleared_by_its_retest() {
     }
     let rounds = f.rounds();
     let first = f.report(rounds.clone(), Vec::new());
-    expect_nodes(&first, &[(3, NodeStatus::TxDegraded)]);
+    // Suspected by its rounds, not yet judged.
+    expect_nodes(&first, &[(3, NodeStatus::Unconfirmed)]);
+    assert_eq!(first.nodes[3].suspect, Some(NodeStatus::TxDegraded));
+    assert_eq!(first.nodes[3].unconfirmed, Some(Unconfirmed::NotRetested));
     let plan = first.retest_plan(100);
     // Node 3 against two good peers as sender; none of its links is retested on its own.
     assert_eq!(plan.len(), 2, "{plan:?}");
@@ -275,11 +268,17 @@ fn a_node_slow_only_under_contention_is_cleared_by_its_retest() {
     }
     let r = f.report(all, Vec::new());
     expect_nodes(&r, &[]);
-    assert!(r
-        .links
-        .iter()
-        .filter(|l| l.tx == 3)
-        .all(|l| l.status == LinkStatus::Contention));
+    assert_eq!(r.nodes[3].suspect, Some(NodeStatus::TxDegraded));
+    assert!(
+        r.nodes[3]
+            .explanation
+            .contains("fine alone against good peers"),
+        "{}",
+        r.nodes[3].explanation
+    );
+    for l in r.links.iter().filter(|l| l.tx == 3) {
+        assert_eq!(l.status, LinkStatus::Contention, "{l:?}");
+    }
     assert!(r.healthy, "contention alone is the fabric's, not a fault");
 }
 
@@ -302,7 +301,7 @@ fn a_degraded_node_confirmed_by_its_retest_stays_degraded() {
 fn two_ranks_blame_the_link_not_a_node() {
     let mut f = Fleet::healthy(2);
     f.bad_links.push((0, 1, 0.3));
-    let r = f.report(f.rounds(), Vec::new());
+    let r = f.run(Vec::new());
     expect_nodes(&r, &[]);
     let bad: Vec<_> = r
         .links
@@ -316,7 +315,7 @@ fn two_ranks_blame_the_link_not_a_node() {
     let mut f = Fleet::healthy(2);
     f.tx_cap[0] = 0.3;
     f.rx_cap[0] = 0.3;
-    let r = f.report(f.rounds(), Vec::new());
+    let r = f.run(Vec::new());
     expect_nodes(&r, &[]);
 }
 
@@ -324,7 +323,7 @@ fn two_ranks_blame_the_link_not_a_node() {
 fn three_ranks_single_bad_link_blames_no_node() {
     let mut f = Fleet::healthy(3);
     f.bad_links.push((2, 0, 0.2));
-    let r = f.report(f.rounds(), Vec::new());
+    let r = f.run(Vec::new());
     expect_nodes(&r, &[]);
     let l = r.links.iter().find(|l| (l.tx, l.rx) == (2, 0)).unwrap();
     assert_eq!(l.status, LinkStatus::Slow);
@@ -334,8 +333,7 @@ fn three_ranks_single_bad_link_blames_no_node() {
 #[test]
 fn lossy_and_latency_outliers() {
     let f = Fleet::healthy(6);
-    let mut m = f.rounds();
-    for x in &mut m {
+    let r = f.run_with(f.facts(), Vec::new(), |x| {
         if (x.tx, x.rx) == (1, 4) {
             x.retransmits = Some(50_000);
         }
@@ -345,8 +343,7 @@ fn lossy_and_latency_outliers() {
                 p99_us: 900.0,
             });
         }
-    }
-    let r = f.report(m, Vec::new());
+    });
     expect_nodes(&r, &[]);
     let link = |a, b| r.links.iter().find(|l| (l.tx, l.rx) == (a, b)).unwrap();
     assert_eq!(link(1, 4).status, LinkStatus::Lossy);
@@ -408,7 +405,7 @@ fn every_single_fault_on_every_node_is_named_alone() {
             ] {
                 let mut f = Fleet::healthy(n);
                 fault(&mut f, v, want, 0.3);
-                let r = f.report(f.rounds(), Vec::new());
+                let r = f.run(Vec::new());
                 expect_nodes(&r, &[(v, want)]);
             }
         }
@@ -458,7 +455,7 @@ fn every_pair_of_faults_is_named_without_a_false_positive() {
                         let mut f = Fleet::healthy(n);
                         fault(&mut f, a, ka, 0.3);
                         fault(&mut f, b, kb, 0.4);
-                        let r = f.report(f.rounds(), Vec::new());
+                        let r = f.run(Vec::new());
                         expect_nodes(&r, &[(a, ka), (b, kb)]);
                     }
                 }
@@ -485,7 +482,7 @@ fn every_triple_of_faults_among_eight_is_named_without_a_false_positive() {
                             fault(&mut f, a, ka, 0.3);
                             fault(&mut f, b, kb, 0.4);
                             fault(&mut f, c, kc, 0.35);
-                            let r = f.report(f.rounds(), Vec::new());
+                            let r = f.run(Vec::new());
                             expect_nodes(&r, &[(a, ka), (b, kb), (c, kc)]);
                         }
                     }
@@ -527,17 +524,7 @@ fn a_shaped_node_is_explained_by_its_shaper_with_its_direction() {
         }
         e.facts.shapers = Some(s);
     }
-    let r = build_report(MeshInput {
-        schedule: ScheduleKind::Pairwise,
-        size: 8,
-        transport: Transport::Tcp,
-        duration_s: 2.0,
-        ranks: entries,
-        measurements: f.rounds(),
-        lost: Vec::new(),
-        notes: Vec::new(),
-        rendezvous: None,
-    });
+    let r = f.run_with(entries, Vec::new(), |_| {});
     expect_nodes(
         &r,
         &[
@@ -597,10 +584,337 @@ fn each_ranks_own_identity_source_lands_in_its_entry_once() {
         lost: Vec::new(),
         notes: Vec::new(),
         rendezvous: None,
+        interrupted: None,
     });
     assert_eq!(r.ranks[3].identity_source, Some(IdentitySource::Flags));
     assert_eq!(r.ranks[0].identity_source, Some(IdentitySource::OpenMpi));
     assert!(r.ranks.iter().all(|e| e.facts.identity_source.is_none()));
     let v = serde_json::to_value(&r.ranks[3]).unwrap();
     assert_eq!(v["identity_source"], "flags", "{v}");
+}
+
+/// What no verdict may say about a link or a node it did not retest.
+fn accusations(r: &MeshReport) -> Vec<String> {
+    let mut out: Vec<String> = r
+        .links
+        .iter()
+        .filter(|l| matches!(l.status, LinkStatus::Slow | LinkStatus::Lossy))
+        .map(|l| format!("{} → {} {:?}: {}", l.tx, l.rx, l.status, l.explanation))
+        .collect();
+    out.extend(
+        r.nodes
+            .iter()
+            .filter(|n| {
+                matches!(
+                    n.status,
+                    NodeStatus::TxDegraded | NodeStatus::RxDegraded | NodeStatus::Both
+                )
+            })
+            .map(|n| n.explanation.clone()),
+    );
+    out.extend(
+        r.links
+            .iter()
+            .filter(|l| l.explanation.contains("suspect this link"))
+            .map(|l| l.explanation.clone()),
+    );
+    out
+}
+
+#[test]
+fn nothing_is_accused_before_its_retest() {
+    // Every fault the model has, judged on its rounds alone: suspects, never verdicts.
+    for n in [3u32, 4, 8] {
+        for v in 0..n {
+            for kind in [
+                NodeStatus::Both,
+                NodeStatus::TxDegraded,
+                NodeStatus::RxDegraded,
+            ] {
+                let mut f = Fleet::healthy(n);
+                fault(&mut f, v, kind, 0.3);
+                f.bad_links.push(((v + 1) % n, (v + 2) % n, 0.2));
+                let r = f.report(f.rounds(), Vec::new());
+                assert_eq!(accusations(&r), Vec::<String>::new(), "n={n} v={v}");
+                assert!(r.healthy, "suspects alone are not findings");
+                let suspects = r
+                    .links
+                    .iter()
+                    .filter(|l| l.status == LinkStatus::Unconfirmed)
+                    .count();
+                assert!(suspects > 0, "n={n} v={v}");
+                for l in r
+                    .links
+                    .iter()
+                    .filter(|l| l.status == LinkStatus::Unconfirmed)
+                {
+                    assert_eq!(l.unconfirmed, Some(Unconfirmed::NotRetested), "{l:?}");
+                    assert!(l.explanation.contains("not retested alone"), "{l:?}");
+                }
+            }
+        }
+    }
+    // A retest phase cut to nothing leaves them so, with the reason.
+    let mut f = Fleet::healthy(8);
+    f.tx_cap[3] = 0.3;
+    f.bad_links.push((0, 5, 0.2));
+    let r = f.report(f.rounds(), Vec::new());
+    expect_nodes(&r, &[(3, NodeStatus::Unconfirmed)]);
+    assert!(
+        r.nodes[3]
+            .explanation
+            .starts_with("node03 unconfirmed: slow sending in its rounds (as sender 0.29"),
+        "{}",
+        r.nodes[3].explanation
+    );
+}
+
+#[test]
+fn a_node_cleared_alone_clears_every_round_link_it_was_blamed_for() {
+    // The loopback case of the issue: rank 1 received slowly while two flows ran at once, and
+    // fine alone. Its links are contention, with the figure of its retests alone, even those
+    // the retest phase never measured on their own.
+    let mut f = Fleet::healthy(4);
+    for tx in [0, 2, 3] {
+        f.contended.push((tx, 1, 0.3));
+    }
+    let r = f.run(Vec::new());
+    expect_nodes(&r, &[]);
+    assert!(r.healthy, "{:?}", r.worst_links());
+    let n1 = &r.nodes[1];
+    assert_eq!(n1.suspect, Some(NodeStatus::RxDegraded));
+    assert!(n1.retest_rx_gbps.is_some_and(|g| g > 0.9), "{n1:?}");
+    let retested: Vec<(u32, u32)> = r
+        .measurements
+        .iter()
+        .filter(|m| m.phase == Phase::Retest)
+        .map(|m| (m.tx, m.rx))
+        .collect();
+    for tx in [0, 2, 3] {
+        let l = r.links.iter().find(|l| (l.tx, l.rx) == (tx, 1)).unwrap();
+        assert_eq!(l.status, LinkStatus::Contention, "{l:?}");
+        if !retested.contains(&(tx, 1)) {
+            let c = l.cleared_by.expect("cleared by its node's retest");
+            assert_eq!((c.rank, c.side), (1, NodeSide::Rx), "{l:?}");
+            assert!(c.retest_gbps > 0.9, "{l:?}");
+            assert!(
+                l.explanation.contains("node01 received at 0.9"),
+                "{}",
+                l.explanation
+            );
+        }
+    }
+    assert!(
+        retested.iter().any(|&(tx, rx)| rx == 1 && tx != 1),
+        "{retested:?}"
+    );
+}
+
+#[test]
+fn a_retest_under_load_is_unconfirmed_not_a_fault() {
+    // Node 3 is slow to send, and a bad cable runs 0 → 5; but other programs hold the CPU of
+    // nodes 3, 0 and 5 during the retests: nothing can be confirmed, and nothing is accused.
+    let mut f = Fleet::healthy(8);
+    f.tx_cap[3] = 0.3;
+    f.bad_links.push((0, 5, 0.2));
+    f.loaded = vec![(3, 1.8), (0, 1.6), (5, 1.7)];
+    let r = f.run(Vec::new());
+    assert_eq!(accusations(&r), Vec::<String>::new());
+    expect_nodes(&r, &[(3, NodeStatus::Unconfirmed)]);
+    assert_eq!(r.nodes[3].unconfirmed, Some(Unconfirmed::Loaded));
+    assert!(
+        r.nodes[3]
+            .explanation
+            .contains("ran while other programs held 1.80 of node03's 2 cores"),
+        "{}",
+        r.nodes[3].explanation
+    );
+    let cable = r.links.iter().find(|l| (l.tx, l.rx) == (0, 5)).unwrap();
+    assert_eq!(cable.status, LinkStatus::Unconfirmed, "{cable:?}");
+    assert_eq!(cable.unconfirmed, Some(Unconfirmed::Loaded));
+    for l in r.links.iter().filter(|l| l.tx == 3) {
+        assert_eq!(l.status, LinkStatus::Unconfirmed, "{l:?}");
+        assert_eq!(l.explained_by, [3], "{l:?}");
+    }
+    assert!(r.healthy, "unconfirmed suspects are not findings");
+    // A loaded retest still confirms a node whose inventory explains it: the verdict stands on
+    // the fact (here its PCIe link), not on a figure the load could have bent.
+    let mut entries = f.facts();
+    entries[3].facts.port.as_mut().unwrap().pcie_current = Some("5.0 GT/s x4".into());
+    let r = f.run_with(entries, Vec::new(), |_| {});
+    expect_nodes(&r, &[(3, NodeStatus::TxDegraded)]);
+    assert!(
+        r.nodes[3].explanation.contains("runs PCIe at 5.0 GT/s x4"),
+        "{}",
+        r.nodes[3].explanation
+    );
+    // The same faults on quiet hosts are confirmed; so they are by ranks that report no load.
+    for quiet in [true, false] {
+        let mut f = f.clone();
+        f.loaded.clear();
+        f.report_load = quiet;
+        let r = f.run(Vec::new());
+        expect_nodes(&r, &[(3, NodeStatus::TxDegraded)]);
+        let cable = r.links.iter().find(|l| (l.tx, l.rx) == (0, 5)).unwrap();
+        assert_eq!(cable.status, LinkStatus::Slow, "{cable:?}");
+        assert!(cable.explanation.contains("suspect this link"), "{cable:?}");
+    }
+    // A busy host excuses a slow retest even where the rank's own threads barely waited: the
+    // kernel's network processing competes with the other programs as well.
+    let r = f.run_with(f.facts(), Vec::new(), |m| {
+        for l in [&mut m.tx_load, &mut m.rx_load].into_iter().flatten() {
+            l.waited_cores = Some(0.02);
+        }
+    });
+    expect_nodes(&r, &[(3, NodeStatus::Unconfirmed)]);
+    assert_eq!(accusations(&r), Vec::<String>::new());
+}
+
+#[test]
+fn a_failed_retest_leaves_its_suspect_unconfirmed_with_the_error() {
+    let mut f = Fleet::healthy(6);
+    f.bad_links.push((1, 4, 0.2));
+    let r = f.run_with(f.facts(), Vec::new(), |m| {
+        if m.phase == Phase::Retest && (m.tx, m.rx) == (1, 4) {
+            m.gbps = None;
+            m.error = Some(
+                "bandwidth test to 198.18.0.14:7000: the server refused the test: busy".into(),
+            );
+        }
+    });
+    let l = r.links.iter().find(|l| (l.tx, l.rx) == (1, 4)).unwrap();
+    assert_eq!(l.status, LinkStatus::Unconfirmed, "{l:?}");
+    assert_eq!(l.unconfirmed, Some(Unconfirmed::RetestFailed));
+    assert!(l.explanation.contains("refused the test: busy"), "{l:?}");
+}
+
+#[test]
+fn links_of_a_lost_rank_are_unreachable_or_cut_short_never_a_cable() {
+    // Rank 2 dies in round 2: a flow to it was cut short ("connection reset") with a rate, one
+    // before it was slow; nothing after it is measured.
+    let mut f = Fleet::healthy(4);
+    f.dead.push((2, 2));
+    let r = f.run_with(f.facts(), vec![2], |m| {
+        if (m.tx, m.rx) == (0, 2) && m.phase == Phase::Round {
+            m.gbps = Some(0.45);
+            m.error = Some("bandwidth test to 198.18.0.12:7000: Connection reset by peer".into());
+        }
+        if (m.tx, m.rx) == (2, 1) && m.phase == Phase::Round && m.gbps.is_some() {
+            m.gbps = Some(0.2);
+        }
+    });
+    expect_nodes(&r, &[(2, NodeStatus::Unreachable)]);
+    assert_eq!(accusations(&r), Vec::<String>::new());
+    for l in r.links.iter().filter(|l| l.tx == 2 || l.rx == 2) {
+        let ok = match l.status {
+            LinkStatus::Unreachable | LinkStatus::CutShort => true,
+            LinkStatus::Ok => l.error.is_none(),
+            _ => false,
+        };
+        assert!(ok, "{l:?}");
+    }
+    let cut = r.links.iter().find(|l| (l.tx, l.rx) == (0, 2)).unwrap();
+    assert_eq!(cut.status, LinkStatus::CutShort, "{cut:?}");
+    assert!(
+        cut.explanation.contains("Connection reset by peer"),
+        "{cut:?}"
+    );
+    assert!(cut.explanation.contains("node02 unreachable"), "{cut:?}");
+    // Nothing is retested towards a lost rank.
+    assert!(r
+        .measurements
+        .iter()
+        .filter(|m| m.phase == Phase::Retest)
+        .all(|m| m.tx != 2 && m.rx != 2));
+}
+
+#[test]
+fn a_measurement_that_ended_with_an_error_is_never_ok() {
+    // Both ranks alive: the test was cut short, its rate looks fine. Cut short (a finding)
+    // unless a retest alone runs clean.
+    let f = Fleet::healthy(4);
+    let cut = |m: &mut linerate_mesh::LinkMeasurement| {
+        if (m.tx, m.rx) == (3, 1) && m.phase == Phase::Round {
+            m.error = Some("bandwidth test to 198.18.0.11:7000: Connection reset by peer".into());
+        }
+    };
+    let mut rounds = f.rounds();
+    rounds.iter_mut().for_each(cut);
+    let first = f.report(rounds, Vec::new());
+    let l = first.links.iter().find(|l| (l.tx, l.rx) == (3, 1)).unwrap();
+    assert_eq!(l.status, LinkStatus::CutShort, "{l:?}");
+    assert!(!first.healthy);
+    assert!(first
+        .retest_plan(8)
+        .iter()
+        .any(|r| (r.flows[0].tx, r.flows[0].rx) == (3, 1)));
+    let r = f.run_with(f.facts(), Vec::new(), cut);
+    let l = r.links.iter().find(|l| (l.tx, l.rx) == (3, 1)).unwrap();
+    assert_eq!(l.status, LinkStatus::Ok, "{l:?}");
+    assert!(
+        l.error.is_some() && l.explanation.contains("alone"),
+        "{l:?}"
+    );
+    assert!(r.healthy);
+}
+
+#[test]
+fn ranks_sharing_a_host_are_named_host_slash_rank() {
+    let mut f = Fleet::healthy(4);
+    f.bad_links.push((3, 2, 0.2));
+    let mut entries = f.facts();
+    for e in &mut entries {
+        e.facts.host = if e.facts.rank < 3 {
+            "vm".into()
+        } else {
+            "other".into()
+        };
+    }
+    let r = f.run_with(entries, Vec::new(), |_| {});
+    let labels: Vec<&str> = r.nodes.iter().map(|n| n.label.as_str()).collect();
+    assert_eq!(labels, ["vm/0", "vm/1", "vm/2", "other"]);
+    assert_eq!(r.host(1), "vm/1");
+    assert_eq!(r.nodes[1].host, "vm");
+    let l = r.links.iter().find(|l| (l.tx, l.rx) == (3, 2)).unwrap();
+    assert_eq!(l.status, LinkStatus::Slow, "{l:?}");
+    // Ranks on one host that share its network stack (loopback here): a slow link or rank among
+    // them is the host's CPU and scheduling, never a link or a node of its own.
+    let mut f = Fleet::healthy(4);
+    f.bad_links.push((1, 2, 0.2));
+    f.tx_cap[3] = 0.3;
+    let mut entries = f.facts();
+    for e in &mut entries {
+        e.facts.host = "vm".into();
+        e.facts.data_addr = Some(format!("127.0.0.1:{}", 7000 + e.facts.rank));
+    }
+    let r = f.run_with(entries, Vec::new(), |_| {});
+    assert_eq!(accusations(&r), Vec::<String>::new());
+    let l = r.links.iter().find(|l| (l.tx, l.rx) == (1, 2)).unwrap();
+    assert_eq!(l.status, LinkStatus::Unconfirmed, "{l:?}");
+    assert_eq!(l.unconfirmed, Some(Unconfirmed::SameHost), "{l:?}");
+    assert!(
+        l.explanation
+            .contains("share the loopback interface: the traffic never leaves that host"),
+        "{}",
+        l.explanation
+    );
+    expect_nodes(&r, &[(3, NodeStatus::Unconfirmed)]);
+    assert_eq!(r.nodes[3].unconfirmed, Some(Unconfirmed::SameHost));
+    assert!(r.healthy);
+}
+
+#[test]
+fn a_retest_confirms_only_what_its_suspect_was_suspected_of() {
+    // 1 → 4 is slow in its round only; its retest alone is at full rate but retransmits a lot:
+    // not slow, so contention (its loss alone was never a suspicion of the rounds).
+    let mut f = Fleet::healthy(6);
+    f.contended.push((1, 4, 0.3));
+    let r = f.run_with(f.facts(), Vec::new(), |m| {
+        if m.phase == Phase::Retest && (m.tx, m.rx) == (1, 4) {
+            m.retransmits = Some(50_000);
+        }
+    });
+    let l = r.links.iter().find(|l| (l.tx, l.rx) == (1, 4)).unwrap();
+    assert_eq!(l.status, LinkStatus::Contention, "{l:?}");
+    assert!(r.healthy);
 }

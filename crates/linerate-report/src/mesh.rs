@@ -118,7 +118,7 @@ fn shades(r: &MeshReport) -> Vec<Vec<Shade>> {
             .get_mut(l.tx as usize)
             .and_then(|row| row.get_mut(l.rx as usize))
         {
-            let failed = l.status == LinkStatus::Unreachable;
+            let failed = matches!(l.status, LinkStatus::Unreachable | LinkStatus::CutShort);
             *cell = Shade::of(l.gbps.or(l.retest_gbps), failed, r.reference_gbps);
         }
     }
@@ -129,8 +129,37 @@ fn node_status(s: NodeStatus, style: Style) -> String {
     match s {
         NodeStatus::Ok => style.good(s.as_str()),
         NodeStatus::Unreachable => style.severity(Severity::Error, s.as_str()),
-        _ => style.severity(Severity::Warning, s.as_str()),
+        NodeStatus::Unconfirmed => style.severity(Severity::Info, s.as_str()),
+        NodeStatus::TxDegraded | NodeStatus::RxDegraded | NodeStatus::Both => {
+            style.severity(Severity::Warning, s.as_str())
+        }
     }
+}
+
+/// The verdict line: healthy or not, with what was left undecided and whether the run ended.
+fn verdict_text(r: &MeshReport) -> (bool, String) {
+    let bad_nodes = r.nodes.iter().filter(|n| n.status.is_bad()).count();
+    let bad_links = r.links.iter().filter(|l| l.status.is_bad()).count();
+    let unconfirmed = r
+        .links
+        .iter()
+        .filter(|l| l.status == LinkStatus::Unconfirmed)
+        .count();
+    let mut text = if r.healthy {
+        "HEALTHY: every node and link within the fleet's rate".to_string()
+    } else if bad_nodes + bad_links == 0 {
+        "UNHEALTHY: nothing judged bad in what was measured, but the run did not complete"
+            .to_string()
+    } else {
+        format!("UNHEALTHY: {bad_nodes} node(s) and {bad_links} link(s) bad")
+    };
+    if unconfirmed > 0 {
+        let _ = write!(
+            text,
+            " ({unconfirmed} link(s) slow in their round left unconfirmed: see below)"
+        );
+    }
+    (r.healthy, text)
 }
 
 /// The terminal report: the verdict line, the nodes, the heatmap (up to
@@ -138,12 +167,6 @@ fn node_status(s: NodeStatus, style: Style) -> String {
 /// `unicode` false draws the heatmap in plain ASCII.
 pub fn render_mesh(r: &MeshReport, style: Style, unicode: bool) -> String {
     let mut o = String::new();
-    let bad_nodes = r
-        .nodes
-        .iter()
-        .filter(|n| n.status != NodeStatus::Ok)
-        .count();
-    let bad_links = r.links.iter().filter(|l| l.status.is_bad()).count();
     let _ = writeln!(
         o,
         "linerate mesh: {} ranks, {} schedule over {}, {} links measured, reference {} Gb/s",
@@ -159,15 +182,24 @@ pub fn render_mesh(r: &MeshReport, style: Style, unicode: bool) -> String {
     if let Some(ids) = identity_line(r) {
         let _ = writeln!(o, "  {ids}");
     }
-    let verdict = if r.healthy {
-        style.good("HEALTHY: every node and link within the fleet's rate")
+    let (healthy, text) = verdict_text(r);
+    let verdict = if healthy {
+        style.good(&text)
     } else {
-        style.severity(
-            Severity::Error,
-            &format!("UNHEALTHY: {bad_nodes} node(s) and {bad_links} link(s) bad"),
-        )
+        style.severity(Severity::Error, &text)
     };
-    let _ = writeln!(o, "\n  VERDICT {verdict}\n");
+    let _ = writeln!(o, "\n  VERDICT {verdict}");
+    if let Some(why) = &r.interrupted {
+        let _ = writeln!(
+            o,
+            "  {}",
+            style.severity(
+                Severity::Error,
+                &format!("INTERRUPTED: {why}; what follows is what was measured until then")
+            )
+        );
+    }
+    o.push('\n');
     nodes_text(&mut o, r, style);
     if r.size <= HEATMAP_MAX_NODES && r.size >= 2 {
         heatmap_text(&mut o, r, style, unicode);
@@ -188,6 +220,26 @@ pub fn render_mesh(r: &MeshReport, style: Style, unicode: bool) -> String {
             );
         }
     }
+    let unconfirmed: Vec<&LinkVerdict> = r
+        .links
+        .iter()
+        .filter(|l| l.status == LinkStatus::Unconfirmed)
+        .collect();
+    if !unconfirmed.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nunconfirmed (of {}): slow in their round, not decided alone; not faults",
+            unconfirmed.len()
+        );
+        for l in unconfirmed.iter().take(WORST_LINKS) {
+            let _ = writeln!(
+                o,
+                "    {:<28} {}",
+                format!("{} → {}", r.host(l.tx), r.host(l.rx)),
+                l.explanation
+            );
+        }
+    }
     let contention = r
         .links
         .iter()
@@ -202,7 +254,7 @@ pub fn render_mesh(r: &MeshReport, style: Style, unicode: bool) -> String {
     if !r.fleet.is_empty() {
         let _ = writeln!(o, "\nfleet findings");
         for f in &r.fleet {
-            let _ = writeln!(o, "    {:<26} {}", f.id, f.message);
+            let _ = writeln!(o, "    {:<26} {}", f.id.as_str(), f.message);
         }
     }
     for n in &r.notes {
@@ -232,7 +284,7 @@ fn nodes_text(o: &mut String, r: &MeshReport, style: Style) {
     let width = r
         .nodes
         .iter()
-        .map(|n| n.host.chars().count())
+        .map(|n| n.label.chars().count())
         .max()
         .unwrap_or(4)
         .max(4);
@@ -250,7 +302,7 @@ fn nodes_text(o: &mut String, r: &MeshReport, style: Style) {
             o,
             "    {:>5}  {:<width$}  {:>8}  {:>8}  {}",
             n.rank,
-            n.host,
+            n.label,
             gbps(n.tx_median_gbps),
             gbps(n.rx_median_gbps),
             node_status(n.status, style)
@@ -259,7 +311,7 @@ fn nodes_text(o: &mut String, r: &MeshReport, style: Style) {
             o.push('\n');
         } else {
             // The explanation starts with the host and verdict already printed.
-            let prefix = format!("{} {}: ", n.host, n.status.as_str());
+            let prefix = format!("{} {}: ", n.label, n.status.as_str());
             let why = n
                 .explanation
                 .strip_prefix(&prefix)
@@ -378,7 +430,7 @@ pub fn mesh_csv(r: &MeshReport) -> String {
 pub fn mesh_html(r: &MeshReport) -> String {
     let mut o = String::new();
     let title = format!("{} ranks, {} schedule", r.size, lower(r.schedule));
-    let (cls, verdict) = if r.healthy {
+    let (cls, mut verdict) = if r.healthy {
         (
             "ok",
             "Healthy: every node and link within the fleet's rate".to_string(),
@@ -387,8 +439,8 @@ pub fn mesh_html(r: &MeshReport) -> String {
         let bad_nodes: Vec<String> = r
             .nodes
             .iter()
-            .filter(|n| n.status != NodeStatus::Ok)
-            .map(|n| format!("{} {}", n.host, n.status.as_str()))
+            .filter(|n| n.status.is_bad())
+            .map(|n| format!("{} {}", n.label, n.status.as_str()))
             .collect();
         let bad_links = r.links.iter().filter(|l| l.status.is_bad()).count();
         (
@@ -401,6 +453,12 @@ pub fn mesh_html(r: &MeshReport) -> String {
             ),
         )
     };
+    if let Some(why) = &r.interrupted {
+        let _ = write!(
+            verdict,
+            ". Interrupted: {why}; this report holds what was measured until then"
+        );
+    }
     let _ = write!(
         o,
         r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>linerate mesh: {t}</title><style>
@@ -551,7 +609,7 @@ fn bars_svg(r: &MeshReport) -> String {
     );
     for (i, n) in r.nodes.iter().enumerate() {
         let y = 10.0 + row * i as f64;
-        let short: String = n.host.chars().take(20).collect();
+        let short: String = n.label.chars().take(20).collect();
         let _ = write!(
             s,
             r#"<text x="{}" y="{:.1}" text-anchor="end" class="lbl">{}</text>"#,
@@ -572,7 +630,7 @@ fn bars_svg(r: &MeshReport) -> String {
             let _ = write!(
                 s,
                 r#"<rect x="{left}" y="{by:.1}" width="{bw:.1}" height="9" fill="{color}"><title>{} {what}: {} Gb/s</title></rect><text x="{:.1}" y="{:.1}" class="val">{what} {}</text>"#,
-                esc(&n.host),
+                esc(&n.label),
                 fmt_sig(v),
                 left + bw + 4.0,
                 by + 8.0,
@@ -614,12 +672,12 @@ fn status_class(bad: bool, ok: bool) -> &'static str {
 fn nodes_table(o: &mut String, r: &MeshReport) {
     o.push_str("<h2>Nodes</h2><table id=\"nodes\"><tr><th>rank</th><th>host</th><th>tx Gb/s</th><th>rx Gb/s</th><th>verdict</th><th>why</th></tr>");
     for n in &r.nodes {
-        let cls = status_class(n.status != NodeStatus::Ok, n.status == NodeStatus::Ok);
+        let cls = status_class(n.status.is_bad(), n.status == NodeStatus::Ok);
         let _ = write!(
             o,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{cls}\">{}</td><td>{}</td></tr>",
             n.rank,
-            esc(&n.host),
+            esc(&n.label),
             gbps(n.tx_median_gbps),
             gbps(n.rx_median_gbps),
             n.status.as_str(),
@@ -634,7 +692,7 @@ fn worst_table(o: &mut String, r: &MeshReport) {
     let contention: Vec<&LinkVerdict> = r
         .links
         .iter()
-        .filter(|l| l.status == LinkStatus::Contention)
+        .filter(|l| matches!(l.status, LinkStatus::Unconfirmed | LinkStatus::Contention))
         .collect();
     if worst.is_empty() && contention.is_empty() {
         o.push_str(
@@ -674,7 +732,7 @@ fn fleet_table(o: &mut String, r: &MeshReport) {
         let _ = write!(
             o,
             "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&f.id),
+            esc(f.id.as_str()),
             f.ranks.len(),
             esc(&f.message)
         );

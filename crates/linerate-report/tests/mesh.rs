@@ -7,8 +7,9 @@ use linerate_mesh::{
 };
 use linerate_report::{mesh_csv, mesh_html, render_mesh, Style};
 
-/// `n` ranks on the pairwise schedule; node 2 slow both ways, node 5 slow sending, rank
-/// `dead` measuring nothing; node 2's card in a narrower PCIe link than the others'.
+/// `n` ranks on the pairwise schedule, then the retests alone its first report asks for; node
+/// 2 slow both ways, node 5 slow sending, rank `dead` measuring nothing; node 2's card in a
+/// narrower PCIe link than the others'.
 fn run(n: u32, dead: Option<u32>) -> MeshReport {
     let cap = |r: u32, tx: bool| -> f64 {
         match (r, tx) {
@@ -17,29 +18,35 @@ fn run(n: u32, dead: Option<u32>) -> MeshReport {
             _ => 0.94,
         }
     };
-    let measurements: Vec<LinkMeasurement> = pairwise(n)
-        .rounds
+    let measure = |phase: Phase, round: usize, tx: u32, rx: u32, concurrency: usize| {
+        let lost = dead.is_some_and(|d| d == tx || d == rx);
+        LinkMeasurement {
+            phase,
+            round: round as u32,
+            tx,
+            rx,
+            transport: Transport::Tcp,
+            concurrency: concurrency as u32,
+            gbps: (!lost).then(|| cap(tx, true).min(cap(rx, false))),
+            latency: None,
+            retransmits: Some(3),
+            error: lost.then(|| "connection refused".to_string()),
+            tx_load: None,
+            rx_load: None,
+        }
+    };
+    let rounds = pairwise(n).rounds;
+    let mut measurements: Vec<LinkMeasurement> = rounds
         .iter()
         .enumerate()
         .flat_map(|(i, round)| {
-            round.flows.iter().map(move |f| {
-                let lost = dead.is_some_and(|d| d == f.tx || d == f.rx);
-                LinkMeasurement {
-                    phase: Phase::Round,
-                    round: i as u32,
-                    tx: f.tx,
-                    rx: f.rx,
-                    transport: Transport::Tcp,
-                    concurrency: round.flows.len() as u32,
-                    gbps: (!lost).then(|| cap(f.tx, true).min(cap(f.rx, false))),
-                    latency: None,
-                    retransmits: Some(3),
-                    error: lost.then(|| "connection refused".to_string()),
-                }
-            })
+            round
+                .flows
+                .iter()
+                .map(move |f| measure(Phase::Round, i, f.tx, f.rx, round.flows.len()))
         })
         .collect();
-    let ranks = (0..n)
+    let ranks: Vec<RankEntry> = (0..n)
         .map(|r| RankEntry {
             facts: NodeFacts {
                 rank: r,
@@ -55,17 +62,26 @@ fn run(n: u32, dead: Option<u32>) -> MeshReport {
             identity_source: Some(IdentitySource::Slurm),
         })
         .collect();
-    build_report(MeshInput {
-        schedule: ScheduleKind::Pairwise,
-        size: n,
-        transport: Transport::Tcp,
-        duration_s: 2.0,
-        ranks,
-        measurements,
-        lost: dead.into_iter().collect(),
-        notes: Vec::new(),
-        rendezvous: None,
-    })
+    let report = |measurements: Vec<LinkMeasurement>| {
+        build_report(MeshInput {
+            schedule: ScheduleKind::Pairwise,
+            size: n,
+            transport: Transport::Tcp,
+            duration_s: 2.0,
+            ranks: ranks.clone(),
+            measurements,
+            lost: dead.into_iter().collect(),
+            notes: Vec::new(),
+            rendezvous: None,
+            interrupted: None,
+        })
+    };
+    let plan = report(measurements.clone()).retest_plan(2 * n as usize);
+    for (i, r) in plan.iter().enumerate() {
+        let f = r.flows[0];
+        measurements.push(measure(Phase::Retest, rounds.len() + i, f.tx, f.rx, 1));
+    }
+    report(measurements)
 }
 
 #[test]
@@ -181,7 +197,7 @@ fn html_is_self_contained_with_heatmap_bars_links_and_fleet() {
     assert!(h.contains("its ConnectX-3 (MT27500) runs PCIe at 5.0 GT/s x4"));
     // Escaping: a host name with markup stays text.
     let mut odd = run(3, None);
-    odd.nodes[0].host = "<b>x&y</b>".into();
+    odd.nodes[0].label = "<b>x&y</b>".into();
     let h = mesh_html(&odd);
     assert!(h.contains("&lt;b&gt;x&amp;y&lt;/b&gt;") && !h.contains("<b>x"));
 }
@@ -233,4 +249,105 @@ fn text_says_how_the_coordinator_was_found_in_one_line() {
         ["  coordinator at node00:5302, found by --hosts (passed over: --coordinator: not given; PMIx: no PMIX_RANK)"],
         "{t}"
     );
+}
+
+/// Three ranks on one host (`vm`), 2 → 0 slow in its round and in a retest that ran while other
+/// programs held the CPU; rank 0 stopped by a signal after that.
+fn shared_host_loaded_and_interrupted() -> MeshReport {
+    let busy = linerate_mesh::HostLoad {
+        cores: 2,
+        other_cores: 1.8,
+        steal_cores: 0.0,
+        idle_cores: 0.0,
+        rank_cores: Some(0.6),
+        waited_cores: Some(0.7),
+        seconds: 1.0,
+    };
+    let m = |phase: Phase, round: u32, tx: u32, rx: u32, gbps: f64| LinkMeasurement {
+        phase,
+        round,
+        tx,
+        rx,
+        transport: Transport::Tcp,
+        concurrency: 1,
+        gbps: Some(gbps),
+        latency: None,
+        retransmits: Some(0),
+        error: None,
+        tx_load: Some(busy),
+        rx_load: Some(busy),
+    };
+    let mut ms: Vec<LinkMeasurement> = (0..3)
+        .flat_map(|tx| (0..3).filter(move |&rx| rx != tx).map(move |rx| (tx, rx)))
+        .enumerate()
+        .map(|(i, (tx, rx))| {
+            let g = if (tx, rx) == (2, 0) { 2.0 } else { 9.0 };
+            m(Phase::Round, i as u32, tx, rx, g)
+        })
+        .collect();
+    ms.push(m(Phase::Retest, 6, 2, 0, 2.5));
+    build_report(MeshInput {
+        schedule: ScheduleKind::Pairwise,
+        size: 3,
+        transport: Transport::Tcp,
+        duration_s: 1.0,
+        ranks: (0..3)
+            .map(|r| RankEntry {
+                facts: NodeFacts {
+                    rank: r,
+                    host: "vm".into(),
+                    ..NodeFacts::default()
+                },
+                identity_source: Some(IdentitySource::Slurm),
+            })
+            .collect(),
+        measurements: ms,
+        lost: Vec::new(),
+        notes: Vec::new(),
+        rendezvous: None,
+        interrupted: Some("rank 0 was stopped by SIGTERM during the retest phase (step 1)".into()),
+    })
+}
+
+#[test]
+fn text_and_html_say_what_is_unconfirmed_why_and_that_the_run_was_cut() {
+    let r = shared_host_loaded_and_interrupted();
+    let t = render_mesh(&r, Style::PLAIN, true);
+    assert!(t.contains("UNHEALTHY: nothing judged bad"), "{t}");
+    assert!(
+        t.contains("1 link(s) slow in their round left unconfirmed"),
+        "{t}"
+    );
+    assert!(
+        t.contains("INTERRUPTED: rank 0 was stopped by SIGTERM during the retest phase"),
+        "{t}"
+    );
+    assert!(t.contains("unconfirmed (of 1)"), "{t}");
+    let line = t
+        .lines()
+        .find(|l| l.contains("vm/2 → vm/0"))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(
+        line.contains("other programs held 1.80 of vm/2's 2 cores"),
+        "{line}"
+    );
+    // Each rank by host/rank: the node lines and the heatmap rows.
+    for label in ["vm/0", "vm/1", "vm/2"] {
+        assert!(
+            t.lines().filter(|l| l.contains(label)).count() >= 2,
+            "{label}: {t}"
+        );
+    }
+    assert!(!t.contains("worst links"), "nothing bad: {t}");
+    let h = mesh_html(&r);
+    assert!(
+        h.contains("Interrupted: rank 0 was stopped by SIGTERM"),
+        "{h}"
+    );
+    assert!(
+        h.contains("vm/2 → vm/0") && h.contains(">unconfirmed<"),
+        "{h}"
+    );
+    let csv = mesh_csv(&r);
+    assert_eq!(csv.lines().next(), Some("tx\\rx,vm/0,vm/1,vm/2"));
 }

@@ -6,7 +6,7 @@ use std::thread;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use linerate_cluster::coordinator::{self, CoordEvent, CoordinatorConfig, MeshRun};
+use linerate_cluster::coordinator::{self, CoordEvent, CoordinatorConfig, Interrupted, MeshRun};
 use linerate_cluster::rank::{self, RankConfig};
 use linerate_cluster::rendezvous::{self, Coordinator, Request, DEFAULT_COORDINATOR_PORT};
 use linerate_mesh::{
@@ -22,6 +22,7 @@ use crate::cli::MeshArgs;
 use crate::cmd::{EXIT_CANNOT_RUN, EXIT_FINDINGS};
 use crate::out::print;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Arc;
 
 /// This host's name, as the kernel has it.
@@ -237,6 +238,44 @@ fn rank_config(a: &MeshArgs, c: &Common) -> RankConfig {
     }
 }
 
+/// SIGTERM and SIGINT on rank 0 (`scancel`, Ctrl-C under `srun`, a job's time limit) stop the
+/// run and write what was measured, like a rank whose coordinator died; a second one ends the
+/// process at once. The flag holds the signal's number.
+fn catch_stop_signals() -> Option<Arc<AtomicUsize>> {
+    use signal_hook::consts::signal::{SIGINT, SIGTERM};
+    let seen = Arc::new(AtomicBool::new(false));
+    let which = Arc::new(AtomicUsize::new(0));
+    for sig in [SIGTERM, SIGINT] {
+        let code = u8::try_from(128 + sig).unwrap_or(u8::MAX);
+        signal_hook::flag::register_conditional_shutdown(sig, i32::from(code), Arc::clone(&seen))
+            .ok()?;
+        signal_hook::flag::register(sig, Arc::clone(&seen)).ok()?;
+        signal_hook::flag::register_usize(sig, Arc::clone(&which), sig as usize).ok()?;
+    }
+    Some(which)
+}
+
+/// `rank 0 was stopped by SIGTERM during round 3 of 6; 2 rounds ran to their end`.
+fn interrupted_text(i: &Interrupted) -> String {
+    use signal_hook::consts::signal::{SIGINT, SIGTERM};
+    let name = match i32::try_from(i.signal) {
+        Ok(SIGTERM) => "SIGTERM".to_string(),
+        Ok(SIGINT) => "SIGINT".to_string(),
+        _ => format!("signal {}", i.signal),
+    };
+    let during = match i.phase {
+        linerate_mesh::Phase::Round if i.started == 0 => "before the first round".to_string(),
+        linerate_mesh::Phase::Round => format!("during round {} of {}", i.started, i.scheduled),
+        linerate_mesh::Phase::Retest => format!(
+            "during the retest phase (step {})",
+            i.started.saturating_sub(i.scheduled)
+        ),
+    };
+    format!(
+        "rank 0 was stopped by {name} {during}; that round and the later ones were not measured, and nothing was retested"
+    )
+}
+
 /// Rank 0: the coordinator here, this node's own rank beside it.
 fn run_rank0(
     a: &MeshArgs,
@@ -256,6 +295,7 @@ fn run_rank0(
         duration_ms: a.time.max(100),
         max_concurrent_pairs: a.max_concurrent_pairs,
         max_ranks: a.max_ranks,
+        stop: catch_stop_signals(),
     };
     // Each rank's host and address, for the stream lines, as the ranks join.
     let mut nodes: Vec<NodeFacts> = Vec::new();
@@ -280,15 +320,25 @@ fn run_rank0(
     match own.join() {
         Ok(Err(e)) => eprintln!("linerate mesh: {e}"),
         Ok(Ok(r)) => {
-            if let Some(e) = r.error {
+            // Told by its own coordinator that the run stopped: said once, below.
+            if let Some(e) = r.error.filter(|_| run.interrupted.is_none()) {
                 eprintln!("linerate mesh: {e}");
             }
         }
         Err(_) => eprintln!("linerate mesh: rank 0's own rank failed"),
     }
     let report = mesh_report(a, c, sched.kind, &run);
+    if let Some(why) = &report.interrupted {
+        eprintln!("linerate mesh: {why}");
+    }
     output(a, &report, style)?;
-    Ok(if report.healthy { 0 } else { EXIT_FINDINGS })
+    Ok(if report.interrupted.is_some() {
+        EXIT_CANNOT_RUN
+    } else if report.healthy {
+        0
+    } else {
+        EXIT_FINDINGS
+    })
 }
 
 /// The retest phase's bound: two rounds per node (a degraded node against two good peers per
@@ -327,6 +377,7 @@ fn mesh_report(a: &MeshArgs, c: &Common, kind: ScheduleKind, run: &MeshRun) -> M
         lost,
         notes,
         rendezvous: Some(c.rendezvous.clone()),
+        interrupted: run.interrupted.as_ref().map(interrupted_text),
     })
 }
 

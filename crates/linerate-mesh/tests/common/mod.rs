@@ -6,13 +6,14 @@
 #![allow(dead_code)]
 
 use linerate_mesh::{
-    build_report, pairwise, IdentitySource, LinkMeasurement, MeshInput, MeshLatency, MeshReport,
-    NodeFacts, Phase, PortFacts, RankEntry, RankId, ScheduleKind, Transport,
+    build_report, pairwise, HostLoad, IdentitySource, LinkMeasurement, MeshInput, MeshLatency,
+    MeshReport, NodeFacts, Phase, PortFacts, RankEntry, RankId, Round, ScheduleKind, Transport,
 };
 
 pub const HEALTHY: f64 = 0.94;
 
 /// A fleet: per-node capacities and dead ranks (a dead rank measures nothing from `dies_at`).
+#[derive(Clone)]
 pub struct Fleet {
     pub n: u32,
     pub tx_cap: Vec<f64>,
@@ -22,6 +23,10 @@ pub struct Fleet {
     /// Directed links slower than their nodes (a cable), in the rounds only or also alone.
     pub bad_links: Vec<(RankId, RankId, f64)>,
     pub contended: Vec<(RankId, RankId, f64)>,
+    /// Ranks whose host other programs keep busy during the retests: (rank, other cores).
+    pub loaded: Vec<(RankId, f64)>,
+    /// Whether every measurement carries its hosts' load (a quiet host's where not loaded).
+    pub report_load: bool,
 }
 
 impl Fleet {
@@ -33,7 +38,31 @@ impl Fleet {
             dead: Vec::new(),
             bad_links: Vec::new(),
             contended: Vec::new(),
+            loaded: Vec::new(),
+            report_load: true,
         }
+    }
+
+    /// Rank `r`'s host load during a measurement: busy where [`Fleet::loaded`] says so in the
+    /// retests, quiet otherwise.
+    pub fn load(&self, r: RankId, phase: Phase) -> Option<HostLoad> {
+        if !self.report_load {
+            return None;
+        }
+        let other = self
+            .loaded
+            .iter()
+            .find(|(x, _)| *x == r && phase == Phase::Retest)
+            .map_or(0.02, |(_, c)| *c);
+        Some(HostLoad {
+            cores: 2,
+            other_cores: other,
+            steal_cores: 0.0,
+            idle_cores: if other > 0.1 { 0.0 } else { 0.3 },
+            rank_cores: Some(0.6),
+            waited_cores: Some(if other > 0.1 { 0.8 } else { 0.01 }),
+            seconds: 2.0,
+        })
     }
 
     /// Spread of up to 4 % between healthy links, fixed per link.
@@ -93,6 +122,8 @@ impl Fleet {
             }),
             retransmits: (!dead).then_some(20 + u64::from((tx + rx) % 7)),
             error: dead.then(|| "connection refused".to_string()),
+            tx_load: self.load(tx, phase),
+            rx_load: self.load(rx, phase),
         }
     }
 
@@ -133,16 +164,61 @@ impl Fleet {
     }
 
     pub fn report(&self, measurements: Vec<LinkMeasurement>, lost: Vec<RankId>) -> MeshReport {
+        self.report_with(self.facts(), measurements, lost)
+    }
+
+    pub fn report_with(
+        &self,
+        ranks: Vec<RankEntry>,
+        measurements: Vec<LinkMeasurement>,
+        lost: Vec<RankId>,
+    ) -> MeshReport {
         build_report(MeshInput {
             schedule: ScheduleKind::Pairwise,
             size: self.n,
             transport: Transport::Tcp,
             duration_s: 2.0,
-            ranks: self.facts(),
+            ranks,
             measurements,
             lost,
             notes: Vec::new(),
             rendezvous: None,
+            interrupted: None,
         })
+    }
+
+    /// The retests `plan` asks for, measured alone after `after` rounds.
+    pub fn retests(&self, plan: &[Round], after: usize) -> Vec<LinkMeasurement> {
+        plan.iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let f = r.flows[0];
+                self.measure(Phase::Retest, after + i, f.tx, f.rx, 1, f.latency)
+            })
+            .collect()
+    }
+
+    /// What the runtime does: the rounds, the report on them, the retest phase it plans (at
+    /// most two rounds per rank, as `linerate mesh`), then the report on everything.
+    pub fn run(&self, lost: Vec<RankId>) -> MeshReport {
+        self.run_with(self.facts(), lost, |_| {})
+    }
+
+    /// [`Fleet::run`] with these facts, every measurement (round or retest) passed through
+    /// `edit` first.
+    pub fn run_with(
+        &self,
+        ranks: Vec<RankEntry>,
+        lost: Vec<RankId>,
+        edit: impl Fn(&mut LinkMeasurement),
+    ) -> MeshReport {
+        let mut all = self.rounds();
+        all.iter_mut().for_each(&edit);
+        let first = self.report_with(ranks.clone(), all.clone(), lost.clone());
+        let after = pairwise(self.n).rounds.len();
+        let mut retests = self.retests(&first.retest_plan(2 * self.n as usize), after);
+        retests.iter_mut().for_each(&edit);
+        all.extend(retests);
+        self.report_with(ranks, all, lost)
     }
 }
