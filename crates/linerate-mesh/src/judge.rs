@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use linerate_stats::median;
 use linerate_units::{fmt_sig, r3};
 use serde::{Deserialize, Serialize};
 
@@ -197,20 +198,6 @@ pub struct Judgement {
     pub nodes: Vec<NodeVerdict>,
     /// Measurements set aside (ranks out of range, impossible figures), with why.
     pub notes: Vec<String>,
-}
-
-pub(crate) fn median(values: &[f64]) -> Option<f64> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        f64::midpoint(v[m - 1], v[m])
-    })
 }
 
 /// Everything measured on one directed link.
