@@ -51,10 +51,16 @@ fn mem_json_matches_its_schema() {
     let v = schema::validator("mem.schema.json");
     let mut headless = doc.clone();
     headless.as_object_mut().unwrap().remove("tool");
-    assert!(!v.is_valid(&headless), "the schema accepts a document without `tool`");
+    assert!(
+        !v.is_valid(&headless),
+        "the schema accepts a document without `tool`"
+    );
     let mut extra = doc.clone();
     extra["dram"]["dimms"] = serde_json::json!([{"size_mib": 1024, "speed_mts": 3200}]);
-    assert!(!v.is_valid(&extra), "the schema accepts a DIMM without its width");
+    assert!(
+        !v.is_valid(&extra),
+        "the schema accepts a DIMM without its width"
+    );
 }
 
 fn scratch() -> tempfile::TempDir {

@@ -74,7 +74,15 @@ fn a_self_check_on_busy_cores_names_contention_not_saturation() {
     // Let the loops reach their cores before doctor looks.
     std::thread::sleep(Duration::from_millis(500));
     let out = Command::new("timeout")
-        .args(["-k", "5", DOCTOR_TIMEOUT, BIN, "doctor", "--quick", "--no-disk"])
+        .args([
+            "-k",
+            "5",
+            DOCTOR_TIMEOUT,
+            BIN,
+            "doctor",
+            "--quick",
+            "--no-disk",
+        ])
         .args(["--no-rdma", "--json"])
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
@@ -125,10 +133,7 @@ fn a_self_check_on_busy_cores_names_contention_not_saturation() {
             "cpu.saturated with linerate's threads at {own}%: {s}"
         );
         assert!(
-            !s["message"]
-                .as_str()
-                .unwrap_or("")
-                .contains("busiest core"),
+            !s["message"].as_str().unwrap_or("").contains("busiest core"),
             "{s}"
         );
     }
