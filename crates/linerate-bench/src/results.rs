@@ -134,9 +134,10 @@ fn side_of(run: &ClientRun, client: bool) -> Option<&SideResults> {
     }
 }
 
-/// The intervals of one side restricted to some streams.
-fn intervals_for(samples: &[IntervalSample], ids: &[u32]) -> Vec<IntervalOut> {
-    samples
+/// The intervals of one side restricted to some streams, none much shorter than `every_s`
+/// (`IntervalSample::merge_short`).
+fn intervals_for(samples: &[IntervalSample], ids: &[u32], every_s: f64) -> Vec<IntervalOut> {
+    IntervalSample::merge_short(samples, every_s)
         .iter()
         .map(|s| {
             let secs = (s.end_s - s.start_s).max(1e-9);
@@ -232,10 +233,17 @@ fn dir_stats(run: &ClientRun, dir: Direction, stats: TransportStats, span: CpuSp
     } else {
         rcv.map_or(&[], |s| s.intervals.as_slice())
     };
-    out.intervals = intervals_for(rcv_samples, &ids);
+    // The interval the samples were taken at (the sampler's default when none was asked).
+    let every_s = if p.interval_ms == 0 {
+        1.0
+    } else {
+        p.interval_ms as f64 / 1000.0
+    };
+    out.intervals = intervals_for(rcv_samples, &ids, every_s);
     // Retransmits happen at the sender: take them from the sender's samples of the same interval.
     if stats == TransportStats::Tcp {
-        let snd_samples: &[IntervalSample] = snd.map_or(&[], |s| s.intervals.as_slice());
+        let snd_samples =
+            IntervalSample::merge_short(snd.map_or(&[], |s| s.intervals.as_slice()), every_s);
         for (k, i) in out.intervals.iter_mut().enumerate() {
             i.retransmits = snd_samples.get(k).and_then(|s| s.retransmits);
         }

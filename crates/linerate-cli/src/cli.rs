@@ -1070,6 +1070,7 @@ pub enum SetupTopicArg {
     NfsRdma,
     Sysctl,
     Irq,
+    Governor,
     All,
 }
 

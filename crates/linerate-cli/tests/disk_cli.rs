@@ -45,6 +45,22 @@ fn mem_json_matches_its_schema() {
         .unwrap()
         .iter()
         .any(|t| t["kind"] == "mem_copy" && t["gbps"].as_f64().unwrap() > 0.0));
+    // The common header, which the schema requires: a document without it is refused.
+    assert_eq!(doc["tool"]["name"], "linerate");
+    assert_eq!(doc["tool"]["version"], env!("CARGO_PKG_VERSION"));
+    let v = schema::validator("mem.schema.json");
+    let mut headless = doc.clone();
+    headless.as_object_mut().unwrap().remove("tool");
+    assert!(
+        !v.is_valid(&headless),
+        "the schema accepts a document without `tool`"
+    );
+    let mut extra = doc.clone();
+    extra["dram"]["dimms"] = serde_json::json!([{"size_mib": 1024, "speed_mts": 3200}]);
+    assert!(
+        !v.is_valid(&extra),
+        "the schema accepts a DIMM without its width"
+    );
 }
 
 fn scratch() -> tempfile::TempDir {

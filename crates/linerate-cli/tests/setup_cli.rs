@@ -65,7 +65,9 @@ fn every_topic_prints_a_valid_document_for_every_distribution() {
     for etc in ETC {
         for sysfs in ["cx3-fdr-at-qdr-datagram", "cx5-edr-enhanced-ipoib"] {
             let t = root(sysfs, etc);
-            for topic in ["ipoib", "opensm", "nfs-rdma", "sysctl", "irq", "all"] {
+            for topic in [
+                "ipoib", "opensm", "nfs-rdma", "sysctl", "irq", "governor", "all",
+            ] {
                 let v = setup_json(t.path(), &[topic]);
                 assert_eq!(v["action"], "print");
                 assert!(v["applied"].is_null());

@@ -440,6 +440,33 @@ fn every_schema_enum_is_the_codes_vocabulary() {
 }
 
 /// The check fails on a schema that misses a name, and on one that has a name too many.
+/// `Topic::ALL` (what `setup all` plans, counted by hand) lists every topic, each once; and
+/// docs/setup.md has a section for each.
+#[test]
+fn every_setup_topic_is_in_all_and_documented() {
+    let all: BTreeSet<String> = linerate_facts::Topic::ALL
+        .iter()
+        .map(|t| t.as_str().to_string())
+        .collect();
+    assert_eq!(
+        all.len(),
+        linerate_facts::Topic::ALL.len(),
+        "a topic twice in ALL"
+    );
+    assert_eq!(
+        all,
+        names::<linerate_facts::Topic>(),
+        "Topic::ALL and the enum differ"
+    );
+    let doc = std::fs::read_to_string(repo().join("docs/setup.md")).unwrap();
+    for t in &all {
+        assert!(
+            doc.lines().any(|l| l == format!("## {t}")),
+            "docs/setup.md has no `## {t}` section"
+        );
+    }
+}
+
 #[test]
 fn the_schema_check_names_what_is_missing() {
     let mut errors = Vec::new();

@@ -72,6 +72,21 @@ pub fn plan(depth: Depth, two_hosts: bool, udp_rate_bps: u64, streams: u32) -> V
     v
 }
 
+/// doctor's UDP test runs at this share of the best TCP result: a rate the path should carry
+/// with no loss, so that loss there is the path's, not the test's (`net.retransmits`).
+pub const UDP_RATE_SHARE_OF_TCP: f64 = 0.5;
+
+/// ...and at least this many bit/s (a path whose TCP failed is still tested at a trickle), at
+/// most [`linerate_proto::defaults::UDP_BITRATE_BPS`] (1 Gb/s: gigabit paths carry it, and a
+/// faster rate on a slow receiver measures the receiver).
+pub const MIN_UDP_RATE_BPS: f64 = 10e6;
+
+/// The UDP test's rate from the best TCP result so far (`best_gbps`, 0 without one).
+pub fn udp_rate_bps(best_gbps: f64) -> u64 {
+    let most = defaults::UDP_BITRATE_BPS as f64;
+    (best_gbps * UDP_RATE_SHARE_OF_TCP * linerate_units::GIGA).clamp(MIN_UDP_RATE_BPS, most) as u64
+}
+
 /// How doctor's TCP latency test waits, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpinChoice {
@@ -163,6 +178,15 @@ mod tests {
         assert_eq!(latency_spin(4, None, 0.3, 1).spin_us, 0);
         // Doctor's request is within a default server's grant, so both ends poll.
         const { assert!(defaults::DOCTOR_SPIN_US <= defaults::SERVE_MAX_SPIN_US) };
+    }
+
+    #[test]
+    fn the_udp_rate_is_half_the_best_tcp_within_its_bounds() {
+        assert_eq!(udp_rate_bps(0.6), 300_000_000);
+        // No TCP result (or a trickle): 10 Mb/s; a fast path: 1 Gb/s at most.
+        assert_eq!(udp_rate_bps(0.0), 10_000_000);
+        assert_eq!(udp_rate_bps(0.001), 10_000_000);
+        assert_eq!(udp_rate_bps(94.0), defaults::UDP_BITRATE_BPS);
     }
 
     #[test]

@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use linerate_proto::defaults::MIN_INTERVAL_FRACTION;
 use linerate_proto::IntervalSample;
 
 /// A stream's running byte count and, for a UDP receiver, its lost datagrams so far (from the
@@ -85,8 +86,11 @@ pub struct SampleSchedule {
 
 /// Sample the meters on `sched` until `stop` is set or `sched.until` passes;
 /// push each sample into `sink`; return them all. `retransmits` is called at
-/// each sample for the running retransmit total. The last, partial interval is
-/// kept when it is at least a tenth of `every`.
+/// each sample for the running retransmit total. No interval is shorter than
+/// [`MIN_INTERVAL_FRACTION`] of `every`: a sampler that woke late (a busy host)
+/// leaves the next sample due soon after, and that short interval is merged with
+/// the one after it; the last, partial interval is kept when it is at least that
+/// long (its bytes are in the streams' totals either way).
 pub fn sample_intervals(
     meters: &[Arc<Meter>],
     sched: SampleSchedule,
@@ -121,7 +125,13 @@ pub fn sample_intervals(
         let lost: u64 = meters.iter().map(|m| m.lost()).sum();
         let rtx = retransmits();
         let finished = stop() || now >= until;
-        if !finished || t1 - t0 >= every.as_secs_f64() / 10.0 {
+        let long_enough = t1 - t0 >= every.as_secs_f64() * MIN_INTERVAL_FRACTION;
+        if !finished && !long_enough {
+            // Too short for a rate of its own: it runs on into the next interval.
+            k += 1;
+            continue;
+        }
+        if long_enough {
             let s = IntervalSample {
                 start_s: t0,
                 end_s: t1,
@@ -141,5 +151,61 @@ pub fn sample_intervals(
         prev_rtx = rtx;
         t0 = t1;
         k += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// A sampler that wakes late (here: `stop` stalls once for most of an interval, as a starved
+    /// thread does) leaves the next sample due soon after; that interval is merged, never
+    /// reported with a rate of its own.
+    #[test]
+    fn no_interval_is_much_shorter_than_asked() {
+        let m = Meter::new();
+        let every = Duration::from_millis(100);
+        let start = Instant::now();
+        let sched = SampleSchedule {
+            start,
+            every,
+            omit: Duration::ZERO,
+            until: start + Duration::from_millis(1000),
+        };
+        // Once, while waiting for the sample due at 0.2 s, stall until 0.29 s: that sample
+        // comes 90 ms late and the next one is due 10 ms after it.
+        let stalled = Cell::new(false);
+        let stop = || {
+            m.add(1000);
+            let e = start.elapsed();
+            if !stalled.get() && e >= Duration::from_millis(110) && e < Duration::from_millis(200) {
+                stalled.set(true);
+                std::thread::sleep(Duration::from_millis(290).saturating_sub(e));
+            }
+            false
+        };
+        let mut sink = |_: &IntervalSample| {};
+        let out = sample_intervals(
+            std::slice::from_ref(&m),
+            sched,
+            &stop,
+            &mut || None,
+            &mut sink,
+        );
+        assert!(!out.is_empty());
+        for s in &out {
+            assert!(
+                s.end_s - s.start_s >= every.as_secs_f64() * MIN_INTERVAL_FRACTION,
+                "a {:.3} s interval in {out:?}",
+                s.end_s - s.start_s
+            );
+        }
+        // Contiguous: nothing merged away is lost between intervals.
+        for w in out.windows(2) {
+            assert!((w[1].start_s - w[0].end_s).abs() < 1e-12, "{out:?}");
+        }
+        let total: u64 = out.iter().map(|s| s.bytes[0]).sum();
+        assert!(total <= m.bytes());
     }
 }

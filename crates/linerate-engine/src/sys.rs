@@ -1,5 +1,5 @@
 //! The few system calls the standard library and socket2 do not wrap:
-//! TCP_INFO, per-thread CPU time, sendfile, memfd. Every `unsafe` block is here.
+//! TCP_INFO, per-thread CPU time, sendfile, memfd, the clock tick. Every `unsafe` block is here.
 #![allow(unsafe_code)]
 
 use std::io;
@@ -207,109 +207,22 @@ pub fn interface_of(ip: std::net::IpAddr) -> Option<String> {
     }
 }
 
-/// Per-core busy and total jiffies from `/proc/stat` (busy = everything but idle and iowait).
-pub fn core_times() -> Vec<(u64, u64)> {
-    let Ok(s) = std::fs::read_to_string("/proc/stat") else {
-        return Vec::new();
-    };
-    s.lines()
-        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
-        .map(|l| {
-            let v: Vec<u64> = l
-                .split_whitespace()
-                .skip(1)
-                .filter_map(|x| x.parse().ok())
-                .collect();
-            let total: u64 = v.iter().take(8).sum();
-            let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-            (total.saturating_sub(idle), total)
-        })
-        .collect()
-}
-
-/// How many cores were idle over `window` (the sum over the cores of each one's idle share,
-/// from /proc/stat; its counters tick at USER_HZ, so a window under 0.2 s is too coarse).
-/// None when /proc/stat cannot be read.
-pub fn idle_cores(window: std::time::Duration) -> Option<f64> {
-    let before = core_times();
-    std::thread::sleep(window);
-    let after = core_times();
-    if before.is_empty() || before.len() != after.len() {
-        return None;
-    }
-    let idle = before
-        .iter()
-        .zip(&after)
-        .filter_map(|((b0, t0), (b1, t1))| {
-            let t = t1.saturating_sub(*t0);
-            (t > 0).then(|| 1.0 - (b1.saturating_sub(*b0) as f64 / t as f64).min(1.0))
-        })
-        .sum();
-    Some(idle)
-}
-
-/// Busiest core between two [`core_times`] samples, percent.
-pub fn busiest_core(before: &[(u64, u64)], after: &[(u64, u64)]) -> Option<f64> {
-    before
-        .iter()
-        .zip(after)
-        .filter_map(|((b0, t0), (b1, t1))| {
-            let t = t1.saturating_sub(*t0);
-            (t > 0).then(|| b1.saturating_sub(*b0) as f64 / t as f64 * 100.0)
-        })
-        .reduce(f64::max)
-}
-
-/// Host-wide CPU time from the aggregate `cpu` line of `/proc/stat`, in seconds
-/// (USER_HZ is 100 on Linux): (user + nice + system, steal).
-pub fn host_cpu_seconds() -> Option<(f64, f64)> {
-    let s = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = s.lines().find(|l| l.starts_with("cpu "))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let get = |i: usize| v.get(i).copied().unwrap_or(0) as f64 / 100.0;
-    Some((get(0) + get(1) + get(2), get(7)))
-}
-
 /// `MemAvailable` from /proc/meminfo, bytes.
 pub fn available_memory_bytes() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/meminfo").ok()?;
     linerate_units::meminfo_bytes(&s, "MemAvailable")
 }
 
-/// CPU seconds (user + system, USER_HZ 100) of every other process named `linerate`
-/// on this host (a `linerate serve` beside a client), from `/proc/<pid>/stat`.
-pub fn other_linerate_cpu_seconds() -> f64 {
-    let me = std::process::id().to_string();
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return 0.0;
-    };
-    let mut total = 0.0;
-    for e in rd.take(65_536).flatten() {
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        if name == me || !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        // pid (comm) state ... utime(14) stime(15): comm may hold spaces, so split after ')'.
-        let Some((head, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        if !head.ends_with("(linerate") {
-            continue;
-        }
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let get = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        // After ')' the fields start at index 3 (state), so utime is f[11], stime f[12].
-        total += (get(11) + get(12)) as f64 / 100.0;
+/// Clock ticks per second of `/proc/stat` and `/proc/PID/stat` (USER_HZ; 100 on Linux when
+/// sysconf cannot say).
+pub fn clock_ticks_per_s() -> f64 {
+    // SAFETY: sysconf reads a constant of the C library.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
     }
-    total
 }
 
 /// recv(2) with MSG_DONTWAIT: `WouldBlock` when nothing is queued (used to spin briefly

@@ -64,9 +64,46 @@ where
         .collect())
 }
 
-/// A counter that moved during the tests (interface or InfiniBand error counters).
+/// An error counter that moved during the tests (interface or InfiniBand error counters), as
+/// the soak's tracker reads a pair of samples: a counter that pegged at its maximum or was reset
+/// by someone else says so, and its rise is then a lower bound.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CounterDelta {
+    /// `mlx4_0/1 symbol_error`, `eth0 rx_crc_errors`.
     pub name: String,
+    /// The rise seen during the tests.
     pub delta: u64,
+    /// The true rise may be larger: the counter pegged at its maximum, or was reset, during the
+    /// tests.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub at_least: bool,
+    /// What happened to it besides rising, in words (`pegged at 65535, its maximum: …`,
+    /// `reset during the tests …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl CounterDelta {
+    /// A counter that rose by `delta`, and nothing else.
+    pub fn rose(name: impl Into<String>, delta: u64) -> Self {
+        Self {
+            name: name.into(),
+            delta,
+            at_least: false,
+            note: None,
+        }
+    }
+
+    /// The rise in words: `12`, or `at least 12 (pegged at 15, …)`.
+    pub fn amount(&self) -> String {
+        let n = if self.at_least {
+            format!("at least {}", self.delta)
+        } else {
+            self.delta.to_string()
+        };
+        match &self.note {
+            Some(note) => format!("{n} ({note})"),
+            None => n,
+        }
+    }
 }

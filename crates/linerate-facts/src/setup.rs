@@ -16,15 +16,17 @@ pub enum Topic {
     NfsRdma,
     Sysctl,
     Irq,
+    Governor,
 }
 
 impl Topic {
-    pub const ALL: [Topic; 5] = [
+    pub const ALL: [Topic; 6] = [
         Topic::Ipoib,
         Topic::Opensm,
         Topic::NfsRdma,
         Topic::Sysctl,
         Topic::Irq,
+        Topic::Governor,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -34,6 +36,7 @@ impl Topic {
             Self::NfsRdma => "nfs-rdma",
             Self::Sysctl => "sysctl",
             Self::Irq => "irq",
+            Self::Governor => "governor",
         }
     }
 }

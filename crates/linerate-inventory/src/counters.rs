@@ -18,6 +18,20 @@ const CARRIER_FILES: [&str; 3] = ["carrier_changes", "carrier_up_count", "carrie
 /// `hw_counters` entries that are settings, not counters.
 const HW_NOT_COUNTERS: [&str; 1] = ["lifespan"];
 
+/// The error counters of a netdev's `statistics/` that the inventory reports (non-zero) and
+/// doctor watches during its tests: errors and drops on either side, and the receive errors
+/// that point at the wire or the NIC (CRC, missed, FIFO).
+pub const NETDEV_ERROR_STATS: [&str; 8] = [
+    "rx_errors",
+    "tx_errors",
+    "rx_dropped",
+    "tx_dropped",
+    "rx_crc_errors",
+    "rx_missed_errors",
+    "rx_fifo_errors",
+    "tx_carrier_errors",
+];
+
 /// One port a soak watches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SoakTarget {

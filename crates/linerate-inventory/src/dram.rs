@@ -4,24 +4,7 @@
 
 use std::path::Path;
 
-use serde::Serialize;
-
-/// One memory device (DIMM).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Dimm {
-    pub size_mib: u64,
-    /// Data width in bits (64 for a DIMM without ECC bits).
-    pub data_width_bits: u16,
-    /// Configured speed when known, else the rated speed, in MT/s.
-    pub speed_mts: u16,
-}
-
-impl Dimm {
-    /// Peak transfer rate of this DIMM, 10^9 bytes/s.
-    pub fn peak_gb_per_s(&self) -> f64 {
-        f64::from(self.speed_mts) * 1e6 * f64::from(self.data_width_bits) / 8.0 / 1e9
-    }
-}
+use linerate_facts::Dimm;
 
 /// Parse one raw SMBIOS type 17 structure. `None` for an empty slot or a record without speed.
 pub fn parse_type17(raw: &[u8]) -> Option<Dimm> {

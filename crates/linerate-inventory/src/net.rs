@@ -9,16 +9,7 @@ use crate::fs::Root;
 use crate::pci::{nearest_function, Registry};
 use linerate_facts::parse_hex_u32;
 
-const ERROR_STATS: [&str; 8] = [
-    "rx_errors",
-    "tx_errors",
-    "rx_dropped",
-    "tx_dropped",
-    "rx_crc_errors",
-    "rx_missed_errors",
-    "rx_fifo_errors",
-    "tx_carrier_errors",
-];
+use crate::counters::NETDEV_ERROR_STATS;
 
 pub fn read_all(r: &mut Root, pcis: &mut Registry) -> Vec<Netdev> {
     let class = r.path("sys/class/net");
@@ -159,10 +150,10 @@ fn read_ipoib(r: &mut Root, dir: &Path, name: &str, address: Option<&str>) -> Ip
     }
 }
 
-/// The non-zero counters of [`ERROR_STATS`] under `statistics/`.
+/// The non-zero counters of [`NETDEV_ERROR_STATS`] under `statistics/`.
 fn read_errors(dir: &Path) -> BTreeMap<String, u64> {
     let mut errors = BTreeMap::new();
-    for stat in ERROR_STATS {
+    for stat in NETDEV_ERROR_STATS {
         if let Ok(Some(v)) = Root::read_raw(&dir.join("statistics").join(stat)) {
             if let Ok(n) = v.parse::<u64>() {
                 if n > 0 {

@@ -19,6 +19,12 @@ pub const OMIT_MS: u64 = 0;
 pub const INTERVAL_MS: u64 = 1000;
 /// The shortest interval the server samples at: shorter ones cost more than they show.
 pub const MIN_INTERVAL_MS: u64 = 100;
+/// No interval shorter than this fraction of the requested one gets a rate of its own: it is
+/// merged with its neighbour. A rate over a few milliseconds is the burst one read or write
+/// happened to move (a 55 Gb/s spike from a few-millisecond interval in a 6 Gb/s run on a busy
+/// host, where the sampler woke late and the next sample was due just after); at half the
+/// requested length the burst weighs at most twice what it does in a full interval.
+pub const MIN_INTERVAL_FRACTION: f64 = 0.5;
 
 /// UDP's rate per stream when none is given: unpaced UDP overruns any receiver and
 /// measures only the loss, so UDP is paced by default, at a rate gigabit paths carry.

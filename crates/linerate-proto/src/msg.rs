@@ -144,6 +144,55 @@ pub struct IntervalSample {
     pub omitted: bool,
 }
 
+impl IntervalSample {
+    /// Seconds the interval lasted.
+    pub fn seconds(&self) -> f64 {
+        self.end_s - self.start_s
+    }
+
+    /// This interval and the one after it as one: from this start to its end, with the
+    /// counts added (saturating: a peer's figures may be hostile). Warm-up only when both were.
+    #[must_use]
+    pub fn merged_with(&self, next: &IntervalSample) -> IntervalSample {
+        let n = self.bytes.len().max(next.bytes.len());
+        let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+        let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+        };
+        IntervalSample {
+            start_s: self.start_s,
+            end_s: next.end_s,
+            bytes: (0..n)
+                .map(|i| at(&self.bytes, i).saturating_add(at(&next.bytes, i)))
+                .collect(),
+            retransmits: add(self.retransmits, next.retransmits),
+            lost: add(self.lost, next.lost),
+            omitted: self.omitted && next.omitted,
+        }
+    }
+
+    /// `samples` with every interval shorter than [`defaults::MIN_INTERVAL_FRACTION`] of
+    /// `every_s` (the requested interval) merged with its neighbour: the one before, or for a
+    /// short first interval the one after. Whatever a peer sent, no rate is then taken over a
+    /// few milliseconds.
+    ///
+    /// [`defaults::MIN_INTERVAL_FRACTION`]: crate::defaults::MIN_INTERVAL_FRACTION
+    pub fn merge_short(samples: &[IntervalSample], every_s: f64) -> Vec<IntervalSample> {
+        let min = every_s * crate::defaults::MIN_INTERVAL_FRACTION;
+        let mut out: Vec<IntervalSample> = Vec::with_capacity(samples.len());
+        for s in samples {
+            match out.last_mut() {
+                Some(prev) if s.seconds() < min => *prev = prev.merged_with(s),
+                // A short first interval waits for the next one.
+                Some(prev) if prev.seconds() < min => *prev = prev.merged_with(s),
+                _ => out.push(s.clone()),
+            }
+        }
+        out
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct TcpStats {
     pub retransmits: u64,
@@ -262,6 +311,49 @@ mod tests {
 
     fn decode(json: &str) -> Msg {
         serde_json::from_str(json).unwrap()
+    }
+
+    fn iv(start_s: f64, end_s: f64, bytes: u64) -> IntervalSample {
+        IntervalSample {
+            start_s,
+            end_s,
+            bytes: vec![bytes],
+            retransmits: Some(1),
+            ..IntervalSample::default()
+        }
+    }
+
+    #[test]
+    fn short_intervals_merge_with_their_neighbour() {
+        // The 55 Gb/s spike: 7 MB in 1 ms between two 0.5 s intervals of 400 MB.
+        let v = [
+            iv(0.004, 0.5, 400_000_000),
+            iv(0.5, 1.0, 400_000_000),
+            iv(1.0, 1.001, 7_000_000),
+            iv(1.001, 1.5, 400_000_000),
+            iv(1.5, 1.6, 80_000_000),
+        ];
+        let m = IntervalSample::merge_short(&v, 0.5);
+        let spans: Vec<(f64, f64)> = m.iter().map(|s| (s.start_s, s.end_s)).collect();
+        assert_eq!(spans, [(0.004, 0.5), (0.5, 1.001), (1.001, 1.6)]);
+        assert_eq!(m[1].bytes, [407_000_000]);
+        assert_eq!(m[1].retransmits, Some(2));
+        let total: u64 = m.iter().map(|s| s.bytes[0]).sum();
+        assert_eq!(total, v.iter().map(|s| s.bytes[0]).sum::<u64>());
+        // A short first interval joins the next one; a run of one short interval stays.
+        let m = IntervalSample::merge_short(&[iv(0.0, 0.01, 5), iv(0.01, 0.5, 5)], 0.5);
+        assert_eq!((m.len(), m[0].end_s, m[0].bytes[0]), (1, 0.5, 10));
+        assert_eq!(
+            IntervalSample::merge_short(&[iv(0.0, 0.01, 5)], 0.5).len(),
+            1
+        );
+        // Hostile counts saturate; streams missing on one side count 0.
+        let a = IntervalSample {
+            bytes: vec![u64::MAX, 1],
+            ..iv(0.0, 0.5, 0)
+        };
+        let b = iv(0.5, 0.6, 10);
+        assert_eq!(a.merged_with(&b).bytes, [u64::MAX, 1]);
     }
 
     #[test]

@@ -24,17 +24,6 @@ pub fn bench_doc(tests: &[TestResult]) -> BenchDoc<'_> {
     }
 }
 
-/// `8 B`, `64 KiB`, `8 MiB`: message sizes as perftest users know them.
-fn bytes_iec(b: u64) -> String {
-    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
-        format!("{} MiB", b >> 20)
-    } else if b >= 1 << 10 && b.is_multiple_of(1 << 10) {
-        format!("{} KiB", b >> 10)
-    } else {
-        format!("{b} B")
-    }
-}
-
 /// `  round trip  p50 … µs   p90 …   mean … µs (σ …)` (`each`: what the figures are of).
 fn round_trip_line(
     out: &mut String,
@@ -85,7 +74,7 @@ fn rdma_block(out: &mut String, t: &TestResult, r: &linerate_results::RdmaOut, s
             let _ = writeln!(
                 out,
                 "  {:>10}  {:>10}  {:>10}  {:>14}",
-                bytes_iec(row.size_bytes as u64),
+                linerate_units::fmt_bytes(row.size_bytes as u64),
                 num(row.gbps),
                 num(row.gbps / 8.0),
                 num(row.messages_per_s)

@@ -1,9 +1,11 @@
 //! Renderers. Every function here is pure: data in, bytes out.
 
 pub mod bench;
+pub mod disk;
 pub mod doctor;
 pub mod html;
 pub mod json;
+pub mod mem;
 pub mod mesh;
 pub mod setup;
 pub mod soak;
@@ -14,6 +16,7 @@ pub use bench::{bench_doc, render_bench, BenchDoc};
 pub use doctor::render_doctor;
 pub use html::render_html;
 pub use json::{plan_doc, PlanDoc};
+pub use mem::render_mem;
 pub use mesh::{mesh_csv, mesh_html, render_mesh};
 pub use setup::{render_setup, setup_doc, SetupAction, SetupDoc};
 pub use soak::{

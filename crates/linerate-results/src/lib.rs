@@ -1,6 +1,6 @@
 //! The plain output data of linerate's tests: a bench result and its parts (per-direction and
 //! per-stream figures, intervals, what held TCP back, UDP, file-copy and RDMA shapes, the
-//! latency summary), disk results, and doctor's document, which holds them.
+//! latency summary), disk results, memory results, and doctor's document, which holds them.
 //!
 //! These types sit at the bottom of the dependency graph so that renderers (`linerate-report`)
 //! depend on data, not on the engines that produce it: no sockets, no io_uring, no libfabric.
@@ -16,6 +16,7 @@ use serde::Serialize;
 
 pub mod disk;
 mod doctor;
+pub mod mem;
 
 pub use doctor::DoctorReport;
 

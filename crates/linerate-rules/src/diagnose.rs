@@ -19,6 +19,13 @@ use linerate_units::{bps_to_gbps, fmt_num, fmt_round, r3};
 use serde::{Deserialize, Serialize};
 
 use crate::finding::rank;
+use crate::thresholds::{
+    ASYMMETRIC_FRACTION, CEILING_REACHED_FRACTION, CONTENDED_OTHER_CORES, CONTENDED_STEAL_CORES,
+    COPY_VISIBLE_RATIO, CORE_SATURATED_PERCENT, IP_STACK_EXPLAINS_PERCENT,
+    IP_STACK_VISIBLE_PERCENT, IP_STACK_WARNING_PERCENT, OTHERS_HELD_CORE_PERCENT,
+    QUIET_OTHER_CORES, RDMA_NEAR_CEILING_FRACTION, RETRANSMITS_MIN, RETRANSMIT_RATE,
+    SHAPER_REACHED_FRACTION, STACK_BOUND_SHOWN_WITHIN, THREAD_SATURATED_PERCENT, UDP_LOSS_PERCENT,
+};
 
 /// One measured result, reduced to what the rules need.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,6 +50,10 @@ pub struct Measured {
     /// Busiest core of this host during the test (user + system + interrupts, from /proc/stat).
     #[serde(default)]
     pub busiest_core_percent: Option<f64>,
+    /// Of that core's time, the share other processes held at least (its task time beyond all
+    /// of linerate's CPU time: `linerate_engine::hostcpu`), percent.
+    #[serde(default)]
+    pub busiest_core_others_percent: Option<f64>,
     /// Cores' worth of CPU that other processes on this host used during the test
     /// (user + system not spent by linerate), and stolen by the hypervisor.
     #[serde(default)]
@@ -234,7 +245,7 @@ fn ip_stack_explains(f: &Finding) -> bool {
         && f.evidence
             .get(IP_STACK_COST)
             .and_then(|c| c.parse::<f64>().ok())
-            .is_some_and(|c| c >= 10.0)
+            .is_some_and(|c| c >= IP_STACK_EXPLAINS_PERCENT)
 }
 
 /// RDMA and TCP on the same path, side by side with the ceiling: what the IP stack costs,
@@ -257,7 +268,7 @@ pub fn rdma_vs_tcp(i: &DiagnoseInput) -> Option<Finding> {
     }
     let cost = (1.0 - t / r) * 100.0;
     // The conclusion first (the verdict quotes what precedes the first colon).
-    let mut msg = if cost >= 1.0 {
+    let mut msg = if cost >= IP_STACK_VISIBLE_PERCENT {
         format!("the IP stack and CPU, which cost {cost:.0}%")
     } else {
         "TCP keeps up with RDMA on this path".to_string()
@@ -270,7 +281,9 @@ pub fn rdma_vs_tcp(i: &DiagnoseInput) -> Option<Finding> {
         tcp.streams,
         if tcp.streams == 1 { "" } else { "s" }
     );
-    let near = pc.gbps.filter(|c| *c > 0.0 && r >= 0.8 * c);
+    let near = pc
+        .gbps
+        .filter(|c| *c > 0.0 && r >= RDMA_NEAR_CEILING_FRACTION * c);
     match (pc.gbps, near) {
         (Some(c), Some(_)) => {
             let _ = write!(msg, "; {} caps both near {}", pc.why, fmt_round(c, 1));
@@ -285,12 +298,12 @@ pub fn rdma_vs_tcp(i: &DiagnoseInput) -> Option<Finding> {
         }
         _ => {}
     }
-    let severity = if cost > 25.0 {
+    let severity = if cost > IP_STACK_WARNING_PERCENT {
         Severity::Warning
     } else {
         Severity::Info
     };
-    let fix = if cost > 25.0 {
+    let fix = if cost > IP_STACK_WARNING_PERCENT {
         "TCP leaves much of what the hardware does unused: more streams (-P), IPoIB connected mode with MTU 65520 or jumbo frames, IRQs and threads on the NIC's NUMA node; or use RDMA directly (NFS over RDMA, MPI, ...)"
     } else {
         "nothing to fix in the IP stack; the gap to the ceiling, if any, is in the hardware path"
@@ -477,10 +490,12 @@ impl<'a> Ctx<'a> {
         self.best.map_or(0.0, |t| t.gbps)
     }
 
-    /// The judged result reaches 90% of its ceiling.
+    /// The judged result reaches its ceiling ([`CEILING_REACHED_FRACTION`] of it).
     fn reached(&self) -> bool {
         let b = self.best_gbps();
-        self.pc.gbps.is_some_and(|c| b >= 0.9 * c)
+        self.pc
+            .gbps
+            .is_some_and(|c| b >= CEILING_REACHED_FRACTION * c)
     }
 
     /// The best multi-stream TCP result in direction `d`.
@@ -546,7 +561,8 @@ fn shapers(c: &Ctx<'_>) -> Vec<Finding> {
                     .filter(|t| t.is_tcp_bw(shaped_dir))
                     .map(|t| t.gbps)
                     .fold(0.0_f64, f64::max);
-            let limits = shaped_best >= 0.85 * f.shaper_goodput().map_or(g, |x| x.0);
+            let limits =
+                shaped_best >= SHAPER_REACHED_FRACTION * f.shaper_goodput().map_or(g, |x| x.0);
             out.push(
                 Finding::new(FindingId::NetShaper, Severity::Warning, format!("{end}:{}", f.netdev.as_deref().unwrap_or("?")))
                     .evidence("qdisc", format!("{} {} rate {} bit/s", s.kind, s.handle, s.rate_bps))
@@ -623,7 +639,7 @@ pub fn receiver_copy(tests: &[Measured], d: Direction) -> Option<String> {
         fmt_round(twin.gbps, 2)
     );
     // Runs of the same test differ by a few percent; within that the copy costs nothing visible.
-    Some(if ratio >= 1.05 {
+    Some(if ratio >= COPY_VISIBLE_RATIO {
         format!(
             "{head}: the copy to user space holds the stream back by {}% (×{} without it)",
             fmt_round((1.0 - 1.0 / ratio) * 100.0, 0),
@@ -634,7 +650,19 @@ pub fn receiver_copy(tests: &[Measured], d: Direction) -> Option<String> {
     })
 }
 
-/// `cpu.saturated`: one stream kept a core busy below the ceiling.
+/// The busiest core of a test was linerate's to name: other processes were quiet and could
+/// have held at most a sliver of it ([`QUIET_OTHER_CORES`]; what they held of it at least stays
+/// below what separates saturated from busy).
+fn busiest_core_is_ours(t: &Measured) -> bool {
+    t.other_cores.is_none_or(|o| o < QUIET_OTHER_CORES)
+        && t.busiest_core_others_percent
+            .is_none_or(|o| o < 100.0 - CORE_SATURATED_PERCENT)
+}
+
+/// `cpu.saturated`: one stream kept a core busy below the ceiling. Only a core linerate's own
+/// threads saturated: a thread at [`THREAD_SATURATED_PERCENT`] of a core, or the busiest core at
+/// [`CORE_SATURATED_PERCENT`] while it was linerate's ([`busiest_core_is_ours`]); a core other
+/// processes kept busy is contention (`cpu.contended` says so), never this.
 fn cpu_saturated(c: &Ctx<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     for t in
@@ -648,21 +676,31 @@ fn cpu_saturated(c: &Ctx<'_>) -> Vec<Finding> {
             t.max_stream_cpu_percent,
         ];
         let cpu = cpus.into_iter().flatten().fold(0.0_f64, f64::max);
-        let below = c.pc.gbps.is_none_or(|g| t.gbps < 0.9 * g);
-        // Thread CPU time leaves out softirq work done on the thread's behalf, so a
-        // stream at 85% of a core is saturated; the busiest core (with interrupts) says so at 95%.
-        // The busiest core is ours only when nothing else was running.
-        let quiet = t.other_cores.is_none_or(|o| o < 0.2);
-        let busy_core = quiet && t.busiest_core_percent.is_some_and(|b| b >= 95.0);
-        let thread_busy = cpus.into_iter().flatten().any(|p| p >= 85.0);
+        let below =
+            c.pc.gbps
+                .is_none_or(|g| t.gbps < CEILING_REACHED_FRACTION * g);
+        let busy_core = busiest_core_is_ours(t)
+            && t.busiest_core_percent
+                .is_some_and(|b| b >= CORE_SATURATED_PERCENT);
+        let thread_busy = cpus
+            .into_iter()
+            .flatten()
+            .any(|p| p >= THREAD_SATURATED_PERCENT);
         if !((thread_busy || busy_core) && below) {
             continue;
         }
+        let side = if t.sender_cpu_percent >= t.receiver_cpu_percent {
+            "sending"
+        } else {
+            "receiving"
+        };
         // Name the figure that shows it: the busiest core (interrupts included) when the
         // threads' own accounting, which leaves softirq work out, stays lower.
-        let (cpu, what) = match t.busiest_core_percent.filter(|b| busy_core && *b > cpu) {
-            Some(b) => (b, "busiest core (interrupts included)"),
-            None => (cpu, "core"),
+        let kept = match t.busiest_core_percent.filter(|b| busy_core && *b > cpu) {
+            Some(b) => format!(
+                "kept this host's busiest core at {b:.0}% (interrupts included; other processes were idle, so the core was linerate's: its {side} thread {cpu:.0}% and the softirq work done for it)"
+            ),
+            None => format!("kept the {side} core at {cpu:.0}%"),
         };
         let more = c.multi(t.direction).map_or(String::new(), |m| {
             format!(
@@ -671,11 +709,6 @@ fn cpu_saturated(c: &Ctx<'_>) -> Vec<Finding> {
                 fmt_round(m.gbps, 2)
             )
         });
-        let side = if t.sender_cpu_percent >= t.receiver_cpu_percent {
-            "sending"
-        } else {
-            "receiving"
-        };
         let more = match (side, receiver_copy(&c.i.tests, t.direction)) {
             ("receiving", Some(copy)) => format!("{more}; {copy}"),
             _ => more,
@@ -687,7 +720,7 @@ fn cpu_saturated(c: &Ctx<'_>) -> Vec<Finding> {
                 .evidence("receiver_cpu_percent", t.receiver_cpu_percent.map_or("?".into(), |p| format!("{p:.0}")))
                 .evidence("busiest_core_percent (this host, incl. interrupts)", t.busiest_core_percent.map_or("?".into(), |p| format!("{p:.0}")))
                 .message(format!(
-                    "one stream ({} direction) kept the {side} {what} at {cpu:.0}%: a single CPU core, not the network, limits one TCP stream at {} Gb/s{more}",
+                    "one stream ({} direction) {kept}: a single CPU core, not the network, limits one TCP stream at {} Gb/s{more}",
                     dir_name(t.direction),
                     fmt_round(t.gbps, 2)
                 ))
@@ -697,15 +730,19 @@ fn cpu_saturated(c: &Ctx<'_>) -> Vec<Finding> {
     out
 }
 
-/// `cpu.contended`: someone else used the CPU while we measured.
+/// A test during which other processes or the hypervisor took CPU: the results are a lower
+/// bound.
+fn contended(t: &Measured) -> bool {
+    t.other_cores.is_some_and(|o| o >= CONTENDED_OTHER_CORES)
+        || t.steal_cores.is_some_and(|s| s >= CONTENDED_STEAL_CORES)
+        || t.busiest_core_others_percent
+            .is_some_and(|o| o >= OTHERS_HELD_CORE_PERCENT)
+}
+
+/// `cpu.contended`: someone else used the CPU while we measured. When other processes held the
+/// busiest core, it says so, with the share they held at least.
 fn cpu_contended(c: &Ctx<'_>) -> Option<Finding> {
-    let busy: Vec<&Measured> =
-        c.i.tests
-            .iter()
-            .filter(|t| {
-                t.other_cores.is_some_and(|o| o >= 0.3) || t.steal_cores.is_some_and(|s| s >= 0.1)
-            })
-            .collect();
+    let busy: Vec<&Measured> = c.i.tests.iter().filter(|t| contended(t)).collect();
     if busy.is_empty() {
         return None;
     }
@@ -717,15 +754,54 @@ fn cpu_contended(c: &Ctx<'_>) -> Option<Finding> {
         .iter()
         .filter_map(|t| t.steal_cores)
         .fold(0.0_f64, f64::max);
+    let held = busy
+        .iter()
+        .filter_map(|t| Some((t.busiest_core_others_percent?, *t)))
+        .filter(|(o, _)| *o >= OTHERS_HELD_CORE_PERCENT)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let of_cores = match c.i.local.cpus {
+        0 => String::new(),
+        n => format!(" of {n}"),
+    };
+    let mut f = Finding::new(FindingId::CpuContended, Severity::Warning, "local:host")
+        .evidence("other_processes_cores", format!("{other:.2}"))
+        .evidence("hypervisor_steal_cores", format!("{steal:.2}"))
+        .evidence("tests_affected", busy.len());
+    let mut msg = format!(
+        "while linerate measured, other processes on this host used up to {other:.1}{of_cores} cores{}",
+        if steal >= CONTENDED_STEAL_CORES {
+            format!(" and the hypervisor took {steal:.1} cores")
+        } else {
+            String::new()
+        }
+    );
+    if let Some((share, t)) = held {
+        f = f
+            .evidence(
+                "busiest_core_others_percent (at least, during the test below)",
+                format!("{share:.0}"),
+            )
+            .evidence(
+                "busiest_core_test",
+                format!(
+                    "{} {} {} stream(s)",
+                    t.kind_name(),
+                    dir_name(t.direction),
+                    t.streams
+                ),
+            );
+        let _ = write!(
+            msg,
+            ", and held the busiest core: at least {share:.0}% of its time during the {} test ({} direction, {} stream{}), time linerate's own threads did not have",
+            t.kind_name(),
+            dir_name(t.direction),
+            t.streams,
+            if t.streams == 1 { "" } else { "s" }
+        );
+    }
+    msg.push_str(": the results are lower than this machine can do");
     Some(
-        Finding::new(FindingId::CpuContended, Severity::Warning, "local:host")
-            .evidence("other_processes_cores", format!("{other:.2}"))
-            .evidence("hypervisor_steal_cores", format!("{steal:.2}"))
-            .evidence("tests_affected", busy.len())
-            .message(format!(
-                "while linerate measured, other processes on this host used up to {other:.1} cores{}: the results are lower than this machine can do",
-                if steal >= 0.1 { format!(" and the hypervisor took {steal:.1} cores") } else { String::new() }
-            ))
+        f.message(msg)
             .fix("Run doctor again on an idle machine (check `top`), or pin linerate to idle cores with `bench -A`."),
     )
 }
@@ -771,7 +847,9 @@ fn window_candidate<'a>(c: &Ctx<'a>) -> Option<WindowCandidate<'a>> {
         let limit = [wmem, rmem.map(|r| r / 2)].into_iter().flatten().min();
         let per_stream = t.gbps / f64::from(t.streams.max(1));
         let inflight = per_stream * 1e9 / 8.0 * rtt * 1e-6;
-        let below_ceiling = c.pc.gbps.is_none_or(|g| t.gbps < 0.9 * g);
+        let below_ceiling =
+            c.pc.gbps
+                .is_none_or(|g| t.gbps < CEILING_REACHED_FRACTION * g);
         let ratio = limit.filter(|l| *l > 0).map(|l| inflight / l as f64);
         let estimate = || {
             // The test whose bytes in flight sit closest to what the buffer limits allow,
@@ -903,8 +981,10 @@ fn retransmits(c: &Ctx<'_>) -> (Vec<Finding>, bool) {
             (Some(r), Some(s)) if s > 0 => Some((r, r as f64 / s as f64)),
             _ => None,
         };
-        let bad_rtx = rtx_rate.is_some_and(|(r, rate)| r >= 50 && rate > 0.001);
-        let bad_loss = t.kind == TestKind::UdpBw && t.loss_percent.is_some_and(|l| l > 0.5);
+        let bad_rtx =
+            rtx_rate.is_some_and(|(r, rate)| r >= RETRANSMITS_MIN && rate > RETRANSMIT_RATE);
+        let bad_loss =
+            t.kind == TestKind::UdpBw && t.loss_percent.is_some_and(|l| l > UDP_LOSS_PERCENT);
         if !(bad_rtx || bad_loss) {
             continue;
         }
@@ -931,7 +1011,7 @@ fn retransmits(c: &Ctx<'_>) -> (Vec<Finding>, bool) {
             f = f.evidence("loss_percent", format!("{l:.3}"));
         }
         for d in &i.counter_deltas {
-            f = f.evidence(format!("counter {} rose by", d.name), d.delta);
+            f = f.evidence(format!("counter {} rose by", d.name), d.amount());
         }
         let cause = if !i.counter_deltas.is_empty() {
             "and error counters rose during the test: a bad cable, transceiver or port (see the counters)"
@@ -957,7 +1037,7 @@ fn retransmits(c: &Ctx<'_>) -> (Vec<Finding>, bool) {
     if !i.counter_deltas.is_empty() && !lossy {
         let mut f = Finding::new(FindingId::NetRetransmits, Severity::Warning, "path");
         for d in &i.counter_deltas {
-            f = f.evidence(format!("counter {} rose by", d.name), d.delta);
+            f = f.evidence(format!("counter {} rose by", d.name), d.amount());
         }
         out.push(
             f.message("error counters rose during the tests although TCP recovered: the link is taking errors".to_string())
@@ -981,8 +1061,8 @@ fn path_asymmetric(c: &Ctx<'_>) -> Option<Finding> {
     };
     let shaped = shaper_end
         .and_then(EndFacts::shaper_goodput)
-        .is_some_and(|(g, _)| lo.gbps >= 0.85 * g);
-    if !(hi.gbps > 0.0 && lo.gbps < 0.75 * hi.gbps && !shaped) {
+        .is_some_and(|(g, _)| lo.gbps >= SHAPER_REACHED_FRACTION * g);
+    if !(hi.gbps > 0.0 && lo.gbps < ASYMMETRIC_FRACTION * hi.gbps && !shaped) {
         return None;
     }
     let slow_receiver = if lo_sends {
@@ -1208,7 +1288,31 @@ fn cause(c: &Ctx<'_>, out: &[Finding], flags: Flags) -> (Cause, String) {
     (Cause::Unknown, why.into())
 }
 
-/// The one-line answer.
+/// The bound a single stream on a virtual path is set against in the verdict's words: the
+/// host stack's memory-copy bound when the stream is within [`STACK_BOUND_SHOWN_WITHIN`] of it,
+/// else the same stream measured with the receiver's copy left out (its `--discard` twin), or
+/// nothing. Returns the words after the rate.
+fn stack_bound_words(c: &Ctx<'_>, t: &Measured) -> String {
+    let Some(h) = c.i.host_stack.as_ref().filter(|_| c.pc.per_stream) else {
+        return String::new();
+    };
+    if t.gbps > 0.0 && t.gbps * STACK_BOUND_SHOWN_WITHIN >= h.gbps {
+        return format!(
+            " of the at most {} Gb/s the host stack can carry ({})",
+            fmt_round(h.gbps, 1),
+            h.basis
+        );
+    }
+    match c.i.tests.iter().find(|x| x.is_discard_twin(t.direction)) {
+        Some(twin) => format!(
+            " ({} Gb/s measured just after with the receiver's copy left out, `--discard`)",
+            fmt_round(twin.gbps, 2)
+        ),
+        None => String::new(),
+    }
+}
+
+/// The one-line answer, leading with what limits: `limited by WHY: the figures`.
 fn verdict(c: &Ctx<'_>, out: &[Finding], flags: Flags) -> DoctorVerdict {
     let (limited_by, why) = cause(c, out, flags);
     let dir_prefix = if c.dirs.len() > 1 {
@@ -1217,15 +1321,13 @@ fn verdict(c: &Ctx<'_>, out: &[Finding], flags: Flags) -> DoctorVerdict {
         String::new()
     };
     let down = matches!(limited_by, Cause::PortDown | Cause::NoSubnetManager);
-    let host_stack = c.i.host_stack.as_ref().filter(|_| c.pc.per_stream);
     let summary = match (c.best, c.pc.gbps) {
         _ if down => format!("no traffic can pass: {why}"),
         (None, _) => format!("no throughput was measured: {why}"),
-        (Some(t), Some(g)) if host_stack.is_some() => format!(
-            "{dir_prefix}one TCP stream: {} Gb/s of the at most {} Gb/s the host stack can carry ({}){}: limited by {why}",
+        (Some(t), Some(_)) if c.pc.per_stream => format!(
+            "limited by {why}: {dir_prefix}one TCP stream {} Gb/s{}{}",
             fmt_round(t.gbps, 2),
-            fmt_round(g, 1),
-            host_stack.map_or("", |h| h.basis.as_str()),
+            stack_bound_words(c, t),
             c.multi(c.dir).map_or(String::new(), |m| format!(
                 " ({} streams: {} Gb/s)",
                 m.streams,
@@ -1233,12 +1335,12 @@ fn verdict(c: &Ctx<'_>, out: &[Finding], flags: Flags) -> DoctorVerdict {
             ))
         ),
         (Some(t), Some(g)) => format!(
-            "{dir_prefix}{} Gb/s of a {} Gb/s ceiling: limited by {why}",
+            "limited by {why}: {dir_prefix}{} Gb/s of a {} Gb/s ceiling",
             fmt_round(t.gbps, 2),
             fmt_round(g, 2),
         ),
         (Some(t), None) => format!(
-            "{} Gb/s; no ceiling is known for this path: limited by {why}",
+            "limited by {why}: {} Gb/s; no ceiling is known for this path",
             fmt_round(t.gbps, 2)
         ),
     };

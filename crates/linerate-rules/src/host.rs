@@ -16,12 +16,9 @@ pub fn bdp_bytes(gbps: f64, rtt_us: f64) -> f64 {
     gbps * 1e9 * rtt_us * 1e-6 / 8.0
 }
 
+/// A byte count computed in floating point, as a size.
 fn fmt_bytes(b: f64) -> String {
-    if b >= 1024.0 * 1024.0 {
-        format!("{:.1} MiB", b / 1024.0 / 1024.0)
-    } else {
-        format!("{:.0} KiB", b / 1024.0)
-    }
+    linerate_units::fmt_bytes(b.round().max(0.0) as u64)
 }
 
 pub fn rules(inv: &Inventory, analysis: &[PortAnalysis], out: &mut Vec<Finding>) {

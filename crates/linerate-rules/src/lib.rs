@@ -9,6 +9,7 @@ mod host;
 mod link;
 mod pcie;
 pub mod pyramid;
+pub mod thresholds;
 
 use linerate_facts::{Analysis, Inventory, PortAnalysis};
 

@@ -224,7 +224,9 @@ pub fn pyramid(i: &PyramidInput) -> (Pyramid, Vec<Finding>) {
     let mut findings = Vec::new();
     if let (Some(c), Some(n)) = (&copy, &net) {
         // A disk far below the network: the network is not what a file copy will feel.
-        if c.limited_by.layer != "network" && c.gbps < 0.5 * n.gbps {
+        if c.limited_by.layer != "network"
+            && c.gbps < crate::thresholds::DISK_LIMITS_COPY_FRACTION * n.gbps
+        {
             findings.push(
                 Finding::new(
                     FindingId::StorageDiskLimitsCopy,

@@ -39,6 +39,7 @@ fn tcp(direction: Direction, streams: u32, gbps: f64, cpu: f64) -> Measured {
         receiver_cpu_percent: Some(cpu * 0.8),
         max_stream_cpu_percent: Some(cpu),
         busiest_core_percent: Some(cpu),
+        busiest_core_others_percent: None,
         other_cores: Some(0.02),
         steal_cores: Some(0.0),
         retransmits: Some(0),
@@ -348,4 +349,146 @@ fn end_facts_keep_their_json_shape() {
         .iter()
         .any(|f| f["id"] == "ipoib.datagram_mode"));
     assert_eq!(serde_json::from_value::<EndFacts>(v).unwrap(), ib);
+}
+
+/// A single stream on loopback while other processes held the cores: the self-check
+/// during a build on 2 cores (the sender's threads at 18 %, the busiest core at 100 %, most of
+/// it the build's), against a bound measured at 50.3 GB/s (402.6 Gb/s).
+fn contended_stream(other_cores: f64, others_on_busiest: Option<f64>, thread: f64) -> Measured {
+    Measured {
+        sender_cpu_percent: Some(thread),
+        receiver_cpu_percent: Some(thread * 0.9),
+        busiest_core_percent: Some(100.0),
+        busiest_core_others_percent: others_on_busiest,
+        other_cores: Some(other_cores),
+        ..tcp(Direction::Send, 1, 6.46, thread)
+    }
+}
+
+#[test]
+fn a_core_held_by_other_processes_is_contention_not_saturation() {
+    let d = run(
+        "build on both cores",
+        &self_check(
+            50.32,
+            2,
+            vec![
+                contended_stream(1.6, Some(62.0), 18.0),
+                Measured {
+                    other_cores: Some(1.5),
+                    ..tcp(Direction::Send, 2, 7.1, 20.0)
+                },
+            ],
+        ),
+    );
+    assert!(with_id(&d, "cpu.saturated").is_none(), "{:?}", d.findings);
+    let c = with_id(&d, "cpu.contended").expect("cpu.contended");
+    assert!(c.message.contains("1.6 of 2 cores"), "{}", c.message);
+    assert!(
+        c.message
+            .contains("held the busiest core: at least 62% of its time during the tcp_bw test (send direction, 1 stream)"),
+        "{}",
+        c.message
+    );
+    assert_eq!(
+        c.evidence["busiest_core_others_percent (at least, during the test below)"],
+        "62"
+    );
+    // The verdict leads with what limits, and a bound 62 times the result is not quoted.
+    let v = &d.verdict;
+    assert!(
+        v.summary
+            .starts_with("limited by other processes competing for the CPU"),
+        "{}",
+        v.summary
+    );
+    assert!(
+        v.summary.contains("one TCP stream 6.46 Gb/s"),
+        "{}",
+        v.summary
+    );
+    assert!(!v.summary.contains("402.6"), "{}", v.summary);
+    assert!(!v.summary.contains("host stack can carry"), "{}", v.summary);
+    // The bound stays in the data: it is the path's ceiling.
+    assert_eq!(v.ceiling_gbps, r3(50.32 * 8.0));
+
+    // Others' share of the cores misread as quiet (unrelated linerate processes counted as
+    // linerate's, as before): the busiest core's share still shows it was not linerate's.
+    let d = run(
+        "busiest core held, cores misread",
+        &self_check(50.32, 2, vec![contended_stream(0.1, Some(62.0), 18.0)]),
+    );
+    assert!(with_id(&d, "cpu.saturated").is_none(), "{:?}", d.findings);
+    assert!(with_id(&d, "cpu.contended").is_some());
+}
+
+#[test]
+fn a_thread_of_linerate_at_a_full_core_is_saturation_even_when_busy() {
+    // Under contention, a linerate thread that still had 95 % of a core: that core is its own.
+    let d = run(
+        "own thread saturated under load",
+        &self_check(50.32, 2, vec![contended_stream(0.8, Some(10.0), 95.0)]),
+    );
+    let s = with_id(&d, "cpu.saturated").expect("cpu.saturated");
+    assert!(
+        s.message.contains("kept the sending core at 95%"),
+        "{}",
+        s.message
+    );
+    assert!(with_id(&d, "cpu.contended").is_some());
+    // Quiet host, threads at 80 % and the busiest core at 98 %: the softirq work on top of the
+    // thread filled it, so it is linerate's core.
+    let quiet = Measured {
+        busiest_core_percent: Some(98.0),
+        busiest_core_others_percent: Some(0.0),
+        ..tcp(Direction::Send, 1, 30.0, 80.0)
+    };
+    let d = run("quiet busiest core", &self_check(7.8, 2, vec![quiet]));
+    let s = with_id(&d, "cpu.saturated").expect("cpu.saturated");
+    assert!(
+        s.message.contains("kept this host's busiest core at 98%"),
+        "{}",
+        s.message
+    );
+    assert!(
+        s.message.contains("other processes were idle"),
+        "{}",
+        s.message
+    );
+    assert!(with_id(&d, "cpu.contended").is_none());
+}
+
+#[test]
+fn the_stack_bound_is_quoted_only_where_it_informs() {
+    // Within 12 times the bound: quoted (the idle machines' streams are 6-12 times below it).
+    let near = run(
+        "within",
+        &self_check(7.8, 2, vec![tcp(Direction::Send, 1, 62.4 / 11.0, 50.0)]),
+    );
+    assert!(
+        near.verdict.summary.contains("the host stack can carry"),
+        "{}",
+        near.verdict.summary
+    );
+    // Far below, with the receiver's copy measured without it on the spot: that is the figure.
+    let far = run(
+        "far, with a twin",
+        &self_check(
+            50.32,
+            2,
+            vec![
+                contended_stream(1.6, Some(62.0), 18.0),
+                Measured {
+                    discard: true,
+                    ..tcp(Direction::Send, 1, 7.02, 20.0)
+                },
+            ],
+        ),
+    );
+    let s = &far.verdict.summary;
+    assert!(!s.contains("host stack can carry"), "{s}");
+    assert!(
+        s.contains("one TCP stream 6.46 Gb/s (7.02 Gb/s measured just after with the receiver's copy left out, `--discard`)"),
+        "{s}"
+    );
 }

@@ -82,6 +82,7 @@ fn tcp(direction: &str, streams: u32, gbps: f64) -> Measured {
         receiver_cpu_percent: Some(30.0),
         max_stream_cpu_percent: Some(35.0),
         busiest_core_percent: Some(40.0),
+        busiest_core_others_percent: None,
         other_cores: Some(0.02),
         steal_cores: Some(0.0),
         retransmits: Some(0),
@@ -110,6 +111,7 @@ fn latency() -> Measured {
         receiver_cpu_percent: Some(20.0),
         max_stream_cpu_percent: None,
         busiest_core_percent: Some(30.0),
+        busiest_core_others_percent: None,
         other_cores: Some(0.02),
         steal_cores: Some(0.0),
         retransmits: None,
@@ -216,7 +218,7 @@ fn ipoib_datagram_mode_on_both_ends_limits_one_stream_by_cpu() {
     assert!(
         d.verdict
             .summary
-            .starts_with("9.8 Gb/s of a 30.62 Gb/s ceiling: limited by IPoIB datagram mode"),
+            .starts_with("limited by IPoIB datagram mode (small packets, one core per stream): 9.8 Gb/s of a 30.62 Gb/s ceiling"),
         "{}",
         d.verdict.summary
     );
@@ -317,7 +319,7 @@ fn pcie_gen2_x4_slot_is_reached() {
     assert!(approx(v.ceiling_gbps, 13.07, 0.01));
     assert!(
         v.summary.starts_with(
-            "receive direction (the slower): 12.85 Gb/s of a 13.07 Gb/s ceiling: limited by the PCIe 2.0 x4 slot"
+            "limited by the PCIe 2.0 x4 slot on the local end: receive direction (the slower): 12.85 Gb/s of a 13.07 Gb/s ceiling"
         ),
         "{}",
         v.summary
@@ -444,14 +446,8 @@ fn retransmits_with_ib_symbol_errors_blame_the_cable() {
     t4.retransmits = Some(19_877);
     let mut i = input(local, Some(remote), vec![t1, t4, latency()]);
     i.counter_deltas = vec![
-        CounterDelta {
-            name: format!("{port} symbol_error"),
-            delta: 1_382,
-        },
-        CounterDelta {
-            name: format!("{port} port_rcv_errors"),
-            delta: 211,
-        },
+        CounterDelta::rose(format!("{port} symbol_error"), 1_382),
+        CounterDelta::rose(format!("{port} port_rcv_errors"), 211),
     ];
     let d = run("retransmits", &i);
     let r = find(&d, "net.retransmits");
@@ -510,15 +506,28 @@ fn counters_rising_without_retransmits_still_warn() {
         Some(local),
         vec![tcp("send", 1, 38.0), tcp("send", 4, 97.0)],
     );
-    i.counter_deltas = vec![CounterDelta {
-        name: format!("{port} symbol_error"),
-        delta: 12,
-    }];
+    i.counter_deltas = vec![CounterDelta::rose(format!("{port} symbol_error"), 12)];
     let d = run("counters only", &i);
     let f = one(&d, "net.retransmits", "path");
     assert_eq!(f.severity, Severity::Warning);
     assert!(f.message.contains("error counters rose"), "{}", f.message);
     assert!(f.fix.contains("cable"), "{}", f.fix);
+    assert_eq!(
+        f.evidence[&format!("counter {port} symbol_error rose by")],
+        "12"
+    );
+    // A counter that pegged during the tests (the soak's tracker says so): a lower bound.
+    i.counter_deltas = vec![CounterDelta {
+        at_least: true,
+        note: Some("pegged at 65535, the most its 16 bits hold".into()),
+        ..CounterDelta::rose(format!("{port} symbol_error"), 65_000)
+    }];
+    let d = run("counter pegged", &i);
+    let f = one(&d, "net.retransmits", "path");
+    assert_eq!(
+        f.evidence[&format!("counter {port} symbol_error rose by")],
+        "at least 65000 (pegged at 65535, the most its 16 bits hold)"
+    );
 }
 
 fn asymmetric_input() -> DiagnoseInput {
@@ -672,10 +681,7 @@ fn verdict_never_points_at_a_missing_unexplained_finding() {
     let port = ib_port_of(case, "ib0");
     let local = facts(case, "ib0");
     let mut i = input(local.clone(), Some(local), vec![tcp("send", 4, 41.7)]);
-    i.counter_deltas = vec![CounterDelta {
-        name: format!("{port} symbol_error"),
-        delta: 1_382,
-    }];
+    i.counter_deltas = vec![CounterDelta::rose(format!("{port} symbol_error"), 1_382)];
     let d = run("counters rising (verdict)", &i);
     assert_no_dangling_unexplained(&d);
 }

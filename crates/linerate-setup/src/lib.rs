@@ -4,12 +4,13 @@
 //! The parts are separate: [`snapshot`] reads the configuration files under a root (the only
 //! reading I/O), [`detect`] finds the distribution, the renderer in charge of an interface and
 //! the package versions (pure), the plan builders ([`ipoib`], [`sysctl`], [`opensm`], [`nfs`],
-//! [`irq`]) turn the inventory, its analysis and the snapshot into a [`linerate_facts::Plan`] (pure), and
+//! [`irq`], [`governor`]) turn the inventory, its analysis and the snapshot into a [`linerate_facts::Plan`] (pure), and
 //! [`apply`] writes a plan's files with backups and rolls them back (the only writing I/O).
 
 pub mod apply;
 pub mod detect;
 pub mod edit;
+pub mod governor;
 pub mod ipoib;
 pub mod irq;
 pub mod nfs;
@@ -69,6 +70,7 @@ pub fn build_plan(
             Topic::Opensm => opensm::build(inv, analysis, snap, o, &mut plan),
             Topic::NfsRdma => nfs::build(inv, snap, o, &mut plan),
             Topic::Irq => irq::build(inv, analysis, snap, o, &mut plan),
+            Topic::Governor => governor::build(analysis, snap, &mut plan),
         }
     }
     plan

@@ -44,6 +44,9 @@ const FILES: &[&str] = &[
     "/proc/sys/net/ipv4/tcp_wmem",
     "/proc/sys/net/ipv4/tcp_mtu_probing",
     "/proc/fs/nfsd/portlist",
+    "/etc/tuned/active_profile",
+    "/etc/tuned/linerate-performance/tuned.conf",
+    "/etc/default/cpufrequtils",
 ];
 
 /// Directories whose regular files `setup` may read (one level).
@@ -84,6 +87,8 @@ const PRESENCE: &[&str] = &[
     "/lib/systemd/system/opensm.service",
     "/usr/lib/systemd/system/nfs-server.service",
     "/lib/systemd/system/nfs-server.service",
+    "/usr/lib/systemd/system/ondemand.service",
+    "/lib/systemd/system/ondemand.service",
 ];
 
 fn target_to_host(root: &Path, target: &str) -> std::path::PathBuf {

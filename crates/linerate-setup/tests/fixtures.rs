@@ -305,3 +305,66 @@ fn sysctl_never_lowers_what_the_user_raised() {
     assert!(p.is_empty(), "{:?}", p.steps);
     assert!(p.notes[0].text.contains("already at or above"));
 }
+
+/// `governor` on acpi-cpufreq's powersave (`cpu-powersave-acpi`): a unit where nothing else sets
+/// the governor, tuned's own profile where tuned is in charge; applied, planned again (nothing
+/// to do), rolled back byte for byte. intel_pstate's powersave is left alone.
+#[test]
+fn governor_through_what_is_in_charge_then_idempotent_and_rolled_back() {
+    for (etc, tuned) in [("debian12-ifupdown", false), ("rhel9-nm-keyfile", true)] {
+        let t = root("cpu-powersave-acpi", etc);
+        let r = t.path();
+        if tuned {
+            fs::create_dir_all(r.join("etc/tuned")).unwrap();
+            fs::write(
+                r.join("etc/tuned/active_profile"),
+                "throughput-performance\n",
+            )
+            .unwrap();
+        }
+        let before = read_tree(&r.join("etc"));
+        let p = plan(r, &[Topic::Governor]);
+        let files = p.files();
+        assert_eq!(files.len(), 1, "{etc}: {:?}", p.notes);
+        let want = if tuned {
+            linerate_setup::governor::tuned_profile_path()
+        } else {
+            linerate_setup::governor::UNIT.to_string()
+        };
+        assert_eq!(files[0].path, want, "{etc}");
+        assert!(files[0].content.contains("performance"), "{etc}");
+        assert_eq!(
+            p.steps[0].why[0].finding,
+            Some(linerate_facts::FindingId::CpuPowersave)
+        );
+        let owned: Vec<_> = files.into_iter().cloned().collect();
+        let (id, _) = apply::apply(r, &owned).unwrap();
+        assert_eq!(
+            fs::read_to_string(r.join(want.trim_start_matches('/'))).unwrap(),
+            owned[0].content
+        );
+        if tuned {
+            // tuned now runs linerate's profile: the plan builds on the one it includes.
+            fs::write(r.join("etc/tuned/active_profile"), "linerate-performance\n").unwrap();
+        }
+        let again = plan(r, &[Topic::Governor]);
+        assert!(again.is_empty(), "{etc}: {:?}", again.steps);
+        if tuned {
+            fs::write(
+                r.join("etc/tuned/active_profile"),
+                "throughput-performance\n",
+            )
+            .unwrap();
+        }
+        apply::rollback(r, &id).unwrap();
+        assert_eq!(read_tree(&r.join("etc")), before, "{etc}: rollback");
+    }
+    let t = root("cpu-powersave-pstate", "debian12-ifupdown");
+    let p = plan(t.path(), &[Topic::Governor]);
+    assert!(p.is_empty(), "{:?}", p.steps);
+    assert!(
+        p.notes[0].text.contains("nothing to change"),
+        "{:?}",
+        p.notes
+    );
+}

@@ -250,21 +250,6 @@ pub(crate) fn judge_port(tracker: &Tracker, info: &PortInfo, jp: &JudgeParams) -
     }
 }
 
-/// The median of some figures; 0 for none.
-pub fn median(values: &[f64]) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        f64::midpoint(v[n / 2 - 1], v[n / 2])
-    }
-}
-
 fn end_report(tracker: &Tracker, end: End, jp: &JudgeParams) -> Option<EndReport> {
     let t = tracker.totals(end);
     if t.samples == 0 {
@@ -299,7 +284,7 @@ fn end_report(tracker: &Tracker, end: End, jp: &JudgeParams) -> Option<EndReport
         bytes_sent: t.bytes_sent,
         bytes_received: t.bytes_received,
         mean_gbps: linerate_units::gbps(moved_bytes, t.duration_s()),
-        median_gbps: median(&rates),
+        median_gbps: linerate_stats::median(&rates).unwrap_or(0.0),
         tcp_retrans: t.tcp_retrans_last.map(|_| t.tcp_retrans),
         ports,
         problems: t.problems.clone(),

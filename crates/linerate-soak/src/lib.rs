@@ -71,7 +71,7 @@ pub mod tracker;
 pub mod verdict;
 pub mod width;
 
-pub use judge::{judge, median, symbol_budget};
+pub use judge::{judge, symbol_budget};
 pub use port::{data_gbps, fmt_duration, is_pam4};
 pub use report::{
     BerEstimate, BitsBasis, Check, CounterOut, Dip, EndReport, MovedOut, PortReport, SoakEvent,

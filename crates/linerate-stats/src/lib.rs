@@ -148,9 +148,34 @@ impl LatencyUs {
     }
 }
 
+/// The median of some figures, the one median of the workspace; None when none is a number.
+/// An even count takes the mean of the middle two.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        f64::midpoint(v[m - 1], v[m])
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[f64::NAN, 5.0, f64::INFINITY]), Some(5.0));
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[f64::NAN]), None);
+    }
 
     /// Within the histogram's 0.1% (plus 1 ns of rounding).
     fn close(a: f64, b: f64) -> bool {

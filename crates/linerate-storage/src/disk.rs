@@ -33,9 +33,10 @@ use thiserror::Error;
 use crate::engine::{self, Access, Job, JobOut, JobOutcome, RingPolicy, StopCause, Watch};
 use crate::mountinfo::{self, MountEntry};
 use crate::signals;
-use crate::size::{self, fmt_bytes, Medium, SizeError, SizeInput, MIB};
+use crate::size::{self, Medium, SizeError, SizeInput, MIB};
 use crate::sys::{self, IoKind, RingOpts, Uring, ALIGN};
 use linerate_stats::LatencyHistogram;
+use linerate_units::fmt_bytes;
 use linerate_units::r3;
 
 // The output data lives in `linerate-results` (renderers depend on it, not on this crate).

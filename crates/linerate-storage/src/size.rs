@@ -7,6 +7,7 @@
 //! ramfs the medium *is* memory: 1 GiB is plenty. Every default is capped at 25% of the free space
 //! and is at least 256 MiB; the test needs the file size plus a 5% margin free.
 
+use linerate_units::fmt_bytes;
 use thiserror::Error;
 
 pub const MIB: u64 = 1 << 20;
@@ -88,31 +89,6 @@ pub fn choose(input: &SizeInput) -> Result<u64, SizeError> {
     Ok(size)
 }
 
-/// `1.50 GiB`, `64.0 MiB`, `512 KiB`, `100 B`: binary units, three significant digits.
-pub fn fmt_bytes(b: u64) -> String {
-    let units = [
-        (GIB * 1024, "TiB"),
-        (GIB, "GiB"),
-        (MIB, "MiB"),
-        (1024, "KiB"),
-    ];
-    for (u, name) in units {
-        if b >= u {
-            let v = b as f64 / u as f64;
-            return if b.is_multiple_of(u) {
-                format!("{} {name}", b / u)
-            } else if v < 10.0 {
-                format!("{v:.2} {name}")
-            } else if v < 100.0 {
-                format!("{v:.1} {name}")
-            } else {
-                format!("{v:.0} {name}")
-            };
-        }
-    }
-    format!("{b} B")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,14 +162,5 @@ mod tests {
         // Small files are allowed when asked for (O_DIRECT needs no more).
         i.requested = Some(MIB);
         assert_eq!(choose(&i).unwrap(), MIB);
-    }
-
-    #[test]
-    fn formats_bytes() {
-        assert_eq!(fmt_bytes(64 * MIB), "64 MiB");
-        assert_eq!(fmt_bytes(3 * GIB / 2), "1.50 GiB");
-        assert_eq!(fmt_bytes(4096), "4 KiB");
-        assert_eq!(fmt_bytes(100), "100 B");
-        assert_eq!(fmt_bytes(MIB * 1000 + 1), "1000 MiB");
     }
 }

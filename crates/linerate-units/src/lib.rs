@@ -116,9 +116,53 @@ pub fn fmt_round(x: f64, decimals: u32) -> String {
     fmt_num(round(x, decimals))
 }
 
+/// A size in binary units, the one byte formatter of the workspace: `64 KiB`, `8 MiB`,
+/// `1.50 GiB`, `1500 B`. A whole number of the largest unit it reaches is written whole;
+/// otherwise three significant digits, except below 10 KiB, where a size that is not a whole
+/// number of KiB is written in bytes (packet and message sizes read best so: `1500 B`).
+pub fn fmt_bytes(b: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [(GIB << 10, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")];
+    for (u, name) in UNITS {
+        if b < u {
+            continue;
+        }
+        if b.is_multiple_of(u) {
+            return format!("{} {name}", b / u);
+        }
+        if b < 10 * KIB {
+            break;
+        }
+        let v = b as f64 / u as f64;
+        return if v < 10.0 {
+            format!("{v:.2} {name}")
+        } else if v < 100.0 {
+            format!("{v:.1} {name}")
+        } else {
+            format!("{v:.0} {name}")
+        };
+    }
+    format!("{b} B")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(fmt_bytes(64 * MIB), "64 MiB");
+        assert_eq!(fmt_bytes(3 * GIB / 2), "1.50 GiB");
+        assert_eq!(fmt_bytes(4096), "4 KiB");
+        assert_eq!(fmt_bytes(100), "100 B");
+        assert_eq!(fmt_bytes(0), "0 B");
+        assert_eq!(fmt_bytes(1500), "1500 B");
+        assert_eq!(fmt_bytes(MIB * 1000 + 1), "1000 MiB");
+        assert_eq!(fmt_bytes(212_992), "208 KiB");
+        assert_eq!(fmt_bytes(1_250_000), "1.19 MiB");
+        assert_eq!(fmt_bytes(1536 * KIB), "1.50 MiB");
+        assert_eq!(fmt_bytes(GIB << 10), "1 TiB");
+        assert_eq!(fmt_bytes(u64::MAX), "16777216 TiB");
+    }
 
     #[test]
     fn rates() {

@@ -1,15 +1,14 @@
 //! `linerate disk PATH`: throughput, IOPS and latency of the filesystem holding PATH.
 
-use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use anyhow::anyhow;
+use linerate_report::disk::DiskHeading;
 use linerate_report::Style;
-use linerate_results::disk::{DiskReport, DiskTestKind, DiskTestResult};
-use linerate_stats::LatencyUs;
-use linerate_storage::size::fmt_bytes;
+use linerate_results::disk::{DiskReport, DiskTestKind};
 use linerate_storage::{DiskEvent, DiskPlan, EngineChoice};
+use linerate_units::fmt_bytes;
 use serde::Serialize;
 
 use crate::cli::{DiskArgs, DiskEngineArg, DiskTestArg};
@@ -58,119 +57,6 @@ struct Doc<'a> {
     report: &'a DiskReport,
 }
 
-/// `850 ns`, `105 µs`, `6.21 ms`, `1.20 s`: three significant digits.
-fn fmt_us(us: f64) -> String {
-    let (v, unit) = if us < 1.0 {
-        (us * 1000.0, "ns")
-    } else if us < 1000.0 {
-        (us, "µs")
-    } else if us < 1e6 {
-        (us / 1e3, "ms")
-    } else {
-        (us / 1e6, "s")
-    };
-    if v >= 100.0 {
-        format!("{v:.0} {unit}")
-    } else if v >= 10.0 {
-        format!("{v:.1} {unit}")
-    } else {
-        format!("{v:.2} {unit}")
-    }
-}
-
-/// `1,234,567`.
-fn thousands(n: f64) -> String {
-    let s = format!("{:.0}", n.max(0.0));
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// One line per test.
-pub fn test_line(r: &DiskTestResult, style: Style) -> String {
-    let (p50, p99) = r
-        .latency_us
-        .as_ref()
-        .map_or(("-".into(), "-".into()), |l: &LatencyUs| {
-            (fmt_us(l.p50), fmt_us(l.p99))
-        });
-    let mut line = format!(
-        "  {:<10} {:>7}  {}  {:>9} Gb/s  {:>11} IOPS   p50 {:>8}   p99 {:>8}   {:<8} {}",
-        r.kind.short(),
-        fmt_bytes(r.block_bytes),
-        style.bold(&format!("{:>7.2} GB/s", r.gb_per_s)),
-        format!("{:.2}", r.gbps),
-        thousands(r.iops),
-        p50,
-        p99,
-        if r.direct { "direct" } else { "buffered" },
-        r.engine.as_str(),
-    );
-    if let Some(cpu) = r.cpu_us_per_io {
-        let _ = write!(
-            line,
-            "   CPU {:.0}% ({} per I/O)",
-            r.cpu_percent,
-            fmt_us(cpu)
-        );
-    }
-    if r.jobs > 1 {
-        for j in &r.per_job {
-            let _ = write!(
-                line,
-                "\n    job {:<3} {:>7.2} GB/s  {:>11} IOPS   p50 {:>8}   p99 {:>8}",
-                j.job,
-                j.gb_per_s,
-                thousands(j.iops),
-                j.latency_us.map_or_else(|| "-".into(), |l| fmt_us(l.p50)),
-                j.latency_us.map_or_else(|| "-".into(), |l| fmt_us(l.p99)),
-            );
-        }
-    }
-    for step in &r.job_scaling {
-        let _ = write!(
-            line,
-            "\n    tried {} job{}: {} IOPS, {:.2} GB/s",
-            step.jobs,
-            if step.jobs == 1 { "" } else { "s" },
-            thousands(step.iops),
-            step.gb_per_s
-        );
-    }
-    if let Some(e) = &r.error {
-        let _ = write!(line, "\n    {} {e}", style.bold("stopped:"));
-    }
-    line.push('\n');
-    line
-}
-
-fn header(
-    a: &DiskArgs,
-    plan: &DiskPlan,
-    filesystem: &str,
-    file_bytes: u64,
-    direct: bool,
-    engine: &str,
-) -> String {
-    format!(
-        "linerate disk {}: {filesystem}, test file {}, {}, {engine}{}{}, QD {}{}, {} s per test, {} of buffers\n",
-        a.path.display(),
-        fmt_bytes(file_bytes),
-        if direct { "O_DIRECT" } else { "buffered" },
-        if a.hipri { " polled (hipri)" } else { "" },
-        if a.sqpoll { " with SQPOLL" } else { "" },
-        a.qd,
-        if a.jobs > 1 { format!(" × {} jobs", a.jobs) } else { String::new() },
-        a.time as f64 / 1000.0,
-        fmt_bytes(plan.buffer_bytes()),
-    )
-}
-
 /// Progress on stderr, only when it is a terminal (and never mixed into --json's stdout).
 struct Progress {
     on: bool,
@@ -211,14 +97,19 @@ pub fn run(a: &DiskArgs, style: Style) -> anyhow::Result<u8> {
             filesystem,
             ..
         } => {
-            emit(&header(
-                a,
-                &plan,
+            emit(&linerate_report::disk::heading(&DiskHeading {
+                path: &a.path,
                 filesystem,
-                *file_bytes,
-                *direct,
-                engine.as_str(),
-            ));
+                file_bytes: *file_bytes,
+                direct: *direct,
+                engine: engine.as_str(),
+                hipri: a.hipri,
+                sqpoll: a.sqpoll,
+                queue_depth: a.qd,
+                jobs: a.jobs,
+                seconds_per_test: a.time as f64 / 1000.0,
+                buffer_bytes: plan.buffer_bytes(),
+            }));
             progress.status(&format!(
                 "filling the test file ({})",
                 fmt_bytes(*file_bytes)
@@ -238,7 +129,7 @@ pub fn run(a: &DiskArgs, style: Style) -> anyhow::Result<u8> {
         )),
         DiskEvent::TestDone(r) => {
             progress.clear();
-            emit(&test_line(r, style));
+            emit(&linerate_report::disk::test_line(r, style));
         }
     });
     progress.clear();
@@ -266,21 +157,5 @@ pub fn run(a: &DiskArgs, style: Style) -> anyhow::Result<u8> {
     match err {
         None => Ok(0),
         Some(e) => Err(anyhow!(e)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn formats() {
-        assert_eq!(fmt_us(0.85), "850 ns");
-        assert_eq!(fmt_us(105.2), "105 µs");
-        assert_eq!(fmt_us(6210.0), "6.21 ms");
-        assert_eq!(fmt_us(1_200_000.0), "1.20 s");
-        assert_eq!(thousands(1_234_567.4), "1,234,567");
-        assert_eq!(thousands(999.0), "999");
-        assert_eq!(thousands(0.0), "0");
     }
 }

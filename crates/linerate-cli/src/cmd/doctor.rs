@@ -73,7 +73,7 @@ pub fn run(a: &DoctorArgs, style: Style) -> anyhow::Result<u8> {
     };
     let report = linerate_doctor::run(&o, &mut progress).map_err(|e| match e {
         // A far end that does not answer on its port: say what that means.
-        linerate_doctor::run::DoctorError::Client(c) if o.far_end.is_some() => {
+        linerate_doctor::DoctorError::Client(c) if o.far_end.is_some() => {
             anyhow::anyhow!(super::far::connect_failed(&c).unwrap_or_else(|| c.to_string()))
         }
         e => e.into(),

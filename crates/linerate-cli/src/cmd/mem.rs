@@ -1,28 +1,12 @@
-use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
 use linerate_engine::mem::{measure_pinned, MemOp, MemResult};
 use linerate_report::Style;
-use serde::Serialize;
+use linerate_results::mem::{DramPeak, MemReport, MemTest};
 
 use crate::cli::MemArgs;
 use crate::out::print;
-
-#[derive(Debug, Serialize)]
-struct MemTest {
-    kind: &'static str,
-    threads: usize,
-    /// NUMA node the threads and their memory were bound to, when measured per node.
-    node: Option<u32>,
-    buffer_bytes: usize,
-    bytes: u64,
-    seconds: f64,
-    /// 10^9 bytes/s.
-    gb_per_s: f64,
-    /// 10^9 bit/s, to set beside the network.
-    gbps: f64,
-}
 
 fn test(r: &MemResult, node: Option<u32>) -> MemTest {
     MemTest {
@@ -69,58 +53,18 @@ pub fn run(a: &MemArgs, style: Style) -> anyhow::Result<u8> {
             tests.push(test(&r, Some(n.id)));
         }
     }
-    let dimms = linerate_inventory::dram::dimms(Path::new("/"));
-    let peak: f64 = dimms
-        .iter()
-        .map(linerate_inventory::dram::Dimm::peak_gb_per_s)
-        .sum();
+    let report = MemReport {
+        schema_version: linerate_facts::SCHEMA_VERSION,
+        tool: linerate_facts::TOOL,
+        tests,
+        dram: DramPeak::of(linerate_inventory::dram::dimms(Path::new("/"))),
+    };
     if a.json {
-        let doc = serde_json::json!({
-            "schema_version": linerate_facts::SCHEMA_VERSION,
-            "tests": tests,
-            "dram": {
-                "dimms": dimms,
-                // Upper bound: every DIMM on its own channel.
-                "theoretical_gb_per_s": (peak > 0.0).then_some(linerate_units::r1(peak)),
-            },
-        });
-        let mut s = serde_json::to_string_pretty(&doc)?;
+        let mut s = serde_json::to_string_pretty(&report)?;
         s.push('\n');
         print(&s)?;
-        return Ok(0);
-    }
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{}",
-        style.bold("linerate mem: memory bandwidth (GB/s = 10^9 bytes/s)")
-    );
-    for t in &tests {
-        let what = match t.node {
-            Some(n) => format!("{} on node {n}, {} threads", t.kind, t.threads),
-            None => format!(
-                "{}, {} thread{}",
-                t.kind,
-                t.threads,
-                if t.threads == 1 { "" } else { "s" }
-            ),
-        };
-        let _ = writeln!(
-            out,
-            "    {what:<32} {:>8.2} GB/s   = {:>7.1} Gb/s",
-            t.gb_per_s, t.gbps
-        );
-    }
-    if peak > 0.0 {
-        let _ = writeln!(
-            out,
-            "    theoretical DRAM peak            {peak:>8.1} GB/s   ({} DIMMs at {} MT/s; assumes one DIMM per channel)",
-            dimms.len(),
-            dimms.iter().map(|d| d.speed_mts).max().unwrap_or(0)
-        );
     } else {
-        let _ = writeln!(out, "    {}", style.dim("theoretical DRAM peak unknown: no SMBIOS memory records with a speed (needs root; VMs rarely have them)"));
+        print(&linerate_report::render_mem(&report, style))?;
     }
-    print(&out)?;
     Ok(0)
 }

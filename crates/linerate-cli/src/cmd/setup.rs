@@ -15,6 +15,7 @@ fn topics(t: SetupTopicArg) -> Vec<Topic> {
         SetupTopicArg::NfsRdma => vec![Topic::NfsRdma],
         SetupTopicArg::Sysctl => vec![Topic::Sysctl],
         SetupTopicArg::Irq => vec![Topic::Irq],
+        SetupTopicArg::Governor => vec![Topic::Governor],
         SetupTopicArg::All => Topic::ALL.to_vec(),
     }
 }

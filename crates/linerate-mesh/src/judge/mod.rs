@@ -377,19 +377,7 @@ pub struct Judgement {
     pub notes: Vec<String>,
 }
 
-pub(crate) fn median(values: &[f64]) -> Option<f64> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        f64::midpoint(v[m - 1], v[m])
-    })
-}
+pub(crate) use linerate_stats::median;
 
 /// The `p` quantile (nearest rank) of the finite values.
 pub(crate) fn quantile(values: &[f64], p: f64) -> Option<f64> {

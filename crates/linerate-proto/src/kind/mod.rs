@@ -196,17 +196,6 @@ pub(crate) fn direction_words(d: Direction) -> &'static str {
     }
 }
 
-/// `8 B`, `64 KiB`, `8 MiB`: message sizes as perftest and netperf users know them.
-pub(crate) fn bytes_iec(b: u64) -> String {
-    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
-        format!("{} MiB", b >> 20)
-    } else if b >= 1 << 10 && b.is_multiple_of(1 << 10) {
-        format!("{} KiB", b >> 10)
-    } else {
-        format!("{b} B")
-    }
-}
-
 /// Each connection at the test's length, at least 64 KiB (a socket's own buffers).
 pub(crate) fn per_connection_memory(p: &TestParams) -> u64 {
     u64::from(p.connections()) * u64::from(p.length.max(64 * 1024))

@@ -1,6 +1,6 @@
 //! `rdma`: RDMA write, read or send through libfabric, bandwidth or latency (`params.rdma`).
 
-use super::{bytes_iec, EndsBy, Facts, Measures, Spec, Takes};
+use super::{EndsBy, Facts, Measures, Spec, Takes};
 use crate::defaults;
 use crate::params::{
     Limits, Param, RdmaOp, Refusal, RefusalKind, ShapeError, TestParams, RDMA_CTRL_EXTRA,
@@ -175,9 +175,12 @@ impl Spec for Rdma {
             "RDMA {what} {}, {}{}{}{}",
             if lat { "latency" } else { "bandwidth" },
             if sweep {
-                format!("2 B to {}", bytes_iec(u64::from(p.length)))
+                format!("2 B to {}", linerate_units::fmt_bytes(u64::from(p.length)))
             } else {
-                format!("{} messages", bytes_iec(u64::from(p.length)))
+                format!(
+                    "{} messages",
+                    linerate_units::fmt_bytes(u64::from(p.length))
+                )
             },
             r.filter(|_| !lat)
                 .map_or(String::new(), |r| format!(", window {}", r.window)),

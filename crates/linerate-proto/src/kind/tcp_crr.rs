@@ -9,8 +9,7 @@
 //! server (whose port is fixed) and the client's ephemeral ports come free at once.
 
 use super::{
-    bytes_iec, from_the_client, limit_length, streams_words, EndsBy, Facts, Measures, Spec, Takes,
-    Transaction,
+    from_the_client, limit_length, streams_words, EndsBy, Facts, Measures, Spec, Takes, Transaction,
 };
 use crate::defaults;
 use crate::params::{Limits, Refusal, ShapeError, TestParams};
@@ -68,7 +67,7 @@ impl Spec for TcpCrr {
     fn words(&self, p: &TestParams) -> String {
         format!(
             "TCP connect/request/response, {} messages, {}",
-            bytes_iec(u64::from(p.length)),
+            linerate_units::fmt_bytes(u64::from(p.length)),
             streams_words(p.streams)
         )
     }

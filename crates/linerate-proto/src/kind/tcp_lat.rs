@@ -1,8 +1,6 @@
 //! `tcp_lat`: request/response round trips on one TCP connection.
 
-use super::{
-    bytes_iec, limit_length, one_client_stream, EndsBy, Facts, Measures, Spec, Takes, Transaction,
-};
+use super::{limit_length, one_client_stream, EndsBy, Facts, Measures, Spec, Takes, Transaction};
 use crate::defaults;
 use crate::params::{Limits, Refusal, ShapeError, TestParams};
 
@@ -54,6 +52,9 @@ impl Spec for TcpLat {
     }
 
     fn words(&self, p: &TestParams) -> String {
-        format!("TCP latency, {} messages", bytes_iec(u64::from(p.length)))
+        format!(
+            "TCP latency, {} messages",
+            linerate_units::fmt_bytes(u64::from(p.length))
+        )
     }
 }

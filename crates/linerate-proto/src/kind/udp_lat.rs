@@ -1,8 +1,7 @@
 //! `udp_lat`: request/response round trips over UDP; a request unanswered in 200 ms is lost.
 
 use super::{
-    bytes_iec, limit_length, one_client_stream, udp_length, EndsBy, Facts, Measures, Spec, Takes,
-    Transaction,
+    limit_length, one_client_stream, udp_length, EndsBy, Facts, Measures, Spec, Takes, Transaction,
 };
 use crate::defaults;
 use crate::params::{Limits, Refusal, ShapeError, TestParams};
@@ -61,6 +60,9 @@ impl Spec for UdpLat {
     }
 
     fn words(&self, p: &TestParams) -> String {
-        format!("UDP latency, {} messages", bytes_iec(u64::from(p.length)))
+        format!(
+            "UDP latency, {} messages",
+            linerate_units::fmt_bytes(u64::from(p.length))
+        )
     }
 }
