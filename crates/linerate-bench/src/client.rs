@@ -9,7 +9,8 @@ use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linerate_engine::meter::Stop;
+use linerate_engine::meter::{Budget, Stop};
+use linerate_engine::udp;
 use linerate_proto::soak::SoakSample;
 use linerate_proto::{defaults, FrameError, IntervalSample, Psk, RefusalKind, TestParams};
 use socket2::{Domain, Protocol as IpProtocol, SockAddr, Socket, Type};
@@ -253,15 +254,21 @@ pub(crate) fn udp_socket(
     Ok(u)
 }
 
-/// This end's plan of a test that starts now (`tag`: the UDP tag of its datagrams).
-pub(crate) fn local_plan(cfg: &ClientConfig, tag: u32) -> SidePlan {
+/// This end's plan of a test that starts now (`datagrams`: the header of its UDP datagrams;
+/// `budget`: the end of a test that ends on data).
+pub(crate) fn local_plan(
+    cfg: &ClientConfig,
+    datagrams: udp::Format,
+    budget: Option<Arc<Budget>>,
+) -> SidePlan {
     SidePlan {
         params: cfg.params.clone(),
         is_client: true,
-        tag,
+        datagrams,
         start: Instant::now(),
         affinity: cfg.affinity.clone(),
         file: cfg.file.clone(),
+        budget,
     }
 }
 

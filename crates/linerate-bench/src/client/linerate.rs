@@ -387,7 +387,13 @@ pub(super) fn run(
     }
     let wired = open_data(cfg, ends, &acc, local_ip)?;
     write_msg(&mut ctl, &Msg::Start)?;
-    let plan = local_plan(cfg, udp::tag(&acc.cookie));
+    let plan = local_plan(
+        cfg,
+        udp::Format::Linerate {
+            tag: udp::tag(&acc.cookie),
+        },
+        None,
+    );
     events(Event::Started {
         server_memory_bytes: acc.memory,
     });
