@@ -437,6 +437,19 @@ mod tests {
     }
 
     #[test]
+    fn a_closed_peer_is_seen_in_tcp_info() {
+        let (peer, s) = pair();
+        assert!(!sys::tcp_peer_closed(&s));
+        drop(peer);
+        // Bounded: the FIN crosses loopback at once; a loaded machine gets 5 s.
+        let t0 = Instant::now();
+        while !sys::tcp_peer_closed(&s) && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(sys::tcp_peer_closed(&s));
+    }
+
+    #[test]
     fn a_sender_with_a_budget_stops_once_it_is_spent() {
         let (peer, s) = pair();
         let budget = Budget::new(1_000_000);
