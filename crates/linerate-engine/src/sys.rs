@@ -98,10 +98,12 @@ pub fn tcp_info(fd: &impl AsRawFd) -> Option<TcpStats> {
     })
 }
 
-/// Whether the peer of a TCP connection has closed its side (the connection is in CLOSE_WAIT:
-/// its FIN arrived), from TCP_INFO's state; false when the kernel does not say.
+/// Whether the peer of a TCP connection is gone: it closed its side (CLOSE_WAIT: its FIN
+/// arrived) or reset the connection (CLOSE), from TCP_INFO's state; data it sent before may
+/// still be queued. False when the kernel does not say.
 pub fn tcp_peer_closed(fd: &impl AsRawFd) -> bool {
-    /// `TCP_CLOSE_WAIT` of the kernel's `enum tcp_state`.
+    /// `TCP_CLOSE` and `TCP_CLOSE_WAIT` of the kernel's `enum tcp_state`.
+    const CLOSE: u8 = 7;
     const CLOSE_WAIT: u8 = 8;
     let mut info = TcpInfo::default();
     let mut len = std::mem::size_of::<TcpInfo>() as libc::socklen_t;
@@ -115,7 +117,7 @@ pub fn tcp_peer_closed(fd: &impl AsRawFd) -> bool {
             &raw mut len,
         )
     };
-    rc == 0 && info.state == CLOSE_WAIT
+    rc == 0 && matches!(info.state, CLOSE | CLOSE_WAIT)
 }
 
 /// CPU time of the calling thread, seconds: (user, system).

@@ -538,7 +538,8 @@ fn udp_handshake(
 /// A `--bidir` test against a server before 3.7: it ignores `bidirectional`, takes the first
 /// `-P` connections as the whole test, and answers the others with ACCESS_DENIED and a close.
 /// After TEST_RUNNING, the first bytes of each stream this end receives on tell it: one 0xff
-/// and the peer's close. Nothing is taken off the sockets (`peek`). Waits at most
+/// and the peer's close, a close, or a reset, before any data (3.1.3 resets). Nothing is taken
+/// off the sockets (`peek`). Waits at most
 /// [`FIRST_DATA`] in all; a stream that stays silent that long is left to the test.
 fn refused_streams(wired: &Wired, plan: &Iperf3Plan) -> Vec<linerate_iperf3::StreamId> {
     let Wired::Tcp(_, conns) = wired else {
@@ -571,6 +572,16 @@ fn refused_streams(wired: &Wired, plan: &Iperf3Plan) -> Vec<linerate_iperf3::Str
                 }
                 Ok(_) => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                // Reset before any data: the server closed it unread (3.1.3 does).
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+                    ) =>
+                {
+                    refused.push(s.id);
+                    break;
+                }
                 Err(_) => break,
             }
         }
