@@ -118,6 +118,14 @@ impl Budget {
         self.count(&self.received, n)
     }
 
+    /// Bytes counted so far (since armed): (sent, received).
+    pub fn counted(&self) -> (u64, u64) {
+        (
+            self.sent.load(Ordering::Relaxed),
+            self.received.load(Ordering::Relaxed),
+        )
+    }
+
     /// Set once either count reached the limit.
     pub fn over(&self) -> &Stop {
         &self.over

@@ -212,6 +212,10 @@ impl Lowat {
     }
 }
 
+/// How long a receiver of a test that ends on data waits before it reads what queued below its
+/// wake-up mark.
+const BUDGET_LOOK: Duration = Duration::from_millis(20);
+
 /// How a receiver behaves.
 #[derive(Debug, Clone)]
 pub struct RecvPlan {
@@ -278,7 +282,14 @@ pub fn recv(mut sock: &TcpStream, plan: &RecvPlan, meter: &Meter, stop: &Stop) -
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
                 let left = idle.saturating_sub(last_data.elapsed());
-                match wait_ready(sock, PollFlags::IN, left) {
+                // A test that ends on data: its sender may stop below the mark without closing
+                // (an iperf3 server stops at its count of -n), so look again soon.
+                let wait = if plan.budget.is_some() {
+                    left.min(BUDGET_LOOK)
+                } else {
+                    left
+                };
+                match wait_ready(sock, PollFlags::IN, wait) {
                     Ok(true) => {}
                     // Less than the mark may be waiting (the sender slowed or stopped without
                     // closing): wake on any data from now on, and read what is there.
@@ -291,6 +302,7 @@ pub fn recv(mut sock: &TcpStream, plan: &RecvPlan, meter: &Meter, stop: &Stop) -
                             }
                         }
                     }
+                    Ok(false) if last_data.elapsed() < idle => {}
                     Ok(false) => {
                         out.error = Some(recv_error(&e, idle));
                         break;

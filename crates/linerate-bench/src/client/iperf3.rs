@@ -597,6 +597,8 @@ struct Ended {
     at: Instant,
     /// Why the test did not end as it should, if it did not.
     error: Option<String>,
+    /// A test that ends on data stopped moving before its end: what is known of why.
+    stalled: Option<String>,
 }
 
 /// The control connection while the test runs: the server's messages (a SERVER_ERROR or
@@ -613,23 +615,42 @@ fn during_test(
 ) -> Ended {
     let armed_at = start + Duration::from_millis(plan.params.omit_ms);
     let end_at = start + Duration::from_millis(plan.params.duration_ms);
-    let mut armed = false;
+    // Without omitted seconds the budget was armed before the streams started.
+    let mut armed = plan.params.omit_ms == 0;
     let mut said_end: Option<Instant> = None;
+    let mut stalled = None;
+    let (mut counted, mut moved) = ((0, 0), start);
     let fail = |ctl: Control, at: Instant, e: String| Ended {
         ctl,
         at,
         error: Some(e),
+        stalled: None,
     };
     loop {
         let now = Instant::now();
-        if let (Some(b), false) = (budget, armed) {
-            if now >= armed_at {
+        if let Some(b) = budget {
+            if !armed && now >= armed_at {
                 b.arm();
                 armed = true;
+            }
+            // An end on data that never comes: the server stops sending at its own count of
+            // -n, so datagrams lost on the way leave this end short of it.
+            let c = b.counted();
+            if c != counted || !armed {
+                (counted, moved) = (c, now);
+            } else if stalled.is_none() && now.duration_since(moved) >= defaults::IDLE {
+                stalled = Some(format!(
+                    "no data moved for {} s before the test's end on data came (this host counted {} bytes sent and {} received of the {}): the test ended there",
+                    defaults::IDLE.as_secs(),
+                    c.0,
+                    c.1,
+                    b.limit()
+                ));
             }
         }
         let over = now >= end_at
             || budget.is_some_and(|b| b.over().is_set())
+            || stalled.is_some()
             || local_done.is_set()
             || abort.is_set();
         if over && said_end.is_none() {
@@ -645,6 +666,7 @@ fn during_test(
         }
         let until = match said_end {
             Some(t) => t + END,
+            None if !armed => (now + Duration::from_millis(100)).min(armed_at.max(now)),
             None => (now + Duration::from_millis(100)).min(end_at.max(now)),
         };
         let at = said_end.unwrap_or(now);
@@ -654,6 +676,7 @@ fn during_test(
                     ctl,
                     at,
                     error: None,
+                    stalled,
                 }
             }
             Ok(Heard::Event(FromServer::ServerError(e))) => {
@@ -889,9 +912,17 @@ fn remote_side(plan: &Iperf3Plan, r: &Results, secs: f64) -> SideResults {
         .zip(0u32..)
         .filter_map(|(s, i)| {
             let e = r.stream(s.id)?;
+            // The server's time on the stream (3.2+), which ends when it took in TEST_END, a
+            // little after this end's; else the test's own.
             let seconds = match (e.start_time, e.end_time) {
-                (Some(a), Some(b)) if (b - a).is_finite() && b >= a && b - a <= secs => b - a,
-                _ => plan.time_s as f64,
+                (Some(a), Some(b))
+                    if (b - a).is_finite()
+                        && b >= a
+                        && b - a <= secs + defaults::GRACE.as_secs_f64() =>
+                {
+                    b - a
+                }
+                _ => (secs - plan.omit_s as f64).max(0.0),
             };
             let sender = s.server() == Role::Sender;
             let stats = udp.then(|| {
@@ -1040,6 +1071,9 @@ pub(super) fn run(
         width: SeqWidth::from_64bit_flag(plan.request.udp_counters_64bit),
     };
     let side = local_plan(&cfg, format, budget.clone());
+    if let Some(b) = budget.as_ref().filter(|_| plan.omit_s == 0) {
+        b.arm();
+    }
     events(Event::Started {
         server_memory_bytes: 0,
     });
@@ -1077,8 +1111,15 @@ pub(super) fn run(
         .collect();
     let mut params = plan.params.clone();
     let mut server = None;
+    let mut notes = plan.notes.clone();
     match ended {
-        Ok(Ended { mut ctl, at, error }) => {
+        Ok(Ended {
+            mut ctl,
+            at,
+            error,
+            stalled,
+        }) => {
+            notes.extend(stalled);
             let wall = at.saturating_duration_since(side.start).as_secs_f64();
             if plan.budget.is_some() {
                 params.duration_ms = (wall * 1000.0).ceil() as u64;
@@ -1125,7 +1166,6 @@ pub(super) fn run(
             errors.push(m);
         }
     }
-    let mut notes = plan.notes.clone();
     notes.extend(honoured(&plan, evidence.range));
     Ok(ClientRun {
         params,
