@@ -420,3 +420,33 @@ pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRu
         WireProtocol::Iperf3(o) => iperf3::run(cfg, &o, events),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strangers_are_named_by_what_they_sent() {
+        let http = stranger(b"HTTP/1.1 400 Bad Request\r\nServer: x\r\n\r\n");
+        assert_eq!(
+            http,
+            "an HTTP server (it answered `HTTP/1.1 400 Bad Request`)"
+        );
+        let ssh = stranger(b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n");
+        assert!(
+            ssh.starts_with("an SSH server (its banner: `SSH-2.0-OpenSSH_9.2p1"),
+            "{ssh}"
+        );
+        assert_eq!(
+            stranger(b"+OK ready\r\n"),
+            "a server that answered `+OK ready`"
+        );
+        let bin = stranger(&[0x42, 0x13, 0, 0xff]);
+        assert!(bin.contains("42 13 00 ff"), "{bin}");
+        let long = stranger(&[0xfe; 40]);
+        assert!(long.ends_with("fe …)"), "{long}");
+        // A hostile peer cannot write a line of its own into the message.
+        let forged = stranger(b"HTTP/1.1 200\x1b[2Jok");
+        assert!(!forged.contains('\x1b'), "{forged}");
+    }
+}

@@ -718,3 +718,134 @@ pub fn iperf3(t: &mut TestResult, run: &ClientRun, i: &Iperf3Run) {
         notes: i.notes.clone(),
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind::assemble;
+    use linerate_iperf3::{plan, DataFlow, Results as Iperf3Results, VersionRange};
+    use linerate_proto::{SideResults, TcpStats, TestKind, UdpStats};
+
+    fn run(
+        kind: TestKind,
+        direction: Direction,
+        local: SideResults,
+        remote: SideResults,
+        server: &str,
+    ) -> ClientRun {
+        let mut params = TestParams::new(kind, direction);
+        params.duration_ms = 2_000;
+        let flow = match direction {
+            Direction::Send => DataFlow::Forward,
+            Direction::Receive => DataFlow::Reverse,
+            Direction::Bidir => DataFlow::Bidir,
+        };
+        ClientRun {
+            params,
+            server: "10.0.0.2:5201".parse().unwrap(),
+            local_addr: None,
+            local,
+            remote: Some(remote),
+            remote_intervals: Vec::new(),
+            rtt: None,
+            local_inventory: None,
+            remote_inventory: None,
+            rdma: None,
+            iperf3: Some(Iperf3Run {
+                streams: plan(flow, 1),
+                server: Some(Iperf3Results::decode(server.as_bytes()).unwrap()),
+                version: VersionRange::ANY,
+                version_from: Vec::new(),
+                time_s: 2,
+                omit_s: 0,
+                end_bytes: None,
+                end_blocks: None,
+                notes: vec!["a note".into()],
+            }),
+            error: None,
+        }
+    }
+
+    fn side(s: StreamResult) -> SideResults {
+        SideResults {
+            streams: vec![s],
+            ..SideResults::default()
+        }
+    }
+
+    #[test]
+    fn a_reverse_tcp_test_takes_the_servers_retransmissions() {
+        let got = StreamResult {
+            bytes_received: 2_000_000,
+            seconds: 2.0,
+            tcp: Some(TcpStats::default()),
+            ..StreamResult::default()
+        };
+        let sent = StreamResult {
+            bytes_sent: 2_000_000,
+            seconds: 2.0,
+            ..StreamResult::default()
+        };
+        let server = r#"{"cpu_util_total":30,"cpu_util_user":5,"cpu_util_system":25,"sender_has_retransmits":1,"congestion_used":"cubic","streams":[{"id":1,"bytes":2000000,"retransmits":17,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":2.0}]}"#;
+        let t = assemble(&run(
+            TestKind::TcpBw,
+            Direction::Receive,
+            side(got),
+            side(sent),
+            server,
+        ));
+        assert_eq!(t.retransmits, Some(17));
+        assert_eq!(t.per_stream[0].retransmits, Some(17));
+        let i = t.iperf3.as_ref().unwrap();
+        assert_eq!(i.server_cpu_percent, Some(30.0));
+        assert_eq!(i.server_congestion.as_deref(), Some("cubic"));
+        assert_eq!(i.streams[0].server, "sender");
+        assert_eq!(i.streams[0].retransmits, Some(17));
+        assert_eq!(i.streams[0].gbps, Some(0.008));
+        assert_eq!(i.notes, vec!["a note".to_string()]);
+    }
+
+    #[test]
+    fn a_server_receiving_udp_says_nothing_of_the_order() {
+        let sent = StreamResult {
+            bytes_sent: 14_000,
+            seconds: 2.0,
+            udp: Some(UdpStats {
+                packets: 10,
+                ..UdpStats::default()
+            }),
+            ..StreamResult::default()
+        };
+        let got = StreamResult {
+            bytes_received: 11_200,
+            seconds: 2.0,
+            udp: Some(UdpStats {
+                packets: 8,
+                lost: 1,
+                jitter_us: 12.0,
+                ..UdpStats::default()
+            }),
+            ..StreamResult::default()
+        };
+        let server = r#"{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":-1,"streams":[{"id":1,"bytes":11200,"retransmits":-1,"jitter":1.2e-05,"errors":1,"packets":9}]}"#;
+        let t = assemble(&run(
+            TestKind::UdpBw,
+            Direction::Send,
+            side(sent),
+            side(got),
+            server,
+        ));
+        assert_eq!(t.out_of_order, None);
+        assert_eq!(
+            t.lost_packets,
+            Some(2),
+            "sent 10, 8 arrived by the server's count"
+        );
+        let s = &t.iperf3.as_ref().unwrap().streams[0];
+        assert_eq!(
+            (s.lost_packets, s.packets, s.jitter_us),
+            (Some(1), Some(9), Some(12.0))
+        );
+        assert_eq!(s.seconds, None, "3.1 says no time");
+    }
+}

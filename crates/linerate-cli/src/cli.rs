@@ -461,6 +461,10 @@ pub struct SoakArgs {
     /// The server's TCP port [default: 5301; with --ssh, one the far end's kernel picks].
     #[arg(short, long)]
     pub port: Option<u16>,
+    /// Refused: a soak judges both ends' port counters, which iperf3's protocol does not
+    /// carry; soak against `linerate serve` (--ssh starts one for the run).
+    #[arg(long)]
+    pub iperf3: bool,
     /// How long to soak (`10m`, `90s`, `1h`, or seconds).
     #[arg(short = 't', long, value_name = "TIME", default_value = "10m", value_parser = duration)]
     pub duration: std::time::Duration,

@@ -1192,3 +1192,242 @@ pub(super) fn run(
         error: (!errors.is_empty()).then(|| errors.join("; ")),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(kind: TestKind, direction: Direction) -> TestParams {
+        let mut p = TestParams::new(kind, direction);
+        p.length = kind.spec().default_length(&p);
+        p
+    }
+
+    fn options() -> Iperf3Options {
+        Iperf3Options::default()
+    }
+
+    #[test]
+    fn a_plain_test_is_what_an_iperf3_client_asks() {
+        let p = params(TestKind::TcpBw, Direction::Send);
+        let plan = iperf3_plan(&p, &options()).unwrap();
+        let r = &plan.request;
+        assert_eq!((r.time, r.omit, r.parallel), (Some(10), 0, 1));
+        assert!(!r.reverse && !r.bidirectional && r.get_server_output);
+        assert_eq!(r.len, Some(i64::from(p.length)));
+        assert_eq!(r.bandwidth, None, "unpaced TCP sends no bandwidth");
+        assert!(!r.udp_counters_64bit);
+        assert!(plan.notes.is_empty(), "{:?}", plan.notes);
+        assert_eq!(plan.params.duration_ms, 10_000);
+        assert_eq!(plan.streams.len(), 1);
+        // What goes on the wire holds no false flag (an old server reads presence as true).
+        let body = String::from_utf8(r.encode().unwrap()[4..].to_vec()).unwrap();
+        assert!(!body.contains("false"), "{body}");
+    }
+
+    #[test]
+    fn whole_seconds_round_up_and_say_so() {
+        let mut p = params(TestKind::UdpBw, Direction::Receive);
+        p.duration_ms = 2_500;
+        p.omit_ms = 300;
+        let plan = iperf3_plan(&p, &options()).unwrap();
+        assert_eq!((plan.omit_s, plan.time_s), (1, 3), "0.3 s and 2.2 s");
+        assert_eq!(
+            (plan.params.omit_ms, plan.params.duration_ms),
+            (1_000, 4_000)
+        );
+        assert_eq!(plan.notes.len(), 2, "{:?}", plan.notes);
+        assert!(
+            plan.notes[0].contains("-O 0.3 s is sent as 1 s"),
+            "{:?}",
+            plan.notes
+        );
+        assert!(plan.notes[1].contains("2.2 s"), "{:?}", plan.notes);
+        let r = &plan.request;
+        assert!(r.reverse && r.udp_counters_64bit);
+        assert_eq!(r.bandwidth, Some(p.bitrate_bps.cast_signed()));
+    }
+
+    #[test]
+    fn an_end_on_data_sends_no_time() {
+        let p = params(TestKind::TcpBw, Direction::Bidir);
+        let o = Iperf3Options {
+            blocks: Some(10),
+            ..options()
+        };
+        let plan = iperf3_plan(&p, &o).unwrap();
+        assert_eq!(plan.request.time, Some(0));
+        assert_eq!(plan.request.blockcount, Some(10));
+        assert_eq!(plan.budget, Some(10 * u64::from(p.length)));
+        assert_eq!(
+            plan.params.duration_ms,
+            u64::from(limits::MAX_TIME_S) * 1000,
+            "bounded by iperf3's longest test"
+        );
+        assert_eq!(plan.streams.len(), 2);
+        assert!(plan.request.bidirectional);
+    }
+
+    #[test]
+    fn what_iperf3_cannot_carry_is_refused_with_the_reason() {
+        for kind in [TestKind::TcpLat, TestKind::UdpLat, TestKind::TcpCrr] {
+            let e = iperf3_plan(&params(kind, Direction::Send), &options()).unwrap_err();
+            assert!(e.contains("TCP and UDP bandwidth tests only"), "{e}");
+        }
+        let mut soak = params(TestKind::TcpBw, Direction::Bidir);
+        soak.soak = true;
+        assert!(iperf3_plan(&soak, &options())
+            .unwrap_err()
+            .contains("port counters"));
+        let mut many = params(TestKind::TcpBw, Direction::Send);
+        many.streams = 129;
+        assert!(iperf3_plan(&many, &options()).unwrap_err().contains("128"));
+        let mut long = params(TestKind::TcpBw, Direction::Send);
+        long.duration_ms = 86_401_000;
+        assert!(iperf3_plan(&long, &options())
+            .unwrap_err()
+            .contains("86400"));
+        let mut tiny = params(TestKind::UdpBw, Direction::Send);
+        tiny.length = 15;
+        assert!(iperf3_plan(&tiny, &options())
+            .unwrap_err()
+            .contains("16 to 65507"));
+    }
+
+    #[test]
+    fn a_known_old_server_is_asked_only_what_it_can_do() {
+        let old = Iperf3Options {
+            server_version: Some(Version::new(3, 1, 3)),
+            ..options()
+        };
+        let e = iperf3_plan(&params(TestKind::TcpBw, Direction::Bidir), &old).unwrap_err();
+        assert!(e.starts_with("--bidir needs iperf3 3.7 or later"), "{e}");
+        assert!(e.contains("3.1.3"), "{e}");
+        let mut p = params(TestKind::TcpBw, Direction::Send);
+        p.discard = true;
+        let plan = iperf3_plan(&p, &old).unwrap();
+        assert_eq!(plan.request.skip_rx_copy, None);
+        assert!(plan.notes[0].contains("3.19"), "{:?}", plan.notes);
+        // Unknown release: asked, and said afterwards by what the evidence shows.
+        let plan = iperf3_plan(&p, &options()).unwrap();
+        assert_eq!(plan.request.skip_rx_copy, Some(1));
+        let n = honoured(&plan, VersionRange::ANY);
+        assert!(n[0].contains("not known"), "{n:?}");
+        assert!(honoured(&plan, VersionRange::with(Feature::SkipRxCopy)).is_empty());
+        let n = honoured(&plan, VersionRange::without(Feature::ServerMaxDuration));
+        assert!(n[0].contains("not known"), "{n:?}");
+        let n = honoured(&plan, VersionRange::without(Feature::SkipRxCopy));
+        assert!(n[0].contains("ignored it"), "{n:?}");
+        // -Z in reverse asks the sending server for zero copy.
+        let mut z = params(TestKind::TcpBw, Direction::Receive);
+        z.zerocopy = true;
+        assert_eq!(
+            iperf3_plan(&z, &options()).unwrap().request.zerocopy,
+            Some(1)
+        );
+        z.direction = Direction::Send;
+        assert_eq!(iperf3_plan(&z, &options()).unwrap().request.zerocopy, None);
+    }
+
+    fn stream(id: u32, bytes: u64) -> StreamResult {
+        StreamResult {
+            id,
+            bytes_sent: bytes,
+            bytes_received: bytes,
+            seconds: 2.0,
+            ..StreamResult::default()
+        }
+    }
+
+    #[test]
+    fn this_ends_results_by_role() {
+        let mut p = params(TestKind::UdpBw, Direction::Bidir);
+        p.streams = 1;
+        let plan = iperf3_plan(&p, &options()).unwrap();
+        let mut sent = stream(0, 1000);
+        sent.udp = Some(UdpStats {
+            packets: 10,
+            ..UdpStats::default()
+        });
+        let mut got = stream(1, 700);
+        // 7 distinct of a highest of 10, one of them twice: iperf3 says 2 lost.
+        got.udp = Some(UdpStats {
+            packets: 7,
+            lost: 3,
+            duplicates: 1,
+            jitter_us: 250.0,
+            ..UdpStats::default()
+        });
+        let local = SideResults {
+            streams: vec![sent, got],
+            ..SideResults::default()
+        };
+        let r = our_results(&plan, &local, [12.0, 2.0, 10.0]);
+        assert_eq!(r.sender_has_retransmits, SenderRetransmits::Unknown);
+        assert_eq!(r.streams.len(), 2);
+        let (a, b) = (&r.streams[0], &r.streams[1]);
+        assert_eq!(
+            (a.id.0, a.bytes, a.packets, a.retransmits),
+            (1, 1000, 10, -1)
+        );
+        assert_eq!((b.id.0, b.bytes, b.packets, b.errors), (3, 700, 10, 2));
+        assert!((b.jitter - 250e-6).abs() < 1e-12, "seconds");
+        assert_eq!(b.end_time, Some(2.0));
+        // It encodes as iperf3 reads it.
+        let body = r.encode(RESULTS_MAX).unwrap();
+        assert_eq!(Results::decode(&body[4..]).unwrap(), r);
+    }
+
+    #[test]
+    fn the_servers_results_become_the_far_side() {
+        let mut p = params(TestKind::UdpBw, Direction::Bidir);
+        p.streams = 1;
+        p.duration_ms = 2_000;
+        let plan = iperf3_plan(&p, &options()).unwrap();
+        let body = br#"{"cpu_util_total":40,"cpu_util_user":10,"cpu_util_system":30,"sender_has_retransmits":0,"streams":[
+            {"id":1,"bytes":5000,"retransmits":-1,"jitter":0.0001,"errors":3,"packets":50,"start_time":0,"end_time":1.5},
+            {"id":3,"bytes":6000,"retransmits":-1,"jitter":0,"errors":0,"packets":60,"start_time":0,"end_time":99}]}"#;
+        let r = Results::decode(body).unwrap();
+        let side = remote_side(&plan, &r, 2.0);
+        assert_eq!(side.cpu.percent, 40.0);
+        let (rx, tx) = (&side.streams[0], &side.streams[1]);
+        // Stream 1: this end sent, the server received 47 of the highest 50.
+        assert_eq!((rx.id, rx.bytes_received, rx.bytes_sent), (0, 5000, 0));
+        let u = rx.udp.unwrap();
+        assert_eq!((u.packets, u.lost), (47, 3));
+        assert!((u.jitter_us - 100.0).abs() < 1e-9);
+        assert_eq!(rx.seconds, 1.5);
+        // Stream 3: the server sent 60; its absurd time gives way to the test's.
+        assert_eq!(
+            (tx.id, tx.bytes_sent, tx.udp.unwrap().packets),
+            (1, 6000, 60)
+        );
+        assert_eq!(tx.seconds, 2.0);
+        // Its CPU over both streams, all of it.
+        let cpu: f64 = side.streams.iter().map(|s| s.cpu_s).sum();
+        assert!((cpu - 0.8).abs() < 1e-9, "{cpu}");
+        assert!(stream_mismatch(&plan, &r, "h:1").is_none());
+        let half = Results::decode(
+            br#"{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":0,"sender_has_retransmits":0,"streams":[{"id":1,"bytes":5,"retransmits":-1,"jitter":0,"errors":0,"packets":1}]}"#,
+        )
+        .unwrap();
+        let m = stream_mismatch(&plan, &half, "h:1").unwrap();
+        assert!(m.contains("no figures for stream(s) 3"), "{m}");
+        assert!(m.contains("--bidir needs iperf3 3.7"), "{m}");
+    }
+
+    #[test]
+    fn evidence_keeps_what_agrees() {
+        let mut e = Evidence::new(None);
+        e.add(VersionRange::with(Feature::TextUdpMagic), "udp_reply");
+        e.add(VersionRange::without(Feature::StreamTimes), "results");
+        assert_eq!(e.from, vec!["udp_reply"], "a contradiction is left out");
+        e.add(
+            VersionRange::exactly(Version::new(3, 12, 0)),
+            "server_output",
+        );
+        assert_eq!(e.range.to_string(), "iperf3 3.12");
+        let known = Evidence::new(Some(Version::new(3, 9, 0)));
+        assert_eq!(known.from, vec!["ssh"]);
+    }
+}
