@@ -381,11 +381,15 @@ impl Control {
 }
 
 impl Drop for Control {
+    /// Once the server has the test's parameters, every end but the conversation's own sends
+    /// CLIENT_TERMINATE first; before, a close is all a server (or a stranger) is owed.
     fn drop(&mut self) {
-        if !matches!(
-            self.session.phase(),
-            SessionPhase::Start | SessionPhase::Done | SessionPhase::Ended
-        ) {
+        if self.params_sent
+            && !matches!(
+                self.session.phase(),
+                SessionPhase::Done | SessionPhase::Ended
+            )
+        {
             let bytes = self.session.terminate();
             let _ = self.sock.set_write_timeout(Some(Duration::from_secs(1)));
             let _ = self.sock.write_all(&bytes);
