@@ -3,13 +3,15 @@
 //! This module is what every protocol's client shares: the configuration, the errors, the
 //! events, the run it ends with ([`ClientRun`], which `crate::kind::assemble` takes), the
 //! sockets, and running this end's streams. Each wire protocol is a module with a `run` of the
-//! same shape, chosen by [`WireProtocol`]: linerate's own is [`linerate`].
+//! same shape, chosen by [`WireProtocol`]: linerate's own is [`linerate`], a stock iperf3
+//! server's is [`iperf3`].
 
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linerate_engine::meter::Stop;
+use linerate_engine::meter::{Budget, Stop};
+use linerate_engine::udp;
 use linerate_proto::soak::SoakSample;
 use linerate_proto::{defaults, FrameError, IntervalSample, Psk, RefusalKind, TestParams};
 use socket2::{Domain, Protocol as IpProtocol, SockAddr, Socket, Type};
@@ -18,7 +20,10 @@ use thiserror::Error;
 pub use crate::outcome::ClientRun;
 use crate::side::{self, SidePlan, Wired};
 
+mod iperf3;
 mod linerate;
+
+pub use iperf3::{iperf3_plan, Iperf3Plan};
 
 /// The wire protocol of the far end: each is a module of this one with its own `run`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -26,6 +31,8 @@ pub enum WireProtocol {
     /// linerate's own control protocol (`linerate serve`, `docs/protocol.md`).
     #[default]
     Linerate,
+    /// iperf3's (a stock `iperf3 -s`, `bench --iperf3`), with what only it takes.
+    Iperf3(Iperf3Options),
 }
 
 impl WireProtocol {
@@ -33,8 +40,22 @@ impl WireProtocol {
     pub fn name(self) -> &'static str {
         match self {
             Self::Linerate => "linerate",
+            Self::Iperf3(_) => "iperf3",
         }
     }
+}
+
+/// What a test against a stock iperf3 server takes beyond [`TestParams`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Iperf3Options {
+    /// `-n`: the test ends once this host has sent or received this many bytes after the
+    /// omitted seconds (instead of after its time).
+    pub bytes: Option<u64>,
+    /// `-k`: the same in blocks of the write size.
+    pub blocks: Option<u64>,
+    /// The server's release when known before the test (`--ssh` asks it): what it cannot do
+    /// is refused, or left out, before the test.
+    pub server_version: Option<linerate_iperf3::Version>,
 }
 
 #[derive(Clone)]
@@ -94,12 +115,14 @@ impl std::fmt::Debug for ClientConfig {
 #[derive(Debug, Error)]
 pub enum ClientError {
     /// The control connection could not be made; the message says what to do about it.
-    #[error("connecting to {addr}: {err}{}", connect_hint(*.addr, .err, *.timeout))]
+    #[error("connecting to {addr}: {err}{}", connect_hint(*.addr, .err, *.timeout, *.iperf3))]
     Connect {
         addr: SocketAddr,
         err: std::io::Error,
         /// How long the connection was given (named when it timed out).
         timeout: Duration,
+        /// The far end was to be a stock iperf3 server (`--iperf3`).
+        iperf3: bool,
     },
     #[error("the server refused the test: {reason}")]
     Refused { kind: RefusalKind, reason: String },
@@ -113,6 +136,17 @@ pub enum ClientError {
     ServerProof,
     #[error("the server does not ask for the pre-shared key given with --psk-file: refusing to trust a server that cannot prove it knows it (drop --psk-file to test against an open server)")]
     ServerNoAuth,
+    /// A stock iperf3 server would not run the test (busy, SERVER_ERROR, a refused stream):
+    /// the message says it in linerate's words, with iperf3's code.
+    #[error("{message}")]
+    Iperf3 {
+        refusal: linerate_iperf3::Iperf3Refusal,
+        message: String,
+    },
+    /// The far end does not speak the client's protocol: the message says what it is, and
+    /// what to do (another port, or `--iperf3`).
+    #[error("{0}")]
+    WrongPeer(String),
     #[error("protocol: {0}")]
     Protocol(String),
     #[error("setting up data connections: {0}")]
@@ -122,18 +156,90 @@ pub enum ClientError {
 impl ClientError {
     /// The kind of the server's refusal, when the server refused the test.
     pub fn refusal_kind(&self) -> Option<RefusalKind> {
+        use linerate_iperf3::Iperf3Refusal as R;
         match self {
             Self::Refused { kind, .. } => Some(*kind),
+            Self::Iperf3 { refusal, .. } => Some(match refusal {
+                R::Busy => RefusalKind::Busy,
+                R::StreamRefused => RefusalKind::Unsupported,
+                // Codes below 100 are a parameter out of the server's range; the others its
+                // own failures.
+                R::ServerError(e) if e.code.0 < 100 => RefusalKind::OverLimit,
+                R::ServerError(_) => RefusalKind::ServerError,
+            }),
             _ => None,
         }
     }
 }
 
+/// What a peer that does not speak the client's protocol sent first, in words: an HTTP or SSH
+/// server by its first line, other text as it is (escaped, cut), anything else in hex.
+pub(crate) fn stranger(bytes: &[u8]) -> String {
+    let line: Vec<u8> = bytes
+        .iter()
+        .copied()
+        .take_while(|b| *b != b'\r' && *b != b'\n')
+        .take(60)
+        .collect();
+    let text = line.escape_ascii().to_string();
+    if bytes.starts_with(b"HTTP/") {
+        format!("an HTTP server (it answered `{text}`)")
+    } else if bytes.starts_with(b"SSH-") {
+        format!("an SSH server (its banner: `{text}`)")
+    } else if !line.is_empty() && line.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        format!("a server that answered `{text}`")
+    } else {
+        let hex: Vec<String> = bytes.iter().take(16).map(|b| format!("{b:02x}")).collect();
+        format!(
+            "a server that answered bytes neither protocol sends ({}{})",
+            hex.join(" "),
+            if bytes.len() > 16 { " …" } else { "" }
+        )
+    }
+}
+
+/// Wait up to `limit` for the peer's first bytes without taking them (`peek`), and at most
+/// `more` beyond the first for up to `want` of them, so they can be told apart: empty when the
+/// peer closed, `Err` on a timeout or an error.
+pub(crate) fn peek_first(
+    sock: &TcpStream,
+    limit: Duration,
+    want: usize,
+    more: Duration,
+) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; want.max(1)];
+    let old = sock.read_timeout().ok().flatten();
+    sock.set_read_timeout(Some(limit.max(Duration::from_millis(1))))?;
+    let first = sock.peek(&mut buf);
+    let mut n = match first {
+        Ok(n) => n,
+        Err(e) => {
+            let _ = sock.set_read_timeout(old);
+            return Err(e);
+        }
+    };
+    let until = Instant::now() + more;
+    while n > 0 && n < want && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+        match sock.peek(&mut buf) {
+            Ok(m) => n = m.max(n),
+            Err(_) => break,
+        }
+    }
+    let _ = sock.set_read_timeout(old);
+    buf.truncate(n);
+    Ok(buf)
+}
+
 /// What to do about a failed connection, after the OS error: the cases a first-time user meets.
-fn connect_hint(addr: SocketAddr, err: &std::io::Error, timeout: Duration) -> String {
+fn connect_hint(addr: SocketAddr, err: &std::io::Error, timeout: Duration, iperf3: bool) -> String {
     use std::io::ErrorKind as K;
     let (ip, port) = (addr.ip(), addr.port());
     match err.kind() {
+        K::ConnectionRefused if iperf3 => format!(
+            ": no iperf3 server listens on port {port} of {ip}; start one there with `iperf3 -s -p {port}` (or `iperf3 -s` and leave out -p: it listens on {} by default), or pass the port it listens on with -p PORT",
+            linerate_iperf3::DEFAULT_PORT
+        ),
         K::ConnectionRefused if port == linerate_proto::DEFAULT_PORT => format!(
             ": no `linerate serve` listens on port {port} of {ip}; start one there with `linerate serve`, or pass -p PORT if it listens on another port"
         ),
@@ -188,6 +294,7 @@ pub(crate) fn connect(cfg: &ClientConfig) -> Result<TcpStream, ClientError> {
         addr: cfg.server,
         err: e,
         timeout: cfg.connect_timeout,
+        iperf3: matches!(cfg.protocol, WireProtocol::Iperf3(_)),
     };
     let s = Socket::new(
         Domain::for_address(cfg.server),
@@ -253,15 +360,21 @@ pub(crate) fn udp_socket(
     Ok(u)
 }
 
-/// This end's plan of a test that starts now (`tag`: the UDP tag of its datagrams).
-pub(crate) fn local_plan(cfg: &ClientConfig, tag: u32) -> SidePlan {
+/// This end's plan of a test that starts now (`datagrams`: the header of its UDP datagrams;
+/// `budget`: the end of a test that ends on data).
+pub(crate) fn local_plan(
+    cfg: &ClientConfig,
+    datagrams: udp::Format,
+    budget: Option<Arc<Budget>>,
+) -> SidePlan {
     SidePlan {
         params: cfg.params.clone(),
         is_client: true,
-        tag,
+        datagrams,
         start: Instant::now(),
         affinity: cfg.affinity.clone(),
         file: cfg.file.clone(),
+        budget,
     }
 }
 
@@ -304,5 +417,36 @@ pub(crate) fn run_local(
 pub fn run(cfg: &ClientConfig, events: &mut dyn FnMut(Event)) -> Result<ClientRun, ClientError> {
     match cfg.protocol {
         WireProtocol::Linerate => linerate::run(cfg, events),
+        WireProtocol::Iperf3(o) => iperf3::run(cfg, &o, events),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strangers_are_named_by_what_they_sent() {
+        let http = stranger(b"HTTP/1.1 400 Bad Request\r\nServer: x\r\n\r\n");
+        assert_eq!(
+            http,
+            "an HTTP server (it answered `HTTP/1.1 400 Bad Request`)"
+        );
+        let ssh = stranger(b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n");
+        assert!(
+            ssh.starts_with("an SSH server (its banner: `SSH-2.0-OpenSSH_9.2p1"),
+            "{ssh}"
+        );
+        assert_eq!(
+            stranger(b"+OK ready\r\n"),
+            "a server that answered `+OK ready`"
+        );
+        let bin = stranger(&[0x42, 0x13, 0, 0xff]);
+        assert!(bin.contains("42 13 00 ff"), "{bin}");
+        let long = stranger(&[0xfe; 40]);
+        assert!(long.ends_with("fe …)"), "{long}");
+        // A hostile peer cannot write a line of its own into the message.
+        let forged = stranger(b"HTTP/1.1 200\x1b[2Jok");
+        assert!(!forged.contains('\x1b'), "{forged}");
     }
 }

@@ -22,6 +22,29 @@ pub struct ClientRun {
     pub remote_inventory: Option<HostFacts>,
     /// RDMA tests: what the client's queue pairs measured.
     pub rdma: Option<crate::rdma::RdmaRun>,
+    /// Tests against a stock iperf3 server: what iperf3's protocol adds.
+    pub iperf3: Option<Iperf3Run>,
     /// Set when the test did not complete; the results above are what was measured.
     pub error: Option<String>,
+}
+
+/// A test against a stock iperf3 server (`bench --iperf3`): the test as iperf3's protocol
+/// carried it, and the server's own figures.
+#[derive(Debug, Clone)]
+pub struct Iperf3Run {
+    /// The test's streams in the order they were opened (stream `i` of the run is `streams[i]`).
+    pub streams: Vec<linerate_iperf3::Stream>,
+    /// The server's results as it sent them; none when the exchange did not complete.
+    pub server: Option<linerate_iperf3::Results>,
+    /// What is known of the server's release, and what told it (see
+    /// `linerate_results::Iperf3Out::version_from`).
+    pub version: linerate_iperf3::VersionRange,
+    pub version_from: Vec<&'static str>,
+    /// Whole seconds, as sent.
+    pub time_s: u64,
+    pub omit_s: u64,
+    pub end_bytes: Option<u64>,
+    pub end_blocks: Option<u64>,
+    /// Where the test differs from what was asked, and why.
+    pub notes: Vec<String>,
 }

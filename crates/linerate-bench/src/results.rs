@@ -5,14 +5,14 @@ use linerate_proto::{
     Direction, IntervalSample, LatencyStats, SideResults, StreamResult, TestParams,
 };
 use linerate_results::{
-    DirStats, Endpoint, FileTransferOut, IntervalOut, Layer, RdmaOut, StreamOut, TcpLimitedOut,
-    TestResult,
+    DirStats, Endpoint, FileTransferOut, IntervalOut, Iperf3Out, Iperf3StreamOut, Layer, RdmaOut,
+    StreamOut, TcpLimitedOut, TestResult,
 };
 use linerate_stats::LatencyUs;
 
 use linerate_units::{gbps, r1, r3};
 
-use crate::outcome::ClientRun;
+use crate::outcome::{ClientRun, Iperf3Run};
 
 /// Bytes of headers per TCP segment on an Ethernet wire as a shaper counts them
 /// (Ethernet 14, IPv4 20, TCP 20, timestamps 12); IPv6 adds 20.
@@ -226,12 +226,17 @@ fn dir_stats(run: &ClientRun, dir: Direction, stats: TransportStats, span: CpuSp
         TransportStats::Udp => udp_stats(&mut out, &ss, &rs, (recv, recv_secs), v6),
         TransportStats::None => {}
     }
+    let snd_intervals: &[IntervalSample] = snd.map_or(&[], |s| s.intervals.as_slice());
+    // The receiver's intervals; the sender's when the receiver streamed none (a stock iperf3
+    // server sends none).
     let rcv_samples: &[IntervalSample] = if !have_rcv {
-        snd.map_or(&[], |s| s.intervals.as_slice())
+        snd_intervals
     } else if sender_is_client && !run.remote_intervals.is_empty() {
         &run.remote_intervals
     } else {
-        rcv.map_or(&[], |s| s.intervals.as_slice())
+        rcv.map(|s| s.intervals.as_slice())
+            .filter(|i| !i.is_empty())
+            .unwrap_or(snd_intervals)
     };
     // The interval the samples were taken at (the sampler's default when none was asked).
     let every_s = if p.interval_ms == 0 {
@@ -242,8 +247,7 @@ fn dir_stats(run: &ClientRun, dir: Direction, stats: TransportStats, span: CpuSp
     out.intervals = intervals_for(rcv_samples, &ids, every_s);
     // Retransmits happen at the sender: take them from the sender's samples of the same interval.
     if stats == TransportStats::Tcp {
-        let snd_samples =
-            IntervalSample::merge_short(snd.map_or(&[], |s| s.intervals.as_slice()), every_s);
+        let snd_samples = IntervalSample::merge_short(snd_intervals, every_s);
         for (k, i) in out.intervals.iter_mut().enumerate() {
             i.retransmits = snd_samples.get(k).and_then(|s| s.retransmits);
         }
@@ -622,4 +626,234 @@ fn set_totals(t: &mut TestResult, total: DirStats) {
         })
         .collect();
     t.per_stream = total.per_stream;
+}
+
+/// A test against a stock iperf3 server: the server's own figures as a part of the result
+/// (`iperf3`), and what iperf3's results change in linerate's: a server that sent TCP says its
+/// retransmissions (its TCP_INFO), which become its direction's; a server that received UDP
+/// does not count datagrams out of order, so its direction says none rather than 0.
+pub fn iperf3(t: &mut TestResult, run: &ClientRun, i: &Iperf3Run) {
+    let udp = run.params.kind == linerate_proto::TestKind::UdpBw;
+    let theirs = |idx: u32| {
+        let s = i.streams.get(idx as usize)?;
+        i.server.as_ref()?.stream(s.id)
+    };
+    let fix = |d: Direction,
+               retransmits: &mut Option<u64>,
+               ooo: &mut Option<u64>,
+               per: &mut [StreamOut]| {
+        if udp && d == Direction::Send {
+            *ooo = None;
+        }
+        if !udp && d == Direction::Receive {
+            for s in per.iter_mut() {
+                s.retransmits = theirs(s.id).and_then(|e| u64::try_from(e.retransmits).ok());
+            }
+            *retransmits = per
+                .iter()
+                .map(|s| s.retransmits)
+                .try_fold(0u64, |a, r| r.map(|r| a.saturating_add(r)));
+        }
+    };
+    if t.directions.is_empty() {
+        fix(
+            t.direction,
+            &mut t.retransmits,
+            &mut t.out_of_order,
+            &mut t.per_stream,
+        );
+    } else {
+        for d in &mut t.directions {
+            fix(
+                d.direction,
+                &mut d.retransmits,
+                &mut d.out_of_order,
+                &mut d.per_stream,
+            );
+        }
+        let known = |f: fn(&DirStats) -> Option<u64>| {
+            t.directions
+                .iter()
+                .map(f)
+                .try_fold(0u64, |a, v| v.map(|v| a.saturating_add(v)))
+        };
+        t.retransmits = known(|d| d.retransmits);
+        t.out_of_order = known(|d| d.out_of_order);
+        t.per_stream = t
+            .directions
+            .iter()
+            .flat_map(|d| d.per_stream.clone())
+            .collect();
+    }
+    let fin = |x: f64| x.is_finite().then_some(x.max(0.0));
+    let server = i.server.as_ref();
+    let streams = server.map_or_else(Vec::new, |r| {
+        i.streams
+            .iter()
+            .filter_map(|s| {
+                let e = r.stream(s.id)?;
+                let seconds = e.start_time.zip(e.end_time).and_then(|(a, b)| fin(b - a));
+                let sender = s.server() == linerate_iperf3::Role::Sender;
+                let count = |v: i64| u64::try_from(v).ok();
+                Some(Iperf3StreamOut {
+                    id: s.id.0,
+                    server: if sender { "sender" } else { "receiver" },
+                    bytes: e.bytes,
+                    seconds: seconds.map(r3),
+                    gbps: seconds.filter(|s| *s > 0.0).map(|s| r3(gbps(e.bytes, s))),
+                    retransmits: (sender && !udp).then(|| count(e.retransmits)).flatten(),
+                    jitter_us: (udp && !sender)
+                        .then(|| fin(e.jitter * 1e6).map(r3))
+                        .flatten(),
+                    lost_packets: (udp && !sender).then(|| count(e.errors)).flatten(),
+                    packets: udp.then(|| count(e.packets)).flatten(),
+                })
+            })
+            .collect()
+    });
+    t.iperf3 = Some(Iperf3Out {
+        server_version: i.version.to_string(),
+        version_from: i.version_from.clone(),
+        time_s: i.time_s,
+        omit_s: i.omit_s,
+        end_bytes: i.end_bytes,
+        end_blocks: i.end_blocks,
+        server_cpu_percent: server.and_then(|r| fin(r.cpu_util_total)).map(r1),
+        server_cpu_user_percent: server.and_then(|r| fin(r.cpu_util_user)).map(r1),
+        server_cpu_system_percent: server.and_then(|r| fin(r.cpu_util_system)).map(r1),
+        server_congestion: server.and_then(|r| r.congestion_used.clone()),
+        streams,
+        notes: i.notes.clone(),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind::assemble;
+    use linerate_iperf3::{plan, DataFlow, Results as Iperf3Results, VersionRange};
+    use linerate_proto::{SideResults, TcpStats, TestKind, UdpStats};
+
+    fn run(
+        kind: TestKind,
+        direction: Direction,
+        local: SideResults,
+        remote: SideResults,
+        server: &str,
+    ) -> ClientRun {
+        let mut params = TestParams::new(kind, direction);
+        params.duration_ms = 2_000;
+        let flow = match direction {
+            Direction::Send => DataFlow::Forward,
+            Direction::Receive => DataFlow::Reverse,
+            Direction::Bidir => DataFlow::Bidir,
+        };
+        ClientRun {
+            params,
+            server: "10.0.0.2:5201".parse().unwrap(),
+            local_addr: None,
+            local,
+            remote: Some(remote),
+            remote_intervals: Vec::new(),
+            rtt: None,
+            local_inventory: None,
+            remote_inventory: None,
+            rdma: None,
+            iperf3: Some(Iperf3Run {
+                streams: plan(flow, 1),
+                server: Some(Iperf3Results::decode(server.as_bytes()).unwrap()),
+                version: VersionRange::ANY,
+                version_from: Vec::new(),
+                time_s: 2,
+                omit_s: 0,
+                end_bytes: None,
+                end_blocks: None,
+                notes: vec!["a note".into()],
+            }),
+            error: None,
+        }
+    }
+
+    fn side(s: StreamResult) -> SideResults {
+        SideResults {
+            streams: vec![s],
+            ..SideResults::default()
+        }
+    }
+
+    #[test]
+    fn a_reverse_tcp_test_takes_the_servers_retransmissions() {
+        let got = StreamResult {
+            bytes_received: 2_000_000,
+            seconds: 2.0,
+            tcp: Some(TcpStats::default()),
+            ..StreamResult::default()
+        };
+        let sent = StreamResult {
+            bytes_sent: 2_000_000,
+            seconds: 2.0,
+            ..StreamResult::default()
+        };
+        let server = r#"{"cpu_util_total":30,"cpu_util_user":5,"cpu_util_system":25,"sender_has_retransmits":1,"congestion_used":"cubic","streams":[{"id":1,"bytes":2000000,"retransmits":17,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":2.0}]}"#;
+        let t = assemble(&run(
+            TestKind::TcpBw,
+            Direction::Receive,
+            side(got),
+            side(sent),
+            server,
+        ));
+        assert_eq!(t.retransmits, Some(17));
+        assert_eq!(t.per_stream[0].retransmits, Some(17));
+        let i = t.iperf3.as_ref().unwrap();
+        assert_eq!(i.server_cpu_percent, Some(30.0));
+        assert_eq!(i.server_congestion.as_deref(), Some("cubic"));
+        assert_eq!(i.streams[0].server, "sender");
+        assert_eq!(i.streams[0].retransmits, Some(17));
+        assert_eq!(i.streams[0].gbps, Some(0.008));
+        assert_eq!(i.notes, vec!["a note".to_string()]);
+    }
+
+    #[test]
+    fn a_server_receiving_udp_says_nothing_of_the_order() {
+        let sent = StreamResult {
+            bytes_sent: 14_000,
+            seconds: 2.0,
+            udp: Some(UdpStats {
+                packets: 10,
+                ..UdpStats::default()
+            }),
+            ..StreamResult::default()
+        };
+        let got = StreamResult {
+            bytes_received: 11_200,
+            seconds: 2.0,
+            udp: Some(UdpStats {
+                packets: 8,
+                lost: 1,
+                jitter_us: 12.0,
+                ..UdpStats::default()
+            }),
+            ..StreamResult::default()
+        };
+        let server = r#"{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":-1,"streams":[{"id":1,"bytes":11200,"retransmits":-1,"jitter":1.2e-05,"errors":1,"packets":9}]}"#;
+        let t = assemble(&run(
+            TestKind::UdpBw,
+            Direction::Send,
+            side(sent),
+            side(got),
+            server,
+        ));
+        assert_eq!(t.out_of_order, None);
+        assert_eq!(
+            t.lost_packets,
+            Some(2),
+            "sent 10, 8 arrived by the server's count"
+        );
+        let s = &t.iperf3.as_ref().unwrap().streams[0];
+        assert_eq!(
+            (s.lost_packets, s.packets, s.jitter_us),
+            (Some(1), Some(9), Some(12.0))
+        );
+        assert_eq!(s.seconds, None, "3.1 says no time");
+    }
 }

@@ -12,8 +12,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use linerate_engine::lat::Rtt;
-use linerate_engine::meter::{sample_intervals, Meter, SampleSchedule, Sink, Stop};
-use linerate_engine::udp::RecvState;
+use linerate_engine::meter::{sample_intervals, Budget, Meter, SampleSchedule, Sink, Stop};
+use linerate_engine::udp::{self, RecvState};
 use linerate_engine::{sys, timed, with_thread_cpu, StreamOutcome, Timed};
 use linerate_proto::{CpuUsage, IntervalSample, SideResults, StreamResult, TestParams};
 
@@ -158,13 +158,17 @@ impl Soak {
 pub struct SidePlan {
     pub params: TestParams,
     pub is_client: bool,
-    /// UDP tag of the test (from the cookie).
-    pub tag: u32,
+    /// The header of the test's UDP datagrams: linerate's with the tag of the test (from its
+    /// cookie), or iperf3's.
+    pub datagrams: udp::Format,
     pub start: Instant,
     /// CPU to pin stream threads to (`-A`), round robin.
     pub affinity: Vec<usize>,
     /// File transfers: the source (client) or the destination (server).
     pub file: Option<Arc<File>>,
+    /// A test that ends on data rather than time (iperf3's `-n`/`-k`): what this end's streams
+    /// count toward its end.
+    pub budget: Option<Arc<Budget>>,
 }
 
 #[derive(Debug)]

@@ -295,6 +295,10 @@ fn size(s: &str) -> Result<u32, String> {
     crate::units::parse_size(s)
 }
 
+fn bytes(s: &str) -> Result<u64, String> {
+    crate::units::parse_bytes(s)
+}
+
 fn secs(s: &str) -> Result<u64, String> {
     crate::units::parse_secs(s)
 }
@@ -427,15 +431,11 @@ pub struct SshArgs {
     /// to HOST, which may be another address of the same machine.
     #[arg(long, value_name = "[USER@]SSHHOST", num_args = 0..=1, default_missing_value = "", conflicts_with = "psk_file")]
     pub ssh: Option<String>,
-    /// With --ssh: the linerate program on SSHHOST: `linerate` is looked up on the PATH of a
-    /// non-interactive shell there; a path starting with `~/` is in the login's home.
-    #[arg(
-        long,
-        value_name = "PATH",
-        default_value = "linerate",
-        requires = "ssh"
-    )]
-    pub ssh_command: String,
+    /// With --ssh: the program on SSHHOST, `linerate` (with --iperf3: `iperf3`) by default,
+    /// looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in
+    /// the login's home.
+    #[arg(long, value_name = "PATH", requires = "ssh")]
+    pub ssh_command: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -461,6 +461,10 @@ pub struct SoakArgs {
     /// The server's TCP port [default: 5301; with --ssh, one the far end's kernel picks].
     #[arg(short, long)]
     pub port: Option<u16>,
+    /// Refused: a soak judges both ends' port counters, which iperf3's protocol does not
+    /// carry; soak against `linerate serve` (--ssh starts one for the run).
+    #[arg(long)]
+    pub iperf3: bool,
     /// How long to soak (`10m`, `90s`, `1h`, or seconds).
     #[arg(short = 't', long, value_name = "TIME", default_value = "10m", value_parser = duration)]
     pub duration: std::time::Duration,
@@ -638,15 +642,29 @@ Examples:
 )]
 #[allow(clippy::struct_excessive_bools)]
 pub struct BenchArgs {
-    /// The host running `linerate serve` (with --ssh: the far end's test address).
+    /// The host running `linerate serve` (with --iperf3: `iperf3 -s`; with --ssh: the far
+    /// end's test address).
     #[arg(required_unless_present = "ssh")]
     pub host: Option<String>,
-    /// Server port [default: 5301; with --ssh, one the far end's kernel picks].
+    /// Server port [default: 5301, with --iperf3 5201; with --ssh, one the far end's kernel
+    /// picks, with --iperf3 the first of 5201-5299 free there].
     #[arg(short, long)]
     pub port: Option<u16>,
+    /// Measure against a stock iperf3 server (`iperf3 -s`, 3.1 or later) in iperf3's own
+    /// protocol: TCP or UDP bandwidth tests, this host's side measured by linerate, the
+    /// server's own figures beside.
+    #[arg(long, conflicts_with_all = ["rdma", "file", "latency", "psk_file"])]
+    pub iperf3: bool,
     /// Seconds to run (default 10; with --file, the time limit of the copy, default 300).
     #[arg(short = 't', long = "time", value_name = "SECS", value_parser = secs)]
     pub time: Option<u64>,
+    /// With --iperf3: end the test once this host has sent or received BYTES after -O
+    /// (K, M, G, T: 1024), instead of after -t.
+    #[arg(short = 'n', long = "bytes", value_name = "BYTES", value_parser = bytes, requires = "iperf3", conflicts_with = "time")]
+    pub bytes: Option<u64>,
+    /// With --iperf3: the same in blocks of -l bytes.
+    #[arg(short = 'k', long = "blockcount", value_name = "N", requires = "iperf3", conflicts_with_all = ["time", "bytes"], value_parser = clap::value_parser!(u64).range(1..))]
+    pub blockcount: Option<u64>,
     /// Parallel streams, one thread each.
     #[arg(short = 'P', long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub parallel: u32,

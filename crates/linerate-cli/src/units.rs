@@ -52,6 +52,34 @@ pub fn parse_size(s: &str) -> Result<u32, String> {
     Ok(b.round() as u32)
 }
 
+/// `10G`, `500M`, `1000000` → bytes for an amount of data (binary multiples: K = 1024, as
+/// iperf3's `-n`), at least 1 byte and at most 1 EiB.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let err = || {
+        format!("`{s}` is not an amount of data; expected bytes with an optional K, M, G or T suffix (K = 1024), e.g. 10G")
+    };
+    let (num, mult) = match t.chars().last() {
+        Some(c) if c.is_ascii_alphabetic() => {
+            let m: u64 = match c.to_ascii_uppercase() {
+                'K' => 1 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                'T' => 1 << 40,
+                _ => return Err(err()),
+            };
+            (&t[..t.len() - 1], m)
+        }
+        _ => (t, 1),
+    };
+    let v: f64 = num.parse().map_err(|_| err())?;
+    let b = v * mult as f64;
+    if !b.is_finite() || !(1.0..=(1u64 << 60) as f64).contains(&b) {
+        return Err(format!("`{s}`: must be between 1 byte and 1 EiB"));
+    }
+    Ok(b.round() as u64)
+}
+
 /// Seconds as a float → milliseconds, bounded to ten years.
 pub fn parse_secs(s: &str) -> Result<u64, String> {
     let v: f64 = s
@@ -99,6 +127,16 @@ mod tests {
         assert_eq!(parse_size("1400").unwrap(), 1400);
         for bad in ["", "0", "1T", "5G", "abc", "-1"] {
             assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn amounts_of_data() {
+        assert_eq!(parse_bytes("10G").unwrap(), 10 << 30);
+        assert_eq!(parse_bytes("2T").unwrap(), 2 << 40);
+        assert_eq!(parse_bytes("1500").unwrap(), 1500);
+        for bad in ["", "0", "0.4", "1P", "abc", "-1", "2000000000T"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
         }
     }
 

@@ -62,6 +62,82 @@ impl Stop {
     }
 }
 
+/// The end of a test that ends on data rather than time (iperf3's `-n BYTES` and `-k BLOCKS`):
+/// the test is over once this end has sent, or received, `limit` bytes over all its streams,
+/// counted from [`Budget::arm`] (the end of the warm-up; before it nothing counts). Senders stop
+/// when it is over; receivers only count, and whoever watches [`Budget::over`] ends the test.
+#[derive(Debug)]
+pub struct Budget {
+    limit: u64,
+    armed: AtomicBool,
+    sent: AtomicU64,
+    received: AtomicU64,
+    over: Stop,
+}
+
+impl Budget {
+    /// A budget of `limit` bytes each way, not yet armed.
+    pub fn new(limit: u64) -> Arc<Self> {
+        Arc::new(Self {
+            limit,
+            armed: AtomicBool::new(false),
+            sent: AtomicU64::new(0),
+            received: AtomicU64::new(0),
+            over: Stop::new(),
+        })
+    }
+
+    /// Start counting: what moved before (the warm-up) does not count.
+    pub fn arm(&self) {
+        self.sent.store(0, Ordering::Relaxed);
+        self.received.store(0, Ordering::Relaxed);
+        self.armed.store(true, Ordering::Release);
+        if self.limit == 0 {
+            self.over.set();
+        }
+    }
+
+    fn count(&self, counter: &AtomicU64, n: u64) -> bool {
+        if self.armed.load(Ordering::Acquire) {
+            let now = counter.fetch_add(n, Ordering::Relaxed).saturating_add(n);
+            if now >= self.limit {
+                self.over.set();
+            }
+        }
+        self.over.is_set()
+    }
+
+    /// A sender moved `n` bytes: true when the test is over (stop sending).
+    #[inline]
+    pub fn sent(&self, n: u64) -> bool {
+        self.count(&self.sent, n)
+    }
+
+    /// A receiver took `n` bytes: true when the test is over.
+    #[inline]
+    pub fn received(&self, n: u64) -> bool {
+        self.count(&self.received, n)
+    }
+
+    /// Bytes counted so far (since armed): (sent, received).
+    pub fn counted(&self) -> (u64, u64) {
+        (
+            self.sent.load(Ordering::Relaxed),
+            self.received.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Set once either count reached the limit.
+    pub fn over(&self) -> &Stop {
+        &self.over
+    }
+
+    /// The limit, bytes each way.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+}
+
 /// Where interval samples go (terminal, JSON stream, the control connection).
 pub trait Sink {
     fn interval(&mut self, sample: &IntervalSample);
@@ -207,5 +283,24 @@ mod tests {
         }
         let total: u64 = out.iter().map(|s| s.bytes[0]).sum();
         assert!(total <= m.bytes());
+    }
+
+    #[test]
+    fn a_budget_counts_only_once_armed_and_either_way_ends_it() {
+        let b = Budget::new(100);
+        assert!(!b.sent(1000), "the warm-up does not count");
+        b.arm();
+        assert!(!b.sent(60));
+        assert!(!b.received(99));
+        assert!(b.sent(40), "100 sent: over");
+        assert!(b.over().is_set());
+        assert!(b.received(0), "over for everyone");
+        let r = Budget::new(10);
+        r.arm();
+        assert!(r.received(10));
+        assert!(r.sent(0), "a sender stops when the receivers reached it");
+        let zero = Budget::new(0);
+        zero.arm();
+        assert!(zero.over().is_set());
     }
 }

@@ -98,6 +98,28 @@ pub fn tcp_info(fd: &impl AsRawFd) -> Option<TcpStats> {
     })
 }
 
+/// Whether the peer of a TCP connection is gone: it closed its side (CLOSE_WAIT: its FIN
+/// arrived) or reset the connection (CLOSE), from TCP_INFO's state; data it sent before may
+/// still be queued. False when the kernel does not say.
+pub fn tcp_peer_closed(fd: &impl AsRawFd) -> bool {
+    /// `TCP_CLOSE` and `TCP_CLOSE_WAIT` of the kernel's `enum tcp_state`.
+    const CLOSE: u8 = 7;
+    const CLOSE_WAIT: u8 = 8;
+    let mut info = TcpInfo::default();
+    let mut len = std::mem::size_of::<TcpInfo>() as libc::socklen_t;
+    // SAFETY: as in `tcp_info`: a plain repr(C) struct of integers, valid for `len` bytes.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            std::ptr::from_mut(&mut info).cast(),
+            &raw mut len,
+        )
+    };
+    rc == 0 && matches!(info.state, CLOSE | CLOSE_WAIT)
+}
+
 /// CPU time of the calling thread, seconds: (user, system).
 pub fn thread_cpu() -> (f64, f64) {
     rusage(libc::RUSAGE_THREAD)

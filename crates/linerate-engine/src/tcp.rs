@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 
-use crate::meter::{Meter, Stop};
+use std::sync::Arc;
+
+use crate::meter::{Budget, Meter, Stop};
 use crate::{sys, StreamOutcome};
 
 /// How a sender behaves.
@@ -20,6 +22,8 @@ pub struct SendPlan {
     pub bitrate_bps: u64,
     /// sendfile(2) from an in-memory file instead of write(2).
     pub zerocopy: bool,
+    /// A test that ends on data (iperf3's `-n`/`-k`): stop once it is spent.
+    pub budget: Option<Arc<Budget>>,
 }
 
 /// A send that makes no progress for this long fails the stream.
@@ -87,6 +91,9 @@ pub fn send(mut sock: &TcpStream, plan: &SendPlan, meter: &Meter, stop: &Stop) -
                 sent += n as u64;
                 meter.add(n as u64);
                 progress = Instant::now();
+                if plan.budget.as_ref().is_some_and(|b| b.sent(n as u64)) {
+                    break;
+                }
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
@@ -205,19 +212,35 @@ impl Lowat {
     }
 }
 
+/// How long a receiver of a test that ends on data waits before it reads what queued below its
+/// wake-up mark.
+const BUDGET_LOOK: Duration = Duration::from_millis(20);
+
+/// How a receiver behaves.
+#[derive(Debug, Clone)]
+pub struct RecvPlan {
+    /// The sender's write size (the read buffer is at least this).
+    pub length: usize,
+    pub how: Receive,
+    pub wake: Wake,
+    /// Give up after this long without data.
+    pub idle: Duration,
+    /// A test that ends on data (iperf3's `-n`/`-k`): what this end received counts toward it.
+    pub budget: Option<Arc<Budget>>,
+}
+
 /// Receive until end of stream, an error, `stop`, or `idle` without data.
 ///
 /// Non-blocking reads until the queue is empty, then poll(2), as iperf3 does (see [`send`]);
 /// `wake` says how much must have queued before poll(2) returns.
-pub fn recv(
-    mut sock: &TcpStream,
-    length: usize,
-    how: Receive,
-    wake: Wake,
-    idle: Duration,
-    meter: &Meter,
-    stop: &Stop,
-) -> StreamOutcome {
+pub fn recv(mut sock: &TcpStream, plan: &RecvPlan, meter: &Meter, stop: &Stop) -> StreamOutcome {
+    let RecvPlan {
+        length,
+        how,
+        wake,
+        idle,
+        ..
+    } = *plan;
     let mut out = StreamOutcome::default();
     if let Err(e) = sock.set_nonblocking(true) {
         out.error = Some(format!("making the socket non-blocking: {e}"));
@@ -248,6 +271,9 @@ pub fn recv(
             Ok(n) => {
                 got += n as u64;
                 meter.add(n as u64);
+                if let Some(b) = &plan.budget {
+                    b.received(n as u64);
+                }
                 last_data = Instant::now();
                 if let Some(l) = lowat.as_mut() {
                     l.follow(sock, got, last_data);
@@ -256,7 +282,14 @@ pub fn recv(
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
                 let left = idle.saturating_sub(last_data.elapsed());
-                match wait_ready(sock, PollFlags::IN, left) {
+                // A test that ends on data: its sender may stop below the mark without closing
+                // (an iperf3 server stops at its count of -n), so look again soon.
+                let wait = if plan.budget.is_some() {
+                    left.min(BUDGET_LOOK)
+                } else {
+                    left
+                };
+                match wait_ready(sock, PollFlags::IN, wait) {
                     Ok(true) => {}
                     // Less than the mark may be waiting (the sender slowed or stopped without
                     // closing): wake on any data from now on, and read what is there.
@@ -269,6 +302,7 @@ pub fn recv(
                             }
                         }
                     }
+                    Ok(false) if last_data.elapsed() < idle => {}
                     Ok(false) => {
                         out.error = Some(recv_error(&e, idle));
                         break;
@@ -323,6 +357,17 @@ mod tests {
     use super::*;
     use std::net::TcpListener;
 
+    /// A receiver's plan with 128 KiB writes and no budget.
+    fn plan(how: Receive, wake: Wake, idle: Duration) -> RecvPlan {
+        RecvPlan {
+            length: 128 * 1024,
+            how,
+            wake,
+            idle,
+            budget: None,
+        }
+    }
+
     /// Send `total` bytes over loopback and receive them `how`: the bytes the receiver counts.
     fn transfer(total: usize, how: Receive, wake: Wake) -> StreamOutcome {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -342,10 +387,7 @@ mod tests {
         let meter = Meter::new();
         let out = recv(
             &s,
-            128 * 1024,
-            how,
-            wake,
-            Duration::from_secs(10),
+            &plan(how, wake, Duration::from_secs(10)),
             &meter,
             &Stop::new(),
         );
@@ -390,6 +432,7 @@ mod tests {
             deadline: Instant::now() + Duration::from_millis(300),
             bitrate_bps: 0,
             zerocopy: false,
+            budget: None,
         };
         let t0 = Instant::now();
         let out = send(&s, &plan, &Meter::new(), &Stop::new());
@@ -406,16 +449,55 @@ mod tests {
     }
 
     #[test]
+    fn a_closed_peer_is_seen_in_tcp_info() {
+        let (peer, s) = pair();
+        assert!(!sys::tcp_peer_closed(&s));
+        drop(peer);
+        // Bounded: the FIN crosses loopback at once; a loaded machine gets 5 s.
+        let t0 = Instant::now();
+        while !sys::tcp_peer_closed(&s) && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(sys::tcp_peer_closed(&s));
+    }
+
+    #[test]
+    fn a_sender_with_a_budget_stops_once_it_is_spent() {
+        let (peer, s) = pair();
+        let budget = Budget::new(1_000_000);
+        budget.arm();
+        let plan = SendPlan {
+            length: 64 * 1024,
+            deadline: Instant::now() + Duration::from_secs(30),
+            bitrate_bps: 0,
+            zerocopy: false,
+            budget: Some(Arc::clone(&budget)),
+        };
+        let reader = std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            (&peer).read_to_end(&mut sink).map(|_| sink.len())
+        });
+        let out = send(&s, &plan, &Meter::new(), &Stop::new());
+        drop(s);
+        assert!(out.error.is_none(), "{:?}", out.error);
+        assert!(budget.over().is_set());
+        // A write may be partial: at least the budget, at most one write more.
+        assert!(
+            (1_000_000..1_000_000 + 64 * 1024).contains(&out.bytes),
+            "{}",
+            out.bytes
+        );
+        assert_eq!(reader.join().unwrap().unwrap() as u64, out.bytes);
+    }
+
+    #[test]
     fn a_receiver_without_data_fails_after_its_idle_limit() {
         for wake in [Wake::Batched { cap: None }, Wake::EachArrival] {
             let (_peer, s) = pair();
             let t0 = Instant::now();
             let out = recv(
                 &s,
-                128 * 1024,
-                Receive::Copy,
-                wake,
-                Duration::from_millis(300),
+                &plan(Receive::Copy, wake, Duration::from_millis(300)),
                 &Meter::new(),
                 &Stop::new(),
             );
@@ -456,10 +538,7 @@ mod tests {
         let t0 = Instant::now();
         let out = recv(
             &peer,
-            128 * 1024,
-            Receive::Copy,
-            Wake::Batched { cap: None },
-            idle,
+            &plan(Receive::Copy, Wake::Batched { cap: None }, idle),
             &Meter::new(),
             &Stop::new(),
         );

@@ -1,18 +1,21 @@
 //! UDP bulk transfer with loss, reordering and RFC 3550 jitter.
 //!
-//! Every datagram starts with a 24-byte header (little endian): a 32-bit tag
-//! derived from the test cookie (stray datagrams are ignored), the stream
-//! index, a 64-bit sequence number, and the send time in ns since the
-//! sender's start. Sequence `u64::MAX` marks a registration datagram.
+//! Datagrams carry one of two headers ([`Format`]). linerate's own is 24 bytes (little endian):
+//! a 32-bit tag derived from the test cookie (stray datagrams are ignored), the stream index, a
+//! 64-bit sequence number from 0, and the send time in ns since the sender's start; sequence
+//! `u64::MAX` marks a registration datagram. iperf3's (`linerate_iperf3::udp`) is 12 or 16 bytes:
+//! the send time in seconds and microseconds, then a 32- or 64-bit sequence number from 1; it
+//! names no stream, as each iperf3 stream has a socket of its own.
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use linerate_iperf3::udp::{DatagramHeader, SeqWidth, Timestamp};
 use linerate_proto::UdpStats;
 
-use crate::meter::{Meter, Stop};
+use crate::meter::{Budget, Meter, Stop};
 use crate::StreamOutcome;
 
 pub const HEADER: usize = 24;
@@ -59,21 +62,97 @@ impl Header {
     }
 }
 
-/// Send paced datagrams to `dest` (or the connected peer) until the deadline.
-#[allow(clippy::too_many_arguments)]
+/// The header a test's datagrams carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// linerate's ([`Header`]), with the test's tag.
+    Linerate { tag: u32 },
+    /// iperf3's, with its sequence width (`--udp-counters-64bit`). One socket per stream: the
+    /// stream is the socket's, not the datagram's.
+    Iperf3 { width: SeqWidth },
+}
+
+impl Format {
+    /// The smallest datagram: the header.
+    pub fn header_len(self) -> usize {
+        match self {
+            Self::Linerate { .. } => HEADER,
+            Self::Iperf3 { width } => width.header_len(),
+        }
+    }
+
+    /// Write the header of datagram `seq` (from 0) of `stream`, sent `send_ns` after the
+    /// sender's origin. `buf` holds at least [`Format::header_len`] bytes.
+    #[inline]
+    fn write(self, buf: &mut [u8], stream: u32, seq: u64, send_ns: u64) {
+        match self {
+            Self::Linerate { tag } => Header {
+                tag,
+                stream,
+                seq,
+                send_ns,
+            }
+            .write(buf),
+            Self::Iperf3 { width } => {
+                let _ = DatagramHeader {
+                    sent: Timestamp::from_duration(Duration::from_nanos(send_ns)),
+                    seq: seq + 1,
+                }
+                .write(width, buf);
+            }
+        }
+    }
+
+    /// The header of a datagram received on the socket of `stream`, when it is one of this
+    /// test's: linerate's names its stream and tag; iperf3's is the socket's stream's, its
+    /// sequence taken back to start at 0 (an iperf3 sequence of 0 is no datagram of a test).
+    #[inline]
+    fn read(self, buf: &[u8], stream: u32) -> Option<Header> {
+        match self {
+            Self::Linerate { tag } => Header::read(buf).filter(|h| h.tag == tag),
+            Self::Iperf3 { width } => {
+                let h = DatagramHeader::read(buf, width).ok()?;
+                Some(Header {
+                    tag: 0,
+                    stream,
+                    seq: h.seq.checked_sub(1)?,
+                    send_ns: u64::from(h.sent.sec) * 1_000_000_000 + u64::from(h.sent.usec) * 1_000,
+                })
+            }
+        }
+    }
+}
+
+/// How a UDP sender behaves.
+#[derive(Debug, Clone)]
+pub struct SendPlan {
+    /// Bytes per datagram (at least the header).
+    pub length: usize,
+    /// bit/s of payload; 0 = as fast as possible.
+    pub bitrate_bps: u64,
+    pub deadline: Instant,
+    /// A test that ends on data (iperf3's `-n`/`-k`): stop once it is spent.
+    pub budget: Option<Arc<Budget>>,
+}
+
+/// Send paced datagrams of `stream` to `dest` (or the connected peer) until the deadline.
 pub fn send(
     sock: &UdpSocket,
     dest: Option<SocketAddr>,
-    tag: u32,
+    format: Format,
     stream: u32,
-    length: usize,
-    bitrate_bps: u64,
-    deadline: Instant,
+    plan: &SendPlan,
     meter: &Meter,
     stop: &Stop,
 ) -> StreamOutcome {
+    let SendPlan {
+        length,
+        bitrate_bps,
+        deadline,
+        ..
+    } = *plan;
     let mut out = StreamOutcome::default();
-    let mut buf = vec![0u8; length.max(HEADER)];
+    let mut buf = vec![0u8; length.max(format.header_len())];
     let start = Instant::now();
     let mut seq: u64 = 0;
     let mut sent_bytes: u64 = 0;
@@ -90,13 +169,12 @@ pub fn send(
                 continue;
             }
         }
-        Header {
-            tag,
+        format.write(
+            &mut buf,
             stream,
             seq,
-            send_ns: now.duration_since(start).as_nanos() as u64,
-        }
-        .write(&mut buf);
+            now.duration_since(start).as_nanos() as u64,
+        );
         let r = match dest {
             Some(d) => sock.send_to(&buf, d),
             None => sock.send(&buf),
@@ -106,6 +184,9 @@ pub fn send(
                 seq += 1;
                 sent_bytes += n as u64;
                 meter.add(n as u64);
+                if plan.budget.as_ref().is_some_and(|b| b.sent(n as u64)) {
+                    break;
+                }
             }
             // The local queue is full (ENOBUFS/EAGAIN): not a loss on the path; try again.
             Err(e)
@@ -227,13 +308,17 @@ impl RecvState {
     }
 }
 
-/// Receive datagrams of every stream on one socket until `stop`; return the error, if
-/// any, and each stream's state. Registration datagrams are answered (so the sender
-/// learns the path works) and recorded.
+/// Receive datagrams on one socket until `stop`; return the error, if any, and each stream's
+/// state. In linerate's format a socket may carry every stream (each datagram names its own);
+/// registration datagrams are answered (so the sender learns the path works) and recorded. In
+/// iperf3's a socket carries one stream, `stream`. `budget`: a test that ends on data, to
+/// which the payload received counts.
 pub fn recv(
     sock: &UdpSocket,
-    tag: u32,
+    format: Format,
+    stream: u32,
     meters: &[Arc<Meter>],
+    budget: Option<&Budget>,
     stop: &Stop,
 ) -> (Option<String>, Vec<RecvState>) {
     // The state lives on this thread: no lock per datagram. Callers read it at the end.
@@ -247,14 +332,14 @@ pub fn recv(
     while !stop.is_set() {
         match sock.recv_from(&mut buf) {
             Ok((n, from)) => {
-                let Some(h) = Header::read(&buf[..n]) else {
+                let Some(h) = format.read(&buf[..n], stream) else {
                     continue;
                 };
-                if h.tag != tag || h.stream as usize >= meters.len() {
+                if h.stream as usize >= meters.len() {
                     continue;
                 }
                 let s = &mut state[h.stream as usize];
-                if h.seq == REGISTER_SEQ {
+                if h.seq == REGISTER_SEQ && matches!(format, Format::Linerate { .. }) {
                     s.peer = Some(from);
                     let _ = sock.send_to(&buf[..n], from);
                     continue;
@@ -264,6 +349,9 @@ pub fn recv(
                 let lost = s.lost_so_far();
                 let m = &meters[h.stream as usize];
                 m.add(n as u64);
+                if let Some(b) = budget {
+                    b.received(n as u64);
+                }
                 let prev = m.lost();
                 if lost > prev {
                     m.add_lost(lost - prev);
@@ -400,6 +488,67 @@ mod tests {
         let st = s.stats(Some(7));
         assert_eq!((st.packets, st.lost, st.duplicates), (7, 0, 3));
         assert_eq!(s.bytes, 1000, "all ten datagrams crossed the path");
+    }
+
+    /// Datagrams in iperf3's format across loopback: on the wire as `linerate_iperf3::udp`
+    /// reads them (sequence from 1), and counted by the receiver of the stream's socket.
+    #[test]
+    fn iperf3_datagrams_over_loopback() {
+        for width in [SeqWidth::Bits32, SeqWidth::Bits64] {
+            let format = Format::Iperf3 { width };
+            let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+            let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+            tx.connect(rx.local_addr().unwrap()).unwrap();
+            let plan = SendPlan {
+                length: 200,
+                bitrate_bps: 0,
+                deadline: Instant::now() + Duration::from_secs(5),
+                budget: Some(Budget::new(20 * 200)),
+            };
+            plan.budget.as_ref().unwrap().arm();
+            let sent = send(&tx, None, format, 0, &plan, &Meter::new(), &Stop::new());
+            assert_eq!(sent.bytes, 20 * 200, "the budget ended it");
+            assert_eq!(sent.udp.unwrap().packets, 20);
+            // The first datagram, read by the protocol crate: sequence 1.
+            let mut buf = [0u8; 256];
+            rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let n = rx.recv(&mut buf).unwrap();
+            assert_eq!(n, 200);
+            assert_eq!(DatagramHeader::read(&buf[..n], width).unwrap().seq, 1);
+            // The other 19 through the receiver, as stream 2 of 3.
+            let meters: Vec<_> = (0..3).map(|_| Meter::new()).collect();
+            let stop = Stop::new();
+            let until = stop.clone();
+            let t = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                until.set();
+            });
+            let (err, states) = recv(&rx, format, 2, &meters, None, &stop);
+            t.join().unwrap();
+            assert!(err.is_none(), "{err:?}");
+            assert_eq!(states[2].packets, 19);
+            assert_eq!(meters[2].bytes(), 19 * 200);
+            let st = states[2].stats(None);
+            assert_eq!(
+                (states[2].next_seq, st.lost),
+                (20, 1),
+                "highest 20; the first, taken above, missing"
+            );
+            assert_eq!(states[0].packets + states[1].packets, 0);
+        }
+    }
+
+    #[test]
+    fn an_iperf3_sequence_of_zero_is_no_datagram() {
+        let f = Format::Iperf3 {
+            width: SeqWidth::Bits32,
+        };
+        let mut buf = [0u8; 16];
+        assert!(f.read(&buf, 0).is_none());
+        f.write(&mut buf, 0, 0, 1_500_000_000);
+        let h = f.read(&buf, 4).unwrap();
+        assert_eq!((h.stream, h.seq, h.send_ns), (4, 0, 1_500_000_000));
+        assert!(f.read(&buf[..11], 0).is_none(), "shorter than the header");
     }
 
     #[test]

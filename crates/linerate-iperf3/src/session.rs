@@ -38,6 +38,7 @@ use crate::json::DecodeError;
 use crate::params::Iperf3Params;
 use crate::results::Results;
 use crate::state::{ControlMsg, ServerError, State, UnknownState};
+use crate::version::VersionRange;
 
 /// Where a conversation is, named for what was last sent or received.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -166,6 +167,8 @@ pub enum FromClient {
 pub struct ClientSession {
     phase: SessionPhase,
     frames: FrameDecoder,
+    /// What the shape of the server's results said of its version, once they came.
+    results_shape: Option<VersionRange>,
 }
 
 impl ClientSession {
@@ -175,11 +178,19 @@ impl ClientSession {
         ClientSession {
             phase: SessionPhase::Start,
             frames: FrameDecoder::new(results_limit),
+            results_shape: None,
         }
     }
 
     pub fn phase(&self) -> SessionPhase {
         self.phase
+    }
+
+    /// What the server's results, as they came on the wire, say of its version
+    /// ([`VersionRange::from_results_json`]: the decoded [`Results`] no longer show a 3.12
+    /// server's unsigned −1); `None` before they came.
+    pub fn results_shape(&self) -> Option<VersionRange> {
+        self.results_shape
     }
 
     /// The cookie, first thing on the connection.
@@ -247,16 +258,17 @@ impl ClientSession {
             return Ok((input.len(), None));
         }
         if self.phase == SessionPhase::ClientResults {
-            let (used, results) = read_message(
-                &mut self.frames,
-                input,
-                Results::decode,
-                SessionError::Results,
-            )?;
-            if results.is_some() {
-                self.phase = SessionPhase::ServerResults;
-            }
-            return Ok((used, results.map(|r| FromServer::Results(Box::new(r)))));
+            let (used, body) = self
+                .frames
+                .push(input)
+                .map_err(|e| SessionError::Results(DecodeError::Frame(e)))?;
+            let Some(body) = body else {
+                return Ok((used, None));
+            };
+            let results = Results::decode(&body).map_err(SessionError::Results)?;
+            self.results_shape = Some(VersionRange::from_results_json(&body));
+            self.phase = SessionPhase::ServerResults;
+            return Ok((used, Some(FromServer::Results(Box::new(results)))));
         }
         let Some((msg, used)) = ControlMsg::decode(input)? else {
             return Ok((0, None));
@@ -606,6 +618,11 @@ mod tests {
                 FromServer::Results(Box::new(results())),
                 FromServer::State(State::DisplayResults)
             ]
+        );
+        assert_eq!(
+            c.results_shape(),
+            Some(VersionRange::ANY),
+            "no streams: nothing told"
         );
         let ev = deliver(|b| s.receive(b), &c.iperf_done().unwrap()).unwrap();
         assert_eq!(ev, vec![FromClient::State(State::IperfDone)]);

@@ -23,6 +23,8 @@ use std::str::FromStr;
 
 use serde_json::Value;
 
+use crate::udp::Magic;
+
 /// An iperf3 release, as `client_version` and `--version` print it (`3.1.3`, `3.12`, `3.17.1`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Version {
@@ -348,6 +350,28 @@ impl VersionRange {
         range
     }
 
+    /// Every release with `feature` (for a quirk: from the release that showed it on).
+    pub fn with(feature: Feature) -> VersionRange {
+        from(feature)
+    }
+
+    /// Every release before `feature` came.
+    pub fn without(feature: Feature) -> VersionRange {
+        before(feature)
+    }
+
+    /// What a server's reply in the UDP handshake says of its release: `"6789"` from 3.12 on,
+    /// `"9876"` from a big-endian 3.12 to 3.16, 987654321 before 3.12. `None` for a datagram
+    /// no server replies with.
+    pub fn from_udp_reply(reply: Magic) -> Option<VersionRange> {
+        match reply {
+            Magic::Text6789 => Some(from(Feature::TextUdpMagic)),
+            Magic::Text9876 => from(Feature::TextUdpMagic).and(before(Feature::PortableUdpMagic)),
+            Magic::Legacy987654321(_) => Some(before(Feature::TextUdpMagic)),
+            Magic::Legacy123456789(_) => None,
+        }
+    }
+
     /// The version in a server's `server_output_json` (`start.version`, e.g. `"iperf 3.12"`).
     pub fn from_server_output(json: &Value) -> Option<VersionRange> {
         let text = json.get("start")?.get("version")?.as_str()?;
@@ -477,6 +501,30 @@ mod tests {
         assert_eq!(r("not json"), VersionRange::ANY);
         assert_eq!(r("[]"), VersionRange::ANY);
         assert_eq!(r(r#"{"streams":5}"#), VersionRange::ANY);
+    }
+
+    #[test]
+    fn the_udp_reply_tells_the_age() {
+        use crate::udp::ByteOrder;
+        let new = VersionRange::from_udp_reply(Magic::Text6789).unwrap();
+        assert_eq!(new.has(Feature::Bidir), Some(true));
+        let big = VersionRange::from_udp_reply(Magic::Text9876).unwrap();
+        assert_eq!(big.to_string(), "iperf3 3.12 or later, before 3.17");
+        let old = VersionRange::from_udp_reply(Magic::Legacy987654321(ByteOrder::Little)).unwrap();
+        assert_eq!(old.has(Feature::TextUdpMagic), Some(false));
+        assert_eq!(old.has(Feature::Bidir), None, "3.7 to 3.11 too");
+        assert_eq!(
+            VersionRange::from_udp_reply(Magic::Legacy123456789(ByteOrder::Big)),
+            None
+        );
+        assert_eq!(
+            VersionRange::without(Feature::Bidir).has(Feature::Bidir),
+            Some(false)
+        );
+        assert_eq!(
+            VersionRange::with(Feature::SkipRxCopy).has(Feature::SkipRxCopy),
+            Some(true)
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use linerate_proto::{Direction, EndsBy, TestKind, TestParams, Transaction};
-use linerate_results::{DirStats, FileTransferOut, IntervalOut, TestResult};
+use linerate_results::{DirStats, FileTransferOut, IntervalOut, Iperf3Out, TestResult};
 use serde::Serialize;
 
 use crate::Style;
@@ -257,10 +257,11 @@ fn dir_block(out: &mut String, d: &DirStats, style: Style, indent: &str) {
     if let (Some(lp), Some(pk)) = (d.loss_percent, d.packets) {
         let _ = writeln!(
             out,
-            "{indent}datagrams {pk} sent, {} lost ({}%), {} out of order, jitter {} µs",
+            "{indent}datagrams {pk} sent, {} lost ({}%), {}jitter {} µs",
             d.lost_packets.unwrap_or(0),
             num(lp),
-            d.out_of_order.unwrap_or(0),
+            d.out_of_order
+                .map_or(String::new(), |o| format!("{o} out of order, ")),
             num(d.jitter_us.unwrap_or(0.0))
         );
     }
@@ -298,8 +299,95 @@ pub fn render_bench(t: &TestResult, style: Style) -> String {
         directions_summary(&mut out, t, style);
     }
     streams_line(&mut out, t);
+    if let Some(i) = &t.iperf3 {
+        iperf3_block(&mut out, i, style);
+    }
     error_line(&mut out, t, style);
     out
+}
+
+/// A test against a stock iperf3 server: what the server counted, by iperf3's definitions,
+/// summed by what it did; its CPU; what is known of its release; the notes.
+fn iperf3_block(out: &mut String, i: &Iperf3Out, style: Style) {
+    let _ = writeln!(
+        out,
+        "  {} ({}; from its results, by iperf3's definitions):",
+        style.bold("the iperf3 server's own figures"),
+        i.server_version
+    );
+    if i.streams.is_empty() {
+        let _ = writeln!(out, "    none: its results did not come");
+    }
+    for role in ["receiver", "sender"] {
+        let v: Vec<_> = i.streams.iter().filter(|s| s.server == role).collect();
+        if v.is_empty() {
+            continue;
+        }
+        let bytes_sum = v.iter().fold(0u64, |a, s| a.saturating_add(s.bytes));
+        let secs = v.iter().filter_map(|s| s.seconds).fold(0.0_f64, f64::max);
+        let mut line = format!(
+            "    {} {:>9}",
+            if role == "receiver" {
+                "received"
+            } else {
+                "sent    "
+            },
+            bytes(bytes_sum)
+        );
+        if secs > 0.0 {
+            let _ = write!(
+                line,
+                " in {} s, {} Gb/s",
+                num(secs),
+                num(linerate_units::gbps(bytes_sum, secs))
+            );
+        }
+        if v.len() > 1 {
+            let _ = write!(line, " ({} streams)", v.len());
+        }
+        let sum = |f: fn(&&linerate_results::Iperf3StreamOut) -> Option<u64>| {
+            v.iter()
+                .map(f)
+                .try_fold(0u64, |a, x| x.map(|x| a.saturating_add(x)))
+        };
+        if let Some(r) = sum(|s| s.retransmits) {
+            let _ = write!(line, ", retransmits {r}");
+        }
+        if let (Some(lost), Some(highest)) = (sum(|s| s.lost_packets), sum(|s| s.packets)) {
+            let jitter: Vec<f64> = v.iter().filter_map(|s| s.jitter_us).collect();
+            let _ = write!(
+                line,
+                ", {lost} of {highest} datagrams lost (gaps in the sequence)"
+            );
+            if !jitter.is_empty() {
+                let _ = write!(
+                    line,
+                    ", jitter {} µs",
+                    num(jitter.iter().sum::<f64>() / jitter.len() as f64)
+                );
+            }
+        } else if role == "sender" {
+            if let Some(p) = sum(|s| s.packets) {
+                let _ = write!(line, ", {p} datagrams");
+            }
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    if let Some(c) = i.server_cpu_percent {
+        let _ = writeln!(
+            out,
+            "    CPU {}% of a core for its whole process (user {}%, system {}%){}",
+            num(c),
+            num(i.server_cpu_user_percent.unwrap_or(0.0)),
+            num(i.server_cpu_system_percent.unwrap_or(0.0)),
+            i.server_congestion
+                .as_deref()
+                .map_or(String::new(), |c| format!(", congestion control {c}"))
+        );
+    }
+    for n in &i.notes {
+        let _ = writeln!(out, "  {} {n}", style.dim("note:"));
+    }
 }
 
 /// "TCP → server via eth0": what ran, where to, and through which local interface.

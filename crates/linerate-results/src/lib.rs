@@ -172,6 +172,9 @@ pub struct TestResult {
     pub file: Option<FileTransferOut>,
     /// RDMA tests: the operation, provider and device, message rate, the sweep.
     pub rdma: Option<RdmaOut>,
+    /// Tests against a stock iperf3 server (`bench --iperf3`): the test as iperf3's protocol
+    /// carried it and the server's own figures from its results.
+    pub iperf3: Option<Iperf3Out>,
     /// Set when the test did not complete; the figures are what was measured until then.
     pub error: Option<String>,
 }
@@ -216,6 +219,7 @@ impl TestResult {
             params,
             file: None,
             rdma: None,
+            iperf3: None,
             error: None,
         }
     }
@@ -331,6 +335,67 @@ impl LatencyMode {
             _ => "blocking",
         }
     }
+}
+
+/// A test against a stock iperf3 server (`bench --iperf3`): the test as iperf3's protocol
+/// carried it, and what the server said of each stream in iperf3's results exchange, by iperf3's
+/// own definitions, beside linerate's figures (which this host measured, and which take the
+/// server's counts where only the server saw them: the bytes it received).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Iperf3Out {
+    /// What is known of the server's iperf3 release (`iperf3 3.12`, `iperf3 3.2 or later,
+    /// before 3.14`; `iperf3 3.0 or later` when nothing told).
+    pub server_version: String,
+    /// What told it: `ssh` (`iperf3 --version` on the far end), `server_output` (its `-J`
+    /// output), `results` (the shape of its results), `udp_reply` (its UDP handshake),
+    /// `refused_stream` (a `--bidir` stream it refused).
+    pub version_from: Vec<&'static str>,
+    /// The test's time after the omitted seconds, and the omitted seconds, as sent: iperf3
+    /// takes whole seconds (0 with an end on data).
+    pub time_s: u64,
+    pub omit_s: u64,
+    /// `-n`: the test ended once this host had sent or received this many bytes after the
+    /// omitted seconds.
+    pub end_bytes: Option<u64>,
+    /// `-k`: the same in blocks of `-l` bytes.
+    pub end_blocks: Option<u64>,
+    /// The server's whole process over the test, percent of one core (iperf3's
+    /// `cpu_util_total`, `_user`, `_system`); none without its results.
+    pub server_cpu_percent: Option<f64>,
+    pub server_cpu_user_percent: Option<f64>,
+    pub server_cpu_system_percent: Option<f64>,
+    /// The server's TCP congestion control in use (iperf3 3.2 and later say it).
+    pub server_congestion: Option<String>,
+    /// Each stream as the server counted it, in iperf3's order of ids.
+    pub streams: Vec<Iperf3StreamOut>,
+    /// Where the test differs from what was asked, and why: whole seconds rounded up, an
+    /// option the server's release ignores.
+    pub notes: Vec<String>,
+}
+
+/// One stream as the iperf3 server counted it.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Iperf3StreamOut {
+    /// iperf3's stream id: 1, 3, 4, … (it never gives 2).
+    pub id: u32,
+    /// What the server did on it: `sender` or `receiver`.
+    pub server: &'static str,
+    /// Bytes the server sent or received on it after the omitted seconds.
+    pub bytes: u64,
+    /// The server's time on the stream (iperf3 3.2 and later).
+    pub seconds: Option<f64>,
+    /// `bytes` over `seconds`.
+    pub gbps: Option<f64>,
+    /// TCP, the server sending: its retransmissions (TCP_INFO on its host).
+    pub retransmits: Option<u64>,
+    /// UDP, the server receiving: iperf3's jitter (RFC 1889), µs.
+    pub jitter_us: Option<f64>,
+    /// UDP, the server receiving: iperf3's loss, gaps in the sequence less the datagrams that
+    /// came late (datagrams still in flight at the end are not counted).
+    pub lost_packets: Option<u64>,
+    /// UDP: datagrams sent (the server sending) or the highest sequence number it saw
+    /// (receiving).
+    pub packets: Option<u64>,
 }
 
 /// The RDMA part of a result.

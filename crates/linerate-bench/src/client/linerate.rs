@@ -95,6 +95,7 @@ fn run_rdma(
         local_inventory,
         remote_inventory,
         rdma: Some(rr),
+        iperf3: None,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
     })
 }
@@ -109,6 +110,66 @@ struct Accepted {
     listen_port: Option<u16>,
 }
 
+/// Before linerate's answer is read as a frame, its first bytes, to tell another server from
+/// a linerate one within the handshake: a linerate frame starts with 0 (its length is below
+/// 16 MiB); an iperf3 server answers any 37 bytes with a state byte (PARAM_EXCHANGE, or
+/// ACCESS_DENIED when busy); other servers say what they are (`HTTP/1.1 400`, `SSH-2.0-…`) or
+/// nothing at all.
+fn check_answer(ctl: &TcpStream, server: SocketAddr) -> Result<(), ClientError> {
+    use linerate_iperf3::State;
+    let first = match super::peek_first(
+        ctl,
+        defaults::CONTROL_TIMEOUT,
+        32,
+        Duration::from_millis(200),
+    ) {
+        Ok(b) => b,
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            return Err(ClientError::WrongPeer(format!(
+                "no answer from the server at {server} within {} s of linerate's hello: it does not speak linerate's protocol (a server waiting for its own client's first words, or a silent listener); check HOST and -p (`linerate serve` listens on {} by default)",
+                defaults::CONTROL_TIMEOUT.as_secs(),
+                linerate_proto::DEFAULT_PORT
+            )))
+        }
+        // The read below says what went wrong.
+        Err(_) => return Ok(()),
+    };
+    let Some(&b) = first.first() else {
+        return Ok(());
+    };
+    if b == 0 {
+        return Ok(());
+    }
+    let iperf3 = |said: &str| {
+        ClientError::WrongPeer(format!(
+            "the server at {server} is an iperf3 server, not `linerate serve` (it answered linerate's hello with iperf3's {said}): add --iperf3 to measure against it{}",
+            if server.port() == linerate_proto::DEFAULT_PORT {
+                format!(
+                    " (keep -p {}: with --iperf3 the port is iperf3's {} unless given)",
+                    server.port(),
+                    linerate_iperf3::DEFAULT_PORT
+                )
+            } else {
+                String::new()
+            }
+        ))
+    };
+    if b == State::ParamExchange.to_byte() {
+        return Err(iperf3("PARAM_EXCHANGE"));
+    }
+    if b == State::AccessDenied.to_byte() {
+        return Err(iperf3("ACCESS_DENIED: it is running another test"));
+    }
+    if b == linerate_iperf3::ServerError::BYTE {
+        return Err(iperf3("SERVER_ERROR"));
+    }
+    Err(ClientError::WrongPeer(format!(
+        "the server at {server} does not speak linerate's protocol: it is {}; check HOST and -p (`linerate serve` listens on {} by default)",
+        super::stranger(&first),
+        linerate_proto::DEFAULT_PORT
+    )))
+}
+
 fn handshake(cfg: &ClientConfig, ctl: &mut TcpStream) -> Result<Accepted, ClientError> {
     let nonce = random_hex(16);
     write_msg(
@@ -120,6 +181,7 @@ fn handshake(cfg: &ClientConfig, ctl: &mut TcpStream) -> Result<Accepted, Client
             nonce: nonce.clone(),
         },
     )?;
+    check_answer(ctl, cfg.server)?;
     let hello = read_msg(ctl, MAX_RESULTS_FRAME).map_err(|e| match e {
         // A server over its `--max-pending` closes new connections before any answer.
         FrameError::Closed => ClientError::Protocol(format!(
@@ -387,7 +449,13 @@ pub(super) fn run(
     }
     let wired = open_data(cfg, ends, &acc, local_ip)?;
     write_msg(&mut ctl, &Msg::Start)?;
-    let plan = local_plan(cfg, udp::tag(&acc.cookie));
+    let plan = local_plan(
+        cfg,
+        udp::Format::Linerate {
+            tag: udp::tag(&acc.cookie),
+        },
+        None,
+    );
     events(Event::Started {
         server_memory_bytes: acc.memory,
     });
@@ -428,6 +496,7 @@ pub(super) fn run(
         local_inventory,
         remote_inventory: acc.inventory,
         rdma: None,
+        iperf3: None,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
     })
 }

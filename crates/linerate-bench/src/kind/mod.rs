@@ -93,6 +93,9 @@ pub fn assemble(run: &ClientRun) -> TestResult {
         ..TestResult::new(p.clone())
     };
     of(p.kind).assemble(&mut t, run);
+    if let Some(i) = &run.iperf3 {
+        crate::results::iperf3(&mut t, run, i);
+    }
     t
 }
 

@@ -59,23 +59,32 @@ fn stream(st: &mut Streams<'_>, idx: u32, s: TcpStream) -> Result<(), String> {
             cap: p.window.map(|w| w as usize / 2),
         }
     };
-    let send_plan = tcp::SendPlan {
-        length,
-        deadline: st.deadline(),
-        bitrate_bps: p.bitrate_bps,
-        zerocopy: p.zerocopy,
-    };
+    let (bitrate_bps, zerocopy) = (p.bitrate_bps, p.zerocopy);
+    let budget = st.plan().budget.clone();
     st.keep_tcp(&s, sender);
     let (meter, stop) = (st.meter(idx), st.stop());
     let f: StreamFn = if sender {
-        Box::new(move || tcp::send(&s, &send_plan, &meter, &stop))
-    } else {
-        let how = if discard {
-            tcp::Receive::Discard
-        } else {
-            tcp::Receive::Copy
+        let plan = tcp::SendPlan {
+            length,
+            deadline: st.deadline(),
+            bitrate_bps,
+            zerocopy,
+            budget,
         };
-        Box::new(move || tcp::recv(&s, length, how, wake, IDLE, &meter, &stop))
+        Box::new(move || tcp::send(&s, &plan, &meter, &stop))
+    } else {
+        let plan = tcp::RecvPlan {
+            length,
+            how: if discard {
+                tcp::Receive::Discard
+            } else {
+                tcp::Receive::Copy
+            },
+            wake,
+            idle: IDLE,
+            budget,
+        };
+        Box::new(move || tcp::recv(&s, &plan, &meter, &stop))
     };
     st.spawn_job(idx, f);
     Ok(())

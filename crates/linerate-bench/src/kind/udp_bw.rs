@@ -43,17 +43,25 @@ impl Kind for UdpBw {
 fn stream(st: &mut Streams<'_>, idx: u32, flow: UdpFlow) {
     let p = st.params();
     let UdpFlow { sock, peer } = flow;
+    let format = st.plan().datagrams;
+    let budget = st.plan().budget.clone();
     if st.sends(idx) {
-        let (tag, length, rate) = (st.plan().tag, p.length as usize, p.bitrate_bps);
-        let (meter, stop, deadline) = (st.meter(idx), st.stop(), st.deadline());
-        let f: StreamFn = Box::new(move || {
-            udp::send(&sock, peer, tag, idx, length, rate, deadline, &meter, &stop)
-        });
+        let plan = udp::SendPlan {
+            length: p.length as usize,
+            bitrate_bps: p.bitrate_bps,
+            deadline: st.deadline(),
+            budget,
+        };
+        let (meter, stop) = (st.meter(idx), st.stop());
+        let f: StreamFn =
+            Box::new(move || udp::send(&sock, peer, format, idx, &plan, &meter, &stop));
         st.spawn_job(idx, f);
     } else if st.plan().is_client || !st.shared_receiver {
         // Server: one thread on the shared socket receives every stream.
         st.shared_receiver = true;
-        let (tag, meters) = (st.plan().tag, st.meters());
-        st.spawn_receiver(idx, move |until| udp::recv(&sock, tag, &meters, until));
+        let meters = st.meters();
+        st.spawn_receiver(idx, move |until| {
+            udp::recv(&sock, format, idx, &meters, budget.as_deref(), until)
+        });
     }
 }

@@ -476,10 +476,11 @@ fn run_test(
     let plan = SidePlan {
         params: params.clone(),
         is_client: false,
-        tag,
+        datagrams: udp::Format::Linerate { tag },
         start: Instant::now(),
         affinity: Vec::new(),
         file: held.file(),
+        budget: None,
     };
     let soak = params
         .soak

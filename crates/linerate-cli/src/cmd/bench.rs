@@ -3,8 +3,9 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use linerate_bench::client::{iperf3_plan, Iperf3Options, Iperf3Plan};
 use linerate_bench::stream::{Side, StreamEvent};
-use linerate_bench::{ClientConfig, Event};
+use linerate_bench::{ClientConfig, Event, WireProtocol};
 use linerate_proto::{defaults, Direction, FileSpec, IntervalSample, TestKind, TestParams};
 use linerate_report::bench::{header, interval_line};
 use linerate_report::Style;
@@ -161,7 +162,11 @@ pub fn lookup(host: &str, port: u16) -> anyhow::Result<Vec<SocketAddr>> {
 }
 
 fn resolve(a: &BenchArgs, host: &str) -> anyhow::Result<SocketAddr> {
-    let port = a.port.unwrap_or(linerate_proto::DEFAULT_PORT);
+    let port = a.port.unwrap_or(if a.iperf3 {
+        linerate_iperf3::DEFAULT_PORT
+    } else {
+        linerate_proto::DEFAULT_PORT
+    });
     let addrs: Vec<SocketAddr> = lookup(host, port)?
         .into_iter()
         .filter(|s| !(a.ipv4 && s.is_ipv6() || a.ipv6 && s.is_ipv4()))
@@ -196,11 +201,56 @@ fn start_far_end(
     Ok(started)
 }
 
+/// `--iperf3`: the protocol's options (`-n`, `-k`, the far end's release when `--ssh` asked it).
+fn iperf3_options(a: &BenchArgs, version: Option<linerate_iperf3::Version>) -> Iperf3Options {
+    Iperf3Options {
+        bytes: a.bytes,
+        blocks: a.blockcount,
+        server_version: version,
+    }
+}
+
+/// An amount of data as it was most likely typed: whole GiB, MiB or KiB, else bytes.
+fn amount(b: u64) -> String {
+    [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")]
+        .into_iter()
+        .find(|(shift, _)| b >= 1 << shift && b % (1 << shift) == 0)
+        .map_or_else(
+            || format!("{b} bytes"),
+            |(shift, unit)| format!("{} {unit}", b >> shift),
+        )
+}
+
+/// The first line of a test against a stock iperf3 server: its time in whole seconds, or the
+/// data that ends it.
+fn iperf3_header(plan: &Iperf3Plan, server: &str) -> String {
+    let p = &plan.params;
+    let omitted = if plan.omit_s > 0 {
+        format!(" (first {} s omitted)", plan.omit_s)
+    } else {
+        String::new()
+    };
+    let end = match plan.budget {
+        Some(b) => format!(
+            "until {} sent or received after the omitted seconds",
+            amount(b)
+        ),
+        None => format!("{} s", plan.time_s + plan.omit_s),
+    };
+    format!(
+        "linerate bench --iperf3 → {server}: {}, {end}{omitted}",
+        p.words()
+    )
+}
+
 /// Live output: which samples are the headline for this test, and how to print them.
 struct Live {
     kind: TestKind,
     direction: Direction,
     streams: u32,
+    /// The far end streams no intervals (a stock iperf3 server): this host's are shown, the
+    /// sender's included.
+    local_only: bool,
     lines: bool,
     stream_json: bool,
     bar: Option<indicatif::ProgressBar>,
@@ -213,6 +263,7 @@ impl Live {
             // A transaction test's intervals count every stream's transactions.
             _ if self.kind.is_latency() => ((0..sample.bytes.len() as u32).collect(), ""),
             (Direction::Send, true) => ((0..n).collect(), "receiver"),
+            (Direction::Send, false) if self.local_only => ((0..n).collect(), "sender"),
             (Direction::Receive, false) => ((0..n).collect(), "receiver"),
             (Direction::Bidir, false) => ((0..2 * n).collect(), "send+recv"),
             _ => return,
@@ -305,36 +356,74 @@ fn print_result(a: &BenchArgs, tests: &[TestResult; 1], style: Style) -> anyhow:
     Ok(())
 }
 
+/// The far end this run started over ssh: a `linerate serve`, or with --iperf3 a stock
+/// `iperf3 -s`. Dropping it ends it.
+enum Far {
+    Linerate(super::far::Started),
+    Iperf3(super::far::StartedIperf3),
+}
+
 pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
     let src = source(a)?;
     let (file, spec) = src.map_or((None, None), |(f, s)| {
         (Some(std::sync::Arc::new(f)), Some(s))
     });
     let p = params_with(a, spec)?;
-    let target = super::far::target(a.host.as_deref(), &a.ssh)?
-        .context("give HOST, the host running `linerate serve`")?;
+    // What iperf3 cannot carry is said before anything starts.
+    if a.iperf3 {
+        iperf3_plan(&p, &iperf3_options(a, None)).map_err(|e| anyhow::anyhow!("--iperf3: {e}"))?;
+    }
+    let target = super::far::target(a.host.as_deref(), &a.ssh)?.context(if a.iperf3 {
+        "give HOST, the host running `iperf3 -s`"
+    } else {
+        "give HOST, the host running `linerate serve`"
+    })?;
     let mut server = resolve(a, &target.host)?;
     let far = match &target.ssh {
-        Some(ssh) => Some(start_far_end(a, ssh, &mut server, &p)?),
+        Some(ssh) if a.iperf3 => {
+            let f = ssh.start_iperf3(server.ip(), a.port, p.duration_ms as f64 / 1000.0)?;
+            server = f.addr;
+            Some(Far::Iperf3(f))
+        }
+        Some(ssh) => Some(Far::Linerate(start_far_end(a, ssh, &mut server, &p)?)),
         None => None,
     };
     let mut cfg = client_config(a, server, &p, file)?;
-    if let Some(f) = &far {
-        cfg.psk = Some(f.psk.clone());
+    let mut shown = p.clone();
+    let mut first_line = header(&p, &server.to_string());
+    match &far {
+        Some(Far::Linerate(f)) => cfg.psk = Some(f.psk.clone()),
+        Some(Far::Iperf3(_)) | None => {}
+    }
+    if a.iperf3 {
+        let version = match &far {
+            Some(Far::Iperf3(f)) => f.version,
+            _ => None,
+        };
+        let o = iperf3_options(a, version);
+        let plan = iperf3_plan(&p, &o).map_err(|e| anyhow::anyhow!("--iperf3: {e}"))?;
+        first_line = iperf3_header(&plan, &server.to_string());
+        shown = plan.params;
+        cfg.protocol = WireProtocol::Iperf3(o);
     }
     let human = !a.json && !a.json_stream;
-    let bar = (human && std::io::stdout().is_terminal() && a.interval.is_none())
-        .then(|| progress_bar(p.duration_ms));
+    let bar = (human
+        && std::io::stdout().is_terminal()
+        && a.interval.is_none()
+        && a.bytes.is_none()
+        && a.blockcount.is_none())
+    .then(|| progress_bar(shown.duration_ms));
     let live = Live {
         kind: p.kind,
         direction: p.direction,
         streams: p.streams,
+        local_only: a.iperf3,
         lines: human && p.interval_ms > 0,
         stream_json: a.json_stream,
         bar,
     };
     if human {
-        print(&format!("{}\n", header(&p, &server.to_string())))?;
+        print(&format!("{first_line}\n"))?;
     }
     let mut on_event = |e: Event| match e {
         Event::Started {
@@ -343,7 +432,7 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
             if a.json_stream {
                 emit(&StreamEvent::Start {
                     server: server.to_string(),
-                    params: &p,
+                    params: &shown,
                     server_memory_bytes,
                 });
             }

@@ -4,11 +4,12 @@
 
 use std::io::IsTerminal;
 use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
 
 use anyhow::bail;
 use linerate_bench::ClientError;
 use linerate_proto::{defaults, Psk, TestParams};
-use linerate_ssh::{FarEnd, FarEndSpec, Ssh};
+use linerate_ssh::{FarEnd, FarEndSpec, Iperf3Server, Iperf3Spec, Ssh};
 
 use crate::cli::SshArgs;
 
@@ -26,8 +27,8 @@ pub struct SshTarget {
     ssh: Ssh,
     /// `[USER@]SSHHOST`.
     host: String,
-    /// `--ssh-command`.
-    program: String,
+    /// `--ssh-command`, when given.
+    program: Option<String>,
 }
 
 /// HOST and `--ssh` as given: None when there is no host at all (doctor's self-check, soak
@@ -154,7 +155,10 @@ impl SshTarget {
     ) -> anyhow::Result<Started> {
         let spec = FarEndSpec {
             ssh_host: self.host.clone(),
-            program: self.program.clone(),
+            program: self
+                .program
+                .clone()
+                .unwrap_or_else(|| "linerate".to_string()),
             bind: if test_ip.is_ipv6() {
                 IpAddr::from([0u16; 8])
             } else {
@@ -190,6 +194,68 @@ impl SshTarget {
             psk: far.psk().clone(),
             far: Some(far),
         })
+    }
+}
+
+impl SshTarget {
+    /// `--iperf3 --ssh`: start a stock `iperf3 -s -1` for one test to `test_ip` on the far end
+    /// (its iperf3, or `--ssh-command`), on `port` or the first of iperf3's it finds free,
+    /// alive at most `seconds` of test and a minute more.
+    pub fn start_iperf3(
+        &self,
+        test_ip: IpAddr,
+        port: Option<u16>,
+        seconds: f64,
+    ) -> anyhow::Result<StartedIperf3> {
+        let spec = Iperf3Spec {
+            program: self.program.clone().unwrap_or_else(|| "iperf3".to_string()),
+            ports: port.map(|p| vec![p]).unwrap_or_default(),
+            ..Iperf3Spec::one_test(&self.host, Duration::from_secs_f64(seconds.max(0.0) + 60.0))
+        };
+        let live = std::io::stderr().is_terminal();
+        if live {
+            eprintln!(
+                "starting `{} -s -1` on {} through {}",
+                spec.program,
+                spec.ssh_host,
+                self.ssh.describe()
+            );
+        }
+        let server = Iperf3Server::start(&self.ssh, &spec)?;
+        if live {
+            eprintln!(
+                "far end: iperf3 {} on {}, port {}, for one test (ended by {})",
+                server.remote().version,
+                server.host(),
+                server.port(),
+                server.bounds().join(", ")
+            );
+        }
+        Ok(StartedIperf3 {
+            addr: SocketAddr::new(test_ip, server.port()),
+            version: linerate_iperf3::Version::parse(&server.remote().version),
+            server: Some(server),
+        })
+    }
+}
+
+/// A stock iperf3 server started over ssh for one test: where it goes, and its release.
+/// Dropping it waits a moment for it to end after its test, then ends it.
+#[derive(Debug)]
+pub struct StartedIperf3 {
+    pub addr: SocketAddr,
+    pub version: Option<linerate_iperf3::Version>,
+    server: Option<Iperf3Server>,
+}
+
+impl Drop for StartedIperf3 {
+    fn drop(&mut self) {
+        if let Some(mut s) = self.server.take() {
+            // A one-off server exits after its test; one that did not get to it is ended.
+            if !s.wait(Duration::from_secs(3)) {
+                s.stop();
+            }
+        }
     }
 }
 
@@ -251,12 +317,12 @@ mod tests {
     fn ssh_without_a_value_needs_host() {
         let a = SshArgs {
             ssh: Some(String::new()),
-            ssh_command: "linerate".into(),
+            ssh_command: None,
         };
         assert!(target(None, &a).is_err());
         let none = SshArgs {
             ssh: None,
-            ssh_command: "linerate".into(),
+            ssh_command: None,
         };
         assert!(target(None, &none).unwrap().is_none());
         let t = target(Some("10.0.0.2"), &none).unwrap().unwrap();
@@ -264,7 +330,7 @@ mod tests {
         assert!(t.ssh.is_none());
         let given = SshArgs {
             ssh: Some("admin@mgmt".into()),
-            ssh_command: "linerate".into(),
+            ssh_command: None,
         };
         let t = target(Some("10.0.0.2"), &given).unwrap().unwrap();
         assert_eq!(t.host, "10.0.0.2");

@@ -161,6 +161,9 @@ fn judge_params(a: &SoakArgs) -> anyhow::Result<JudgeParams> {
 }
 
 pub fn run(a: &SoakArgs, style: Style) -> anyhow::Result<u8> {
+    if a.iperf3 {
+        bail!("soak --iperf3: a soak judges the port counters of both ends, and iperf3's protocol carries none of the far end's (its results have bytes, loss and CPU only); soak against `linerate serve` on the far host (--ssh starts one there for the run)");
+    }
     check_times(a)?;
     let jp = judge_params(a)?;
     let out = Out {

@@ -1,0 +1,319 @@
+//! `linerate bench --iperf3` against a stock `iperf3 -s` (Debian's, in CI) across a veth pair
+//! between two network namespaces the test creates and removes: TCP, reverse, parallel, UDP
+//! and bidir, each checked against the server's own JSON (`iperf3 -s -1 -J`), the bytes linerate
+//! counts within 1 % of the server's; a busy server said in plain words; and `linerate bench`
+//! without `--iperf3` naming the flag when it reaches an iperf3 server.
+//!
+//! Needs root (`ip netns`) and iperf3; elsewhere each test records a skip. Holds `serial()`
+//! like the other namespace tests: figures are only meaningful one test at a time.
+
+mod common;
+
+use std::io::Read;
+use std::process::{Child, Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use linerate_testkit::schema;
+use serde_json::Value;
+
+use common::{serial, Net, BIN};
+
+const IPERF3: &str = "/usr/bin/iperf3";
+/// The stock server's port in namespace b (linerate's own server there has another).
+const IPERF3_PORT: u16 = 5201;
+/// Two counts of the same bytes at the two ends of a test.
+const COUNT_TOLERANCE: f64 = 0.01;
+
+/// The namespaces, or None after a skip (no root, no namespaces, no iperf3).
+fn net() -> Option<Net> {
+    if !std::path::Path::new(IPERF3).exists() {
+        linerate_testkit::skip("needs iperf3 (apt install iperf3; scripts/setup-tests.sh)");
+        return None;
+    }
+    Net::new(1500)
+}
+
+/// A stock `iperf3 -s` in namespace b, killed and reaped on drop.
+struct Iperf3 {
+    child: Child,
+}
+
+impl Iperf3 {
+    /// Start `iperf3 -s ARGS` in b and wait (bounded) until it listens.
+    fn start(net: &Net, args: &[&str]) -> Iperf3 {
+        let child = Command::new("ip")
+            .args(["netns", "exec", &net.b, IPERF3, "-s", "-p"])
+            .arg(IPERF3_PORT.to_string())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn ip netns exec … iperf3 -s");
+        let until = Instant::now() + Duration::from_secs(10);
+        // Not by connecting: a connection would be the one-off server's one test.
+        while !listening(net) {
+            assert!(
+                Instant::now() < until,
+                "iperf3 -s did not listen within 10 s"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+        Iperf3 { child }
+    }
+
+    /// A one-test server (`-1 -J`): its JSON once its test is over (bounded).
+    fn json(mut self) -> Value {
+        let until = Instant::now() + Duration::from_secs(30);
+        while self.child.try_wait().ok().flatten().is_none() {
+            assert!(
+                Instant::now() < until,
+                "iperf3 -s -1 did not end after its test"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+        let mut out = String::new();
+        let _ = self
+            .child
+            .stdout
+            .take()
+            .expect("its stdout")
+            .read_to_string(&mut out);
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("iperf3 -J printed no JSON ({e}): {out}"))
+    }
+}
+
+impl Drop for Iperf3 {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn listening(net: &Net) -> bool {
+    Command::new("ip")
+        .args(["netns", "exec", &net.b, "ss", "-Hltn"])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(&format!(":{IPERF3_PORT} ")))
+}
+
+/// `linerate bench SERVER ARGS` in namespace a, within 90 s.
+fn bench(net: &Net, args: &[&str]) -> Output {
+    let out = Command::new("timeout")
+        .args(["-k", "5", "90", "ip", "netns", "exec", &net.a, BIN, "bench"])
+        .arg(net.server_ip())
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run timeout(1)");
+    assert_ne!(
+        out.status.code(),
+        Some(124),
+        "linerate bench {args:?} hung; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn num(v: &Value, path: &str) -> f64 {
+    v.pointer(path)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
+}
+
+fn agree(what: &str, ours: f64, theirs: f64) {
+    assert!(
+        ours > 0.0 && theirs > 0.0,
+        "{what}: {ours} here, {theirs} there"
+    );
+    let off = (ours - theirs).abs() / theirs;
+    println!(
+        "{what}: linerate {ours}, iperf3 -s {theirs}, {:.3} % apart",
+        off * 100.0
+    );
+    assert!(
+        off <= COUNT_TOLERANCE,
+        "{what}: linerate counted {ours}, the iperf3 server {theirs}: {:.2} % apart",
+        off * 100.0
+    );
+}
+
+/// One test against a one-off `iperf3 -s -1 -J`: linerate's JSON and the server's.
+fn measured(net: &Net, args: &[&str]) -> (Value, Value) {
+    let server = Iperf3::start(net, &["-1", "-J"]);
+    let port = IPERF3_PORT.to_string();
+    let mut all = vec!["--iperf3", "-p", &port, "-t", "2", "--json"];
+    all.extend_from_slice(args);
+    let out = bench(net, &all);
+    let theirs = server.json();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}\n{}",
+        text(&out.stderr),
+        text(&out.stdout)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {}", text(&out.stdout)));
+    schema::assert_matches("bench.schema.json", &doc);
+    let t = doc["tests"][0].clone();
+    assert!(t["error"].is_null(), "{args:?}: {}", t["error"]);
+    assert!(
+        theirs["error"].is_null(),
+        "{args:?}: iperf3 -s: {}",
+        theirs["error"]
+    );
+    let i = &t["iperf3"];
+    assert_eq!(i["server_version"], "iperf3 3.12", "{i}");
+    assert!(
+        i["version_from"]
+            .as_array()
+            .is_some_and(|v| v.iter().any(|s| s == "server_output")),
+        "{i}"
+    );
+    assert!(i["server_cpu_percent"].as_f64().is_some(), "{i}");
+    assert!(
+        !t["intervals"].as_array().expect("intervals").is_empty(),
+        "{t}"
+    );
+    (t, theirs)
+}
+
+#[test]
+fn tcp_counts_agree_with_the_stock_servers_json() {
+    let _s = serial();
+    let Some(net) = net() else { return };
+    // This host sends: its count of bytes sent against the server's of bytes received.
+    let (t, theirs) = measured(&net, &[]);
+    agree(
+        "TCP",
+        num(&t, "/sender/bytes"),
+        num(&theirs, "/end/sum_received/bytes"),
+    );
+    assert_eq!(t["sender"]["host"], "local");
+    assert_eq!(t["iperf3"]["streams"][0]["server"], "receiver");
+    // -P 2: two streams, ids 1 and 3.
+    let (t, theirs) = measured(&net, &["-P", "2"]);
+    agree(
+        "TCP -P 2",
+        num(&t, "/sender/bytes"),
+        num(&theirs, "/end/sum_received/bytes"),
+    );
+    let ids: Vec<_> = t["iperf3"]["streams"]
+        .as_array()
+        .expect("streams")
+        .iter()
+        .map(|s| s["id"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(ids, [1, 3]);
+    // -R: this host receives; its count against the server's of bytes sent.
+    let (t, theirs) = measured(&net, &["-R"]);
+    agree(
+        "TCP -R",
+        num(&t, "/receiver/bytes"),
+        num(&theirs, "/end/sum_sent/bytes"),
+    );
+    assert_eq!(t["receiver"]["host"], "local");
+    assert!(
+        t["retransmits"].is_u64(),
+        "the server's retransmissions: {t}"
+    );
+    net.close();
+}
+
+#[test]
+fn bidir_counts_agree_both_ways() {
+    let _s = serial();
+    let Some(net) = net() else { return };
+    let (t, theirs) = measured(&net, &["--bidir"]);
+    let dirs = t["directions"].as_array().expect("directions");
+    assert_eq!(dirs.len(), 2, "{t}");
+    agree(
+        "--bidir, this host → server",
+        num(&dirs[0], "/sender/bytes"),
+        num(&theirs, "/end/sum_received/bytes"),
+    );
+    agree(
+        "--bidir, server → this host",
+        num(&dirs[1], "/receiver/bytes"),
+        num(&theirs, "/end/sum_sent_bidir_reverse/bytes"),
+    );
+    net.close();
+}
+
+#[test]
+fn udp_counts_agree_with_the_stock_servers_json() {
+    let _s = serial();
+    let Some(net) = net() else { return };
+    // A modest rate: the datagrams this host sent against the highest sequence the server saw
+    // (a datagram lost on the way cannot move that count).
+    let (t, theirs) = measured(&net, &["-u", "-b", "100M"]);
+    agree(
+        "UDP datagrams",
+        num(&t, "/packets"),
+        num(&theirs, "/end/sum/packets"),
+    );
+    assert!(t["out_of_order"].is_null(), "iperf3 does not say: {t}");
+    let s = &t["iperf3"]["streams"][0];
+    assert!(
+        s["jitter_us"].as_f64().is_some() && s["lost_packets"].is_u64(),
+        "{s}"
+    );
+    // -R: this host receives; its bytes against the server's of bytes sent.
+    let (t, theirs) = measured(&net, &["-u", "-b", "100M", "-R"]);
+    agree(
+        "UDP -R",
+        num(&t, "/receiver/bytes"),
+        num(&theirs, "/end/sum/bytes"),
+    );
+    net.close();
+}
+
+#[test]
+fn a_busy_iperf3_server_and_a_missing_flag_are_said_plainly() {
+    let _s = serial();
+    let Some(net) = net() else { return };
+    let _server = Iperf3::start(&net, &[]);
+    let port = IPERF3_PORT.to_string();
+    let at = format!("{}:{port}", net.server_ip());
+    // A stock client's test holds the server for 4 s.
+    let mut stock = Command::new("ip")
+        .args(["netns", "exec", &net.a, "timeout", "30", IPERF3, "-c"])
+        .arg(net.server_ip())
+        .args(["-p", &port, "-t", "4", "-b", "100M"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn iperf3 -c");
+    thread::sleep(Duration::from_millis(1500));
+    let busy = bench(&net, &["--iperf3", "-p", &port, "-t", "1"]);
+    assert_eq!(busy.status.code(), Some(2), "{}", text(&busy.stderr));
+    assert!(
+        text(&busy.stderr).contains(&format!(
+            "the iperf3 server at {at} is running another test; try again"
+        )),
+        "{}",
+        text(&busy.stderr)
+    );
+    let _ = stock.wait();
+    // Free again: the plain bench names the flag.
+    let plain = bench(&net, &["-p", &port, "-t", "1"]);
+    assert_eq!(plain.status.code(), Some(2), "{}", text(&plain.stderr));
+    let e = text(&plain.stderr);
+    assert!(
+        e.contains(&format!("the server at {at} is an iperf3 server")) && e.contains("--iperf3"),
+        "{e}"
+    );
+    // And the server is still there to serve.
+    let ok = bench(&net, &["--iperf3", "-p", &port, "-t", "1"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    net.close();
+}
