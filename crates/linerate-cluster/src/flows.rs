@@ -169,6 +169,7 @@ mod tests {
             addr,
             err: std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
             timeout: Duration::from_secs(5),
+            iperf3: false,
         };
         // bench's own message advises starting a server there: wrong inside a mesh.
         assert!(e.to_string().contains("linerate serve"), "{e}");

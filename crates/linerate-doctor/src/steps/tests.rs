@@ -79,6 +79,7 @@ fn unreachable() -> Answer {
             addr: "192.0.2.2:5301".parse().unwrap(),
             err: std::io::ErrorKind::ConnectionRefused.into(),
             timeout: std::time::Duration::from_secs(5),
+            iperf3: false,
         })
     })
 }
