@@ -232,7 +232,12 @@ fn tcp_counts_agree_with_the_stock_servers_json() {
 fn bidir_counts_agree_both_ways() {
     let _s = serial();
     let Some(net) = net() else { return };
-    let (t, theirs) = measured(&net, &["--bidir"]);
+    // Paced below what a shared core sustains: iperf3 3.12's server is one thread, and at full
+    // speed both ways it lags in reading; at TEST_END it stops counting, and what it had not
+    // read yet (up to its receive buffer, tens of MB) is in no count of its own. A stock
+    // `iperf3 -c --bidir` sees the same gap (0 to 1 % here, unpaced); this test checks the
+    // counting, not the server's speed.
+    let (t, theirs) = measured(&net, &["--bidir", "-b", "500M"]);
     let dirs = t["directions"].as_array().expect("directions");
     assert_eq!(dirs.len(), 2, "{t}");
     agree(
