@@ -407,7 +407,7 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
     let mut server = resolve(a, &target.host)?;
     let far = match &target.ssh {
         Some(ssh) if a.iperf3 => {
-            let f = ssh.start_iperf3(server.ip(), a.port, p.duration_ms as f64 / 1000.0)?;
+            let f = ssh.start_iperf3(server.ip(), a.port, p.duration_ms as f64 / 1000.0, true)?;
             server = f.addr;
             Some(Far::Iperf3(f))
         }
