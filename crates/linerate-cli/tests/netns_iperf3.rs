@@ -391,6 +391,8 @@ fn doctor_against_a_stock_server_is_judged_from_this_end_and_invents_nothing() {
     // Nothing of the far end's host: no remote facts, no remote probe.
     assert!(doc["path"]["remote"].is_null(), "{}", doc["path"]);
     assert!(doc["inventory"]["remote"].is_null(), "{}", doc["inventory"]);
+    let checked = doc["checked"].to_string();
+    assert!(!checked.contains("both ends"), "{checked}");
     let summary = doc["verdict"]["summary"].as_str().expect("summary");
     assert!(
         summary.contains("its hardware is unknown, so this is judged from this end only"),

@@ -207,6 +207,16 @@ fn far_end_out(a: &Assembly<'_>, remote_known: bool, runs: &Runs) -> FarEndOut {
     }
 }
 
+/// What was checked, when the far end's facts are unknown: the rules' words for both ends name
+/// this end only.
+fn this_end_only(checked: &mut [String]) {
+    for c in checked {
+        *c = c
+            .replace("of both ends", "of this end only")
+            .replace("on both interfaces", "on this end's interface only");
+    }
+}
+
 /// The rules over everything measured, and the report.
 pub fn assemble(a: Assembly<'_>, mut runs: Runs) -> DoctorReport {
     let two = !a.self_check;
@@ -240,6 +250,7 @@ pub fn assemble(a: Assembly<'_>, mut runs: Runs) -> DoctorReport {
             "the far end did not describe its host, so this is judged from this end only",
         );
         d.verdict.summary = format!("{} ({words})", d.verdict.summary);
+        this_end_only(&mut d.checked);
     }
     let (pyramid, pyramid_findings) = storage_pyramid(&a, &runs, &input);
     d.findings.extend(pyramid_findings);
@@ -292,5 +303,37 @@ pub fn assemble(a: Assembly<'_>, mut runs: Runs) -> DoctorReport {
         checked: d.checked,
         errors: runs.errors,
         seconds: linerate_units::r1(a.seconds),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_was_checked_names_this_end_alone_when_the_far_end_is_unknown() {
+        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/sysfs/realtek-1g");
+        let before = linerate_inventory::probe(&root).expect("the fixture");
+        let d = diagnose(&DiagnoseInput {
+            local: linerate_rules::end_facts(&before, None, Vec::new()),
+            remote: None,
+            tests: Vec::new(),
+            host_stack: None,
+            counter_deltas: Vec::new(),
+        });
+        let mut checked = d.checked;
+        assert!(
+            checked.iter().any(|c| c.contains("both ends")),
+            "{checked:?}"
+        );
+        this_end_only(&mut checked);
+        let all = checked.join("; ");
+        assert!(
+            !all.contains("both ends") && !all.contains("both interfaces"),
+            "{all}"
+        );
+        assert!(all.contains("inventory of this end only"), "{all}");
+        assert!(all.contains("on this end's interface only"), "{all}");
     }
 }
