@@ -531,8 +531,6 @@ fn soak_threshold(s: &str) -> Result<(linerate_soak::Threshold, f64), String> {
 Examples:
   # a self-check of this machine: memory, disks, loopback
   linerate doctor
-  # the path to server1 (which runs `linerate serve`), in about 10 s
-  linerate doctor server1 --quick
   # the path to 10.0.0.2, its server started for the run through ssh to admin@node2
   linerate doctor 10.0.0.2 --ssh admin@node2
   # the path to a NAS that runs a stock `iperf3 -s` (judged from this end only)
