@@ -531,18 +531,26 @@ fn soak_threshold(s: &str) -> Result<(linerate_soak::Threshold, f64), String> {
 Examples:
   # a self-check of this machine: memory, disks, loopback
   linerate doctor
-  # the path to server1 (which runs `linerate serve`), in about 10 s
-  linerate doctor server1 --quick
   # the path to 10.0.0.2, its server started for the run through ssh to admin@node2
-  linerate doctor 10.0.0.2 --ssh admin@node2"
+  linerate doctor 10.0.0.2 --ssh admin@node2
+  # the path to a NAS that runs a stock `iperf3 -s` (judged from this end only)
+  linerate doctor nas --iperf3"
 )]
+#[allow(clippy::struct_excessive_bools)]
 pub struct DoctorArgs {
-    /// A host running `linerate serve` (with --ssh: the far end's test address); without it,
-    /// doctor checks this machine alone.
+    /// A host running `linerate serve` (with --iperf3: `iperf3 -s`; with --ssh: the far end's
+    /// test address); without it, doctor checks this machine alone.
     pub host: Option<String>,
-    /// Server port [default: 5301; with --ssh, one the far end's kernel picks].
+    /// Server port [default: 5301, with --iperf3 5201; with --ssh, one the far end's kernel
+    /// picks, with --iperf3 the first of 5201-5299 free there].
     #[arg(short, long)]
     pub port: Option<u16>,
+    /// The far end is a stock iperf3 server (`iperf3 -s`, 3.1 or later; with --ssh, one started
+    /// there for the run): its TCP and UDP tests run in iperf3's protocol; latency, RDMA, the
+    /// disk-to-disk copy and the far end's inventory are skipped with the reason, and the
+    /// verdict is judged from this end only.
+    #[arg(long, conflicts_with_all = ["psk_file", "ssh_disk", "rdma_provider"])]
+    pub iperf3: bool,
     /// A shorter plan (about 10 s).
     #[arg(long, conflicts_with = "thorough")]
     pub quick: bool,

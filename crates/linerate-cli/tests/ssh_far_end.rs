@@ -353,3 +353,59 @@ fn linerate_missing_too_old_or_of_another_protocol_on_the_far_end_is_said() {
     assert_eq!(wait_gone(&other, GONE_WITHIN), Vec::<u32>::new());
     far.assert_nothing_left();
 }
+
+#[test]
+fn doctor_with_iperf3_over_ssh_starts_a_stock_server_for_its_tests_and_ends_it() {
+    let iperf3 = Path::new("/usr/bin/iperf3");
+    if !iperf3.exists() {
+        linerate_testkit::skip("needs iperf3 (apt install iperf3; scripts/setup-tests.sh)");
+        return;
+    }
+    let Some(sshd) = Sshd::start() else {
+        return;
+    };
+    // The far end's iperf3, under a name of this test's own.
+    let program = marked_program(sshd.dir(), "lr-doc-iperf3", iperf3);
+    let program = program.to_str().expect("a UTF-8 path");
+    let out = Command::new("timeout")
+        .args(["-k", "5", RUN_LIMIT, BIN])
+        .args(["doctor", "127.0.0.1", "--ssh", "--iperf3", "--quick"])
+        .args(["--json", "--no-disk", "--fail-on", "never"])
+        .args(["--ssh-command", program])
+        .env("LINERATE_SSH_COMMAND", sshd.ssh_command())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run linerate");
+    assert!(
+        !matches!(out.status.code(), Some(124 | 137)),
+        "doctor --iperf3 --ssh hung; stderr: {}",
+        text(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc = json(&out);
+    schema::assert_matches("doctor.schema.json", &doc);
+    let f = &doc["far_end"];
+    assert_eq!(f["protocol"], "iperf3", "{f}");
+    assert_eq!(f["judged_from"], "this_end", "{f}");
+    // The release came from the far end's `iperf3 --version` over ssh.
+    assert_eq!(f["version"], "iperf3 3.12", "{f}");
+    // Several tests against the one server it started (not a one-test `-1`), both ways.
+    let tests = doc["tests"].as_array().expect("tests");
+    assert!(tests.len() >= 3, "{doc}");
+    for kind in ["send", "receive"] {
+        assert!(
+            tests
+                .iter()
+                .any(|t| t["direction"] == kind && t["error"].is_null()),
+            "no {kind} test: {doc}"
+        );
+    }
+    assert_eq!(wait_gone(program, GONE_WITHIN), Vec::<u32>::new());
+    assert_eq!(
+        sshd.wait_sessions_gone(GONE_WITHIN),
+        Vec::<u32>::new(),
+        "{}",
+        sshd.log()
+    );
+}

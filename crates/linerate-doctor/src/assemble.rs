@@ -11,7 +11,7 @@ use linerate_facts::{
 };
 use linerate_model::{host_stack_ceiling, HostStackCeiling, HostStackInput};
 use linerate_results::disk::DiskReport;
-use linerate_results::{DoctorReport, TestResult};
+use linerate_results::{DoctorReport, FarEndOut, JudgedFrom, TestResult};
 use linerate_rules::{diagnose, DiagnoseInput, Measured};
 
 use crate::far::FarEndProtocol;
@@ -26,6 +26,8 @@ pub struct Assembly<'a> {
     /// Where the tests went, and what it speaks.
     pub server: std::net::SocketAddr,
     pub protocol: FarEndProtocol,
+    /// What the far end told of its release (`FarEndClient::version`).
+    pub far_version: Option<String>,
     pub self_check: bool,
     pub before: &'a Inventory,
     pub memory: &'a Memory,
@@ -187,6 +189,34 @@ fn storage_pyramid(
     })
 }
 
+/// The far end as the report says it: a far end that described its host (or this host, in a
+/// self-check) lets both ends be judged; one that did not leaves the verdict to this end's
+/// facts and the path's measurements.
+fn far_end_out(a: &Assembly<'_>, remote_known: bool, runs: &Runs) -> FarEndOut {
+    let hardware_known = a.self_check || remote_known;
+    FarEndOut {
+        protocol: a.protocol.name(),
+        version: a.far_version.clone(),
+        hardware_known,
+        judged_from: if hardware_known {
+            JudgedFrom::BothEnds
+        } else {
+            JudgedFrom::ThisEnd
+        },
+        skipped: runs.skipped.clone(),
+    }
+}
+
+/// What was checked, when the far end's facts are unknown: the rules' words for both ends name
+/// this end only.
+fn this_end_only(checked: &mut [String]) {
+    for c in checked {
+        *c = c
+            .replace("of both ends", "of this end only")
+            .replace("on both interfaces", "on this end's interface only");
+    }
+}
+
 /// The rules over everything measured, and the report.
 pub fn assemble(a: Assembly<'_>, mut runs: Runs) -> DoctorReport {
     let two = !a.self_check;
@@ -198,6 +228,7 @@ pub fn assemble(a: Assembly<'_>, mut runs: Runs) -> DoctorReport {
     } else {
         None
     };
+    let far_end = far_end_out(&a, remote.is_some(), &runs);
     let host_stack = host_stack(a.memory, two);
     let stack_ceiling_gbps = host_stack.as_ref().map(|h| linerate_units::r2(h.gbps));
     let stack_basis = host_stack.as_ref().map(|h| h.basis.clone());
@@ -214,8 +245,12 @@ pub fn assemble(a: Assembly<'_>, mut runs: Runs) -> DoctorReport {
         counter_deltas: a.counter_deltas.clone(),
     };
     let mut d = diagnose(&input);
-    if let Some(words) = a.protocol.judged_from_this_end() {
+    if far_end.judged_from == JudgedFrom::ThisEnd {
+        let words = a.protocol.judged_from_this_end().unwrap_or(
+            "the far end did not describe its host, so this is judged from this end only",
+        );
         d.verdict.summary = format!("{} ({words})", d.verdict.summary);
+        this_end_only(&mut d.checked);
     }
     let (pyramid, pyramid_findings) = storage_pyramid(&a, &runs, &input);
     d.findings.extend(pyramid_findings);
@@ -237,6 +272,7 @@ pub fn assemble(a: Assembly<'_>, mut runs: Runs) -> DoctorReport {
         tool: linerate_facts::TOOL,
         mode: if two { "two_hosts" } else { "self_check" },
         server: a.server.to_string(),
+        far_end,
         verdict: d.verdict,
         findings: d.findings,
         tests: runs.tests,
@@ -267,5 +303,37 @@ pub fn assemble(a: Assembly<'_>, mut runs: Runs) -> DoctorReport {
         checked: d.checked,
         errors: runs.errors,
         seconds: linerate_units::r1(a.seconds),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_was_checked_names_this_end_alone_when_the_far_end_is_unknown() {
+        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/sysfs/realtek-1g");
+        let before = linerate_inventory::probe(&root).expect("the fixture");
+        let d = diagnose(&DiagnoseInput {
+            local: linerate_rules::end_facts(&before, None, Vec::new()),
+            remote: None,
+            tests: Vec::new(),
+            host_stack: None,
+            counter_deltas: Vec::new(),
+        });
+        let mut checked = d.checked;
+        assert!(
+            checked.iter().any(|c| c.contains("both ends")),
+            "{checked:?}"
+        );
+        this_end_only(&mut checked);
+        let all = checked.join("; ");
+        assert!(
+            !all.contains("both ends") && !all.contains("both interfaces"),
+            "{all}"
+        );
+        assert!(all.contains("inventory of this end only"), "{all}");
+        assert!(all.contains("on this end's interface only"), "{all}");
     }
 }

@@ -2,10 +2,10 @@
 //! against it and hands back what was measured. Doctor's steps (`crate::steps`) know nothing
 //! else of it, so they are tested with a scripted far end, and another wire protocol is one
 //! more implementation: [`LinerateServe`] is bench's client against `linerate serve` (on HOST,
-//! started there through ssh, or in this process for the self-check); a `doctor --iperf3`
-//! would be an implementation on bench's iperf3 client and a variant of [`FarEndProtocol`],
-//! whose exhaustive matches ask what that far end tells of itself and the words the verdict
-//! then adds.
+//! started there through ssh, or in this process for the self-check); [`Iperf3Serve`] is
+//! bench's iperf3 client against a stock `iperf3 -s` (`doctor --iperf3`), which says nothing
+//! of its host and carries TCP and UDP bandwidth tests only: what else the plan holds,
+//! [`FarEndClient::cannot_run`] says, and the steps skip it with that reason.
 //!
 //! [`open`] makes the far end for doctor's options: the server given, one started through the
 //! `far_end` hook (`--ssh`), or a server of its own on loopback.
@@ -14,12 +14,15 @@ use std::fs::File;
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::Arc;
 
-use linerate_bench::{ClientConfig, ClientError, InventoryFn, ServerConfig};
+use linerate_bench::client::{iperf3_plan, Iperf3Options};
+use linerate_bench::{ClientConfig, ClientError, InventoryFn, ServerConfig, WireProtocol};
 use linerate_facts::HostFacts;
+use linerate_iperf3::{Feature, Version, VersionRange};
+use linerate_proto::{Direction, TestKind};
 use linerate_proto::{Psk, TestParams};
 use linerate_results::TestResult;
 
-use crate::options::{DoctorError, DoctorOptions, FarEndNeeds};
+use crate::options::{DoctorError, DoctorOptions, FarEndNeeds, StartedProtocol};
 
 /// Runs doctor's tests against the far end.
 pub trait FarEndClient {
@@ -28,6 +31,15 @@ pub trait FarEndClient {
 
     /// The protocol the far end speaks, and so what it says of itself.
     fn protocol(&self) -> FarEndProtocol;
+
+    /// Why the far end cannot run `params` (its protocol cannot express the test, or cannot
+    /// be trusted to have run it as asked); None when it can. Doctor skips such a step with
+    /// the reason rather than guess.
+    fn cannot_run(&self, params: &TestParams) -> Option<String>;
+
+    /// What is known of the far end's release, in words (`iperf3 3.12`); None when its
+    /// protocol does not say, or nothing told it.
+    fn version(&self) -> Option<String>;
 
     /// Runs one test. `Ok` with what was measured, also when the test was cut short (the
     /// result carries the error); `Err` when nothing was measured: no connection, a refusal.
@@ -54,12 +66,16 @@ pub enum FarEndProtocol {
     /// `linerate serve`: each test brings the far end's interface, probe, ceiling, socket limits
     /// and per-stream CPU.
     Linerate,
+    /// A stock `iperf3 -s`: its bytes, its retransmissions when it sends, its UDP loss and
+    /// jitter, and its whole process's CPU; nothing of its host.
+    Iperf3,
 }
 
 impl FarEndProtocol {
     pub fn name(self) -> &'static str {
         match self {
             Self::Linerate => "linerate",
+            Self::Iperf3 => "iperf3",
         }
     }
 
@@ -68,6 +84,9 @@ impl FarEndProtocol {
     pub fn judged_from_this_end(self) -> Option<&'static str> {
         match self {
             Self::Linerate => None,
+            Self::Iperf3 => Some(
+                "the far end is a stock iperf3 server: its hardware is unknown, so this is judged from this end only",
+            ),
         }
     }
 }
@@ -114,6 +133,14 @@ impl FarEndClient for LinerateServe {
         FarEndProtocol::Linerate
     }
 
+    fn cannot_run(&self, _: &TestParams) -> Option<String> {
+        None
+    }
+
+    fn version(&self) -> Option<String> {
+        None
+    }
+
     fn run(
         &mut self,
         params: &TestParams,
@@ -131,6 +158,144 @@ impl FarEndClient for LinerateServe {
             result: linerate_bench::assemble(&run),
             local: run.local_inventory,
             remote: run.remote_inventory,
+        })
+    }
+}
+
+/// A stock `iperf3 -s`, through bench's iperf3 client. What it tells of its release over the
+/// tests (its UDP reply, the shape of its results, its own output) is kept, so a step that
+/// needs a later release is run only once the far end is known to have it.
+pub struct Iperf3Serve {
+    addr: SocketAddr,
+    bind: Option<IpAddr>,
+    inventory: InventoryFn,
+    /// From `--ssh` (the far end's `iperf3 --version`), when it was started there.
+    known: Option<Version>,
+    /// What the tests so far showed of its release.
+    seen: VersionRange,
+    /// A test ran against it already.
+    served: bool,
+}
+
+/// How long a stock iperf3 server may take to listen again after a test: it closes its
+/// listening socket when a test ends and opens it anew for the next, so a test that follows at
+/// once can find the port closed.
+const IPERF3_RELISTEN: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl std::fmt::Debug for Iperf3Serve {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Iperf3Serve")
+            .field("addr", &self.addr)
+            .field("known", &self.known)
+            .field("seen", &self.seen)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Iperf3Serve {
+    pub fn new(
+        addr: SocketAddr,
+        bind: Option<IpAddr>,
+        inventory: InventoryFn,
+        known: Option<Version>,
+    ) -> Self {
+        let seen = known.map_or(VersionRange::ANY, VersionRange::exactly);
+        Self {
+            addr,
+            bind,
+            inventory,
+            known,
+            seen,
+            served: false,
+        }
+    }
+
+    fn options(&self) -> Iperf3Options {
+        Iperf3Options {
+            server_version: self.known,
+            ..Iperf3Options::default()
+        }
+    }
+}
+
+impl FarEndClient for Iperf3Serve {
+    fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    fn protocol(&self) -> FarEndProtocol {
+        FarEndProtocol::Iperf3
+    }
+
+    fn cannot_run(&self, params: &TestParams) -> Option<String> {
+        let what = match params.kind {
+            TestKind::FileTransfer => Some(
+                "iperf3's protocol carries no files, so the far end's disk is not measured (doctor against `linerate serve --write-dir DIR` copies to it)",
+            ),
+            TestKind::Rdma => Some(
+                "iperf3's protocol carries TCP and UDP only, not RDMA (doctor against `linerate serve` measures it)",
+            ),
+            k if k.is_latency() => Some(
+                "iperf3's protocol has no round-trip test, so latency is not measured (doctor against `linerate serve` measures it)",
+            ),
+            _ => None,
+        };
+        if let Some(w) = what {
+            return Some(w.to_string());
+        }
+        // A receive without copy on the far end's side needs skip_rx_copy, which an older
+        // server ignores: the twin would measure the copy it is meant to leave out.
+        let far_receives = matches!(params.direction, Direction::Send | Direction::Bidir);
+        if params.discard && far_receives && self.seen.has(Feature::SkipRxCopy) != Some(true) {
+            return Some(format!(
+                "the far end's receive without copy (--discard): {}, and the far end is {}",
+                Feature::SkipRxCopy.needs(),
+                self.seen
+            ));
+        }
+        iperf3_plan(params, &self.options()).err()
+    }
+
+    fn version(&self) -> Option<String> {
+        (self.seen != VersionRange::ANY).then(|| self.seen.to_string())
+    }
+
+    fn run(
+        &mut self,
+        params: &TestParams,
+        file: Option<Arc<File>>,
+    ) -> Result<FarEndRun, ClientError> {
+        if let Some(why) = self.cannot_run(params) {
+            return Err(ClientError::Protocol(why));
+        }
+        let cfg = ClientConfig {
+            bind: self.bind,
+            inventory: Some(self.inventory.clone()),
+            file,
+            protocol: WireProtocol::Iperf3(self.options()),
+            ..ClientConfig::new(self.addr, params.clone())
+        };
+        let until = std::time::Instant::now() + IPERF3_RELISTEN;
+        let run = loop {
+            match linerate_bench::run_client(&cfg, &mut |_| {}) {
+                Err(ClientError::Connect { err, .. })
+                    if self.served
+                        && err.kind() == std::io::ErrorKind::ConnectionRefused
+                        && std::time::Instant::now() < until =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                r => break r?,
+            }
+        };
+        self.served = true;
+        if let Some(r) = run.iperf3.as_ref().and_then(|i| self.seen.and(i.version)) {
+            self.seen = r;
+        }
+        Ok(FarEndRun {
+            result: linerate_bench::assemble(&run),
+            local: run.local_inventory,
+            remote: None,
         })
     }
 }
@@ -163,19 +328,36 @@ pub fn open(
 ) -> Result<OpenedFarEnd, DoctorError> {
     if let Some(start) = &o.far_end {
         let f = start(&needs()).map_err(DoctorError::FarEnd)?;
-        return Ok(OpenedFarEnd {
-            client: Box::new(LinerateServe::new(
+        let client: Box<dyn FarEndClient> = match f.speaks {
+            StartedProtocol::Linerate { psk } => Box::new(LinerateServe::new(
                 f.addr,
                 o.bind,
-                Some(f.psk),
+                Some(psk),
                 o.inventory.clone(),
             )),
+            StartedProtocol::Iperf3 { version } => Box::new(Iperf3Serve::new(
+                f.addr,
+                o.bind,
+                o.inventory.clone(),
+                version,
+            )),
+        };
+        return Ok(OpenedFarEnd {
+            client,
             self_check: false,
             _guard: Some(f.guard),
         });
     }
     let (addr, psk, self_check) = match o.server {
+        Some(s) if o.iperf3 => {
+            return Ok(OpenedFarEnd {
+                client: Box::new(Iperf3Serve::new(s, o.bind, o.inventory.clone(), None)),
+                self_check: false,
+                _guard: None,
+            })
+        }
         Some(s) => (s, o.psk.clone(), false),
+        None if o.iperf3 => return Err(DoctorError::Iperf3WithoutServer),
         None => (start_local_server(o, copy_dir)?, None, true),
     };
     Ok(OpenedFarEnd {
@@ -221,6 +403,7 @@ mod tests {
     fn options() -> DoctorOptions {
         DoctorOptions {
             server: Some("192.0.2.1:5301".parse().unwrap()),
+            iperf3: false,
             bind: None,
             psk: None,
             depth: Depth::Quick,
@@ -262,7 +445,7 @@ mod tests {
             far_end: Some(Arc::new(move |_: &FarEndNeeds| {
                 Ok(StartedFarEnd {
                     addr: "192.0.2.9:41234".parse().unwrap(),
-                    psk: k.clone(),
+                    speaks: StartedProtocol::Linerate { psk: k.clone() },
                     guard: Box::new(()),
                 })
             })),

@@ -20,6 +20,8 @@ pub mod plan;
 pub mod run;
 pub mod steps;
 
-pub use options::{DoctorError, DoctorOptions, FarEndNeeds, RdmaMode, StartFarEnd, StartedFarEnd};
+pub use options::{
+    DoctorError, DoctorOptions, FarEndNeeds, RdmaMode, StartFarEnd, StartedFarEnd, StartedProtocol,
+};
 pub use plan::{plan, Depth};
 pub use run::run;

@@ -4,6 +4,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use linerate_bench::InventoryFn;
+use linerate_iperf3::Version;
 use linerate_proto::{Psk, TestParams};
 use thiserror::Error;
 
@@ -11,8 +12,12 @@ use crate::plan::Depth;
 
 #[derive(Clone)]
 pub struct DoctorOptions {
-    /// A host running `linerate serve`; None = self-check of this machine.
+    /// A host running `linerate serve` (with `iperf3`: `iperf3 -s`); None = self-check of this
+    /// machine.
     pub server: Option<SocketAddr>,
+    /// The far end is a stock iperf3 server (`doctor --iperf3`): the tests its protocol carries
+    /// run, the others are skipped with the reason.
+    pub iperf3: bool,
     pub bind: Option<IpAddr>,
     pub psk: Option<Psk>,
     pub depth: Depth,
@@ -61,11 +66,21 @@ impl FarEndNeeds {
     }
 }
 
-/// A far end started for doctor: where it listens, its key, and what ends it when dropped.
+/// A far end started for doctor: where it listens, what it speaks, and what ends it when
+/// dropped.
 pub struct StartedFarEnd {
     pub addr: SocketAddr,
-    pub psk: Psk,
+    pub speaks: StartedProtocol,
     pub guard: Box<dyn std::any::Any + Send>,
+}
+
+/// What a started far end speaks.
+#[derive(Debug, Clone)]
+pub enum StartedProtocol {
+    /// `linerate serve`, with the key it was given.
+    Linerate { psk: Psk },
+    /// A stock `iperf3 -s`, of the release its `--version` said (None: unreadable).
+    Iperf3 { version: Option<Version> },
 }
 
 impl std::fmt::Debug for StartedFarEnd {
@@ -94,6 +109,9 @@ pub enum DoctorError {
     LocalServer(std::io::Error),
     #[error(transparent)]
     Client(#[from] linerate_bench::ClientError),
+    /// `--iperf3` names a far end: doctor has no iperf3 server of its own.
+    #[error("--iperf3 needs HOST, the host running `iperf3 -s` (doctor's self-check runs its own linerate server)")]
+    Iperf3WithoutServer,
     /// The far end of `--ssh` could not be started (the message says why and what to do).
     #[error("{0}")]
     FarEnd(String),

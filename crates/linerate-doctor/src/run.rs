@@ -68,6 +68,7 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
     drop(copy_dir);
     steps.rdma(&o.rdma, &before);
     let mut runs = steps.runs;
+    let far_version = opened.client.version();
     // The far end's work is done.
     drop(opened);
     let counter_deltas = match watch {
@@ -83,6 +84,7 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
             root: &o.root,
             server: addr,
             protocol,
+            far_version,
             self_check,
             before: &before,
             memory: &memory,

@@ -14,7 +14,7 @@ use linerate_bench::ClientError;
 use linerate_engine::hostcpu::HostCpu;
 use linerate_facts::{HostFacts, Inventory};
 use linerate_proto::{Direction, RefusalKind, TestKind, TestParams};
-use linerate_results::{LatencyMode, TestResult};
+use linerate_results::{LatencyMode, SkippedStep, TestResult};
 use linerate_rules::thresholds::THREAD_SATURATED_PERCENT;
 
 use crate::far::{FarEndClient, FarEndRun};
@@ -50,6 +50,8 @@ pub struct Runs {
     pub local_if: Option<String>,
     /// Tests that could not run or did not complete.
     pub errors: Vec<String>,
+    /// Steps the far end's protocol cannot express, with the reason.
+    pub skipped: Vec<SkippedStep>,
 }
 
 impl Runs {
@@ -187,6 +189,19 @@ impl<'a> Steps<'a> {
         }
     }
 
+    /// A step the far end cannot run, skipped with the reason: true when it is.
+    fn skipped(&mut self, step: &str, params: &TestParams) -> bool {
+        let Some(reason) = self.far.cannot_run(params) else {
+            return false;
+        };
+        (self.progress)(&format!("{step}\n  → skipped: {reason}"));
+        self.runs.skipped.push(SkippedStep {
+            step: step.to_string(),
+            reason,
+        });
+        true
+    }
+
     /// One test, with this host's CPU while it ran.
     fn run_one(&mut self, params: &TestParams) -> (Result<FarEndRun, ClientError>, HostCpu) {
         let far = &mut *self.far;
@@ -212,6 +227,9 @@ impl<'a> Steps<'a> {
             if params.kind == TestKind::UdpBw {
                 let best = self.runs.best_tcp().map_or(0.0, |t| t.gbps);
                 params.bitrate_bps = plan::udp_rate_bps(best);
+            }
+            if self.skipped(&params.describe(), &params) {
+                continue;
             }
             let spin = (params.kind == TestKind::TcpLat).then(|| {
                 let c = self.host.spin_choice(self.self_check);
@@ -289,6 +307,9 @@ impl<'a> Steps<'a> {
             })
             .collect();
         for params in bound {
+            if self.skipped(&params.describe(), &params) {
+                continue;
+            }
             (self.progress)(&params.describe());
             let (result, cpu) = self.run_one(&params);
             match result {
@@ -317,6 +338,13 @@ impl<'a> Steps<'a> {
         pyramid_notes: &mut Vec<String>,
     ) -> Option<(TestResult, String)> {
         if self.runs.tests.is_empty() {
+            return None;
+        }
+        let params = copy_params(self.depth, String::new());
+        if self.skipped("file copy", &params) {
+            let reason = self.runs.skipped.last().map(|s| s.reason.clone());
+            pyramid_notes
+                .extend(reason.map(|r| format!("the server's disk was not measured: {r}")));
             return None;
         }
         match self.file_copy(dir) {
@@ -400,6 +428,9 @@ impl<'a> Steps<'a> {
             return;
         };
         let params = rdma_params(self.depth, Some(provider.clone()));
+        if self.skipped(&params.describe(), &params) {
+            return;
+        }
         (self.progress)(&params.describe());
         match self.far.run(&params, None) {
             Ok(run) => {

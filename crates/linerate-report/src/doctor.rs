@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use linerate_facts::{EndFacts, MemOut, PortKind, Row, Severity};
-use linerate_results::DoctorReport;
+use linerate_results::{DoctorReport, JudgedFrom};
 
 use crate::bench::num;
 use crate::text::render_finding;
@@ -304,11 +304,43 @@ fn path_section(out: &mut String, r: &DoctorReport, style: Style) {
     if let Some(rm) = &r.path.remote {
         path_end(out, "remote", rm, style);
     }
+    far_end_lines(out, r, style);
     for c in &r.path.counter_deltas {
         let _ = writeln!(
             out,
             "    counter {} rose by {} during the tests",
             c.name, c.delta
+        );
+    }
+}
+
+/// What the far end is when it is not `linerate serve`, or did not describe its host; and the
+/// steps its protocol could not express, each with the reason.
+fn far_end_lines(out: &mut String, r: &DoctorReport, style: Style) {
+    let f = &r.far_end;
+    if f.judged_from == JudgedFrom::ThisEnd || f.protocol != "linerate" {
+        let what = match f.protocol {
+            "iperf3" => "a stock iperf3 server".to_string(),
+            p => format!("{p}'s server"),
+        };
+        let version = f
+            .version
+            .as_deref()
+            .map_or(String::new(), |v| format!(" ({v})"));
+        let judged = if f.hardware_known {
+            String::new()
+        } else {
+            ": its hardware is unknown; judged from this end only".into()
+        };
+        let _ = writeln!(out, "    {:<7} {what}{version}{judged}", "remote");
+    }
+    for s in &f.skipped {
+        let _ = writeln!(
+            out,
+            "    {} {}: {}",
+            style.dim("skipped:"),
+            s.step,
+            style.dim(&s.reason)
         );
     }
 }

@@ -599,6 +599,16 @@ fn tests_table(o: &mut String, r: &DoctorReport) {
             esc(&cpu)
         );
     }
+    // Steps the far end's protocol cannot express (a stock iperf3 server: latency, RDMA, the
+    // copy), with the reason.
+    for k in &r.far_end.skipped {
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td class=\"muted\">skipped: {}</td><td></td></tr>",
+            esc(&k.step),
+            esc(&k.reason)
+        );
+    }
     o.push_str("</table>");
 }
 

@@ -19,6 +19,8 @@ pub struct DoctorReport {
     /// `self_check` or `two_hosts`.
     pub mode: &'static str,
     pub server: String,
+    /// What the far end is, what it told of itself, and the steps its protocol cannot express.
+    pub far_end: FarEndOut,
     pub verdict: DoctorVerdict,
     pub findings: Vec<Finding>,
     pub tests: Vec<TestResult>,
@@ -33,6 +35,42 @@ pub struct DoctorReport {
     /// Tests that could not run or did not complete.
     pub errors: Vec<String>,
     pub seconds: f64,
+}
+
+/// Doctor's far end: the protocol it speaks and what the verdict could be judged from.
+#[derive(Debug, Clone, Serialize)]
+pub struct FarEndOut {
+    /// `linerate` (`linerate serve`, or the self-check's own server) or `iperf3` (a stock
+    /// `iperf3 -s`).
+    pub protocol: &'static str,
+    /// What is known of the far end's release (`iperf3 3.12`, `iperf3 3.7 or later`); none
+    /// when nothing told it, or for linerate's own protocol.
+    pub version: Option<String>,
+    /// The far end described its host (interface, link, driver, CPUs): false for a stock iperf3
+    /// server, which says nothing of its hardware, so none of it is in the report.
+    pub hardware_known: bool,
+    /// `both_ends`, or `this_end`: the far end's hardware is unknown and the verdict is judged
+    /// from this end's facts and the path's measurements alone.
+    pub judged_from: JudgedFrom,
+    /// Steps of the plan the far end's protocol cannot express, each with the reason: skipped,
+    /// never guessed.
+    pub skipped: Vec<SkippedStep>,
+}
+
+/// What doctor's verdict is judged from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JudgedFrom {
+    BothEnds,
+    ThisEnd,
+}
+
+/// A step doctor did not run, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedStep {
+    /// The step as its progress line names it (`TCP latency, 1 stream, 2 s`, `file copy`).
+    pub step: String,
+    pub reason: String,
 }
 
 impl DoctorReport {

@@ -10,13 +10,14 @@
 //! CLIENT_TERMINATE and closes ([`Control`]'s drop).
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{IpAddr, Shutdown, TcpStream, UdpSocket};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use linerate_engine::meter::{Budget, Stop};
 use linerate_engine::{sys, udp};
+use linerate_facts::HostFacts;
 use linerate_iperf3::params::limits;
 use linerate_iperf3::udp::{Magic, ReplyOutcome, ReplyWait, SeqWidth, CONNECT};
 use linerate_iperf3::{
@@ -34,7 +35,7 @@ use super::{
 };
 use crate::kind::{self, Ends};
 use crate::outcome::Iperf3Run;
-use crate::side::{UdpFlow, Wired};
+use crate::side::{SideRun, UdpFlow, Wired};
 
 /// The test as iperf3's protocol carries it: what this host runs, what the server is asked, and
 /// what had to change on the way ([`iperf3_plan`]).
@@ -71,19 +72,80 @@ pub fn iperf3_plan(p: &TestParams, o: &Iperf3Options) -> Result<Iperf3Plan, Stri
             p.streams
         ));
     }
-    let direction = match p.direction {
+    let direction = flow_of(p.direction, o.server_version)?;
+    let mut notes = Vec::new();
+    let time = whole_seconds(p, o, &mut notes);
+    within_limits(p, protocol, time.time_s, time.omit_s)?;
+    let streams = plan(direction, p.streams);
+    let asked = server_side(p, &streams, o.server_version, &mut notes);
+    let counters_64 = protocol == Protocol::Udp
+        && o.server_version
+            .is_none_or(|v| v.has(Feature::UdpCounters64));
+    let mut params = p.clone();
+    params.omit_ms = time.omit_s * 1000;
+    let run_s = if time.budget.is_some() {
+        u64::from(limits::MAX_TIME_S)
+    } else {
+        time.time_s
+    };
+    params.duration_ms = (time.omit_s + run_s) * 1000;
+    let request = Iperf3Params {
+        omit: time.omit_s.cast_signed(),
+        time: Some(time.time_s.cast_signed()),
+        num: Some(o.bytes.unwrap_or(0).cast_signed()),
+        blockcount: Some(o.blocks.unwrap_or(0).cast_signed()),
+        parallel: i64::from(p.streams),
+        reverse: direction == DataFlow::Reverse,
+        bidirectional: direction == DataFlow::Bidir,
+        window: p.window.map(i64::from),
+        len: Some(i64::from(p.length)),
+        bandwidth: (p.bitrate_bps > 0).then(|| p.bitrate_bps.cast_signed()),
+        congestion: p.congestion.clone(),
+        // The server's own output comes back in its results: its version, when it runs -J.
+        get_server_output: true,
+        udp_counters_64bit: counters_64,
+        zerocopy: asked.zerocopy.then_some(1),
+        skip_rx_copy: asked.skip_rx_copy.then_some(1),
+        ..Iperf3Params::new(protocol)
+    };
+    Ok(Iperf3Plan {
+        params,
+        request,
+        streams,
+        time_s: time.time_s,
+        omit_s: time.omit_s,
+        budget: time.budget,
+        notes,
+    })
+}
+
+/// iperf3's direction for a test's; `Err` when the server's known release cannot run it.
+fn flow_of(direction: Direction, known: Option<Version>) -> Result<DataFlow, String> {
+    let flow = match direction {
         Direction::Send => DataFlow::Forward,
         Direction::Receive => DataFlow::Reverse,
         Direction::Bidir => DataFlow::Bidir,
     };
-    let known = o.server_version;
-    if let Some(v) = known.filter(|v| direction == DataFlow::Bidir && !v.has(Feature::Bidir)) {
-        return Err(format!(
+    match known {
+        Some(v) if flow == DataFlow::Bidir && !v.has(Feature::Bidir) => Err(format!(
             "{}; the far end's iperf3 is {v}: run -R and the default direction one after the other",
             Feature::Bidir.needs()
-        ));
+        )),
+        _ => Ok(flow),
     }
-    let mut notes = Vec::new();
+}
+
+/// The test's length in iperf3's terms.
+struct WholeSeconds {
+    /// Omitted seconds, and seconds after them (0: the test ends on data).
+    omit_s: u64,
+    time_s: u64,
+    /// `-n`, or `-k` in bytes.
+    budget: Option<u64>,
+}
+
+/// The test's times in iperf3's whole seconds, rounded up, each rounding said in `notes`.
+fn whole_seconds(p: &TestParams, o: &Iperf3Options, notes: &mut Vec<String>) -> WholeSeconds {
     let secs = |ms: u64| linerate_units::fmt_round(ms as f64 / 1000.0, 3);
     let omit_s = p.omit_ms.div_ceil(1000);
     if omit_s * 1000 != p.omit_ms {
@@ -108,8 +170,27 @@ pub fn iperf3_plan(p: &TestParams, o: &Iperf3Options) -> Result<Iperf3Plan, Stri
         }
         t
     };
-    within_limits(p, protocol, time_s, omit_s)?;
-    let streams = plan(direction, p.streams);
+    WholeSeconds {
+        omit_s,
+        time_s,
+        budget,
+    }
+}
+
+/// What the server's side is asked beyond the test itself.
+struct ServerAsked {
+    zerocopy: bool,
+    skip_rx_copy: bool,
+}
+
+/// `-Z` and `--discard` for the server's side of the streams: asked when it sends (or
+/// receives) on one, unless its known release cannot, which `notes` then says.
+fn server_side(
+    p: &TestParams,
+    streams: &[Stream],
+    known: Option<Version>,
+    notes: &mut Vec<String>,
+) -> ServerAsked {
     let server_sends = streams.iter().any(|s| s.server() == Role::Sender);
     let server_receives = streams.iter().any(|s| s.server() == Role::Receiver);
     let mut ask = |wanted: bool, feature: Feature, what: &str| -> bool {
@@ -124,54 +205,18 @@ pub fn iperf3_plan(p: &TestParams, o: &Iperf3Options) -> Result<Iperf3Plan, Stri
             _ => wanted,
         }
     };
-    let zerocopy = ask(
-        p.zerocopy && server_sends,
-        Feature::ServerZerocopy,
-        "zero copy on the server's side (-Z)",
-    );
-    let skip_rx_copy = ask(
-        p.discard && server_receives,
-        Feature::SkipRxCopy,
-        "a receive without copy on the server's side (--discard, iperf3's --skip-rx-copy)",
-    );
-    let udp = protocol == Protocol::Udp;
-    let counters_64 = udp && known.is_none_or(|v| v.has(Feature::UdpCounters64));
-    let mut params = p.clone();
-    params.omit_ms = omit_s * 1000;
-    let run_s = if budget.is_some() {
-        u64::from(limits::MAX_TIME_S)
-    } else {
-        time_s
-    };
-    params.duration_ms = (omit_s + run_s) * 1000;
-    let request = Iperf3Params {
-        omit: omit_s.cast_signed(),
-        time: Some(time_s.cast_signed()),
-        num: Some(o.bytes.unwrap_or(0).cast_signed()),
-        blockcount: Some(o.blocks.unwrap_or(0).cast_signed()),
-        parallel: i64::from(p.streams),
-        reverse: direction == DataFlow::Reverse,
-        bidirectional: direction == DataFlow::Bidir,
-        window: p.window.map(i64::from),
-        len: Some(i64::from(p.length)),
-        bandwidth: (p.bitrate_bps > 0).then(|| p.bitrate_bps.cast_signed()),
-        congestion: p.congestion.clone(),
-        // The server's own output comes back in its results: its version, when it runs -J.
-        get_server_output: true,
-        udp_counters_64bit: counters_64,
-        zerocopy: zerocopy.then_some(1),
-        skip_rx_copy: skip_rx_copy.then_some(1),
-        ..Iperf3Params::new(protocol)
-    };
-    Ok(Iperf3Plan {
-        params,
-        request,
-        streams,
-        time_s,
-        omit_s,
-        budget,
-        notes,
-    })
+    ServerAsked {
+        zerocopy: ask(
+            p.zerocopy && server_sends,
+            Feature::ServerZerocopy,
+            "zero copy on the server's side (-Z)",
+        ),
+        skip_rx_copy: ask(
+            p.discard && server_receives,
+            Feature::SkipRxCopy,
+            "a receive without copy on the server's side (--discard, iperf3's --skip-rx-copy)",
+        ),
+    }
 }
 
 /// iperf3's protocol for a test kind; `Err` names the kinds it cannot carry.
@@ -429,11 +474,11 @@ fn open_control(
         server: cfg.server.to_string(),
         params_sent: false,
     };
-    let bytes = c.session.cookie(cookie).map_err(protocol)?;
+    let bytes = c.session.cookie(cookie).map_err(|e| protocol(&e))?;
     c.write(&bytes, "the cookie")
         .map_err(ClientError::Protocol)?;
     c.expect(State::ParamExchange, "iperf3's cookie")?;
-    let bytes = c.session.params(&plan.request).map_err(protocol)?;
+    let bytes = c.session.params(&plan.request).map_err(|e| protocol(&e))?;
     c.write(&bytes, "the test's parameters")
         .map_err(ClientError::Protocol)?;
     c.params_sent = true;
@@ -441,7 +486,7 @@ fn open_control(
     Ok(c)
 }
 
-fn protocol(e: SessionError) -> ClientError {
+fn protocol(e: &SessionError) -> ClientError {
     ClientError::Protocol(e.to_string())
 }
 
@@ -482,7 +527,7 @@ fn open_streams(
             for s in &plan.streams {
                 let u = Arc::new(udp_socket(cfg, local, cfg.server)?);
                 let wait = ReplyWait::new(s.client == Role::Receiver, plan.params.length);
-                reply = Some(udp_handshake(&u, wait, s, &cfg.server.to_string())?);
+                reply = Some(udp_handshake(&u, wait, *s, &cfg.server.to_string())?);
                 flows.push(UdpFlow {
                     sock: u,
                     peer: None,
@@ -507,7 +552,7 @@ fn open_streams(
 fn udp_handshake(
     u: &UdpSocket,
     mut wait: ReplyWait,
-    s: &Stream,
+    s: Stream,
     server: &str,
 ) -> Result<Magic, ClientError> {
     u.send(&CONNECT).map_err(|e| {
@@ -631,119 +676,144 @@ fn during_test(
     abort: &Stop,
     local_done: &Stop,
 ) -> Ended {
-    let armed_at = start + Duration::from_millis(plan.params.omit_ms);
     let end_at = start + Duration::from_millis(plan.params.duration_ms);
-    // Without omitted seconds the budget was armed before the streams started.
-    let mut armed = plan.params.omit_ms == 0;
+    let mut watch = DataWatch::new(budget, start, plan.params.omit_ms);
     let mut said_end: Option<Instant> = None;
-    let mut stalled = None;
-    let (mut counted, mut moved) = ((0, 0), start);
-    let fail = |ctl: Control, at: Instant, e: String| Ended {
-        ctl,
-        at,
-        error: Some(e),
-        stalled: None,
-    };
     loop {
         let now = Instant::now();
-        if let Some(b) = budget {
-            if !armed && now >= armed_at {
-                b.arm();
-                armed = true;
-            }
-            // An end on data that never comes: the server stops sending at its own count of
-            // -n, so datagrams lost on the way leave this end short of it.
-            let c = b.counted();
-            if c != counted || !armed {
-                (counted, moved) = (c, now);
-            } else if stalled.is_none() && now.duration_since(moved) >= defaults::IDLE {
-                stalled = Some(format!(
-                    "no data moved for {} s before the test's end on data came (this host counted {} bytes sent and {} received of the {}): the test ended there",
-                    defaults::IDLE.as_secs(),
-                    c.0,
-                    c.1,
-                    b.limit()
-                ));
-            }
-        }
-        let over = now >= end_at
-            || budget.is_some_and(|b| b.over().is_set())
-            || stalled.is_some()
-            || local_done.is_set()
-            || abort.is_set();
+        watch.tick(now);
+        let over = now >= end_at || watch.over() || local_done.is_set() || abort.is_set();
         if over && said_end.is_none() {
-            let bytes = match ctl.session.test_end() {
-                Ok(b) => b,
-                Err(e) => return fail(ctl, now, format!("protocol: {e}")),
-            };
-            if let Err(e) = ctl.write(&bytes, "TEST_END") {
+            let sent = ctl
+                .session
+                .test_end()
+                .map_err(|e| format!("protocol: {e}"))
+                .and_then(|bytes| ctl.write(&bytes, "TEST_END"));
+            if let Err(e) = sent {
                 abort.set();
-                return fail(ctl, now, e);
+                return Ended::failed(ctl, now, e);
             }
             said_end = Some(now);
         }
         let until = match said_end {
             Some(t) => t + END,
-            None if !armed => (now + Duration::from_millis(100)).min(armed_at.max(now)),
+            None if !watch.armed => (now + Duration::from_millis(100)).min(watch.armed_at.max(now)),
             None => (now + Duration::from_millis(100)).min(end_at.max(now)),
         };
         let at = said_end.unwrap_or(now);
-        match ctl.next(until) {
-            Ok(Heard::Event(FromServer::State(State::ExchangeResults))) => {
+        let message = ctl.next(until);
+        match while_running(&ctl, message, said_end.is_some()) {
+            None => {}
+            Some(Ok(())) => {
                 return Ended {
                     ctl,
                     at,
                     error: None,
-                    stalled,
+                    stalled: watch.stalled,
                 }
             }
-            Ok(Heard::Event(FromServer::ServerError(e))) => {
+            Some(Err(m)) => {
                 abort.set();
-                let m = ctl.refused(Iperf3Refusal::ServerError(e)).to_string();
-                return fail(ctl, at, m);
-            }
-            Ok(Heard::Event(FromServer::State(State::ServerTerminate))) => {
-                abort.set();
-                let m = format!(
-                    "the iperf3 server at {} was stopped during the test (SERVER_TERMINATE)",
-                    ctl.server
-                );
-                return fail(ctl, at, m);
-            }
-            Ok(Heard::Event(other)) => {
-                abort.set();
-                let m = format!(
-                    "protocol: the iperf3 server at {} sent {} during the test",
-                    ctl.server,
-                    heard(&other)
-                );
-                return fail(ctl, at, m);
-            }
-            Ok(Heard::Timeout) if said_end.is_some() => {
-                abort.set();
-                let m = format!(
-                    "the iperf3 server at {} did not ask for the results (EXCHANGE_RESULTS) within {} s of TEST_END",
-                    ctl.server,
-                    END.as_secs()
-                );
-                return fail(ctl, at, m);
-            }
-            Ok(Heard::Timeout) => {}
-            Ok(Heard::Closed) => {
-                abort.set();
-                let m = format!(
-                    "the iperf3 server at {} closed the control connection during the test",
-                    ctl.server
-                );
-                return fail(ctl, at, m);
-            }
-            Err(e) => {
-                abort.set();
-                let m = format!("protocol: the iperf3 server at {}: {e}", ctl.server);
-                return fail(ctl, at, m);
+                return Ended::failed(ctl, at, m);
             }
         }
     }
+}
+
+impl Ended {
+    fn failed(ctl: Control, at: Instant, error: String) -> Self {
+        Self {
+            ctl,
+            at,
+            error: Some(error),
+            stalled: None,
+        }
+    }
+}
+
+/// The budget of a test that ends on data, while it runs: armed at the end of the omitted
+/// seconds, and an end that never comes told (the server stops sending at its own count of
+/// -n, so datagrams lost on the way leave this end short of it).
+struct DataWatch<'a> {
+    budget: Option<&'a Budget>,
+    armed_at: Instant,
+    /// Without omitted seconds the budget was armed before the streams started.
+    armed: bool,
+    /// The bytes counted when they last moved, and when.
+    counted: (u64, u64),
+    moved: Instant,
+    stalled: Option<String>,
+}
+
+impl<'a> DataWatch<'a> {
+    fn new(budget: Option<&'a Budget>, start: Instant, omit_ms: u64) -> Self {
+        Self {
+            budget,
+            armed_at: start + Duration::from_millis(omit_ms),
+            armed: omit_ms == 0,
+            counted: (0, 0),
+            moved: start,
+            stalled: None,
+        }
+    }
+
+    fn tick(&mut self, now: Instant) {
+        let Some(b) = self.budget else { return };
+        if !self.armed && now >= self.armed_at {
+            b.arm();
+            self.armed = true;
+        }
+        let c = b.counted();
+        if c != self.counted || !self.armed {
+            (self.counted, self.moved) = (c, now);
+        } else if self.stalled.is_none() && now.duration_since(self.moved) >= defaults::IDLE {
+            self.stalled = Some(format!(
+                "no data moved for {} s before the test's end on data came (this host counted {} bytes sent and {} received of the {}): the test ended there",
+                defaults::IDLE.as_secs(),
+                c.0,
+                c.1,
+                b.limit()
+            ));
+        }
+    }
+
+    /// The budget is spent, or the data stopped moving.
+    fn over(&self) -> bool {
+        self.budget.is_some_and(|b| b.over().is_set()) || self.stalled.is_some()
+    }
+}
+
+/// What the server said while the test ran: `None` to go on, `Ok` for EXCHANGE_RESULTS (the
+/// test is over), `Err` for an end the test should not have had.
+fn while_running(
+    ctl: &Control,
+    message: Result<Heard, SessionError>,
+    said_end: bool,
+) -> Option<Result<(), String>> {
+    let server = &ctl.server;
+    let error = match message {
+        Ok(Heard::Event(FromServer::State(State::ExchangeResults))) => return Some(Ok(())),
+        Ok(Heard::Timeout) if !said_end => return None,
+        Ok(Heard::Event(FromServer::ServerError(e))) => {
+            ctl.refused(Iperf3Refusal::ServerError(e)).to_string()
+        }
+        Ok(Heard::Event(FromServer::State(State::ServerTerminate))) => format!(
+            "the iperf3 server at {server} was stopped during the test (SERVER_TERMINATE)"
+        ),
+        Ok(Heard::Event(other)) => format!(
+            "protocol: the iperf3 server at {server} sent {} during the test",
+            heard(&other)
+        ),
+        Ok(Heard::Timeout) => format!(
+            "the iperf3 server at {server} did not ask for the results (EXCHANGE_RESULTS) within {} s of TEST_END",
+            END.as_secs()
+        ),
+        Ok(Heard::Closed) => format!(
+            "the iperf3 server at {server} closed the control connection during the test"
+        ),
+        Err(e) => format!("protocol: the iperf3 server at {server}: {e}"),
+    };
+    Some(Err(error))
 }
 
 /// A server message, named for an error.
@@ -1066,108 +1136,29 @@ pub(super) fn run(
         params: plan.params.clone(),
         ..cfg.clone()
     };
-    let cookie = Cookie::generate()
-        .map_err(|e| ClientError::Protocol(format!("the system's random source: {e}")))?;
-    let mut ctl = open_control(&cfg, &plan, &cookie)?;
-    let local_addr = ctl.sock.local_addr().ok();
-    let local_ip = local_addr.map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
-    let local_inventory = cfg.inventory.as_ref().and_then(|f| f(local_ip));
-    let streams = open_streams(&cfg, &plan, &cookie, local_ip)?;
-    ctl.expect(State::TestStart, "the test's streams")?;
-    ctl.expect(State::TestRunning, "TEST_START")?;
-    let mut evidence = Evidence::new(o.server_version);
-    if let Some(r) = streams.reply.and_then(VersionRange::from_udp_reply) {
-        evidence.add(r, "udp_reply");
-    }
-    if plan.request.bidirectional && evidence.range.has(Feature::Bidir) != Some(true) {
-        if !refused_streams(&streams.wired, &plan).is_empty() {
-            return Err(ctl.refused(Iperf3Refusal::StreamRefused));
-        }
-    }
-    let budget = plan.budget.map(Budget::new);
-    let format = udp::Format::Iperf3 {
-        width: SeqWidth::from_64bit_flag(plan.request.udp_counters_64bit),
-    };
-    let side = local_plan(&cfg, format, budget.clone());
-    if let Some(b) = budget.as_ref().filter(|_| plan.omit_s == 0) {
-        b.arm();
-    }
-    events(Event::Started {
-        server_memory_bytes: 0,
-    });
-    let cpu0 = sys::process_cpu();
-    let (abort, local_done) = (Stop::new(), Stop::new());
-    let (run, ended) = thread::scope(|sc| {
-        let control = sc.spawn(|| {
-            during_test(
-                ctl,
-                side.start,
-                &plan,
-                budget.as_deref(),
-                &abort,
-                &local_done,
-            )
-        });
-        let run = run_local(
-            &cfg,
-            &side,
-            local_ip,
-            streams.wired,
-            &abort,
-            events,
-            &mut |_| {},
-        );
-        local_done.set();
-        (run, control.join())
-    });
-    let cpu1 = sys::process_cpu();
-    let mut errors: Vec<String> = run
+    let opened = open_test(&cfg, &plan, o.server_version)?;
+    let Opened {
+        ctl,
+        local_addr,
+        local_ip,
+        local_inventory,
+        streams,
+        mut evidence,
+    } = opened;
+    let measured = measure(&cfg, &plan, ctl, local_ip, streams.wired, events);
+    let (side, concluded) = conclude(&plan, measured, &mut evidence);
+    let mut errors: Vec<String> = side
         .results
         .error
         .iter()
         .map(|e| format!("this host: {e}"))
         .collect();
-    let mut params = plan.params.clone();
-    let mut server = None;
-    let mut notes = plan.notes.clone();
-    match ended {
-        Ok(Ended {
-            mut ctl,
-            at,
-            error,
-            stalled,
-        }) => {
-            notes.extend(stalled);
-            let wall = at.saturating_duration_since(side.start).as_secs_f64();
-            if plan.budget.is_some() {
-                params.duration_ms = (wall * 1000.0).ceil() as u64;
-            }
-            match error {
-                Some(e) => errors.push(e),
-                None => {
-                    let pct = |s: f64| s / wall.max(1e-9) * 100.0;
-                    let (user, system) = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
-                    let ours = our_results(
-                        &plan,
-                        &run.results,
-                        [pct(user + system), pct(user), pct(system)],
-                    );
-                    match exchange(&mut ctl, &ours) {
-                        Ok(r) => server = Some(r),
-                        Err(e) => errors.push(e),
-                    }
-                    if let Some(r) = ctl.session.results_shape() {
-                        evidence.add(r, "results");
-                    }
-                }
-            }
-        }
-        Err(_) => errors.push("the control connection's thread failed".into()),
-    }
+    errors.extend(concluded.error);
     // The UDP sockets stay open until the conversation ended: a closed one answers the
     // server's last datagrams with ICMP, which servers up to 3.12 took for an error.
     drop(streams.udp);
-    let secs = params.duration_ms as f64 / 1000.0;
+    let server = concluded.server;
+    let secs = concluded.params.duration_ms as f64 / 1000.0;
     let remote = server.as_ref().map(|r| remote_side(&plan, r, secs));
     if let Some(r) = &server {
         if let Some(v) = r
@@ -1184,12 +1175,14 @@ pub(super) fn run(
             errors.push(m);
         }
     }
+    let mut notes = plan.notes.clone();
+    notes.extend(concluded.stalled);
     notes.extend(honoured(&plan, evidence.range));
     Ok(ClientRun {
-        params,
+        params: concluded.params,
         server: cfg.server,
         local_addr,
-        local: run.results,
+        local: side.results,
         remote,
         remote_intervals: Vec::new(),
         rtt: None,
@@ -1209,6 +1202,169 @@ pub(super) fn run(
         }),
         error: (!errors.is_empty()).then(|| errors.join("; ")),
     })
+}
+
+/// A test the server has taken, its streams open and running.
+struct Opened {
+    ctl: Control,
+    local_addr: Option<SocketAddr>,
+    local_ip: IpAddr,
+    local_inventory: Option<HostFacts>,
+    streams: Streams,
+    evidence: Evidence,
+}
+
+/// The conversation up to TEST_RUNNING: the control connection, the parameters, the streams;
+/// a `--bidir` test that a server of unknown release ran in half is refused here.
+fn open_test(
+    cfg: &ClientConfig,
+    plan: &Iperf3Plan,
+    known: Option<Version>,
+) -> Result<Opened, ClientError> {
+    let cookie = Cookie::generate()
+        .map_err(|e| ClientError::Protocol(format!("the system's random source: {e}")))?;
+    let mut ctl = open_control(cfg, plan, &cookie)?;
+    let local_addr = ctl.sock.local_addr().ok();
+    let local_ip = local_addr.map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+    let local_inventory = cfg.inventory.as_ref().and_then(|f| f(local_ip));
+    let streams = open_streams(cfg, plan, &cookie, local_ip)?;
+    ctl.expect(State::TestStart, "the test's streams")?;
+    ctl.expect(State::TestRunning, "TEST_START")?;
+    let mut evidence = Evidence::new(known);
+    if let Some(r) = streams.reply.and_then(VersionRange::from_udp_reply) {
+        evidence.add(r, "udp_reply");
+    }
+    if plan.request.bidirectional
+        && evidence.range.has(Feature::Bidir) != Some(true)
+        && !refused_streams(&streams.wired, plan).is_empty()
+    {
+        return Err(ctl.refused(Iperf3Refusal::StreamRefused));
+    }
+    Ok(Opened {
+        ctl,
+        local_addr,
+        local_ip,
+        local_inventory,
+        streams,
+        evidence,
+    })
+}
+
+/// The test itself: this end's streams, and the control connection beside them.
+struct Measured {
+    side: SideRun,
+    /// When this end's streams started.
+    start: Instant,
+    ended: thread::Result<Ended>,
+    /// This process's CPU over the test: (user, system) seconds.
+    cpu: (f64, f64),
+}
+
+fn measure(
+    cfg: &ClientConfig,
+    plan: &Iperf3Plan,
+    ctl: Control,
+    local_ip: IpAddr,
+    wired: Wired,
+    events: &mut dyn FnMut(Event),
+) -> Measured {
+    let budget = plan.budget.map(Budget::new);
+    let format = udp::Format::Iperf3 {
+        width: SeqWidth::from_64bit_flag(plan.request.udp_counters_64bit),
+    };
+    let side = local_plan(cfg, format, budget.clone());
+    if let Some(b) = budget.as_ref().filter(|_| plan.omit_s == 0) {
+        b.arm();
+    }
+    events(Event::Started {
+        server_memory_bytes: 0,
+    });
+    let cpu0 = sys::process_cpu();
+    let (abort, local_done) = (Stop::new(), Stop::new());
+    let (run, ended) = thread::scope(|sc| {
+        let control = sc.spawn(|| {
+            during_test(
+                ctl,
+                side.start,
+                plan,
+                budget.as_deref(),
+                &abort,
+                &local_done,
+            )
+        });
+        let run = run_local(cfg, &side, local_ip, wired, &abort, events, &mut |_| {});
+        local_done.set();
+        (run, control.join())
+    });
+    let cpu1 = sys::process_cpu();
+    Measured {
+        side: run,
+        start: side.start,
+        ended,
+        cpu: (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1),
+    }
+}
+
+/// The end of the conversation.
+struct Concluded {
+    /// The test as it ran (an end on data: its time, from the start to TEST_END).
+    params: TestParams,
+    server: Option<Results>,
+    error: Option<String>,
+    stalled: Option<String>,
+}
+
+/// After the test: the results exchanged (when it ended as it should), the test's time.
+fn conclude(
+    plan: &Iperf3Plan,
+    measured: Measured,
+    evidence: &mut Evidence,
+) -> (SideRun, Concluded) {
+    let Measured {
+        side,
+        start,
+        ended,
+        cpu: (user, system),
+    } = measured;
+    let mut done = Concluded {
+        params: plan.params.clone(),
+        server: None,
+        error: None,
+        stalled: None,
+    };
+    let Ok(Ended {
+        mut ctl,
+        at,
+        error,
+        stalled,
+    }) = ended
+    else {
+        done.error = Some("the control connection's thread failed".into());
+        return (side, done);
+    };
+    done.stalled = stalled;
+    let wall = at.saturating_duration_since(start).as_secs_f64();
+    if plan.budget.is_some() {
+        done.params.duration_ms = (wall * 1000.0).ceil() as u64;
+    }
+    if let Some(e) = error {
+        done.error = Some(e);
+        return (side, done);
+    }
+    let pct = |s: f64| s / wall.max(1e-9) * 100.0;
+    let ours = our_results(
+        plan,
+        &side.results,
+        [pct(user + system), pct(user), pct(system)],
+    );
+    match exchange(&mut ctl, &ours) {
+        Ok(r) => done.server = Some(r),
+        Err(e) => done.error = Some(e),
+    }
+    if let Some(r) = ctl.session.results_shape() {
+        evidence.add(r, "results");
+    }
+    (side, done)
 }
 
 #[cfg(test)]

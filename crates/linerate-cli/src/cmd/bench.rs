@@ -214,7 +214,7 @@ fn iperf3_options(a: &BenchArgs, version: Option<linerate_iperf3::Version>) -> I
 fn amount(b: u64) -> String {
     [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")]
         .into_iter()
-        .find(|(shift, _)| b >= 1 << shift && b % (1 << shift) == 0)
+        .find(|(shift, _)| b >= 1 << shift && b.is_multiple_of(1 << shift))
         .map_or_else(
             || format!("{b} bytes"),
             |(shift, unit)| format!("{} {unit}", b >> shift),
@@ -363,6 +363,32 @@ enum Far {
     Iperf3(super::far::StartedIperf3),
 }
 
+/// The far end's protocol on `cfg` (a started far end's key, or iperf3's options), and what
+/// the first line and the stream's start say of the test: with `--iperf3`, the test as
+/// iperf3's whole seconds carry it.
+fn protocol_for(
+    a: &BenchArgs,
+    p: &TestParams,
+    far: Option<&Far>,
+    cfg: &mut ClientConfig,
+) -> anyhow::Result<(String, TestParams)> {
+    let server = cfg.server.to_string();
+    if let Some(Far::Linerate(f)) = far {
+        cfg.psk = Some(f.psk.clone());
+    }
+    if !a.iperf3 {
+        return Ok((header(p, &server), p.clone()));
+    }
+    let version = match far {
+        Some(Far::Iperf3(f)) => f.version,
+        _ => None,
+    };
+    let o = iperf3_options(a, version);
+    let plan = iperf3_plan(p, &o).map_err(|e| anyhow::anyhow!("--iperf3: {e}"))?;
+    cfg.protocol = WireProtocol::Iperf3(o);
+    Ok((iperf3_header(&plan, &server), plan.params))
+}
+
 pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
     let src = source(a)?;
     let (file, spec) = src.map_or((None, None), |(f, s)| {
@@ -381,7 +407,7 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
     let mut server = resolve(a, &target.host)?;
     let far = match &target.ssh {
         Some(ssh) if a.iperf3 => {
-            let f = ssh.start_iperf3(server.ip(), a.port, p.duration_ms as f64 / 1000.0)?;
+            let f = ssh.start_iperf3(server.ip(), a.port, p.duration_ms as f64 / 1000.0, true)?;
             server = f.addr;
             Some(Far::Iperf3(f))
         }
@@ -389,23 +415,7 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
         None => None,
     };
     let mut cfg = client_config(a, server, &p, file)?;
-    let mut shown = p.clone();
-    let mut first_line = header(&p, &server.to_string());
-    match &far {
-        Some(Far::Linerate(f)) => cfg.psk = Some(f.psk.clone()),
-        Some(Far::Iperf3(_)) | None => {}
-    }
-    if a.iperf3 {
-        let version = match &far {
-            Some(Far::Iperf3(f)) => f.version,
-            _ => None,
-        };
-        let o = iperf3_options(a, version);
-        let plan = iperf3_plan(&p, &o).map_err(|e| anyhow::anyhow!("--iperf3: {e}"))?;
-        first_line = iperf3_header(&plan, &server.to_string());
-        shown = plan.params;
-        cfg.protocol = WireProtocol::Iperf3(o);
-    }
+    let (first_line, shown) = protocol_for(a, &p, far.as_ref(), &mut cfg)?;
     let human = !a.json && !a.json_stream;
     let bar = (human
         && std::io::stdout().is_terminal()

@@ -3,7 +3,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use linerate_doctor::{Depth, DoctorOptions, RdmaMode};
+use linerate_doctor::{Depth, DoctorOptions, RdmaMode, StartedProtocol};
 use linerate_report::Style;
 
 use crate::cli::DoctorArgs;
@@ -11,13 +11,22 @@ use crate::out::print;
 
 pub fn run(a: &DoctorArgs, style: Style) -> anyhow::Result<u8> {
     let target = super::far::target(a.host.as_deref(), &a.ssh)?;
-    let port = a.port.unwrap_or(linerate_proto::DEFAULT_PORT);
+    let port = a.port.unwrap_or(if a.iperf3 {
+        linerate_iperf3::DEFAULT_PORT
+    } else {
+        linerate_proto::DEFAULT_PORT
+    });
+    anyhow::ensure!(
+        !a.iperf3 || target.is_some(),
+        "--iperf3 needs HOST, the host running `iperf3 -s` (or --ssh SSHHOST to start one there)"
+    );
     let server: Option<SocketAddr> = match &target {
         Some(t) => super::bench::lookup(&t.host, port)?.first().copied(),
         None => None,
     };
     // `--ssh`: doctor starts the far end itself, once its local tests are done.
     let far_end = match (target.and_then(|t| t.ssh), server) {
+        (Some(ssh), Some(s)) if a.iperf3 => Some(iperf3_starter(a, ssh, s)),
         (Some(ssh), Some(s)) => Some(far_end_starter(a, ssh, s)),
         _ => None,
     };
@@ -39,6 +48,7 @@ pub fn run(a: &DoctorArgs, style: Style) -> anyhow::Result<u8> {
         .transpose()?;
     let o = DoctorOptions {
         server: if far_end.is_some() { None } else { server },
+        iperf3: a.iperf3,
         bind: a.bind,
         psk,
         depth: if a.quick {
@@ -122,7 +132,31 @@ fn far_end_starter(
             .map_err(|e| format!("{e:#}"))?;
         Ok(linerate_doctor::StartedFarEnd {
             addr: started.addr,
-            psk: started.psk.clone(),
+            speaks: StartedProtocol::Linerate {
+                psk: started.psk.clone(),
+            },
+            guard: Box::new(started),
+        })
+    })
+}
+
+/// `--iperf3 --ssh`: a stock `iperf3 -s` on the SSH host for all of doctor's tests (not `-1`:
+/// doctor runs several), ended with the run.
+fn iperf3_starter(
+    a: &DoctorArgs,
+    ssh: super::far::SshTarget,
+    server: SocketAddr,
+) -> linerate_doctor::StartFarEnd {
+    let port = a.port;
+    std::sync::Arc::new(move |needs: &linerate_doctor::FarEndNeeds| {
+        let started = ssh
+            .start_iperf3(server.ip(), port, needs.seconds(), false)
+            .map_err(|e| format!("{e:#}"))?;
+        Ok(linerate_doctor::StartedFarEnd {
+            addr: started.addr,
+            speaks: StartedProtocol::Iperf3 {
+                version: started.version,
+            },
             guard: Box::new(started),
         })
     })

@@ -201,22 +201,27 @@ impl SshTarget {
     /// `--iperf3 --ssh`: start a stock `iperf3 -s -1` for one test to `test_ip` on the far end
     /// (its iperf3, or `--ssh-command`), on `port` or the first of iperf3's it finds free,
     /// alive at most `seconds` of test and a minute more.
+    /// A stock `iperf3 -s` on the SSH host for tests of `seconds` in all: one test (`-1`,
+    /// bench) or several (`one_off` false, doctor), ended with the run either way.
     pub fn start_iperf3(
         &self,
         test_ip: IpAddr,
         port: Option<u16>,
         seconds: f64,
+        one_off: bool,
     ) -> anyhow::Result<StartedIperf3> {
         let spec = Iperf3Spec {
             program: self.program.clone().unwrap_or_else(|| "iperf3".to_string()),
             ports: port.map(|p| vec![p]).unwrap_or_default(),
+            one_off,
             ..Iperf3Spec::one_test(&self.host, Duration::from_secs_f64(seconds.max(0.0) + 60.0))
         };
         let live = std::io::stderr().is_terminal();
         if live {
             eprintln!(
-                "starting `{} -s -1` on {} through {}",
+                "starting `{} -s{}` on {} through {}",
                 spec.program,
+                if one_off { " -1" } else { "" },
                 spec.ssh_host,
                 self.ssh.describe()
             );
@@ -224,27 +229,30 @@ impl SshTarget {
         let server = Iperf3Server::start(&self.ssh, &spec)?;
         if live {
             eprintln!(
-                "far end: iperf3 {} on {}, port {}, for one test (ended by {})",
+                "far end: iperf3 {} on {}, port {}, for {} (ended by {})",
                 server.remote().version,
                 server.host(),
                 server.port(),
+                if one_off { "one test" } else { "this run" },
                 server.bounds().join(", ")
             );
         }
         Ok(StartedIperf3 {
             addr: SocketAddr::new(test_ip, server.port()),
             version: linerate_iperf3::Version::parse(&server.remote().version),
+            one_off,
             server: Some(server),
         })
     }
 }
 
-/// A stock iperf3 server started over ssh for one test: where it goes, and its release.
-/// Dropping it waits a moment for it to end after its test, then ends it.
+/// A stock iperf3 server started over ssh: where it goes, and its release. Dropping it ends
+/// it: a one-test server is given a moment to end after its test first.
 #[derive(Debug)]
 pub struct StartedIperf3 {
     pub addr: SocketAddr,
     pub version: Option<linerate_iperf3::Version>,
+    one_off: bool,
     server: Option<Iperf3Server>,
 }
 
@@ -252,7 +260,7 @@ impl Drop for StartedIperf3 {
     fn drop(&mut self) {
         if let Some(mut s) = self.server.take() {
             // A one-off server exits after its test; one that did not get to it is ended.
-            if !s.wait(Duration::from_secs(3)) {
+            if !self.one_off || !s.wait(Duration::from_secs(3)) {
                 s.stop();
             }
         }

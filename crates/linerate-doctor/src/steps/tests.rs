@@ -14,6 +14,8 @@ type Answer = Box<dyn FnMut(&TestParams) -> Result<FarEndRun, ClientError>>;
 struct Scripted {
     answers: VecDeque<Answer>,
     asked: Vec<TestParams>,
+    /// Test kinds its protocol cannot express.
+    cannot: Vec<TestKind>,
 }
 
 impl Scripted {
@@ -21,6 +23,7 @@ impl Scripted {
         Self {
             answers: answers.into(),
             asked: Vec::new(),
+            cannot: Vec::new(),
         }
     }
 }
@@ -32,6 +35,16 @@ impl FarEndClient for Scripted {
 
     fn protocol(&self) -> FarEndProtocol {
         FarEndProtocol::Linerate
+    }
+
+    fn cannot_run(&self, p: &TestParams) -> Option<String> {
+        self.cannot
+            .contains(&p.kind)
+            .then(|| format!("scripted: no {}", p.kind.as_str()))
+    }
+
+    fn version(&self) -> Option<String> {
+        None
     }
 
     fn run(&mut self, p: &TestParams, _: Option<Arc<File>>) -> Result<FarEndRun, ClientError> {
@@ -404,5 +417,51 @@ fn rdma_runs_on_an_rdma_port_or_when_asked_and_says_why_it_failed() {
     assert_eq!(
         errors,
         ["RDMA (tcp): the server refused the test: libfabric is not installed"]
+    );
+}
+
+#[test]
+fn steps_the_far_end_cannot_express_are_skipped_with_the_reason_and_never_asked() {
+    let before = fixture("cx7-ndr-healthy");
+    let mut far = Scripted::new(vec![]);
+    far.cannot = vec![TestKind::TcpLat, TestKind::FileTransfer, TestKind::Rdma];
+    let mut host = Host::new(None);
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = Vec::new();
+    let mut progress = |s: &str| lines.push(s.to_string());
+    let mut steps = Steps::new(&mut far, &mut host, &mut progress, Depth::Quick, false);
+    steps.plan(&before).unwrap();
+    let mut notes = Vec::new();
+    assert!(steps.copy(dir.path(), &mut notes).is_none());
+    steps.rdma(&RdmaMode::Provider("tcp".into()), &before);
+    let runs = steps.runs;
+    let skipped: Vec<_> = runs.skipped.iter().map(|s| s.reason.as_str()).collect();
+    assert_eq!(
+        skipped,
+        [
+            "scripted: no tcp_lat",
+            "scripted: no file_transfer",
+            "scripted: no rdma"
+        ]
+    );
+    assert_eq!(runs.skipped[1].step, "file copy");
+    assert!(
+        runs.errors.is_empty(),
+        "a skip is no error: {:?}",
+        runs.errors
+    );
+    assert_eq!(
+        notes,
+        ["the server's disk was not measured: scripted: no file_transfer"]
+    );
+    // Never asked, and no copy source was written for it.
+    assert!(far.asked.iter().all(|p| !far.cannot.contains(&p.kind)));
+    assert!(far.asked.iter().any(|p| p.kind == TestKind::UdpBw));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("→ skipped: scripted: no tcp_lat")),
+        "{lines:?}"
     );
 }
