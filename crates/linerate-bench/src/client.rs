@@ -9,6 +9,7 @@ use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use linerate_engine::hostcpu::{HostCpu, HostCpuMeter};
 use linerate_engine::meter::Stop;
 use linerate_proto::soak::SoakSample;
 use linerate_proto::{defaults, FrameError, IntervalSample, Psk, RefusalKind, TestParams};
@@ -295,8 +296,13 @@ pub(crate) fn run_local(
         }
         between(events);
     };
+    // What this host's CPUs did meanwhile; a far end on this host is linerate's own work.
+    let cpu = HostCpuMeter::with_far_end(cfg.server);
+    let before = cpu.snapshot();
     // This end never answers the far end's transactions: nothing tells it the far end is done.
-    side::run(plan, wired, &mut sink, abort, &Stop::new())
+    let mut run = side::run(plan, wired, &mut sink, abort, &Stop::new());
+    run.results.host_load = Some(HostCpu::between(&before, &cpu.snapshot()).into());
+    run
 }
 
 /// Run one test against the far end `cfg.server`, in the far end's protocol. `Err` only when

@@ -12,10 +12,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use linerate_engine::lat::Rtt;
-use linerate_engine::meter::{sample_intervals, Meter, SampleSchedule, Sink, Stop};
+use linerate_engine::meter::{sample_intervals, Meter, SampleSchedule, Sink, StallWatch, Stop};
 use linerate_engine::udp::RecvState;
 use linerate_engine::{sys, timed, with_thread_cpu, StreamOutcome, Timed};
-use linerate_proto::{CpuUsage, IntervalSample, SideResults, StreamResult, TestParams};
+use linerate_proto::{CpuUsage, IntervalSample, SideResults, Stalls, StreamResult, TestParams};
 
 /// The bounds of a side's run: the grace after the test, the UDP drain, the idle limit
 /// (protocol values, kept with the other defaults).
@@ -472,8 +472,10 @@ impl<'a> Streams<'a> {
         }
     }
 
-    /// Sample the meters every interval until the streams are done: the intervals.
-    fn sample(&self, sink: &mut dyn Sink, until: Instant) -> Vec<IntervalSample> {
+    /// Sample the meters every interval until the streams are done: the intervals, and the
+    /// spans of the measured part of the test (after the warm-up, before the deadline) with no
+    /// progress on any stream (None: a server that answers requests samples nothing).
+    fn sample(&self, sink: &mut dyn Sink, until: Instant) -> (Vec<IntervalSample>, Option<Stalls>) {
         let p = &self.plan.params;
         let time_only = self.time_only();
         // Only a TCP sender retransmits.
@@ -502,7 +504,7 @@ impl<'a> Streams<'a> {
             {
                 thread::sleep(Duration::from_millis(20));
             }
-            return Vec::new();
+            return (Vec::new(), None);
         }
         let every = Duration::from_millis(if p.interval_ms == 0 {
             1000
@@ -517,7 +519,13 @@ impl<'a> Streams<'a> {
             omit: Duration::from_millis(p.omit_ms),
             until,
         };
-        sample_intervals(&self.meters, sched, &stop_sampling, &mut rtx, s)
+        let mut watch = StallWatch::new(
+            p.omit_ms as f64 / 1000.0,
+            self.deadline.duration_since(self.plan.start).as_secs_f64(),
+        );
+        let intervals =
+            sample_intervals(&self.meters, sched, &stop_sampling, &mut rtx, s, &mut watch);
+        (intervals, Some(watch.finish()))
     }
 
     /// End every thread (stop flags and socket shutdowns unblock them) and collect what they saw.
@@ -708,7 +716,7 @@ pub fn run(
     let time_only = st.time_only();
     let omit_snap = st.omit_snapshot();
     let until = st.until();
-    let intervals = st.sample(sink, until);
+    let (intervals, stalls) = st.sample(sink, until);
     // Past this point every thread must end.
     let timed_out = !st.done.is_set() && !time_only && Instant::now() >= until;
     let spin = st.spin;
@@ -747,6 +755,9 @@ pub fn run(
             fsync_s: None,
             rdma: None,
             spin_us: spin.map(|s| u32::try_from(s.as_micros()).unwrap_or(u32::MAX)),
+            // The caller measures the host around the whole run (`host_load`).
+            host_load: None,
+            stalls,
         },
         rtt,
     }

@@ -210,6 +210,21 @@ impl HostCpu {
     }
 }
 
+impl From<HostCpu> for linerate_proto::HostLoad {
+    /// The figures as a peer reports them in its results.
+    fn from(h: HostCpu) -> Self {
+        Self {
+            seconds: h.seconds,
+            cores: u32::try_from(h.cores).unwrap_or(u32::MAX),
+            busiest_core_percent: h.busiest_core_percent,
+            busiest_core_others_percent: h.busiest_core_others_percent,
+            own_cores: h.own_cores,
+            other_cores: h.other_cores,
+            steal_cores: h.steal_cores,
+        }
+    }
+}
+
 fn share(part: u64, total: u64) -> f64 {
     if total == 0 {
         0.0

@@ -16,7 +16,7 @@ pub mod sys;
 pub mod tcp;
 pub mod udp;
 
-pub use meter::{sample_intervals, Meter, SampleSchedule, Sink, Stop};
+pub use meter::{sample_intervals, Meter, SampleSchedule, Sink, StallWatch, Stop};
 
 /// What one stream's thread returns.
 #[derive(Debug, Clone, Default)]

@@ -298,8 +298,25 @@ pub fn render_bench(t: &TestResult, style: Style) -> String {
         directions_summary(&mut out, t, style);
     }
     streams_line(&mut out, t);
+    disturbance_line(&mut out, t, style);
     error_line(&mut out, t, style);
     out
+}
+
+/// What disturbed the test, when something did: "disturbed: 3 stalls, 1.8 s with no data;
+/// other processes on this host used 1.2 of 2 cores and held 62 % of the busiest core".
+fn disturbance_line(out: &mut String, t: &TestResult, style: Style) {
+    let Some(d) = t.disturbance.as_ref().filter(|d| d.disturbed) else {
+        return;
+    };
+    let causes: Vec<&str> = d.causes.iter().map(|c| c.message.as_str()).collect();
+    let _ = writeln!(
+        out,
+        "  {} {}\n  {}",
+        style.severity(linerate_facts::Severity::Warning, "disturbed:"),
+        causes.join("; "),
+        style.dim("(the figures above are a lower bound of what the path carries)")
+    );
 }
 
 /// "TCP → server via eth0": what ran, where to, and through which local interface.

@@ -174,7 +174,50 @@ pub struct TestResult {
     pub rdma: Option<RdmaOut>,
     /// Set when the test did not complete; the figures are what was measured until then.
     pub error: Option<String>,
+    /// What disturbed the test while it ran (other processes' CPU, steal, spans with no
+    /// progress, intervals far below the median), and whether that was enough to call the
+    /// figures disturbed. None where nothing was measured to judge by.
+    pub disturbance: Option<Disturbance>,
 }
+
+/// What disturbed a test: what both hosts' CPUs did, the spans with no progress and the slow
+/// intervals (measurements), and the judgement of them (`linerate_rules::disturbance`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Disturbance {
+    /// Whether anything below was enough to disturb the figures: then they are a lower bound
+    /// of what the path carries, and `causes` says why.
+    pub disturbed: bool,
+    /// What disturbed it, most important first.
+    pub causes: Vec<DisturbanceCause>,
+    /// This host's CPUs during the test (its linerate processes, a server beside it included,
+    /// are linerate's own).
+    pub local_cpu: Option<HostLoad>,
+    /// The server's, as it reported them; None from an older server, or when it runs on this
+    /// host (then `local_cpu` covers it: `remote_same_host`).
+    pub remote_cpu: Option<HostLoad>,
+    pub remote_same_host: bool,
+    /// This host's spans with no progress on any stream, and the server's (None: not reported).
+    pub local_stalls: Option<Stalls>,
+    pub remote_stalls: Option<Stalls>,
+    /// Intervals (after the warm-up) whose rate was below the judgement's fraction of the
+    /// run's median interval rate, and that median (Gb/s; transactions/s in a latency test).
+    pub slow_intervals: u32,
+    pub median_interval_rate: Option<f64>,
+}
+
+/// One thing that disturbed a test.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DisturbanceCause {
+    /// `cpu_contended` (other processes' CPU), `steal` (the hypervisor), `stalls` (spans with
+    /// no progress) or `slow_intervals`.
+    pub cause: &'static str,
+    /// `local` (this host) or `remote` (the server); `both` for the run's intervals.
+    pub host: &'static str,
+    /// The cause in words, with its figures.
+    pub message: String,
+}
+
+pub use linerate_proto::{HostLoad, Stalls};
 
 impl TestResult {
     /// The result of the test `params` before anything is measured: the test's own figures
@@ -217,6 +260,7 @@ impl TestResult {
             file: None,
             rdma: None,
             error: None,
+            disturbance: None,
         }
     }
 }

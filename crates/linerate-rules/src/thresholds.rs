@@ -113,3 +113,21 @@ pub const DISK_LIMITS_COPY_FRACTION: f64 = 0.5;
 /// the bound tells the reader nothing: the verdict then gives the rate measured on the spot with
 /// the receiver's copy left out (`--discard`) when doctor ran it, or no bound.
 pub const STACK_BOUND_SHOWN_WITHIN: f64 = 12.0;
+
+/// Spans with no progress at all totalling this share of a test's measured time or more
+/// disturb its result (bench's `stalls`). Alternating single-stream runs of one path differ by
+/// a few percent (`docs/ceiling-model.md`: 43.2-47.1 Gb/s, about ±4 %); time with no data
+/// beyond 5 % takes more off the average than that spread, so it explains a low figure.
+pub const STALLS_DISTURB_FRACTION: f64 = 0.05;
+
+/// A paced test (`-b`) whose writes are this far apart or more has gaps of its own between
+/// them: its spans with no progress are its pacing, not stalls, and are not judged. It is the
+/// stall watch's resolution (`linerate_engine::meter::STALL_MIN`, 100 ms) halved: a gap of
+/// half of it can already merge two looks into one still span.
+pub const PACED_GAP_S: f64 = 0.05;
+
+/// An interval whose rate is below this fraction of the run's median interval rate is slow
+/// (bench's `slow_intervals`). TCP's own backoff cuts a window to half (Reno) or 0.7 (CUBIC) of
+/// what it was, so an interval below a quarter of the median is not congestion control at
+/// work on a steady path: something stopped the stream for most of that interval.
+pub const SLOW_INTERVAL_FRACTION: f64 = 0.25;

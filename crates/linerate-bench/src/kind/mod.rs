@@ -93,6 +93,7 @@ pub fn assemble(run: &ClientRun) -> TestResult {
         ..TestResult::new(p.clone())
     };
     of(p.kind).assemble(&mut t, run);
+    t.disturbance = crate::results::disturbance(&t, run);
     t
 }
 

@@ -3,6 +3,7 @@
 //! Everything protocol-neutral (slots, memory, the registry of tests waiting for data
 //! connections, running a side) is `super`'s; what each kind runs is `crate::kind`'s.
 
+use linerate_engine::hostcpu::{HostCpu, HostCpuMeter};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
@@ -485,7 +486,11 @@ fn run_test(
         .soak
         .then(|| sh.cfg.soak.as_ref().map(|f| f(local_ip)))
         .flatten();
+    // What this host's CPUs did during the test, for the client to judge the run by.
+    let cpu = HostCpuMeter::new();
+    let before = cpu.snapshot();
     let mut run = run_linerate_side(&c.sock, &plan, wired, soak);
+    run.results.host_load = Some(HostCpu::between(&before, &cpu.snapshot()).into());
     let file_log = kind::of(params.kind).finish(held, params, &mut run.results);
     c.send_results(&run.results);
     log_test(c, id, params, test_slot.memory, &run.results, file_log);
