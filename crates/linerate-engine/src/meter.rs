@@ -191,7 +191,7 @@ pub fn sample_intervals(
             .map(|m| m.bytes())
             .fold(0u64, u64::wrapping_add)
     };
-    stalls.observe(0.0, total());
+    stalls.observe(start.elapsed().as_secs_f64(), total());
     loop {
         let due = start + every * k;
         let end = due.min(until);
