@@ -160,7 +160,11 @@ fn a_stopped_server_is_a_stall() {
         }
     }
     let out = child.wait_with_output().expect("bench ends");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stopped, "no interval before the end");
     let t = end.expect("an end event");
     let d = &t["disturbance"];
@@ -170,7 +174,9 @@ fn a_stopped_server_is_a_stall() {
     assert!(causes(&t).iter().any(|(c, _)| c == "stalls"), "{d}");
     // A second of a stopped receiver: once the buffers are full, nothing moves. Half of it is
     // a wide margin for filling them and for the signals' delivery.
-    let stalled = d["local_stalls"]["seconds"].as_f64().expect("stall seconds");
+    let stalled = d["local_stalls"]["seconds"]
+        .as_f64()
+        .expect("stall seconds");
     assert!(stalled >= 0.5, "{d}");
     let spans = d["local_stalls"]["spans"].as_array().expect("spans");
     assert!(!spans.is_empty(), "{d}");
