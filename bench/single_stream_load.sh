@@ -6,6 +6,8 @@
 #   busy   one core held by a busy loop pinned to CPU 0 (taskset)
 #   flow   beside a competing loopback flow: iperf3 -c -b 5G (its own server and port)
 #   soak   beside `linerate soak` on loopback (4 streams both ways, counters sampled every 1 s)
+#   soakflow  the soak and the flow together (where issue #25 saw one stream collapse); not in
+#          the default set
 # Per setting: each run's Gb/s, the median and the worst of each tool, and linerate ÷ iperf3 of
 # both; then, for linerate's worst run of each setting, what its result says disturbed it. Target
 # (issue #25): in each setting linerate's median ≥ 1.0 × iperf3's and its worst run no worse
@@ -15,6 +17,7 @@
 #            [--linerate-port P] [--iperf3-port P] [--flow-rate 5G] [--linerate PATH] [--dry-run]
 #   --linerate-port P: linerate serve for the runs on P, the soak's server on P+1 (default 5381)
 #   --iperf3-port P:   iperf3 -s for the runs on P, the competing flow's server on P+1 (5281)
+#   --keep-raw DIR:    keep every run's JSON in DIR
 #   --dry-run:         print what would run, run nothing
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +29,8 @@ iport=5281
 flow_rate=5G
 lr=target/release/linerate
 dry=0
-usage="usage: $0 [--runs N] [--time SECS] [--settings quiet,busy,flow,soak] [--linerate-port P] [--iperf3-port P] [--flow-rate RATE] [--linerate PATH] [--dry-run]"
+keep=
+usage="usage: $0 [--runs N] [--time SECS] [--settings quiet,busy,flow,soak] [--linerate-port P] [--iperf3-port P] [--flow-rate RATE] [--linerate PATH] [--keep-raw DIR] [--dry-run]"
 while (($#)); do
     case "$1" in
         --runs) runs=$2; shift 2 ;;
@@ -37,6 +41,7 @@ while (($#)); do
         --flow-rate) flow_rate=$2; shift 2 ;;
         --linerate) lr=$2; shift 2 ;;
         --dry-run) dry=1; shift ;;
+        --keep-raw) keep=$2; shift 2 ;;
         *) echo "$usage" >&2; exit 2 ;;
     esac
 done
@@ -49,7 +54,7 @@ done
 [[ $flow_rate =~ ^[0-9]+[KMG]?$ ]] || { echo "--flow-rate: a rate like 5G or 500M" >&2; exit 2; }
 IFS=, read -r -a sets <<<"$settings"
 for s in "${sets[@]}"; do
-    case "$s" in quiet|busy|flow|soak) ;; *) echo "--settings: quiet, busy, flow, soak (got $s)" >&2; exit 2 ;; esac
+    case "$s" in quiet|busy|flow|soak|soakflow) ;; *) echo "--settings: quiet, busy, flow, soak, soakflow (got $s)" >&2; exit 2 ;; esac
 done
 
 # Every background process lives at most this long, whatever happens to this script.
@@ -89,6 +94,7 @@ cleanup() {
     stop_load
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    if [[ -n $keep ]]; then mkdir -p "$keep" && cp "$work"/* "$keep"/ 2>/dev/null || true; fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -102,6 +108,7 @@ echo "uptime before: $(uptime)" >&2
 start_load() {
     case "$1" in
         quiet) ;;
+        soakflow) start_load soak; start_load flow; return ;;
         busy)
             timeout "$limit" taskset -c 0 sh -c 'while :; do :; done' & load+=($!) ;;
         flow)

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linerate_engine::hostcpu::{HostCpu, HostCpuMeter};
+use linerate_engine::linkload::LinkSnapshot;
 use linerate_engine::meter::Stop;
 use linerate_proto::soak::SoakSample;
 use linerate_proto::{defaults, FrameError, IntervalSample, Psk, RefusalKind, TestParams};
@@ -299,9 +300,12 @@ pub(crate) fn run_local(
     // What this host's CPUs did meanwhile; a far end on this host is linerate's own work.
     let cpu = HostCpuMeter::with_far_end(cfg.server);
     let before = cpu.snapshot();
+    // And what the interface carried, this test's traffic and anyone else's.
+    let link = LinkSnapshot::of(local_ip);
     // This end never answers the far end's transactions: nothing tells it the far end is done.
     let mut run = side::run(plan, wired, &mut sink, abort, &Stop::new());
     run.results.host_load = Some(HostCpu::between(&before, &cpu.snapshot()).into());
+    run.results.link = link.and_then(|l| l.since());
     run
 }
 

@@ -42,6 +42,13 @@ pub fn sanitize(mut r: SideResults, connections: usize) -> SideResults {
         h.other_cores = c(h.other_cores);
         h.steal_cores = c(h.steal_cores);
     }
+    if let Some(l) = &mut r.link {
+        // An interface name is at most 15 bytes (IFNAMSIZ); anything else is not one.
+        if l.interface.len() > 15 {
+            l.interface = l.interface.chars().take(15).collect();
+        }
+        l.seconds = fix(l.seconds);
+    }
     if let Some(st) = &mut r.stalls {
         st.spans.truncate(linerate_proto::MAX_STALL_SPANS);
         st.spans

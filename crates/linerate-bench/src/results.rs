@@ -667,8 +667,21 @@ pub fn disturbance(t: &TestResult, run: &ClientRun) -> Option<linerate_results::
             .collect(),
         measured_s,
         paced_gap_s,
+        local_link: run.local.link.clone().map(|l| (l, own_bytes(&run.local))),
+        remote_link: remote.and_then(|r| Some((r.link.clone()?, own_bytes(r)))),
     };
     Some(linerate_rules::disturbance::judge(&observed))
+}
+
+/// The bytes a side's streams moved over the whole test (warm-up included), both ways.
+fn own_bytes(side: &SideResults) -> u64 {
+    ssum(side.streams.iter().map(|s| {
+        if s.bytes_sent > 0 {
+            s.total_bytes.max(s.bytes_sent)
+        } else {
+            s.total_bytes.max(s.bytes_received)
+        }
+    }))
 }
 
 /// Whether the server runs on this host: a loopback address, or the client's own address.

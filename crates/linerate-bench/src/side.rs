@@ -755,9 +755,10 @@ pub fn run(
             fsync_s: None,
             rdma: None,
             spin_us: spin.map(|s| u32::try_from(s.as_micros()).unwrap_or(u32::MAX)),
-            // The caller measures the host around the whole run (`host_load`).
+            // The caller measures the host and its interface around the whole run.
             host_load: None,
             stalls,
+            link: None,
         },
         rtt,
     }

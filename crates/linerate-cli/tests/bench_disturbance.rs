@@ -1,7 +1,7 @@
 //! `linerate bench` says what disturbed a run, in its JSON and its text: other processes' CPU
 //! while every core is held by busy loops (started by this test, two per core, each under
-//! `timeout`, ended by PID), and a stall while the server is stopped (SIGSTOP, then SIGCONT)
-//! in the middle of the test. A `linerate serve` on loopback per test; functional facts only,
+//! `timeout`, ended by PID), a stall while the server is stopped (SIGSTOP, then SIGCONT) in
+//! the middle of the test, and another flow on loopback beside it. A `linerate serve` on loopback per test; functional facts only,
 //! no figure of this machine's speed.
 
 mod common;
@@ -180,4 +180,26 @@ fn a_stopped_server_is_a_stall() {
     assert!(stalled >= 0.5, "{d}");
     let spans = d["local_stalls"]["spans"].as_array().expect("spans");
     assert!(!spans.is_empty(), "{d}");
+}
+
+#[test]
+fn another_flow_on_loopback_is_competing_traffic() {
+    let _g = serial();
+    let srv = server(&[]);
+    // The other flow: a longer test to the same server, started first, ended (by PID) after.
+    let mut other = bench(srv.port, &["-t", "5", "--json"]);
+    thread::sleep(Duration::from_millis(500));
+    let t = json_test(bench(srv.port, &["-t", "2", "--json"]));
+    let _ = Command::new("kill")
+        .args(["-TERM", &other.id().to_string()])
+        .status();
+    let _ = other.wait();
+    let d = &t["disturbance"];
+    println!("{d}");
+    assert_eq!(d["local_link"]["interface"], "lo", "{d}");
+    assert!(
+        causes(&t).contains(&("competing_traffic".into(), "local".into())),
+        "{d}"
+    );
+    assert!(d["competing_gbps"].as_f64().is_some_and(|g| g > 0.0), "{d}");
 }

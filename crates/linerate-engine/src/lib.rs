@@ -10,6 +10,7 @@ pub mod crr;
 pub mod file;
 pub mod hostcpu;
 pub mod lat;
+pub mod linkload;
 pub mod mem;
 pub mod meter;
 pub mod sys;

@@ -311,6 +311,20 @@ pub struct SideResults {
     /// and from tests that have no byte counters to watch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stalls: Option<Stalls>,
+    /// What the interface of this side's test address carried during the test, all traffic
+    /// (this test's and anyone else's). None from older peers, or where it cannot be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkTraffic>,
+}
+
+/// The byte counters of one interface over a test (`/sys/class/net/IF/statistics`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkTraffic {
+    /// The interface (`lo`, `eth0`).
+    pub interface: String,
+    pub seconds: f64,
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
 }
 
 /// A host's CPUs during one test, as `linerate_engine::hostcpu` measures them between two

@@ -203,13 +203,20 @@ pub struct Disturbance {
     /// run's median interval rate, and that median (Gb/s; transactions/s in a latency test).
     pub slow_intervals: u32,
     pub median_interval_rate: Option<f64>,
+    /// What the interface of this host's test address carried during the test (all
+    /// traffic), and the server's (None: an older server, or the same host).
+    pub local_link: Option<LinkTraffic>,
+    pub remote_link: Option<LinkTraffic>,
+    /// Traffic beyond the test's own on either interface, Gb/s (the larger).
+    pub competing_gbps: Option<f64>,
 }
 
 /// One thing that disturbed a test.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct DisturbanceCause {
     /// `cpu_contended` (other processes' CPU), `steal` (the hypervisor), `stalls` (spans with
-    /// no progress) or `slow_intervals`.
+    /// no progress), `slow_intervals`, or `competing_traffic` (other traffic on the test's
+    /// interface).
     pub cause: &'static str,
     /// `local` (this host) or `remote` (the server); `both` for the run's intervals.
     pub host: &'static str,
@@ -217,7 +224,7 @@ pub struct DisturbanceCause {
     pub message: String,
 }
 
-pub use linerate_proto::{HostLoad, Stalls};
+pub use linerate_proto::{HostLoad, LinkTraffic, Stalls};
 
 impl TestResult {
     /// The result of the test `params` before anything is measured: the test's own figures

@@ -4,12 +4,13 @@
 //! come in ([`Observed`]), the judgement goes out ([`judge`]); every limit is a named constant
 //! of [`crate::thresholds`].
 
-use linerate_proto::{HostLoad, Stalls};
+use linerate_proto::{HostLoad, LinkTraffic, Stalls};
 use linerate_results::{Disturbance, DisturbanceCause};
 use linerate_units::fmt_round;
 
 use crate::thresholds::{
-    CONTENDED_OTHER_CORES, CONTENDED_STEAL_CORES, OTHERS_HELD_CORE_PERCENT, PACED_GAP_S,
+    COMPETING_TRAFFIC_FRACTION, COMPETING_TRAFFIC_MIN_GBPS, CONTENDED_OTHER_CORES,
+    CONTENDED_STEAL_CORES, OTHERS_HELD_CORE_PERCENT, OWN_TRAFFIC_MARGIN, PACED_GAP_S,
     SLOW_INTERVAL_FRACTION, STALLS_DISTURB_FRACTION,
 };
 
@@ -31,6 +32,48 @@ pub struct Observed {
     pub measured_s: f64,
     /// A paced test: the seconds between one stream's writes at its target rate.
     pub paced_gap_s: Option<f64>,
+    /// What the interface of each end's test address carried (all traffic), and the bytes the
+    /// test itself moved there (sent and received, warm-up included).
+    pub local_link: Option<(LinkTraffic, u64)>,
+    pub remote_link: Option<(LinkTraffic, u64)>,
+}
+
+/// Other traffic on an interface during a test: bytes beyond the test's own (with its
+/// headers), in Gb/s over the interface's window. The busier direction counts: on a wire a
+/// test's bytes go one way (and its ACKs the other), on loopback every packet is counted
+/// both ways.
+pub fn competing_gbps(link: &LinkTraffic, own_bytes: u64) -> f64 {
+    let busier = link.rx_bytes.max(link.tx_bytes) as f64;
+    let other = (busier - own_bytes as f64 * (1.0 + OWN_TRAFFIC_MARGIN)).max(0.0);
+    other * 8.0 / 1e9 / link.seconds.max(1e-3)
+}
+
+fn traffic_cause(
+    link: &LinkTraffic,
+    own_bytes: u64,
+    host: &'static str,
+    out: &mut Vec<DisturbanceCause>,
+) -> f64 {
+    let other = competing_gbps(link, own_bytes);
+    let own = own_bytes as f64 * 8.0 / 1e9 / link.seconds.max(1e-3);
+    if other >= COMPETING_TRAFFIC_MIN_GBPS && other >= COMPETING_TRAFFIC_FRACTION * own {
+        let whose = if host == "local" {
+            "this host"
+        } else {
+            "the server"
+        };
+        out.push(DisturbanceCause {
+            cause: "competing_traffic",
+            host,
+            message: format!(
+                "other traffic on {} ({whose}) at {} Gb/s beside this test's {} Gb/s",
+                link.interface,
+                fmt_round(other, 2),
+                fmt_round(own, 2)
+            ),
+        });
+    }
+    other
 }
 
 /// Whether `h` shows contention, and the causes it gives, for `host` (`local` or `remote`).
@@ -118,6 +161,17 @@ pub fn judge(o: &Observed) -> Disturbance {
             ),
         });
     }
+    let mut competing: Option<f64> = None;
+    let links = [("local", &o.local_link), ("remote", &o.remote_link)];
+    for (host, l) in links {
+        if host == "remote" && o.remote_same_host {
+            continue;
+        }
+        if let Some((link, own)) = l {
+            let g = traffic_cause(link, *own, host, &mut causes);
+            competing = Some(competing.map_or(g, |c| c.max(g)));
+        }
+    }
     if let Some(h) = &o.local_cpu {
         cpu_causes(h, "local", &mut causes);
     }
@@ -134,6 +188,13 @@ pub fn judge(o: &Observed) -> Disturbance {
         remote_stalls: o.remote_stalls.clone(),
         slow_intervals: u32::try_from(slow).unwrap_or(u32::MAX),
         median_interval_rate: median,
+        local_link: o.local_link.as_ref().map(|(l, _)| l.clone()),
+        remote_link: o
+            .remote_link
+            .as_ref()
+            .filter(|_| !o.remote_same_host)
+            .map(|(l, _)| l.clone()),
+        competing_gbps: competing,
     }
 }
 
@@ -263,6 +324,49 @@ mod tests {
             ..Observed::default()
         });
         assert_eq!(d.causes.len(), 1, "{d:?}");
+    }
+
+    #[test]
+    fn other_traffic_on_the_interface_competed() {
+        // Loopback over 3 s: the test moved 0.75 GB (2 Gb/s); lo counted 4.5 GB each way.
+        let lo = LinkTraffic {
+            interface: "lo".into(),
+            seconds: 3.0,
+            rx_bytes: 4_500_000_000,
+            tx_bytes: 4_500_000_000,
+        };
+        let d = judge(&Observed {
+            local_link: Some((lo.clone(), 750_000_000)),
+            // The same lo, seen by a server on this host: not counted twice.
+            remote_link: Some((lo, 750_000_000)),
+            remote_same_host: true,
+            measured_s: 3.0,
+            ..Observed::default()
+        });
+        let c: Vec<(&str, &str)> = d.causes.iter().map(|c| (c.cause, c.host)).collect();
+        assert_eq!(c, [("competing_traffic", "local")], "{d:?}");
+        assert!(
+            d.causes[0].message.starts_with(
+                "other traffic on lo (this host) at 9.8 Gb/s beside this test's 2 Gb/s"
+            ),
+            "{}",
+            d.causes[0].message
+        );
+        assert!(d.remote_link.is_none());
+        // A wire carrying the test's bytes and their headers, nothing else: no cause.
+        let eth = LinkTraffic {
+            interface: "eth0".into(),
+            seconds: 3.0,
+            rx_bytes: 20_000_000,
+            tx_bytes: 1_040_000_000,
+        };
+        let d = judge(&Observed {
+            remote_link: Some((eth, 1_000_000_000)),
+            measured_s: 3.0,
+            ..Observed::default()
+        });
+        assert!(!d.disturbed, "{d:?}");
+        assert_eq!(d.competing_gbps, Some(0.0));
     }
 
     #[test]

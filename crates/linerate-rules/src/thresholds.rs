@@ -131,3 +131,19 @@ pub const PACED_GAP_S: f64 = 0.05;
 /// what it was, so an interval below a quarter of the median is not congestion control at
 /// work on a steady path: something stopped the stream for most of that interval.
 pub const SLOW_INTERVAL_FRACTION: f64 = 0.25;
+
+/// Of what a test's interface carried, this much beyond the test's own payload is still the
+/// test's (bench's `competing_traffic`): TCP/IP headers (66 bytes per 1448-byte segment on a
+/// 1500-byte MTU, 4.6 %), the ACKs going the other way (one per two segments, 2.3 % of the
+/// payload counted on the other side) and the control connection; a tenth covers them.
+pub const OWN_TRAFFIC_MARGIN: f64 = 0.1;
+
+/// Other traffic on a test's interface of at least this share of the test's own bytes
+/// competed with it (bench's `competing_traffic`): on a wire for its bandwidth, on loopback for
+/// the CPU that carries every flow's packets. linerate's own line: a tenth more traffic is a
+/// tenth of the path's capacity not available to the test, beyond run-to-run spread.
+pub const COMPETING_TRAFFIC_FRACTION: f64 = 0.1;
+
+/// Other traffic below this rate is the host's own chatter (ssh, monitoring, name lookups),
+/// never a competitor worth naming, whatever the test's rate: 10 Mb/s.
+pub const COMPETING_TRAFFIC_MIN_GBPS: f64 = 0.01;

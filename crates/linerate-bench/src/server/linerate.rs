@@ -4,6 +4,7 @@
 //! connections, running a side) is `super`'s; what each kind runs is `crate::kind`'s.
 
 use linerate_engine::hostcpu::{HostCpu, HostCpuMeter};
+use linerate_engine::linkload::LinkSnapshot;
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
@@ -489,8 +490,10 @@ fn run_test(
     // What this host's CPUs did during the test, for the client to judge the run by.
     let cpu = HostCpuMeter::new();
     let before = cpu.snapshot();
+    let link = LinkSnapshot::of(local_ip);
     let mut run = run_linerate_side(&c.sock, &plan, wired, soak);
     run.results.host_load = Some(HostCpu::between(&before, &cpu.snapshot()).into());
+    run.results.link = link.and_then(|l| l.since());
     let file_log = kind::of(params.kind).finish(held, params, &mut run.results);
     c.send_results(&run.results);
     log_test(c, id, params, test_slot.memory, &run.results, file_log);
