@@ -455,3 +455,57 @@ fn error_line(out: &mut String, t: &TestResult, style: Style) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_proto::{Direction, TestKind, TestParams};
+    use linerate_results::{Disturbance, DisturbanceCause};
+
+    fn result(disturbed: bool) -> TestResult {
+        let mut t = TestResult::new(TestParams::new(TestKind::TcpBw, Direction::Send));
+        t.gbps = 0.56;
+        t.disturbance = Some(Disturbance {
+            disturbed,
+            causes: if disturbed {
+                vec![
+                    DisturbanceCause {
+                        cause: "stalls",
+                        host: "remote",
+                        message: "3 stalls, 1.8 s with no data".into(),
+                    },
+                    DisturbanceCause {
+                        cause: "cpu_contended",
+                        host: "local",
+                        message: "other processes on this host used 1.2 of 2 cores and held 62 % of the busiest core".into(),
+                    },
+                ]
+            } else {
+                Vec::new()
+            },
+            local_cpu: None,
+            remote_cpu: None,
+            remote_same_host: false,
+            local_stalls: None,
+            remote_stalls: None,
+            slow_intervals: 0,
+            median_interval_rate: None,
+            local_link: None,
+            remote_link: None,
+            competing_gbps: None,
+        });
+        t
+    }
+
+    #[test]
+    fn a_disturbed_result_says_what_disturbed_it() {
+        let text = render_bench(&result(true), Style::PLAIN);
+        assert!(
+            text.contains("disturbed: 3 stalls, 1.8 s with no data; other processes on this host used 1.2 of 2 cores and held 62 % of the busiest core"),
+            "{text}"
+        );
+        assert!(text.contains("lower bound"), "{text}");
+        let quiet = render_bench(&result(false), Style::PLAIN);
+        assert!(!quiet.contains("disturbed"), "{quiet}");
+    }
+}
