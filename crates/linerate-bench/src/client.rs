@@ -304,8 +304,8 @@ pub(crate) fn run_local(
     let link = LinkSnapshot::of(local_ip);
     // This end never answers the far end's transactions: nothing tells it the far end is done.
     let mut run = side::run(plan, wired, &mut sink, abort, &Stop::new());
-    run.results.host_load = Some(HostCpu::between(&before, &cpu.snapshot()).into());
-    run.results.link = link.and_then(|l| l.since());
+    run.results.host_load = Some(Box::new(HostCpu::between(&before, &cpu.snapshot()).into()));
+    run.results.link = link.and_then(|l| l.since()).map(Box::new);
     run
 }
 

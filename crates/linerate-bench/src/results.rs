@@ -630,10 +630,10 @@ fn set_totals(t: &mut TestResult, total: DirStats) {
 pub fn disturbance(t: &TestResult, run: &ClientRun) -> Option<linerate_results::Disturbance> {
     let p = &run.params;
     let remote = run.remote.as_ref();
-    let local_cpu = run.local.host_load;
-    let local_stalls = run.local.stalls.clone();
-    let remote_cpu = remote.and_then(|r| r.host_load);
-    let remote_stalls = remote.and_then(|r| r.stalls.clone());
+    let local_cpu = run.local.host_load.as_deref().copied();
+    let local_stalls = run.local.stalls.as_deref().cloned();
+    let remote_cpu = remote.and_then(|r| r.host_load.as_deref().copied());
+    let remote_stalls = remote.and_then(|r| r.stalls.as_deref().cloned());
     if local_cpu.is_none()
         && local_stalls.is_none()
         && remote_cpu.is_none()
@@ -667,8 +667,12 @@ pub fn disturbance(t: &TestResult, run: &ClientRun) -> Option<linerate_results::
             .collect(),
         measured_s,
         paced_gap_s,
-        local_link: run.local.link.clone().map(|l| (l, own_bytes(&run.local))),
-        remote_link: remote.and_then(|r| Some((r.link.clone()?, own_bytes(r)))),
+        local_link: run
+            .local
+            .link
+            .as_deref()
+            .map(|l| (l.clone(), own_bytes(&run.local))),
+        remote_link: remote.and_then(|r| Some((r.link.as_deref()?.clone(), own_bytes(r)))),
     };
     Some(linerate_rules::disturbance::judge(&observed))
 }

@@ -757,7 +757,7 @@ pub fn run(
             spin_us: spin.map(|s| u32::try_from(s.as_micros()).unwrap_or(u32::MAX)),
             // The caller measures the host and its interface around the whole run.
             host_load: None,
-            stalls,
+            stalls: stalls.map(Box::new),
             link: None,
         },
         rtt,

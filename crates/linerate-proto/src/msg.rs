@@ -306,15 +306,16 @@ pub struct SideResults {
     /// What this side's host CPUs did during the test (other processes, steal, the busiest
     /// core). None from older peers, or where `/proc/stat` could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_load: Option<HostLoad>,
-    /// Spans during which this side's streams made no progress at all. None from older peers
+    pub host_load: Option<Box<HostLoad>>,
+    /// Spans during which this side's streams made no progress at all (boxed, as the two
+    /// fields around it: results are the largest message, kept small where absent). None from older peers
     /// and from tests that have no byte counters to watch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stalls: Option<Stalls>,
+    pub stalls: Option<Box<Stalls>>,
     /// What the interface of this side's test address carried during the test, all traffic
     /// (this test's and anyone else's). None from older peers, or where it cannot be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub link: Option<LinkTraffic>,
+    pub link: Option<Box<LinkTraffic>>,
 }
 
 /// The byte counters of one interface over a test (`/sys/class/net/IF/statistics`).

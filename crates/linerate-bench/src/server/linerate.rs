@@ -492,8 +492,8 @@ fn run_test(
     let before = cpu.snapshot();
     let link = LinkSnapshot::of(local_ip);
     let mut run = run_linerate_side(&c.sock, &plan, wired, soak);
-    run.results.host_load = Some(HostCpu::between(&before, &cpu.snapshot()).into());
-    run.results.link = link.and_then(|l| l.since());
+    run.results.host_load = Some(Box::new(HostCpu::between(&before, &cpu.snapshot()).into()));
+    run.results.link = link.and_then(|l| l.since()).map(Box::new);
     let file_log = kind::of(params.kind).finish(held, params, &mut run.results);
     c.send_results(&run.results);
     log_test(c, id, params, test_slot.memory, &run.results, file_log);
