@@ -210,7 +210,7 @@ impl HostCpu {
     }
 }
 
-impl From<HostCpu> for linerate_proto::HostLoad {
+impl From<HostCpu> for linerate_proto::HostCpuLoad {
     /// The figures as a peer reports them in its results.
     fn from(h: HostCpu) -> Self {
         Self {

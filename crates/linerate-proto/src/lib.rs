@@ -21,7 +21,7 @@ pub use frame::{
 };
 pub use kind::Spec;
 pub use msg::{
-    CpuUsage, FileStats, HostLoad, IntervalSample, LatencyStats, LinkTraffic, Msg, RdmaListen,
+    CpuUsage, FileStats, HostCpuLoad, IntervalSample, LatencyStats, LinkTraffic, Msg, RdmaListen,
     RdmaTargetStats, SideResults, Stalls, StreamResult, TcpLimited, TcpStats, UdpStats, MAGIC,
     MAX_STALL_SPANS, PROTOCOL_VERSION,
 };

@@ -306,7 +306,7 @@ pub struct SideResults {
     /// What this side's host CPUs did during the test (other processes, steal, the busiest
     /// core). None from older peers, or where `/proc/stat` could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_load: Option<Box<HostLoad>>,
+    pub host_load: Option<Box<HostCpuLoad>>,
     /// Spans during which this side's streams made no progress at all (boxed, as the two
     /// fields around it: results are the largest message, kept small where absent). None from older peers
     /// and from tests that have no byte counters to watch.
@@ -331,7 +331,7 @@ pub struct LinkTraffic {
 /// A host's CPUs during one test, as `linerate_engine::hostcpu` measures them between two
 /// snapshots: cores' worth (1.0 = one core for the whole test) and shares of the busiest core.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct HostLoad {
+pub struct HostCpuLoad {
     /// Seconds between the two snapshots.
     pub seconds: f64,
     /// Cores seen in `/proc/stat`.

@@ -11,7 +11,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use linerate_proto::{
-    write_msg, CpuUsage, Direction, FileSpec, FileStats, HostLoad, IntervalSample, LatencyStats,
+    write_msg, CpuUsage, Direction, FileSpec, FileStats, HostCpuLoad, IntervalSample, LatencyStats,
     LinkTraffic, Msg, RdmaListen, RdmaOp, RdmaSpec, RdmaTargetStats, RefusalKind, SideResults,
     Stalls, StreamResult, TcpLimited, TcpStats, TestKind, TestParams, UdpStats, MAGIC,
     MAX_CONTROL_FRAME, PROTOCOL_VERSION,
@@ -183,8 +183,8 @@ fn interval() -> IntervalSample {
 }
 
 /// What a server measured of its host during the test.
-fn host_load() -> Option<Box<HostLoad>> {
-    Some(Box::new(HostLoad {
+fn host_load() -> Option<Box<HostCpuLoad>> {
+    Some(Box::new(HostCpuLoad {
         seconds: 10.002,
         cores: 2,
         busiest_core_percent: Some(100.0),

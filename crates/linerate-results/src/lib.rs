@@ -10,7 +10,7 @@
 use std::ops::AddAssign;
 
 use linerate_facts::InterfaceView;
-use linerate_proto::{Direction, TestParams};
+use linerate_proto::{Direction, HostCpuLoad, LinkTraffic, Stalls, TestParams};
 use linerate_stats::LatencyUs;
 use serde::Serialize;
 
@@ -191,10 +191,10 @@ pub struct Disturbance {
     pub causes: Vec<DisturbanceCause>,
     /// This host's CPUs during the test (its linerate processes, a server beside it included,
     /// are linerate's own).
-    pub local_cpu: Option<HostLoad>,
+    pub local_cpu: Option<HostCpuLoad>,
     /// The server's, as it reported them; None from an older server, or when it runs on this
     /// host (then `local_cpu` covers it: `remote_same_host`).
-    pub remote_cpu: Option<HostLoad>,
+    pub remote_cpu: Option<HostCpuLoad>,
     pub remote_same_host: bool,
     /// This host's spans with no progress on any stream, and the server's (None: not reported).
     pub local_stalls: Option<Stalls>,
@@ -223,8 +223,6 @@ pub struct DisturbanceCause {
     /// The cause in words, with its figures.
     pub message: String,
 }
-
-pub use linerate_proto::{HostLoad, LinkTraffic, Stalls};
 
 impl TestResult {
     /// The result of the test `params` before anything is measured: the test's own figures

@@ -4,7 +4,7 @@
 //! come in ([`Observed`]), the judgement goes out ([`judge`]); every limit is a named constant
 //! of [`crate::thresholds`].
 
-use linerate_proto::{HostLoad, LinkTraffic, Stalls};
+use linerate_proto::{HostCpuLoad, LinkTraffic, Stalls};
 use linerate_results::{Disturbance, DisturbanceCause};
 use linerate_units::fmt_round;
 
@@ -17,9 +17,9 @@ use crate::thresholds::{
 /// What was measured during one test.
 #[derive(Debug, Clone, Default)]
 pub struct Observed {
-    pub local_cpu: Option<HostLoad>,
+    pub local_cpu: Option<HostCpuLoad>,
     /// The server's CPUs, as it reported them.
-    pub remote_cpu: Option<HostLoad>,
+    pub remote_cpu: Option<HostCpuLoad>,
     /// The server runs on this host: its figures count linerate's client as someone else's,
     /// and this host's already cover it, so they are not judged.
     pub remote_same_host: bool,
@@ -77,7 +77,7 @@ fn traffic_cause(
 }
 
 /// Whether `h` shows contention, and the causes it gives, for `host` (`local` or `remote`).
-fn cpu_causes(h: &HostLoad, host: &'static str, out: &mut Vec<DisturbanceCause>) {
+fn cpu_causes(h: &HostCpuLoad, host: &'static str, out: &mut Vec<DisturbanceCause>) {
     let whose = if host == "local" {
         "this host"
     } else {
@@ -222,8 +222,8 @@ fn out_stalls(host: &'static str, s: &Stalls, measured_s: f64, out: &mut Vec<Dis
 mod tests {
     use super::*;
 
-    fn load(other: f64, held: f64, steal: f64) -> HostLoad {
-        HostLoad {
+    fn load(other: f64, held: f64, steal: f64) -> HostCpuLoad {
+        HostCpuLoad {
             seconds: 3.0,
             cores: 2,
             busiest_core_percent: Some(100.0),
