@@ -277,10 +277,16 @@ impl HostCpuMeter {
 const MAX_PROCESSES: usize = 65_536;
 const MAX_SOCKET_LINES: usize = 65_536;
 
-/// The other `linerate` processes on this host that listen on `far_end` in their own network
-/// namespace (a `linerate serve` beside this one, or in another namespace of this host as in
-/// the tests): a listening TCP socket on its port, bound to its address or to any address while
-/// the address is one of that namespace's own. None on another host.
+/// The programs a far end may be: `linerate serve`, or a stock `iperf3 -s` (bench's iperf3 wire
+/// protocol). Only their processes are looked at, so finding the far end costs one small read
+/// per process and a socket table only for those.
+const FAR_END_PROGRAMS: &[&str] = &["linerate", "iperf3"];
+
+/// The other far-end processes ([`FAR_END_PROGRAMS`]) on this host that listen on `far_end` in
+/// their own network namespace (a `linerate serve` or `iperf3 -s` beside this one, or in another
+/// namespace of this host as in the tests): a listening TCP socket on its port, bound to its
+/// address or to any address while the address is one of that namespace's own. None on another
+/// host.
 pub fn far_end_pids(far_end: SocketAddr) -> Vec<u32> {
     let me = std::process::id();
     let Ok(rd) = std::fs::read_dir("/proc") else {
@@ -296,7 +302,7 @@ pub fn far_end_pids(far_end: SocketAddr) -> Vec<u32> {
         }
         let dir = e.path();
         let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-        if comm.trim_end() != "linerate" {
+        if !FAR_END_PROGRAMS.contains(&comm.trim_end()) {
             continue;
         }
         if listens_on(&dir, far_end) {
@@ -535,6 +541,24 @@ mod tests {
         let line = "42 (linerate (x) y) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0";
         assert_eq!(parse_process_ticks(line), Some(300));
         assert_eq!(parse_process_ticks("42 linerate S"), None);
+    }
+
+    #[test]
+    fn only_the_listening_head_of_a_socket_table_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tcp");
+        let mut text = String::from("  sl  local_address rem_address   st\n");
+        text.push_str("   0: 00000000:14B5 00000000:0000 0A 0\n");
+        text.push_str("   1: 0100007F:14B5 0100007F:9C40 03 0\n");
+        text.push_str("   2: 0100007F:14B6 00000000:0000 0A 0\n");
+        for i in 0..1000 {
+            text.push_str(&format!("{i:4}: 0100007F:9C40 0100007F:14B5 06 0\n"));
+        }
+        text.push_str("9999: 0100007F:0016 00000000:0000 0A 0\n");
+        std::fs::write(&path, text).unwrap();
+        let head = listening_part(&path).unwrap();
+        assert_eq!(head.lines().count(), 4, "{head}");
+        assert_eq!(parse_listeners(&head, false).len(), 2);
     }
 
     #[test]
