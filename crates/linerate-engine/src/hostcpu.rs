@@ -551,8 +551,8 @@ mod tests {
         text.push_str("   0: 00000000:14B5 00000000:0000 0A 0\n");
         text.push_str("   1: 0100007F:14B5 0100007F:9C40 03 0\n");
         text.push_str("   2: 0100007F:14B6 00000000:0000 0A 0\n");
-        for i in 0..1000 {
-            text.push_str(&format!("{i:4}: 0100007F:9C40 0100007F:14B5 06 0\n"));
+        for _ in 0..1000 {
+            text.push_str("   3: 0100007F:9C40 0100007F:14B5 06 0\n");
         }
         text.push_str("9999: 0100007F:0016 00000000:0000 0A 0\n");
         std::fs::write(&path, text).unwrap();
