@@ -460,7 +460,7 @@ fn error_line(out: &mut String, t: &TestResult, style: Style) {
 mod tests {
     use super::*;
     use linerate_proto::{Direction, TestKind, TestParams};
-    use linerate_results::{Disturbance, DisturbanceCause};
+    use linerate_results::{Disturbance, DisturbanceCause, DisturbanceKind};
 
     fn result(disturbed: bool) -> TestResult {
         let mut t = TestResult::new(TestParams::new(TestKind::TcpBw, Direction::Send));
@@ -470,12 +470,12 @@ mod tests {
             causes: if disturbed {
                 vec![
                     DisturbanceCause {
-                        cause: "stalls",
+                        cause: DisturbanceKind::Stalls,
                         host: "remote",
                         message: "3 stalls, 1.8 s with no data".into(),
                     },
                     DisturbanceCause {
-                        cause: "cpu_contended",
+                        cause: DisturbanceKind::CpuContended,
                         host: "local",
                         message: "other processes on this host used 1.2 of 2 cores and held 62 % of the busiest core".into(),
                     },

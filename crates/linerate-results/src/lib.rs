@@ -211,13 +211,26 @@ pub struct Disturbance {
     pub competing_gbps: Option<f64>,
 }
 
+/// What kind of thing disturbed a test (`causes[].cause` in the JSON).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DisturbanceKind {
+    /// Spans with no progress on a side's streams.
+    Stalls,
+    /// Intervals far below the run's median.
+    SlowIntervals,
+    /// Other traffic on the test's interface.
+    CompetingTraffic,
+    /// Other processes' CPU.
+    CpuContended,
+    /// The hypervisor's steal.
+    Steal,
+}
+
 /// One thing that disturbed a test.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct DisturbanceCause {
-    /// `cpu_contended` (other processes' CPU), `steal` (the hypervisor), `stalls` (spans with
-    /// no progress), `slow_intervals`, or `competing_traffic` (other traffic on the test's
-    /// interface).
-    pub cause: &'static str,
+    pub cause: DisturbanceKind,
     /// `local` (this host) or `remote` (the server); `both` for the run's intervals.
     pub host: &'static str,
     /// The cause in words, with its figures.

@@ -5,7 +5,7 @@
 //! of [`crate::thresholds`].
 
 use linerate_proto::{HostCpuLoad, LinkTraffic, Stalls};
-use linerate_results::{Disturbance, DisturbanceCause};
+use linerate_results::{Disturbance, DisturbanceCause, DisturbanceKind};
 use linerate_units::fmt_round;
 
 use crate::thresholds::{
@@ -63,7 +63,7 @@ fn traffic_cause(
             "the server"
         };
         out.push(DisturbanceCause {
-            cause: "competing_traffic",
+            cause: DisturbanceKind::CompetingTraffic,
             host,
             message: format!(
                 "other traffic on {} ({whose}) at {} Gb/s beside this test's {} Gb/s",
@@ -102,14 +102,14 @@ fn cpu_causes(h: &HostCpuLoad, host: &'static str, out: &mut Vec<DisturbanceCaus
             );
         }
         out.push(DisturbanceCause {
-            cause: "cpu_contended",
+            cause: DisturbanceKind::CpuContended,
             host,
             message,
         });
     }
     if let Some(s) = h.steal_cores.filter(|s| *s >= CONTENDED_STEAL_CORES) {
         out.push(DisturbanceCause {
-            cause: "steal",
+            cause: DisturbanceKind::Steal,
             host,
             message: format!(
                 "the hypervisor took {} cores from {whose} (steal)",
@@ -152,7 +152,7 @@ pub fn judge(o: &Observed) -> Disturbance {
     });
     if slow > 0 && !paced {
         causes.push(DisturbanceCause {
-            cause: "slow_intervals",
+            cause: DisturbanceKind::SlowIntervals,
             host: "both",
             message: format!(
                 "{slow} of {} intervals below {} % of the run's median",
@@ -205,7 +205,7 @@ fn out_stalls(host: &'static str, s: &Stalls, measured_s: f64, out: &mut Vec<Dis
         "the server"
     };
     out.push(DisturbanceCause {
-        cause: "stalls",
+        cause: DisturbanceKind::Stalls,
         host,
         message: format!(
             "{} stall{}, {} s with no data ({} % of the test, longest {} s, seen by {whose})",
@@ -275,13 +275,13 @@ mod tests {
             ..Observed::default()
         });
         assert!(d.disturbed);
-        let c: Vec<(&str, &str)> = d.causes.iter().map(|c| (c.cause, c.host)).collect();
+        let c: Vec<(DisturbanceKind, &str)> = d.causes.iter().map(|c| (c.cause, c.host)).collect();
         assert_eq!(
             c,
             [
-                ("stalls", "remote"),
-                ("slow_intervals", "both"),
-                ("cpu_contended", "local")
+                (DisturbanceKind::Stalls, "remote"),
+                (DisturbanceKind::SlowIntervals, "both"),
+                (DisturbanceKind::CpuContended, "local")
             ]
         );
         assert!(
@@ -314,8 +314,8 @@ mod tests {
             measured_s: 3.0,
             ..Observed::default()
         });
-        let c: Vec<(&str, &str)> = d.causes.iter().map(|c| (c.cause, c.host)).collect();
-        assert_eq!(c, [("steal", "local")]);
+        let c: Vec<(DisturbanceKind, &str)> = d.causes.iter().map(|c| (c.cause, c.host)).collect();
+        assert_eq!(c, [(DisturbanceKind::Steal, "local")]);
         assert!(d.remote_cpu.is_none());
         // Just over the line: 0.16 s of 3 s is 5.3 %.
         let d = judge(&Observed {
@@ -343,8 +343,8 @@ mod tests {
             measured_s: 3.0,
             ..Observed::default()
         });
-        let c: Vec<(&str, &str)> = d.causes.iter().map(|c| (c.cause, c.host)).collect();
-        assert_eq!(c, [("competing_traffic", "local")], "{d:?}");
+        let c: Vec<(DisturbanceKind, &str)> = d.causes.iter().map(|c| (c.cause, c.host)).collect();
+        assert_eq!(c, [(DisturbanceKind::CompetingTraffic, "local")], "{d:?}");
         assert!(
             d.causes[0].message.starts_with(
                 "other traffic on lo (this host) at 9.8 Gb/s beside this test's 2 Gb/s"
@@ -386,7 +386,7 @@ mod tests {
             paced_gap_s: Some(1.05),
             ..Observed::default()
         });
-        assert_eq!(d.causes[0].cause, "cpu_contended");
+        assert_eq!(d.causes[0].cause, DisturbanceKind::CpuContended);
         assert_eq!(d.causes[0].host, "remote");
         assert!(
             d.causes[0]
