@@ -10,6 +10,8 @@ use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use linerate_engine::hostcpu::{HostCpu, HostCpuMeter};
+use linerate_engine::linkload::LinkSnapshot;
 use linerate_engine::meter::{Budget, Stop};
 use linerate_engine::udp;
 use linerate_proto::soak::SoakSample;
@@ -408,8 +410,16 @@ pub(crate) fn run_local(
         }
         between(events);
     };
+    // What this host's CPUs did meanwhile; a far end on this host is linerate's own work.
+    let cpu = HostCpuMeter::with_far_end(cfg.server);
+    let before = cpu.snapshot();
+    // And what the interface carried, this test's traffic and anyone else's.
+    let link = LinkSnapshot::of(local_ip);
     // This end never answers the far end's transactions: nothing tells it the far end is done.
-    side::run(plan, wired, &mut sink, abort, &Stop::new())
+    let mut run = side::run(plan, wired, &mut sink, abort, &Stop::new());
+    run.results.host_load = Some(Box::new(HostCpu::between(&before, &cpu.snapshot()).into()));
+    run.results.link = link.and_then(|l| l.since()).map(Box::new);
+    run
 }
 
 /// Run one test against the far end `cfg.server`, in the far end's protocol. `Err` only when

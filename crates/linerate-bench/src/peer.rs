@@ -30,5 +30,31 @@ pub fn sanitize(mut r: SideResults, connections: usize) -> SideResults {
     r.cpu.percent = fix(r.cpu.percent);
     r.intervals
         .retain(|i| i.bytes.len() == connections && i.start_s.is_finite() && i.end_s.is_finite());
+    if let Some(h) = &mut r.host_load {
+        h.seconds = fix(h.seconds);
+        let pct = |x: Option<f64>| x.map(|x| fix(x).min(100.0));
+        h.busiest_core_percent = pct(h.busiest_core_percent);
+        h.busiest_core_others_percent = pct(h.busiest_core_others_percent);
+        // A host has at most `cores` cores' worth of anything.
+        let cores = f64::from(h.cores.max(1));
+        let c = |x: Option<f64>| x.map(|x| fix(x).min(cores));
+        h.own_cores = c(h.own_cores);
+        h.other_cores = c(h.other_cores);
+        h.steal_cores = c(h.steal_cores);
+    }
+    if let Some(l) = &mut r.link {
+        // An interface name is at most 15 bytes (IFNAMSIZ); anything else is not one.
+        if l.interface.len() > 15 {
+            l.interface = l.interface.chars().take(15).collect();
+        }
+        l.seconds = fix(l.seconds);
+    }
+    if let Some(st) = &mut r.stalls {
+        st.spans.truncate(linerate_proto::MAX_STALL_SPANS);
+        st.spans
+            .retain(|(a, b)| a.is_finite() && b.is_finite() && *a >= 0.0 && b >= a);
+        st.seconds = fix(st.seconds);
+        st.longest_s = fix(st.longest_s).min(st.seconds);
+    }
     r
 }

@@ -628,6 +628,76 @@ fn set_totals(t: &mut TestResult, total: DirStats) {
     t.per_stream = total.per_stream;
 }
 
+/// What disturbed the test, judged (`linerate_rules::disturbance`): both hosts' CPUs, both
+/// sides' spans with no progress, and the result's intervals after the warm-up. None when
+/// neither side measured its host or its progress (an older server and an RDMA test).
+pub fn disturbance(t: &TestResult, run: &ClientRun) -> Option<linerate_results::Disturbance> {
+    let p = &run.params;
+    let remote = run.remote.as_ref();
+    let local_cpu = run.local.host_load.as_deref().copied();
+    let local_stalls = run.local.stalls.as_deref().cloned();
+    let remote_cpu = remote.and_then(|r| r.host_load.as_deref().copied());
+    let remote_stalls = remote.and_then(|r| r.stalls.as_deref().cloned());
+    if local_cpu.is_none()
+        && local_stalls.is_none()
+        && remote_cpu.is_none()
+        && remote_stalls.is_none()
+    {
+        return None;
+    }
+    let measured_s = p.duration_ms.saturating_sub(p.omit_ms) as f64 / 1000.0;
+    // Intervals count bytes (rates in Gb/s), or transactions in a latency test.
+    let transactions = t.latency_us.is_some();
+    let amount = |b: u64| {
+        if transactions {
+            b as f64
+        } else {
+            b as f64 * 8.0 / 1e9
+        }
+    };
+    // A stream paced at its target rate (per stream) writes `length` bytes at a time.
+    let paced_gap_s = (p.bitrate_bps > 0).then(|| f64::from(p.length) * 8.0 / p.bitrate_bps as f64);
+    let observed = linerate_rules::disturbance::Observed {
+        local_cpu,
+        remote_cpu,
+        remote_same_host: same_host(run),
+        local_stalls,
+        remote_stalls,
+        intervals: t
+            .intervals
+            .iter()
+            .filter(|i| !i.omitted)
+            .map(|i| (i.end_s - i.start_s, amount(i.bytes)))
+            .collect(),
+        measured_s,
+        paced_gap_s,
+        local_link: run
+            .local
+            .link
+            .as_deref()
+            .map(|l| (l.clone(), own_bytes(&run.local))),
+        remote_link: remote.and_then(|r| Some((r.link.as_deref()?.clone(), own_bytes(r)))),
+    };
+    Some(linerate_rules::disturbance::judge(&observed))
+}
+
+/// The bytes a side's streams moved over the whole test (warm-up included), both ways.
+fn own_bytes(side: &SideResults) -> u64 {
+    ssum(side.streams.iter().map(|s| {
+        if s.bytes_sent > 0 {
+            s.total_bytes.max(s.bytes_sent)
+        } else {
+            s.total_bytes.max(s.bytes_received)
+        }
+    }))
+}
+
+/// Whether the server runs on this host: a loopback address, or the client's own address.
+fn same_host(run: &ClientRun) -> bool {
+    let ip = run.server.ip();
+    ip.is_loopback() || run.local_addr.is_some_and(|a| a.ip() == ip)
+}
+
 /// A test against a stock iperf3 server: the server's own figures as a part of the result
 /// (`iperf3`), and what iperf3's results change in linerate's: a server that sent TCP says its
 /// retransmissions (its TCP_INFO), which become its direction's; a server that received UDP

@@ -12,10 +12,12 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use linerate_engine::lat::Rtt;
-use linerate_engine::meter::{sample_intervals, Budget, Meter, SampleSchedule, Sink, Stop};
+use linerate_engine::meter::{
+    sample_intervals, Budget, Meter, SampleSchedule, Sink, StallWatch, Stop,
+};
 use linerate_engine::udp::{self, RecvState};
 use linerate_engine::{sys, timed, with_thread_cpu, StreamOutcome, Timed};
-use linerate_proto::{CpuUsage, IntervalSample, SideResults, StreamResult, TestParams};
+use linerate_proto::{CpuUsage, IntervalSample, SideResults, Stalls, StreamResult, TestParams};
 
 /// The bounds of a side's run: the grace after the test, the UDP drain, the idle limit
 /// (protocol values, kept with the other defaults).
@@ -476,8 +478,10 @@ impl<'a> Streams<'a> {
         }
     }
 
-    /// Sample the meters every interval until the streams are done: the intervals.
-    fn sample(&self, sink: &mut dyn Sink, until: Instant) -> Vec<IntervalSample> {
+    /// Sample the meters every interval until the streams are done: the intervals, and the
+    /// spans of the measured part of the test (after the warm-up, before the deadline) with no
+    /// progress on any stream (None: a server that answers requests samples nothing).
+    fn sample(&self, sink: &mut dyn Sink, until: Instant) -> (Vec<IntervalSample>, Option<Stalls>) {
         let p = &self.plan.params;
         let time_only = self.time_only();
         // Only a TCP sender retransmits.
@@ -506,7 +510,7 @@ impl<'a> Streams<'a> {
             {
                 thread::sleep(Duration::from_millis(20));
             }
-            return Vec::new();
+            return (Vec::new(), None);
         }
         let every = Duration::from_millis(if p.interval_ms == 0 {
             1000
@@ -521,7 +525,13 @@ impl<'a> Streams<'a> {
             omit: Duration::from_millis(p.omit_ms),
             until,
         };
-        sample_intervals(&self.meters, sched, &stop_sampling, &mut rtx, s)
+        let mut watch = StallWatch::new(
+            p.omit_ms as f64 / 1000.0,
+            self.deadline.duration_since(self.plan.start).as_secs_f64(),
+        );
+        let intervals =
+            sample_intervals(&self.meters, sched, &stop_sampling, &mut rtx, s, &mut watch);
+        (intervals, Some(watch.finish()))
     }
 
     /// End every thread (stop flags and socket shutdowns unblock them) and collect what they saw.
@@ -712,7 +722,7 @@ pub fn run(
     let time_only = st.time_only();
     let omit_snap = st.omit_snapshot();
     let until = st.until();
-    let intervals = st.sample(sink, until);
+    let (intervals, stalls) = st.sample(sink, until);
     // Past this point every thread must end.
     let timed_out = !st.done.is_set() && !time_only && Instant::now() >= until;
     let spin = st.spin;
@@ -751,6 +761,10 @@ pub fn run(
             fsync_s: None,
             rdma: None,
             spin_us: spin.map(|s| u32::try_from(s.as_micros()).unwrap_or(u32::MAX)),
+            // The caller measures the host and its interface around the whole run.
+            host_load: None,
+            stalls: stalls.map(Box::new),
+            link: None,
         },
         rtt,
     }

@@ -210,6 +210,21 @@ impl HostCpu {
     }
 }
 
+impl From<HostCpu> for linerate_proto::HostCpuLoad {
+    /// The figures as a peer reports them in its results.
+    fn from(h: HostCpu) -> Self {
+        Self {
+            seconds: h.seconds,
+            cores: u32::try_from(h.cores).unwrap_or(u32::MAX),
+            busiest_core_percent: h.busiest_core_percent,
+            busiest_core_others_percent: h.busiest_core_others_percent,
+            own_cores: h.own_cores,
+            other_cores: h.other_cores,
+            steal_cores: h.steal_cores,
+        }
+    }
+}
+
 fn share(part: u64, total: u64) -> f64 {
     if total == 0 {
         0.0
@@ -262,10 +277,16 @@ impl HostCpuMeter {
 const MAX_PROCESSES: usize = 65_536;
 const MAX_SOCKET_LINES: usize = 65_536;
 
-/// The other `linerate` processes on this host that listen on `far_end` in their own network
-/// namespace (a `linerate serve` beside this one, or in another namespace of this host as in
-/// the tests): a listening TCP socket on its port, bound to its address or to any address while
-/// the address is one of that namespace's own. None on another host.
+/// The programs a far end may be: `linerate serve`, or a stock `iperf3 -s` (bench's iperf3 wire
+/// protocol). Only their processes are looked at, so finding the far end costs one small read
+/// per process and a socket table only for those.
+const FAR_END_PROGRAMS: &[&str] = &["linerate", "iperf3"];
+
+/// The other far-end processes ([`FAR_END_PROGRAMS`]) on this host that listen on `far_end` in
+/// their own network namespace (a `linerate serve` or `iperf3 -s` beside this one, or in another
+/// namespace of this host as in the tests): a listening TCP socket on its port, bound to its
+/// address or to any address while the address is one of that namespace's own. None on another
+/// host.
 pub fn far_end_pids(far_end: SocketAddr) -> Vec<u32> {
     let me = std::process::id();
     let Ok(rd) = std::fs::read_dir("/proc") else {
@@ -281,7 +302,7 @@ pub fn far_end_pids(far_end: SocketAddr) -> Vec<u32> {
         }
         let dir = e.path();
         let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-        if comm.trim_end() != "linerate" {
+        if !FAR_END_PROGRAMS.contains(&comm.trim_end()) {
             continue;
         }
         if listens_on(&dir, far_end) {
@@ -299,7 +320,7 @@ fn listens_on(dir: &Path, addr: SocketAddr) -> bool {
     } else {
         "net/tcp"
     };
-    let Ok(text) = std::fs::read_to_string(dir.join(table)) else {
+    let Some(text) = listening_part(&dir.join(table)) else {
         return false;
     };
     let listeners = parse_listeners(&text, addr.is_ipv6());
@@ -321,6 +342,32 @@ fn listens_on(dir: &Path, addr: SocketAddr) -> bool {
     listeners.iter().any(|(ip, port)| {
         *port == addr.port() && (*ip == addr.ip() || (ip.is_unspecified() && here(addr.ip())))
     })
+}
+
+/// The head of a `/proc/net/tcp` or `tcp6` table up to its listening sockets: the kernel
+/// lists those first (`tcp_seq_start`: the listening hash, then the established one), so the
+/// read stops at the first line in another state. A busy host holds tens of thousands of
+/// connections (TIME_WAIT above all) whose lines the kernel would otherwise format, taking tens
+/// of milliseconds per table, before a test. Old kernels list a listener's half-open
+/// connections (SYN_RECV, `03`) under it: those are read through.
+fn listening_part(path: &Path) -> Option<String> {
+    use std::io::BufRead as _;
+    let f = std::fs::File::open(path).ok()?;
+    let mut out = String::new();
+    for (i, line) in std::io::BufReader::new(f)
+        .lines()
+        .take(MAX_SOCKET_LINES)
+        .enumerate()
+    {
+        let line = line.ok()?;
+        let state = line.split_whitespace().nth(3).unwrap_or("");
+        if i > 0 && state != "0A" && state != "03" {
+            break;
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    Some(out)
 }
 
 /// The listening sockets (state 0A) of a `/proc/net/tcp` or `tcp6` table: (address, port).
@@ -494,6 +541,24 @@ mod tests {
         let line = "42 (linerate (x) y) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0";
         assert_eq!(parse_process_ticks(line), Some(300));
         assert_eq!(parse_process_ticks("42 linerate S"), None);
+    }
+
+    #[test]
+    fn only_the_listening_head_of_a_socket_table_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tcp");
+        let mut text = String::from("  sl  local_address rem_address   st\n");
+        text.push_str("   0: 00000000:14B5 00000000:0000 0A 0\n");
+        text.push_str("   1: 0100007F:14B5 0100007F:9C40 03 0\n");
+        text.push_str("   2: 0100007F:14B6 00000000:0000 0A 0\n");
+        for _ in 0..1000 {
+            text.push_str("   3: 0100007F:9C40 0100007F:14B5 06 0\n");
+        }
+        text.push_str("9999: 0100007F:0016 00000000:0000 0A 0\n");
+        std::fs::write(&path, text).unwrap();
+        let head = listening_part(&path).unwrap();
+        assert_eq!(head.lines().count(), 4, "{head}");
+        assert_eq!(parse_listeners(&head, false).len(), 2);
     }
 
     #[test]

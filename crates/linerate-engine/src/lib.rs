@@ -10,13 +10,14 @@ pub mod crr;
 pub mod file;
 pub mod hostcpu;
 pub mod lat;
+pub mod linkload;
 pub mod mem;
 pub mod meter;
 pub mod sys;
 pub mod tcp;
 pub mod udp;
 
-pub use meter::{sample_intervals, Meter, SampleSchedule, Sink, Stop};
+pub use meter::{sample_intervals, Meter, SampleSchedule, Sink, StallWatch, Stop};
 
 /// What one stream's thread returns.
 #[derive(Debug, Clone, Default)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linerate_proto::defaults::MIN_INTERVAL_FRACTION;
-use linerate_proto::IntervalSample;
+use linerate_proto::{IntervalSample, Stalls, MAX_STALL_SPANS};
 
 /// A stream's running byte count and, for a UDP receiver, its lost datagrams so far (from the
 /// sequence numbers: `udp::recv`). TCP retransmits are not here: the sampler reads them from
@@ -160,8 +160,82 @@ pub struct SampleSchedule {
     pub until: Instant,
 }
 
+/// How often the sampler looks at the meters between samples (and so at `stop`). Few
+/// wake-ups: a sampler waking often disturbs latency tests on small machines.
+pub const WATCH_STEP: Duration = Duration::from_millis(50);
+
+/// The shortest span with no progress a [`StallWatch`] records: two of the sampler's steps, so
+/// a stall is at least one whole step during which the meters did not move (a span is known
+/// to within a step either side), and the scheduler's ordinary delays (a few ms) never count.
+pub const STALL_MIN: Duration = Duration::from_millis(100);
+
+/// Spans with no progress on any stream: what the sampler saw each time it looked at the
+/// meters. A span runs from the first look that saw a byte count to the last look that saw the
+/// same count: no byte moved in between (a lower bound, to within a step). Only spans inside
+/// the window given are counted (the measured part of the test: after the warm-up, before the
+/// deadline), clipped to it.
+#[derive(Debug, Clone)]
+pub struct StallWatch {
+    from_s: f64,
+    to_s: f64,
+    /// The count last seen, and when it was first seen.
+    last: Option<(u64, f64)>,
+    /// When the same count was last seen.
+    seen_s: f64,
+    out: Stalls,
+}
+
+impl StallWatch {
+    /// Watch the span `from_s..to_s` (seconds from the test's start).
+    pub fn new(from_s: f64, to_s: f64) -> Self {
+        Self {
+            from_s,
+            to_s,
+            last: None,
+            seen_s: 0.0,
+            out: Stalls::default(),
+        }
+    }
+
+    /// The meters' total was `total` at `t_s` seconds from the start.
+    pub fn observe(&mut self, t_s: f64, total: u64) {
+        match self.last {
+            Some((b, _)) if b == total => self.seen_s = t_s,
+            _ => {
+                self.close();
+                self.last = Some((total, t_s));
+                self.seen_s = t_s;
+            }
+        }
+    }
+
+    /// Record the span of the current count, if it is a stall.
+    fn close(&mut self) {
+        let Some((_, first)) = self.last else {
+            return;
+        };
+        let (a, b) = (first.max(self.from_s), self.seen_s.min(self.to_s));
+        if b - a >= STALL_MIN.as_secs_f64() - 1e-9 {
+            let s = &mut self.out;
+            s.count = s.count.saturating_add(1);
+            s.seconds += b - a;
+            s.longest_s = s.longest_s.max(b - a);
+            if s.spans.len() < MAX_STALL_SPANS {
+                s.spans.push((a, b));
+            }
+        }
+    }
+
+    /// The stalls seen, the current span included.
+    pub fn finish(mut self) -> Stalls {
+        self.close();
+        self.out
+    }
+}
+
 /// Sample the meters on `sched` until `stop` is set or `sched.until` passes;
-/// push each sample into `sink`; return them all. `retransmits` is called at
+/// push each sample into `sink`; return them all. Between samples, every
+/// [`WATCH_STEP`], the meters' total goes to `stalls`. `retransmits` is called at
 /// each sample for the running retransmit total. No interval is shorter than
 /// [`MIN_INTERVAL_FRACTION`] of `every`: a sampler that woke late (a busy host)
 /// leaves the next sample due soon after, and that short interval is merged with
@@ -173,6 +247,7 @@ pub fn sample_intervals(
     stop: &dyn Fn() -> bool,
     retransmits: &mut dyn FnMut() -> Option<u64>,
     sink: &mut dyn Sink,
+    stalls: &mut StallWatch,
 ) -> Vec<IntervalSample> {
     let SampleSchedule {
         start,
@@ -186,14 +261,21 @@ pub fn sample_intervals(
     let mut prev_rtx = retransmits();
     let mut t0 = 0.0_f64;
     let mut k: u32 = 1;
+    let total = || {
+        meters
+            .iter()
+            .map(|m| m.bytes())
+            .fold(0u64, u64::wrapping_add)
+    };
+    stalls.observe(start.elapsed().as_secs_f64(), total());
     loop {
         let due = start + every * k;
         let end = due.min(until);
         // Sleep in short steps so a stop is noticed quickly.
-        // Few wake-ups: a sampler waking often disturbs latency tests on small machines.
         while Instant::now() < end && !stop() {
             let left = end.saturating_duration_since(Instant::now());
-            std::thread::sleep(left.min(Duration::from_millis(50)));
+            std::thread::sleep(left.min(WATCH_STEP));
+            stalls.observe(start.elapsed().as_secs_f64(), total());
         }
         let now = Instant::now();
         let t1 = now.duration_since(start).as_secs_f64();
@@ -268,6 +350,7 @@ mod tests {
             &stop,
             &mut || None,
             &mut sink,
+            &mut StallWatch::new(0.0, 1.0),
         );
         assert!(!out.is_empty());
         for s in &out {
@@ -302,5 +385,48 @@ mod tests {
         let zero = Budget::new(0);
         zero.arm();
         assert!(zero.over().is_set());
+    }
+
+    #[test]
+    fn spans_without_progress_are_stalls() {
+        // Looks every 50 ms over 2 s; the count stands still from 0.5 to 1.3 s (a stall of
+        // 0.8 s) and from 1.6 s to 1.65 s (one step: not a stall); the end is clipped at 1.8 s.
+        let mut w = StallWatch::new(0.1, 1.8);
+        let mut bytes = 0u64;
+        for i in 0..=40 {
+            let t = f64::from(i) * 0.05;
+            let still =
+                (0.5..1.3 + 1e-9).contains(&t) || (1.6..1.65 + 1e-9).contains(&t) || t >= 1.7;
+            if !still || (t - 0.5).abs() < 1e-9 || (t - 1.6).abs() < 1e-9 || (t - 1.7).abs() < 1e-9
+            {
+                bytes += 1000;
+            }
+            w.observe(t, bytes);
+        }
+        let s = w.finish();
+        assert_eq!(s.count, 2, "{s:?}");
+        assert!(
+            (s.spans[0].0 - 0.5).abs() < 1e-9 && (s.spans[0].1 - 1.3).abs() < 1e-9,
+            "{s:?}"
+        );
+        // The last span runs from 1.7 s to the end of the watch, not of the looks.
+        assert!((s.spans[1].1 - 1.8).abs() < 1e-9, "{s:?}");
+        assert!(
+            (s.seconds - 0.9).abs() < 1e-9 && (s.longest_s - 0.8).abs() < 1e-9,
+            "{s:?}"
+        );
+        // Progress at every look: nothing.
+        let mut w = StallWatch::new(0.0, 1.0);
+        for i in 0..=20 {
+            w.observe(f64::from(i) * 0.05, u64::try_from(i).unwrap());
+        }
+        assert_eq!(w.finish(), Stalls::default());
+        // Spans before the window (warm-up) are not counted.
+        let mut w = StallWatch::new(1.0, 2.0);
+        w.observe(0.0, 0);
+        w.observe(0.9, 0);
+        w.observe(1.0, 5);
+        w.observe(2.0, 9);
+        assert_eq!(w.finish().count, 0);
     }
 }

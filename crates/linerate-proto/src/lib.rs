@@ -21,8 +21,9 @@ pub use frame::{
 };
 pub use kind::Spec;
 pub use msg::{
-    CpuUsage, FileStats, IntervalSample, LatencyStats, Msg, RdmaListen, RdmaTargetStats,
-    SideResults, StreamResult, TcpLimited, TcpStats, UdpStats, MAGIC, PROTOCOL_VERSION,
+    CpuUsage, FileStats, HostCpuLoad, IntervalSample, LatencyStats, LinkTraffic, Msg, RdmaListen,
+    RdmaTargetStats, SideResults, Stalls, StreamResult, TcpLimited, TcpStats, UdpStats, MAGIC,
+    MAX_STALL_SPANS, PROTOCOL_VERSION,
 };
 pub use params::{
     Direction, FileSpec, Limits, Param, RdmaOp, RdmaSpec, Refusal, RefusalKind, ShapeError,

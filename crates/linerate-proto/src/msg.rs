@@ -303,6 +303,66 @@ pub struct SideResults {
     /// server's is the client's request capped by `serve --max-spin`; None from older servers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spin_us: Option<u32>,
+    /// What this side's host CPUs did during the test (other processes, steal, the busiest
+    /// core). None from older peers, or where `/proc/stat` could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_load: Option<Box<HostCpuLoad>>,
+    /// Spans during which this side's streams made no progress at all (boxed, as the two
+    /// fields around it: results are the largest message, kept small where absent). None from older peers
+    /// and from tests that have no byte counters to watch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalls: Option<Box<Stalls>>,
+    /// What the interface of this side's test address carried during the test, all traffic
+    /// (this test's and anyone else's). None from older peers, or where it cannot be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<Box<LinkTraffic>>,
+}
+
+/// The byte counters of one interface over a test (`/sys/class/net/IF/statistics`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkTraffic {
+    /// The interface (`lo`, `eth0`).
+    pub interface: String,
+    pub seconds: f64,
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+}
+
+/// A host's CPUs during one test, as `linerate_engine::hostcpu` measures them between two
+/// snapshots: cores' worth (1.0 = one core for the whole test) and shares of the busiest core.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostCpuLoad {
+    /// Seconds between the two snapshots.
+    pub seconds: f64,
+    /// Cores seen in `/proc/stat`.
+    pub cores: u32,
+    /// The busiest core, % of its time busy (tasks, interrupts and steal).
+    pub busiest_core_percent: Option<f64>,
+    /// Of the busiest core's time, the % other processes held at least.
+    pub busiest_core_others_percent: Option<f64>,
+    /// Cores' worth of CPU linerate's own processes used.
+    pub own_cores: Option<f64>,
+    /// Cores' worth of CPU other processes used.
+    pub other_cores: Option<f64>,
+    /// Cores' worth the hypervisor took (steal).
+    pub steal_cores: Option<f64>,
+}
+
+/// Most stall spans one side reports (the count and total cover all of them).
+pub const MAX_STALL_SPANS: usize = 32;
+
+/// Spans with no progress on any of a side's streams, each at least the watch's resolution
+/// (`linerate_engine::meter::STALL_MIN`), from the test's start.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stalls {
+    /// How many spans with no progress.
+    pub count: u32,
+    /// Their total, seconds.
+    pub seconds: f64,
+    /// The longest, seconds.
+    pub longest_s: f64,
+    /// The first [`MAX_STALL_SPANS`] of them: (start, end) in seconds from the test's start.
+    pub spans: Vec<(f64, f64)>,
 }
 
 #[cfg(test)]

@@ -11,10 +11,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use linerate_proto::{
-    write_msg, CpuUsage, Direction, FileSpec, FileStats, IntervalSample, LatencyStats, Msg,
-    RdmaListen, RdmaOp, RdmaSpec, RdmaTargetStats, RefusalKind, SideResults, StreamResult,
-    TcpLimited, TcpStats, TestKind, TestParams, UdpStats, MAGIC, MAX_CONTROL_FRAME,
-    PROTOCOL_VERSION,
+    write_msg, CpuUsage, Direction, FileSpec, FileStats, HostCpuLoad, IntervalSample, LatencyStats,
+    LinkTraffic, Msg, RdmaListen, RdmaOp, RdmaSpec, RdmaTargetStats, RefusalKind, SideResults,
+    Stalls, StreamResult, TcpLimited, TcpStats, TestKind, TestParams, UdpStats, MAGIC,
+    MAX_CONTROL_FRAME, PROTOCOL_VERSION,
 };
 
 #[path = "../../../fuzz/src/lib.rs"]
@@ -182,6 +182,37 @@ fn interval() -> IntervalSample {
     }
 }
 
+/// What a server measured of its host during the test.
+fn host_load() -> Option<Box<HostCpuLoad>> {
+    Some(Box::new(HostCpuLoad {
+        seconds: 10.002,
+        cores: 2,
+        busiest_core_percent: Some(100.0),
+        busiest_core_others_percent: Some(61.75),
+        own_cores: Some(0.9),
+        other_cores: Some(1.1),
+        steal_cores: None,
+    }))
+}
+
+fn stalls() -> Option<Box<Stalls>> {
+    Some(Box::new(Stalls {
+        count: 3,
+        seconds: 1.8,
+        longest_s: 1.2,
+        spans: vec![(0.5, 1.7), (2.0, 2.35), (f64::MAX, -0.0)],
+    }))
+}
+
+fn link() -> Option<Box<LinkTraffic>> {
+    Some(Box::new(LinkTraffic {
+        interface: "lo".into(),
+        seconds: 10.0,
+        rx_bytes: u64::MAX,
+        tx_bytes: 0,
+    }))
+}
+
 fn results() -> SideResults {
     SideResults {
         streams: vec![
@@ -257,6 +288,9 @@ fn results() -> SideResults {
         error: Some("peer reset after 3.2 s: \"connection reset\" \u{1f}\u{e9}".into()),
         fsync_s: Some(0.125),
         spin_us: None,
+        host_load: host_load(),
+        stalls: stalls(),
+        link: link(),
         rdma: Some(RdmaTargetStats {
             provider: "verbs".into(),
             domain: "mlx5_0".into(),

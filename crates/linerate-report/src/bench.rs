@@ -302,6 +302,7 @@ pub fn render_bench(t: &TestResult, style: Style) -> String {
     if let Some(i) = &t.iperf3 {
         iperf3_block(&mut out, i, style);
     }
+    disturbance_line(&mut out, t, style);
     error_line(&mut out, t, style);
     out
 }
@@ -388,6 +389,22 @@ fn iperf3_block(out: &mut String, i: &Iperf3Out, style: Style) {
     for n in &i.notes {
         let _ = writeln!(out, "  {} {n}", style.dim("note:"));
     }
+}
+
+/// What disturbed the test, when something did: "disturbed: 3 stalls, 1.8 s with no data;
+/// other processes on this host used 1.2 of 2 cores and held 62 % of the busiest core".
+fn disturbance_line(out: &mut String, t: &TestResult, style: Style) {
+    let Some(d) = t.disturbance.as_ref().filter(|d| d.disturbed) else {
+        return;
+    };
+    let causes: Vec<&str> = d.causes.iter().map(|c| c.message.as_str()).collect();
+    let _ = writeln!(
+        out,
+        "  {} {}\n  {}",
+        style.severity(linerate_facts::Severity::Warning, "disturbed:"),
+        causes.join("; "),
+        style.dim("(the figures above are a lower bound of what the path carries)")
+    );
 }
 
 /// "TCP → server via eth0": what ran, where to, and through which local interface.
@@ -524,5 +541,59 @@ fn error_line(out: &mut String, t: &TestResult, style: Style) {
             "{} {e}\n  (the figures above are what was measured until then)",
             style.severity(linerate_facts::Severity::Error, "error:")
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_proto::{Direction, TestKind, TestParams};
+    use linerate_results::{Disturbance, DisturbanceCause, DisturbanceKind};
+
+    fn result(disturbed: bool) -> TestResult {
+        let mut t = TestResult::new(TestParams::new(TestKind::TcpBw, Direction::Send));
+        t.gbps = 0.56;
+        t.disturbance = Some(Disturbance {
+            disturbed,
+            causes: if disturbed {
+                vec![
+                    DisturbanceCause {
+                        cause: DisturbanceKind::Stalls,
+                        host: "remote",
+                        message: "3 stalls, 1.8 s with no data".into(),
+                    },
+                    DisturbanceCause {
+                        cause: DisturbanceKind::CpuContended,
+                        host: "local",
+                        message: "other processes on this host used 1.2 of 2 cores and held 62 % of the busiest core".into(),
+                    },
+                ]
+            } else {
+                Vec::new()
+            },
+            local_cpu: None,
+            remote_cpu: None,
+            remote_same_host: false,
+            local_stalls: None,
+            remote_stalls: None,
+            slow_intervals: 0,
+            median_interval_rate: None,
+            local_link: None,
+            remote_link: None,
+            competing_gbps: None,
+        });
+        t
+    }
+
+    #[test]
+    fn a_disturbed_result_says_what_disturbed_it() {
+        let text = render_bench(&result(true), Style::PLAIN);
+        assert!(
+            text.contains("disturbed: 3 stalls, 1.8 s with no data; other processes on this host used 1.2 of 2 cores and held 62 % of the busiest core"),
+            "{text}"
+        );
+        assert!(text.contains("lower bound"), "{text}");
+        let quiet = render_bench(&result(false), Style::PLAIN);
+        assert!(!quiet.contains("disturbed"), "{quiet}");
     }
 }

@@ -10,7 +10,7 @@
 use std::ops::AddAssign;
 
 use linerate_facts::InterfaceView;
-use linerate_proto::{Direction, TestParams};
+use linerate_proto::{Direction, HostCpuLoad, LinkTraffic, Stalls, TestParams};
 use linerate_stats::LatencyUs;
 use serde::Serialize;
 
@@ -177,6 +177,67 @@ pub struct TestResult {
     pub iperf3: Option<Iperf3Out>,
     /// Set when the test did not complete; the figures are what was measured until then.
     pub error: Option<String>,
+    /// What disturbed the test while it ran (other processes' CPU, steal, spans with no
+    /// progress, intervals far below the median), and whether that was enough to call the
+    /// figures disturbed. None where nothing was measured to judge by.
+    pub disturbance: Option<Disturbance>,
+}
+
+/// What disturbed a test: what both hosts' CPUs did, the spans with no progress and the slow
+/// intervals (measurements), and the judgement of them (`linerate_rules::disturbance`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Disturbance {
+    /// Whether anything below was enough to disturb the figures: then they are a lower bound
+    /// of what the path carries, and `causes` says why.
+    pub disturbed: bool,
+    /// What disturbed it, most important first.
+    pub causes: Vec<DisturbanceCause>,
+    /// This host's CPUs during the test (its linerate processes, a server beside it included,
+    /// are linerate's own).
+    pub local_cpu: Option<HostCpuLoad>,
+    /// The server's, as it reported them; None from an older server, or when it runs on this
+    /// host (then `local_cpu` covers it: `remote_same_host`).
+    pub remote_cpu: Option<HostCpuLoad>,
+    pub remote_same_host: bool,
+    /// This host's spans with no progress on any stream, and the server's (None: not reported).
+    pub local_stalls: Option<Stalls>,
+    pub remote_stalls: Option<Stalls>,
+    /// Intervals (after the warm-up) whose rate was below the judgement's fraction of the
+    /// run's median interval rate, and that median (Gb/s; transactions/s in a latency test).
+    pub slow_intervals: u32,
+    pub median_interval_rate: Option<f64>,
+    /// What the interface of this host's test address carried during the test (all
+    /// traffic), and the server's (None: an older server, or the same host).
+    pub local_link: Option<LinkTraffic>,
+    pub remote_link: Option<LinkTraffic>,
+    /// Traffic beyond the test's own on either interface, Gb/s (the larger).
+    pub competing_gbps: Option<f64>,
+}
+
+/// What kind of thing disturbed a test (`causes[].cause` in the JSON).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DisturbanceKind {
+    /// Spans with no progress on a side's streams.
+    Stalls,
+    /// Intervals far below the run's median.
+    SlowIntervals,
+    /// Other traffic on the test's interface.
+    CompetingTraffic,
+    /// Other processes' CPU.
+    CpuContended,
+    /// The hypervisor's steal.
+    Steal,
+}
+
+/// One thing that disturbed a test.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DisturbanceCause {
+    pub cause: DisturbanceKind,
+    /// `local` (this host) or `remote` (the server); `both` for the run's intervals.
+    pub host: &'static str,
+    /// The cause in words, with its figures.
+    pub message: String,
 }
 
 impl TestResult {
@@ -221,6 +282,7 @@ impl TestResult {
             rdma: None,
             iperf3: None,
             error: None,
+            disturbance: None,
         }
     }
 }

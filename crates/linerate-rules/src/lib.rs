@@ -4,6 +4,7 @@
 
 mod ceilings;
 pub mod diagnose;
+pub mod disturbance;
 mod finding;
 mod host;
 mod link;

@@ -113,3 +113,37 @@ pub const DISK_LIMITS_COPY_FRACTION: f64 = 0.5;
 /// the bound tells the reader nothing: the verdict then gives the rate measured on the spot with
 /// the receiver's copy left out (`--discard`) when doctor ran it, or no bound.
 pub const STACK_BOUND_SHOWN_WITHIN: f64 = 12.0;
+
+/// Spans with no progress at all totalling this share of a test's measured time or more
+/// disturb its result (bench's `stalls`). Alternating single-stream runs of one path differ by
+/// a few percent (`docs/ceiling-model.md`: 43.2-47.1 Gb/s, about ±4 %); time with no data
+/// beyond 5 % takes more off the average than that spread, so it explains a low figure.
+pub const STALLS_DISTURB_FRACTION: f64 = 0.05;
+
+/// A paced test (`-b`) whose writes are this far apart or more has gaps of its own between
+/// them: its spans with no progress are its pacing, not stalls, and are not judged. It is the
+/// stall watch's resolution (`linerate_engine::meter::STALL_MIN`, 100 ms) halved: a gap of
+/// half of it can already merge two looks into one still span.
+pub const PACED_GAP_S: f64 = 0.05;
+
+/// An interval whose rate is below this fraction of the run's median interval rate is slow
+/// (bench's `slow_intervals`). TCP's own backoff cuts a window to half (Reno) or 0.7 (CUBIC) of
+/// what it was, so an interval below a quarter of the median is not congestion control at
+/// work on a steady path: something stopped the stream for most of that interval.
+pub const SLOW_INTERVAL_FRACTION: f64 = 0.25;
+
+/// Of what a test's interface carried, this much beyond the test's own payload is still the
+/// test's (bench's `competing_traffic`): TCP/IP headers (66 bytes per 1448-byte segment on a
+/// 1500-byte MTU, 4.6 %), the ACKs going the other way (one per two segments, 2.3 % of the
+/// payload counted on the other side) and the control connection; a tenth covers them.
+pub const OWN_TRAFFIC_MARGIN: f64 = 0.1;
+
+/// Other traffic on a test's interface of at least this share of the test's own bytes
+/// competed with it (bench's `competing_traffic`): on a wire for its bandwidth, on loopback for
+/// the CPU that carries every flow's packets. linerate's own line: a tenth more traffic is a
+/// tenth of the path's capacity not available to the test, beyond run-to-run spread.
+pub const COMPETING_TRAFFIC_FRACTION: f64 = 0.1;
+
+/// Other traffic below this rate is the host's own chatter (ssh, monitoring, name lookups),
+/// never a competitor worth naming, whatever the test's rate: 10 Mb/s.
+pub const COMPETING_TRAFFIC_MIN_GBPS: f64 = 0.01;

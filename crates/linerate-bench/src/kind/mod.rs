@@ -96,6 +96,7 @@ pub fn assemble(run: &ClientRun) -> TestResult {
     if let Some(i) = &run.iperf3 {
         crate::results::iperf3(&mut t, run, i);
     }
+    t.disturbance = crate::results::disturbance(&t, run);
     t
 }
 

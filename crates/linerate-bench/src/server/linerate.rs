@@ -3,6 +3,8 @@
 //! Everything protocol-neutral (slots, memory, the registry of tests waiting for data
 //! connections, running a side) is `super`'s; what each kind runs is `crate::kind`'s.
 
+use linerate_engine::hostcpu::{HostCpu, HostCpuMeter};
+use linerate_engine::linkload::LinkSnapshot;
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
@@ -294,6 +296,42 @@ impl<'a> Control<'a> {
     }
 
     /// Log a test that ended before it started.
+    /// The test's data connections, collected within the handshake's time; on failure the
+    /// client is told why, the log says so, and None.
+    fn collect(&mut self, params: &TestParams, data: Data, id: u64) -> Option<Wired> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        let wired = match data {
+            Data::Tcp(run, rx) => {
+                collect_tcp(params, &rx, left).map(|conns| Wired::Tcp(run, conns))
+            }
+            Data::Udp(run, u, register) => {
+                collect_udp(params, &u, register, left).map(|flows| Wired::Udp(run, flows))
+            }
+            Data::Listen(run, listener) => Ok(Wired::Listen {
+                run,
+                listener,
+                client: self
+                    .sock
+                    .peer_addr()
+                    .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip()),
+                streams: params.connections(),
+            }),
+        };
+        match wired {
+            Ok(w) => Some(w),
+            Err(reason) => {
+                let _ = write_msg(
+                    &mut self.sock,
+                    &Msg::Error {
+                        message: reason.clone(),
+                    },
+                );
+                self.log_failed(id, params.kind.as_str(), &reason);
+                None
+            }
+        }
+    }
+
     fn log_failed(&self, id: u64, kind: &str, error: &str) {
         self.sh.log(&ServerLog::Test(TestLog::Failed {
             test_id: id,
@@ -441,34 +479,8 @@ fn run_test(
         return;
     }
     // Collect the data connections, then wait for Start; all within the handshake timeout.
-    let left = c.deadline.saturating_duration_since(Instant::now());
-    let wired = match data {
-        Data::Tcp(run, rx) => collect_tcp(params, &rx, left).map(|conns| Wired::Tcp(run, conns)),
-        Data::Udp(run, u, register) => {
-            collect_udp(params, &u, register, left).map(|flows| Wired::Udp(run, flows))
-        }
-        Data::Listen(run, listener) => Ok(Wired::Listen {
-            run,
-            listener,
-            client: c
-                .sock
-                .peer_addr()
-                .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip()),
-            streams: params.connections(),
-        }),
-    };
-    let wired = match wired {
-        Ok(w) => w,
-        Err(reason) => {
-            let _ = write_msg(
-                &mut c.sock,
-                &Msg::Error {
-                    message: reason.clone(),
-                },
-            );
-            c.log_failed(id, params.kind.as_str(), &reason);
-            return;
-        }
+    let Some(wired) = c.collect(params, data, id) else {
+        return;
     };
     if !c.wait_start(id, params.kind.as_str()) {
         return;
@@ -486,7 +498,13 @@ fn run_test(
         .soak
         .then(|| sh.cfg.soak.as_ref().map(|f| f(local_ip)))
         .flatten();
+    // What this host's CPUs did during the test, for the client to judge the run by.
+    let cpu = HostCpuMeter::new();
+    let before = cpu.snapshot();
+    let link = LinkSnapshot::of(local_ip);
     let mut run = run_linerate_side(&c.sock, &plan, wired, soak);
+    run.results.host_load = Some(Box::new(HostCpu::between(&before, &cpu.snapshot()).into()));
+    run.results.link = link.and_then(|l| l.since()).map(Box::new);
     let file_log = kind::of(params.kind).finish(held, params, &mut run.results);
     c.send_results(&run.results);
     log_test(c, id, params, test_slot.memory, &run.results, file_log);
