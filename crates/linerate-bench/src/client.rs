@@ -16,7 +16,7 @@ use socket2::{Domain, Protocol as IpProtocol, SockAddr, Socket, Type};
 use thiserror::Error;
 
 pub use crate::outcome::ClientRun;
-use crate::side::{self, SidePlan, Wired};
+use crate::side::{self, Ending, SidePlan, Wired};
 
 mod linerate;
 
@@ -262,6 +262,7 @@ pub(crate) fn local_plan(cfg: &ClientConfig, tag: u32) -> SidePlan {
         start: Instant::now(),
         affinity: cfg.affinity.clone(),
         file: cfg.file.clone(),
+        ending: Ending::Time,
     }
 }
 

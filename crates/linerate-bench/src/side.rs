@@ -33,11 +33,53 @@ pub type ListenEnd = fn(&mut Streams<'_>, u32, &Arc<TcpListener>, IpAddr);
 pub type ConnectEnd = fn(&mut Streams<'_>, u32, SocketAddr, Option<IpAddr>);
 
 /// One UDP flow of a stream: a socket (client: connected, one per stream; server: the test's
-/// shared socket) and, for a server sending on it, the client's address for this stream.
+/// shared socket, or one of the stream's own) and, for a server sending on a shared socket, the
+/// client's address for this stream.
 #[derive(Debug, Clone)]
 pub struct UdpFlow {
     pub sock: Arc<UdpSocket>,
     pub peer: Option<SocketAddr>,
+    /// How its datagrams are framed.
+    pub datagrams: Datagrams,
+}
+
+/// The framing of a UDP flow's datagrams: the wire protocol's choice, as the transport is the
+/// kind's. A kind's function runs the engine of the framing its flow carries.
+#[derive(Debug, Clone)]
+pub enum Datagrams {
+    /// linerate's (`linerate_engine::udp`): the test's tag and the stream's index in each, so
+    /// a server receives every stream on one shared socket.
+    Linerate,
+    /// iperf3's (`linerate_engine::iperf3_udp`): the sender's clock and a 32- or 64-bit
+    /// sequence number; each stream on a connected socket of its own. Its counts by iperf3's
+    /// definitions (the figures of iperf3's results) are left in `counts` when it ends.
+    Iperf3 {
+        width: linerate_iperf3::udp::SeqWidth,
+        counts: Arc<std::sync::Mutex<Option<linerate_engine::iperf3_udp::Counts>>>,
+    },
+}
+
+impl Datagrams {
+    /// iperf3's framing, with an empty slot for the stream's counts.
+    pub fn iperf3(width: linerate_iperf3::udp::SeqWidth) -> Self {
+        Self::Iperf3 {
+            width,
+            counts: Arc::new(std::sync::Mutex::new(None)),
+        }
+    }
+}
+
+/// What ends a side's streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The test's time, which each end keeps (linerate's protocol): a sender stops at
+    /// `duration_ms`, a receiver at the end of its stream.
+    Time,
+    /// The peer says the test is over (`peer_done`: iperf3's TEST_END, the client keeping the
+    /// time): every stream runs until then and is stopped then. `duration_ms` is only the bound:
+    /// a peer that never ends the test has its streams stopped at the bound (plus the grace),
+    /// and the side reports that they ran on.
+    Peer,
 }
 
 /// This side's data connections with what it runs on each, built together by the wire
@@ -165,12 +207,26 @@ pub struct SidePlan {
     pub affinity: Vec<usize>,
     /// File transfers: the source (client) or the destination (server).
     pub file: Option<Arc<File>>,
+    /// What ends the streams.
+    pub ending: Ending,
 }
 
 #[derive(Debug)]
 pub struct SideRun {
     pub results: SideResults,
     pub rtt: Option<Rtt>,
+    /// What each stream's counters said when the omitted warm-up ended (by stream index);
+    /// `None` without a warm-up.
+    pub omit_marks: Option<Vec<OmitMark>>,
+}
+
+/// A stream's counters when the omitted warm-up ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OmitMark {
+    /// Bytes it had moved.
+    pub bytes: u64,
+    /// A TCP sender's retransmissions so far (TCP_INFO); `None` for the other streams.
+    pub retransmits: Option<u64>,
 }
 
 impl SideRun {
@@ -181,6 +237,7 @@ impl SideRun {
                 ..SideResults::default()
             },
             rtt: None,
+            omit_marks: None,
         }
     }
 }
@@ -219,8 +276,9 @@ pub struct Streams<'a> {
     answerers: Vec<thread::JoinHandle<Timed<Option<String>>>>,
     /// Every TCP connection, to shut down when the test must end.
     tcp_handles: Vec<TcpStream>,
-    /// The connections this side sends on: only a sender retransmits, so only they count.
-    send_handles: Vec<TcpStream>,
+    /// The connections this side sends on, by stream index: only a sender retransmits, so only
+    /// they count.
+    send_handles: Vec<(u32, TcpStream)>,
     /// A thread already receives every stream of the shared UDP socket (server).
     pub(crate) shared_receiver: bool,
     /// This end reports no intervals (a server answering requests: the client counts them).
@@ -409,13 +467,14 @@ impl<'a> Streams<'a> {
         );
     }
 
-    /// Keep handles of a TCP connection: to shut it down, and (a sender's) for TCP_INFO.
-    pub(crate) fn keep_tcp(&mut self, s: &TcpStream, sender: bool) {
+    /// Keep handles of stream `idx`'s TCP connection: to shut it down, and (a sender's) for
+    /// TCP_INFO.
+    pub(crate) fn keep_tcp(&mut self, idx: u32, s: &TcpStream, sender: bool) {
         if let Ok(c) = s.try_clone() {
             self.tcp_handles.push(c);
         }
         if let Some(c) = sender.then(|| s.try_clone().ok()).flatten() {
-            self.send_handles.push(c);
+            self.send_handles.push((idx, c));
         }
     }
 
@@ -443,11 +502,17 @@ impl<'a> Streams<'a> {
         self.jobs.is_empty() && self.round_trips.is_empty()
     }
 
-    /// Snapshot the counters when the warm-up ends (None: no warm-up).
-    fn omit_snapshot(&self) -> Option<thread::JoinHandle<Vec<u64>>> {
+    /// Snapshot the counters when the warm-up ends (None: no warm-up): each stream's bytes, and
+    /// a TCP sender's retransmissions.
+    fn omit_snapshot(&self) -> Option<thread::JoinHandle<Vec<OmitMark>>> {
         let omit = Duration::from_millis(self.plan.params.omit_ms);
         (!omit.is_zero()).then(|| {
             let meters = self.meters.clone();
+            let senders: Vec<(u32, TcpStream)> = self
+                .send_handles
+                .iter()
+                .filter_map(|(i, s)| s.try_clone().ok().map(|s| (*i, s)))
+                .collect();
             let stop = self.stop.clone();
             let at = self.plan.start + omit;
             thread::spawn(move || {
@@ -457,7 +522,19 @@ impl<'a> Streams<'a> {
                             .min(Duration::from_millis(20)),
                     );
                 }
-                meters.iter().map(|m| m.bytes()).collect::<Vec<u64>>()
+                let mut marks: Vec<OmitMark> = meters
+                    .iter()
+                    .map(|m| OmitMark {
+                        bytes: m.bytes(),
+                        retransmits: None,
+                    })
+                    .collect();
+                for (i, s) in &senders {
+                    if let Some(m) = marks.get_mut(*i as usize) {
+                        m.retransmits = sys::tcp_info(s).map(|t| t.retransmits);
+                    }
+                }
+                marks
             })
         })
     }
@@ -481,7 +558,7 @@ impl<'a> Streams<'a> {
             (!self.send_handles.is_empty()).then(|| {
                 self.send_handles
                     .iter()
-                    .filter_map(sys::tcp_info)
+                    .filter_map(|(_, s)| sys::tcp_info(s))
                     .map(|t| t.retransmits)
                     .sum()
             })
@@ -489,10 +566,11 @@ impl<'a> Streams<'a> {
         // Sampling ends when the streams are done (or, for time-bound threads, at `until`,
         // and for answering servers when the client is done), and at once when the test is
         // aborted.
+        let peer_ends = self.plan.ending == Ending::Peer;
         let stop_sampling = || {
             self.stop.is_set()
                 || (!time_only && self.done.is_set())
-                || (!self.answerers.is_empty() && self.peer_done.is_set())
+                || ((peer_ends || !self.answerers.is_empty()) && self.peer_done.is_set())
         };
         if self.quiet {
             // A server answering requests has nothing to report per interval; wait for the end.
@@ -709,13 +787,19 @@ pub fn run(
     let omit_snap = st.omit_snapshot();
     let until = st.until();
     let intervals = st.sample(sink, until);
+    // The peer ended the test: every stream stops now (and its connection is shut down).
+    let peer_ended = plan.ending == Ending::Peer && peer_done.is_set();
+    if peer_ended {
+        st.stop.set();
+    }
     // Past this point every thread must end.
-    let timed_out = !st.done.is_set() && !time_only && Instant::now() >= until;
+    let timed_out = !peer_ended && !st.done.is_set() && !time_only && Instant::now() >= until;
     let spin = st.spin;
     let mut joined = st.join(timed_out);
-    let snap: Vec<u64> = omit_snap
-        .and_then(|h| h.join().ok())
-        .unwrap_or_else(|| vec![0; n]);
+    let omit_marks: Option<Vec<OmitMark>> = omit_snap.and_then(|h| h.join().ok());
+    let snap: Vec<u64> = omit_marks
+        .as_ref()
+        .map_or_else(|| vec![0; n], |m| m.iter().map(|m| m.bytes).collect());
     joined.add_udp_receivers(plan);
     let (streams, user, system) = joined.stream_results(plan, &snap);
     let duration = Duration::from_millis(plan.params.duration_ms);
@@ -749,5 +833,6 @@ pub fn run(
             spin_us: spin.map(|s| u32::try_from(s.as_micros()).unwrap_or(u32::MAX)),
         },
         rtt,
+        omit_marks,
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod crr;
 pub mod file;
+pub mod iperf3_udp;
 pub mod lat;
 pub mod mem;
 pub mod meter;

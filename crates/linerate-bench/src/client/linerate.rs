@@ -22,7 +22,7 @@ use super::{
     Event,
 };
 use crate::kind::{self, Ends};
-use crate::side::{self, UdpFlow, Wired};
+use crate::side::{self, Datagrams, UdpFlow, Wired};
 
 /// The client side of an RDMA test, after `accepted`.
 fn run_rdma(
@@ -247,6 +247,7 @@ fn open_data(
                 flows.push(UdpFlow {
                     sock: Arc::new(u),
                     peer: None,
+                    datagrams: Datagrams::Linerate,
                 });
             }
             Ok(Wired::Udp(run, flows))

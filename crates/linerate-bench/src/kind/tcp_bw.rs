@@ -65,7 +65,7 @@ fn stream(st: &mut Streams<'_>, idx: u32, s: TcpStream) -> Result<(), String> {
         bitrate_bps: p.bitrate_bps,
         zerocopy: p.zerocopy,
     };
-    st.keep_tcp(&s, sender);
+    st.keep_tcp(idx, &s, sender);
     let (meter, stop) = (st.meter(idx), st.stop());
     let f: StreamFn = if sender {
         Box::new(move || tcp::send(&s, &send_plan, &meter, &stop))

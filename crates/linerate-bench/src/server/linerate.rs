@@ -22,7 +22,7 @@ use super::{
 };
 use crate::kind::{self, Ends, Held};
 use crate::serverlog::{FileLog, Outcome, RdmaRan, ServerLog, TestLog, TestRan};
-use crate::side::{self, SidePlan, UdpFlow, Wired};
+use crate::side::{self, Datagrams, Ending, SidePlan, UdpFlow, Wired};
 
 fn read_by(sock: &TcpStream, at: Instant) -> Result<Msg, FrameError> {
     read_msg(&mut Deadline { sock, at }, MAX_CONTROL_FRAME)
@@ -480,6 +480,7 @@ fn run_test(
         start: Instant::now(),
         affinity: Vec::new(),
         file: held.file(),
+        ending: Ending::Time,
     };
     let soak = params
         .soak
@@ -682,6 +683,7 @@ fn collect_udp(
         .map(|peer| UdpFlow {
             sock: Arc::clone(u),
             peer,
+            datagrams: Datagrams::Linerate,
         })
         .collect())
 }
