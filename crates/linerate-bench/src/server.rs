@@ -242,18 +242,12 @@ pub(crate) struct Port {
     pub udp: Option<Arc<iperf3::UdpPort>>,
 }
 
-/// Serve on an already bound listener (and, with `--iperf3-port`, one more on that port).
-pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()> {
-    let addr = listener.local_addr()?;
-    let extra = match cfg.iperf3_port {
-        Some(port) => Some(bind(SocketAddr::new(addr.ip(), port))?),
-        None => None,
-    };
-    let mut listeners = vec![listener];
-    listeners.extend(extra.as_ref());
+/// Each listener's port, with its UDP socket for iperf3's UDP streams; the UDP ports that
+/// could not be bound, and why.
+fn ports_of(listeners: &[&TcpListener]) -> std::io::Result<(Vec<Arc<Port>>, Vec<String>)> {
     let mut ports = Vec::new();
     let mut udp_errors = Vec::new();
-    for l in &listeners {
+    for l in listeners {
         let a = l.local_addr()?;
         let udp = match iperf3::UdpPort::bind(a) {
             Ok(u) => Some(Arc::new(u)),
@@ -264,28 +258,51 @@ pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()
         };
         ports.push(Arc::new(Port { addr: a, udp }));
     }
+    Ok((ports, udp_errors))
+}
+
+/// The first line of the log: where the server listens, and on what terms.
+fn log_listening(
+    cfg: &ServerConfig,
+    addr: SocketAddr,
+    ports: &[Arc<Port>],
+    udp_errors: Vec<String>,
+) {
+    ServerLog::Listening {
+        address: addr.to_string(),
+        protocol: PROTOCOL_VERSION,
+        version: env!("CARGO_PKG_VERSION"),
+        auth: cfg.psk.is_some(),
+        limits: cfg.limits.clone(),
+        max_memory_bytes: cfg.max_memory_bytes,
+        write_dir: cfg
+            .write_dir
+            .as_ref()
+            .map(|w| w.path().display().to_string()),
+        iperf3: Iperf3Listening {
+            addresses: ports.iter().map(|p| p.addr.to_string()).collect(),
+            udp: ports
+                .iter()
+                .filter_map(|p| p.udp.as_ref().map(|u| u.addr().to_string()))
+                .collect(),
+            udp_errors,
+        },
+    }
+    .print();
+}
+
+/// Serve on an already bound listener (and, with `--iperf3-port`, one more on that port).
+pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()> {
+    let addr = listener.local_addr()?;
+    let extra = match cfg.iperf3_port {
+        Some(port) => Some(bind(SocketAddr::new(addr.ip(), port))?),
+        None => None,
+    };
+    let mut listeners = vec![listener];
+    listeners.extend(extra.as_ref());
+    let (ports, udp_errors) = ports_of(&listeners)?;
     if cfg.log {
-        ServerLog::Listening {
-            address: addr.to_string(),
-            protocol: PROTOCOL_VERSION,
-            version: env!("CARGO_PKG_VERSION"),
-            auth: cfg.psk.is_some(),
-            limits: cfg.limits.clone(),
-            max_memory_bytes: cfg.max_memory_bytes,
-            write_dir: cfg
-                .write_dir
-                .as_ref()
-                .map(|w| w.path().display().to_string()),
-            iperf3: Iperf3Listening {
-                addresses: ports.iter().map(|p| p.addr.to_string()).collect(),
-                udp: ports
-                    .iter()
-                    .filter_map(|p| p.udp.as_ref().map(|u| u.addr().to_string()))
-                    .collect(),
-                udp_errors,
-            },
-        }
-        .print();
+        log_listening(&cfg, addr, &ports, udp_errors);
     }
     // A deadline is a trigger of its own, pulled by a thread that sleeps until then.
     let shutdown = match (&cfg.shutdown, cfg.exit_after) {
@@ -327,11 +344,7 @@ pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()
     // The other listeners' accept loops run on threads of their own; the first on this one.
     let others: Vec<_> = match extra {
         Some(l) => {
-            let (sh, port, stop) = (
-                Arc::clone(&shared),
-                Arc::clone(&ports[1]),
-                shutdown.clone(),
-            );
+            let (sh, port, stop) = (Arc::clone(&shared), Arc::clone(&ports[1]), shutdown.clone());
             vec![thread::Builder::new()
                 .name("accept".into())
                 .spawn(move || accept_loop(&l, &sh, &port, stop.as_ref()))]
@@ -587,9 +600,9 @@ pub(crate) fn collect_tcp(
             return Err(missing(have));
         }
         match rx.recv_timeout(left) {
-            Ok(DataConn { index: i, sock: s, .. })
-                if (i as usize) < n && slots[i as usize].is_none() =>
-            {
+            Ok(DataConn {
+                index: i, sock: s, ..
+            }) if (i as usize) < n && slots[i as usize].is_none() => {
                 let _ = s.set_read_timeout(None);
                 let _ = s.set_write_timeout(None);
                 if let Some(w) = p.window {

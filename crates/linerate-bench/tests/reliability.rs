@@ -38,6 +38,7 @@ const PSK: &[u8] = b"reliability-test-key-0123456789";
 fn server_config() -> ServerConfig {
     ServerConfig {
         bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+        iperf3_port: None,
         limits: Limits {
             max_tests: 4,
             max_streams: 4,

@@ -54,7 +54,12 @@ pub struct SendPlan {
 
 /// Send paced datagrams on the connected `sock` until the deadline or `stop`. An error after
 /// `stop` is the stop's doing (the sockets are closed under the stream) and is not reported.
-pub fn send(sock: &UdpSocket, plan: &SendPlan, meter: &Meter, stop: &Stop) -> (StreamOutcome, Counts) {
+pub fn send(
+    sock: &UdpSocket,
+    plan: &SendPlan,
+    meter: &Meter,
+    stop: &Stop,
+) -> (StreamOutcome, Counts) {
     let mut out = StreamOutcome::default();
     let mut counts = Counts::default();
     let mut buf = vec![0u8; plan.length.max(plan.width.header_len())];
@@ -71,8 +76,8 @@ pub fn send(sock: &UdpSocket, plan: &SendPlan, meter: &Meter, stop: &Stop) -> (S
             counts.omitted = Some((seq.sent(), 0));
         }
         if plan.bitrate_bps > 0 {
-            let due = start
-                + Duration::from_secs_f64(sent_bytes as f64 * 8.0 / plan.bitrate_bps as f64);
+            let due =
+                start + Duration::from_secs_f64(sent_bytes as f64 * 8.0 / plan.bitrate_bps as f64);
             if due > now {
                 std::thread::sleep((due - now).min(plan.deadline - now));
                 continue;
@@ -238,7 +243,10 @@ mod tests {
             assert!(scounts.packets > 10, "{scounts:?}");
             assert_eq!(sent.bytes, scounts.packets * 1000);
             assert_eq!(smeter.bytes(), sent.bytes);
-            assert_eq!(rcounts.packets, scounts.packets, "the highest sequence is the last sent");
+            assert_eq!(
+                rcounts.packets, scounts.packets,
+                "the highest sequence is the last sent"
+            );
             assert_eq!((rcounts.errors, rcounts.out_of_order), (0, 0));
             assert_eq!(got.bytes, sent.bytes);
             assert_eq!(rmeter.bytes(), got.bytes);

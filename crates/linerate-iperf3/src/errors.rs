@@ -528,6 +528,9 @@ mod tests {
             total.or_older(Some(v("3.7")), ErrorCode::IENEWTEST),
             ErrorCode::IENEWTEST
         );
-        assert_eq!(total.or_older(None, ErrorCode::IENEWTEST), ErrorCode::IENEWTEST);
+        assert_eq!(
+            total.or_older(None, ErrorCode::IENEWTEST),
+            ErrorCode::IENEWTEST
+        );
     }
 }

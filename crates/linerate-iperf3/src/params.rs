@@ -542,7 +542,13 @@ impl Iperf3Params {
             )
         })?;
         if let Some(max) = limits.max_duration_s {
-            check_duration(duration_s, omit_s, max, limits.open_ended, self.client_version())?;
+            check_duration(
+                duration_s,
+                omit_s,
+                max,
+                limits.open_ended,
+                self.client_version(),
+            )?;
         }
         Ok(Times {
             duration_s,

@@ -280,7 +280,11 @@ fn side_word(role: Role) -> &'static str {
 /// `unit_snprintf` of a byte count with `'A'`: 1024-based, the label without its `s` (the
 /// format adds it): `280 MByte`, `1.82 GByte`.
 pub fn transfer(bytes: u64) -> String {
-    adaptive(bytes as f64, 1024.0, &["Byte", "KByte", "MByte", "GByte", "TByte"])
+    adaptive(
+        bytes as f64,
+        1024.0,
+        &["Byte", "KByte", "MByte", "GByte", "TByte"],
+    )
 }
 
 /// `unit_snprintf` of a rate with `'a'`: bits, 1000-based, without its `s`: `2.35 Gbit`.
@@ -322,7 +326,7 @@ fn percent_g(lost: i64, total: i64) -> String {
 /// C's `%.{precision}g`: `precision` significant digits, the shorter of fixed and exponent
 /// notation by C's rule (exponent when it is below −4 or at least `precision`), trailing zeros
 /// removed.
-pub fn format_g(v: f64, precision: usize) -> String {
+pub fn format_g(v: f64, precision: u8) -> String {
     if v == 0.0 || !v.is_finite() {
         return if v.is_finite() {
             "0".into()
@@ -332,15 +336,16 @@ pub fn format_g(v: f64, precision: usize) -> String {
     }
     let precision = precision.max(1);
     // The exponent after rounding to `precision` digits.
-    let sci = format!("{:.*e}", precision - 1, v);
+    let sci = format!("{:.*e}", usize::from(precision - 1), v);
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    if exp < -4 || exp >= precision as i32 {
+    let p = i32::from(precision);
+    if exp < -4 || exp >= p {
         let m = trim_zeros(mantissa);
         let sign = if exp < 0 { '-' } else { '+' };
         format!("{m}e{sign}{:02}", exp.abs())
     } else {
-        let decimals = (precision as i32 - 1 - exp).max(0) as usize;
+        let decimals = usize::try_from(p - 1 - exp).unwrap_or(0);
         trim_zeros(&format!("{v:.decimals$}")).to_string()
     }
 }
@@ -467,7 +472,9 @@ mod tests {
         };
         let text = r.text();
         assert!(
-            text.contains("[  1]   0.00-1.00   sec  1.22 MBytes  10.2 Mbits/sec                  (omitted)\n"),
+            text.contains(
+                "[  1]   0.00-1.00   sec  1.22 MBytes  10.2 Mbits/sec                  (omitted)\n"
+            ),
             "{text}"
         );
         assert!(

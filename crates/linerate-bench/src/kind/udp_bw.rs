@@ -82,8 +82,7 @@ fn iperf3_stream(
     counts: Arc<Mutex<Option<iperf3_udp::Counts>>>,
 ) {
     let p = st.params();
-    let omit_until =
-        (p.omit_ms > 0).then(|| st.plan().start + Duration::from_millis(p.omit_ms));
+    let omit_until = (p.omit_ms > 0).then(|| st.plan().start + Duration::from_millis(p.omit_ms));
     let (meter, stop) = (st.meter(idx), st.stop());
     let keep = move |c: iperf3_udp::Counts| {
         *counts.lock().unwrap_or_else(PoisonError::into_inner) = Some(c);

@@ -172,16 +172,23 @@ impl Reader {
                 .map_err(ReadError::Io)?;
             let mut buf = [0u8; 16 * 1024];
             match self.sock.read(&mut buf) {
-                Ok(0) => return Err(ReadError::Closed(self.session.closed().err().and_then(|e| e.closed_in()))),
+                Ok(0) => {
+                    return Err(ReadError::Closed(
+                        self.session.closed().err().and_then(|e| e.closed_in()),
+                    ))
+                }
                 Ok(n) => self.inbuf.extend_from_slice(&buf[..n]),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     return Err(ReadError::Timeout)
                 }
-                Err(e) if matches!(
-                    e.kind(),
-                    ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe
-                ) =>
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::ConnectionReset
+                            | ErrorKind::ConnectionAborted
+                            | ErrorKind::BrokenPipe
+                    ) =>
                 {
                     return Err(ReadError::Closed(None))
                 }
@@ -386,7 +393,9 @@ fn control(c: &mut Control<'_>, slot: &mut HandshakeSlot<'_>, cookie: &Cookie) {
         Err(ReadError::Protocol(SessionError::Params(e))) => {
             let errno = if matches!(
                 e,
-                linerate_iperf3::DecodeError::Frame(linerate_iperf3::JsonFrameError::TooLarge { .. })
+                linerate_iperf3::DecodeError::Frame(
+                    linerate_iperf3::JsonFrameError::TooLarge { .. }
+                )
             ) {
                 libc_errno::EMSGSIZE
             } else {
@@ -441,7 +450,11 @@ fn server_limits(sh: &Shared) -> ServerLimits {
     let l = &sh.cfg.limits;
     ServerLimits {
         max_streams: l.max_streams.min(IPERF3_MAX_STREAMS),
-        max_duration_s: Some(u32::try_from(l.max_duration_ms / 1000).unwrap_or(u32::MAX).max(1)),
+        max_duration_s: Some(
+            u32::try_from(l.max_duration_ms / 1000)
+                .unwrap_or(u32::MAX)
+                .max(1),
+        ),
         max_window: l.max_window,
         max_total_bitrate_bps: None,
         open_ended: true,
@@ -458,6 +471,44 @@ fn admit(c: &Control<'_>, p: &Iperf3Params) -> Result<Admitted, Refusal3> {
     let test = p
         .check(&server_limits(sh))
         .map_err(|v| (v.code, errno, v.to_string()))?;
+    let affinity = check_serve(c, p, &test)?;
+    let udp = test.protocol == Protocol::Udp;
+    let kind = if udp {
+        TestKind::UdpBw
+    } else {
+        TestKind::TcpBw
+    };
+    let params = test_params(&test, kind, l);
+    // The shape of an iperf3 datagram was checked by iperf3's rules (16 bytes at least);
+    // linerate's (24, for its own header) does not apply to it.
+    let mut shaped = params.clone();
+    if udp {
+        shaped.length = shaped.length.max(defaults::UDP_BW_MIN_LENGTH);
+    }
+    shaped
+        .validate(l)
+        .map_err(|r| (ErrorCode::IENEWTEST, errno, r.reason))?;
+    kind::of(kind)
+        .admit(&params, &sh.cfg)
+        .map_err(|r| (ErrorCode::IENEWTEST, errno, r.reason))?;
+    let mut params = params;
+    // The run's bound: the client keeps the time and ends the test.
+    if test.duration_s > 0 {
+        params.duration_ms += LATE.as_millis() as u64;
+    }
+    Ok(Admitted {
+        ignored: ignored(p, &test),
+        test,
+        params,
+        affinity,
+    })
+}
+
+/// What serve adds to iperf3's checks: its length and UDP rate limits, a UDP port, the socket
+/// buffers this system gives, the CPU asked for (returned, to pin the streams to).
+fn check_serve(c: &Control<'_>, p: &Iperf3Params, test: &Test) -> Result<Vec<usize>, Refusal3> {
+    let l = &c.sh.cfg.limits;
+    let errno = libc_errno::EINVAL;
     let udp = test.protocol == Protocol::Udp;
     if test.len > l.max_length {
         let code = if udp {
@@ -474,7 +525,10 @@ fn admit(c: &Control<'_>, p: &Iperf3Params) -> Result<Admitted, Refusal3> {
             ),
         ));
     }
-    if udp && l.max_udp_bitrate_bps > 0 && (test.bitrate_bps == 0 || test.bitrate_bps > l.max_udp_bitrate_bps) {
+    if udp
+        && l.max_udp_bitrate_bps > 0
+        && (test.bitrate_bps == 0 || test.bitrate_bps > l.max_udp_bitrate_bps)
+    {
         return Err((
             ErrorCode::IETOTALRATE,
             errno,
@@ -525,7 +579,13 @@ fn admit(c: &Control<'_>, p: &Iperf3Params) -> Result<Admitted, Refusal3> {
             }
         }
     }
-    let kind = if udp { TestKind::UdpBw } else { TestKind::TcpBw };
+    Ok(affinity)
+}
+
+/// The test as linerate runs it (its `duration_ms` the time asked for with the warm-up, or
+/// `--max-duration` for a test without a time of its own).
+fn test_params(test: &Test, kind: TestKind, l: &linerate_proto::Limits) -> TestParams {
+    let udp = test.protocol == Protocol::Udp;
     let direction = match test.direction {
         DataFlow::Forward => Direction::Send,
         DataFlow::Reverse => Direction::Receive,
@@ -549,28 +609,7 @@ fn admit(c: &Control<'_>, p: &Iperf3Params) -> Result<Admitted, Refusal3> {
         params.discard = test.skip_rx_copy;
     }
     params.fit(l);
-    // The shape of an iperf3 datagram was checked by iperf3's rules (16 bytes at least);
-    // linerate's (24, for its own header) does not apply to it.
-    let mut shaped = params.clone();
-    if udp {
-        shaped.length = shaped.length.max(defaults::UDP_BW_MIN_LENGTH);
-    }
-    shaped
-        .validate(l)
-        .map_err(|r| (ErrorCode::IENEWTEST, errno, r.reason))?;
-    kind::of(kind)
-        .admit(&params, &sh.cfg)
-        .map_err(|r| (ErrorCode::IENEWTEST, errno, r.reason))?;
-    // The run's bound: the client keeps the time and ends the test.
-    if test.duration_s > 0 {
-        params.duration_ms += LATE.as_millis() as u64;
-    }
-    Ok(Admitted {
-        ignored: ignored(p, &test),
-        test,
-        params,
-        affinity,
-    })
+    params
 }
 
 /// Whether this system gives a TCP socket buffers of `w` bytes (iperf3 reads them back and
@@ -635,6 +674,68 @@ enum Collected {
     Udp(Vec<(UdpSocket, SocketAddr)>),
 }
 
+/// How an accepted test waits for its streams, registered before CREATE_STREAMS (the client
+/// opens them as soon as it reads it).
+enum Waiting {
+    Tcp(Receiver<DataConn>),
+    Udp(udp::UdpWait),
+}
+
+/// Register for the test's streams, send CREATE_STREAMS, take them; `None` when they did not
+/// come (logged, and the client told when it is still there).
+fn open_streams(
+    c: &mut Control<'_>,
+    a: &Admitted,
+    id: u64,
+    slot: &mut HandshakeSlot<'_>,
+    test_slot: &mut TestSlot<'_>,
+    cookie: &Cookie,
+) -> Option<Collected> {
+    let n = a.params.connections() as usize;
+    let waiting = if a.test.protocol == Protocol::Udp {
+        let port = c.port.udp.clone()?;
+        let client = c.peer_addr().map_or(IpAddr::from([0, 0, 0, 0]), |p| p.ip());
+        if let Some(w) = port.expect(client, n, c.deadline) {
+            Waiting::Udp(w)
+        } else {
+            c.deny(
+                "iperf3 client: another UDP test from the same address is still setting up \
+                 its streams (UDP streams are told apart by address only)",
+                Some(&a.params),
+            );
+            return None;
+        }
+    } else {
+        Waiting::Tcp(test_slot.expect_data(&key(cookie), n))
+    };
+    // The test holds a test slot; its data connections need handshake slots of their own.
+    slot.release();
+    if !c.send_with(ServerSession::create_streams) {
+        return None;
+    }
+    let collected = match &waiting {
+        Waiting::Tcp(rx) => collect_tcp(c, rx, n).map(Collected::Tcp),
+        Waiting::Udp(w) => collect_udp(c, w, n, a.test.window).map(Collected::Udp),
+    };
+    match collected {
+        Ok(x) => Some(x),
+        Err(Collect::Gone(reason)) => {
+            log_failed(c, id, a, &reason);
+            None
+        }
+        Err(Collect::Failed(reason, errno)) => {
+            c.refuse(
+                ErrorCode::IESTREAMACCEPT,
+                errno,
+                &format!("iperf3 client: {reason}"),
+                Some(&a.params),
+            );
+            log_failed(c, id, a, &reason);
+            None
+        }
+    }
+}
+
 /// An accepted test: register for its streams, take them, run, exchange results.
 fn run_test(
     c: &mut Control<'_>,
@@ -645,53 +746,8 @@ fn run_test(
 ) {
     let sh = c.sh;
     let id = sh.next_test_id();
-    let n = a.params.connections() as usize;
-    let udp = a.test.protocol == Protocol::Udp;
-    // Register before CREATE_STREAMS: the client opens its streams as soon as it reads it.
-    enum Waiting {
-        Tcp(Receiver<DataConn>),
-        Udp(udp::UdpWait),
-    }
-    let waiting = if udp {
-        let Some(port) = c.port.udp.clone() else {
-            return;
-        };
-        let client = c.peer_addr().map_or(IpAddr::from([0, 0, 0, 0]), |p| p.ip());
-        match port.expect(client, n, c.deadline) {
-            Some(w) => Waiting::Udp(w),
-            None => {
-                c.deny(
-                    "iperf3 client: another UDP test from the same address is still setting up \
-                     its streams (UDP streams are told apart by address only)",
-                    Some(&a.params),
-                );
-                return;
-            }
-        }
-    } else {
-        Waiting::Tcp(test_slot.expect_data(&key(cookie), n))
-    };
-    // The test holds a test slot; its data connections need handshake slots of their own.
-    slot.release();
-    if !c.send_with(ServerSession::create_streams) {
+    let Some(collected) = open_streams(c, a, id, slot, test_slot, cookie) else {
         return;
-    }
-    let collected = match &waiting {
-        Waiting::Tcp(rx) => collect_tcp(c, rx, n).map(Collected::Tcp),
-        Waiting::Udp(w) => collect_udp(c, w, n, a.test.window).map(Collected::Udp),
-    };
-    drop(waiting);
-    let collected = match collected {
-        Ok(x) => x,
-        Err(Collect::Gone(reason)) => {
-            log_failed(c, id, a, &reason);
-            return;
-        }
-        Err(Collect::Failed(reason, errno)) => {
-            c.refuse(ErrorCode::IESTREAMACCEPT, errno, &format!("iperf3 client: {reason}"), Some(&a.params));
-            log_failed(c, id, a, &reason);
-            return;
-        }
     };
     // The streams in the order they came, with what the server does on each.
     let roles = plan(a.test.direction, a.test.streams);
@@ -699,7 +755,12 @@ fn run_test(
     let (wired, udp_counts, congestion_used) = match wire(&a.params, &a.test, collected) {
         Ok(w) => w,
         Err(reason) => {
-            c.refuse(ErrorCode::IEPROTOCOL, 0, &format!("iperf3 client: {reason}"), Some(&a.params));
+            c.refuse(
+                ErrorCode::IEPROTOCOL,
+                0,
+                &format!("iperf3 client: {reason}"),
+                Some(&a.params),
+            );
             return;
         }
     };
@@ -775,7 +836,10 @@ fn run_test(
             // No TEST_END within the bound: what a 3.21 server says; older ones close.
             let code = ErrorCode::IESERVERTESTDURATIONEXPIRED;
             if c.version.is_some_and(|v| code.understood_by(v)) {
-                let bytes = c.reader().session.server_error(ServerError { code, errno: 0 });
+                let bytes = c
+                    .reader()
+                    .session
+                    .server_error(ServerError { code, errno: 0 });
                 c.send(&bytes);
                 log.code = Some(code.0);
             }
@@ -802,7 +866,10 @@ enum Collect {
 fn control_now(c: &Control<'_>) -> Option<String> {
     match c.read(Instant::now() + Duration::from_millis(1)) {
         Err(ReadError::Timeout) => None,
-        Ok(FromClient::State(s)) => Some(format!("the client sent {} while its streams were set up", s.name())),
+        Ok(FromClient::State(s)) => Some(format!(
+            "the client sent {} while its streams were set up",
+            s.name()
+        )),
         Ok(_) => Some("the client sent a message out of turn".into()),
         Err(e) => Some(e.to_string()),
     }
@@ -810,7 +877,11 @@ fn control_now(c: &Control<'_>) -> Option<String> {
 
 /// Take the test's `n` TCP data connections until the handshake deadline, in the order the
 /// listener accepted them (which is the order the client opened them, one after another).
-fn collect_tcp(c: &Control<'_>, rx: &Receiver<DataConn>, n: usize) -> Result<Vec<TcpStream>, Collect> {
+fn collect_tcp(
+    c: &Control<'_>,
+    rx: &Receiver<DataConn>,
+    n: usize,
+) -> Result<Vec<TcpStream>, Collect> {
     let mut got: Vec<DataConn> = Vec::with_capacity(n);
     while got.len() < n {
         let left = c.deadline.saturating_duration_since(Instant::now());
@@ -892,8 +963,14 @@ fn collect_udp(
 fn describe_streams(collected: &Collected, roles: &[linerate_iperf3::Stream]) -> Vec<ReportStream> {
     let host = |a: SocketAddr| (a.ip().to_canonical().to_string(), a.port());
     let addrs: Vec<(Option<SocketAddr>, Option<SocketAddr>)> = match collected {
-        Collected::Tcp(v) => v.iter().map(|s| (s.local_addr().ok(), s.peer_addr().ok())).collect(),
-        Collected::Udp(v) => v.iter().map(|(s, from)| (s.local_addr().ok(), Some(*from))).collect(),
+        Collected::Tcp(v) => v
+            .iter()
+            .map(|s| (s.local_addr().ok(), s.peer_addr().ok()))
+            .collect(),
+        Collected::Udp(v) => v
+            .iter()
+            .map(|(s, from)| (s.local_addr().ok(), Some(*from)))
+            .collect(),
     };
     roles
         .iter()
@@ -912,17 +989,22 @@ type UdpCounts = Vec<Arc<Mutex<Option<Counts>>>>;
 
 /// Hand the streams to the kind's functions with this test's socket options; the UDP streams'
 /// counts, and the TCP congestion control in use.
-fn wire(p: &TestParams, t: &Test, collected: Collected) -> Result<(Wired, UdpCounts, Option<String>), String> {
+fn wire(
+    p: &TestParams,
+    t: &Test,
+    collected: Collected,
+) -> Result<(Wired, UdpCounts, Option<String>), String> {
     match (kind::of(p.kind).ends(), collected) {
         (Ends::Tcp { run, .. }, Collected::Tcp(socks)) => {
             for s in &socks {
                 tcp_options(s, t);
             }
             let congestion = socks.first().and_then(|s| {
-                socket2::SockRef::from(s)
-                    .tcp_congestion()
-                    .ok()
-                    .map(|c| String::from_utf8_lossy(&c).trim_end_matches('\0').to_string())
+                socket2::SockRef::from(s).tcp_congestion().ok().map(|c| {
+                    String::from_utf8_lossy(&c)
+                        .trim_end_matches('\0')
+                        .to_string()
+                })
             });
             Ok((Wired::Tcp(run, socks), Vec::new(), congestion))
         }
@@ -1064,7 +1146,11 @@ impl Figures<'_> {
                 );
                 StreamResults {
                     id: r.id,
-                    bytes: if sender { s.bytes_sent } else { s.bytes_received },
+                    bytes: if sender {
+                        s.bytes_sent
+                    } else {
+                        s.bytes_received
+                    },
                     retransmits: if sender && !udp {
                         self.retransmits(i).map_or(-1, u64::cast_signed)
                     } else {
@@ -1120,7 +1206,11 @@ impl Figures<'_> {
                 let counts = self.udp(i).unwrap_or_default();
                 StreamSummary {
                     seconds: r.seconds,
-                    bytes: if sender { r.bytes_sent } else { r.bytes_received },
+                    bytes: if sender {
+                        r.bytes_sent
+                    } else {
+                        r.bytes_received
+                    },
                     retransmits: (sender && !udp).then(|| self.retransmits(i)).flatten(),
                     udp: udp.then(|| {
                         let (p0, e0) = counts.omitted.unwrap_or((0, 0));
@@ -1162,7 +1252,12 @@ fn exchange_results(
         Ok(_) => return Some("the client sent something else than its results".into()),
         Err(ReadError::Protocol(e)) => {
             let e = format!("the client's results cannot be read: {e}");
-            c.refuse(ErrorCode::IERECVRESULTS, libc_errno::EINVAL, &format!("iperf3 client: {e}"), None);
+            c.refuse(
+                ErrorCode::IERECVRESULTS,
+                libc_errno::EINVAL,
+                &format!("iperf3 client: {e}"),
+                None,
+            );
             log.code = Some(ErrorCode::IERECVRESULTS.0);
             return Some(e);
         }
@@ -1171,11 +1266,10 @@ fn exchange_results(
     log.client_bytes = Some(theirs.streams.iter().map(|s| s.bytes).sum());
     let ids: Vec<StreamId> = f.roles.iter().map(|r| r.id).collect();
     let mismatch = theirs.match_streams(&ids).err();
-    let report = f
-        .a
-        .test
-        .get_server_output
-        .then(|| f.report(c.peer_addr(), streams).text());
+    let report =
+        f.a.test
+            .get_server_output
+            .then(|| f.report(c.peer_addr(), streams).text());
     let ours = f.iperf3_results(report);
     let bytes = c.reader().session.results_and_display(&ours, RESULTS_MAX);
     match bytes {

@@ -23,6 +23,7 @@
 //! connect lands on the stream (where it is too short to count) and cannot become a second
 //! stream.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
@@ -163,18 +164,15 @@ impl UdpPort {
     pub fn expect(self: &Arc<Self>, client: IpAddr, n: usize, until: Instant) -> Option<UdpWait> {
         let client = canonical(client);
         loop {
-            {
-                let mut w = self.waiting();
-                if !w.contains_key(&client) {
-                    // Room for every stream's connect and a few repeats.
-                    let (tx, rx) = mpsc::sync_channel(n + 4);
-                    w.insert(client, tx);
-                    return Some(UdpWait {
-                        port: Arc::clone(self),
-                        client,
-                        rx,
-                    });
-                }
+            if let Entry::Vacant(e) = self.waiting().entry(client) {
+                // Room for every stream's connect and a few repeats.
+                let (tx, rx) = mpsc::sync_channel(n + 4);
+                e.insert(tx);
+                return Some(UdpWait {
+                    port: Arc::clone(self),
+                    client,
+                    rx,
+                });
             }
             if Instant::now() >= until {
                 return None;
@@ -201,7 +199,12 @@ impl UdpWait {
     /// The stream of connect `c`: a socket bound to the port on `local` (the address the client
     /// reached this server at), connected to the client's socket, with `buffer` bytes of socket
     /// buffers; the reply in the client's dialect goes out of it.
-    pub fn open_stream(&self, local: IpAddr, c: &Connect, buffer: usize) -> std::io::Result<UdpSocket> {
+    pub fn open_stream(
+        &self,
+        local: IpAddr,
+        c: &Connect,
+        buffer: usize,
+    ) -> std::io::Result<UdpSocket> {
         let bind = SocketAddr::new(local, self.port.addr.port());
         let s = socket2::Socket::new(
             socket2::Domain::for_address(bind),
