@@ -33,11 +33,26 @@ pub type ListenEnd = fn(&mut Streams<'_>, u32, &Arc<TcpListener>, IpAddr);
 pub type ConnectEnd = fn(&mut Streams<'_>, u32, SocketAddr, Option<IpAddr>);
 
 /// One UDP flow of a stream: a socket (client: connected, one per stream; server: the test's
-/// shared socket) and, for a server sending on it, the client's address for this stream.
+/// shared socket in linerate's datagrams, or the stream's own connected one in iperf3's) and,
+/// for a server sending on a shared socket, the client's address for this stream. How its
+/// datagrams are framed is the test's ([`SidePlan::datagrams`]).
 #[derive(Debug, Clone)]
 pub struct UdpFlow {
     pub sock: Arc<UdpSocket>,
     pub peer: Option<SocketAddr>,
+}
+
+/// What ends a side's streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The test's time, which each end keeps (linerate's protocol): a sender stops at
+    /// `duration_ms`, a receiver at the end of its stream.
+    Time,
+    /// The peer says the test is over (`peer_done`: iperf3's TEST_END, the client keeping the
+    /// time): every stream runs until then and is stopped then. `duration_ms` is only the bound:
+    /// a peer that never ends the test has its streams stopped at the bound (plus the grace),
+    /// and the side reports that they ran on.
+    Peer,
 }
 
 /// This side's data connections with what it runs on each, built together by the wire
@@ -169,12 +184,31 @@ pub struct SidePlan {
     /// A test that ends on data rather than time (iperf3's `-n`/`-k`): what this end's streams
     /// count toward its end.
     pub budget: Option<Arc<Budget>>,
+    /// What ends the streams.
+    pub ending: Ending,
 }
 
 #[derive(Debug)]
 pub struct SideRun {
     pub results: SideResults,
     pub rtt: Option<Rtt>,
+    /// What each stream's counters said when the omitted warm-up ended (by stream index);
+    /// `None` without a warm-up.
+    pub omit_marks: Option<Vec<OmitMark>>,
+    /// What this side's UDP receivers counted of each stream (by stream index; a stream it
+    /// sent is left at its default), for a wire protocol that reports more than the
+    /// [`SideResults`] carry (iperf3's counts, [`RecvState::iperf3`]); `None` when it received
+    /// no UDP.
+    pub udp_received: Option<Vec<RecvState>>,
+}
+
+/// A stream's counters when the omitted warm-up ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OmitMark {
+    /// Bytes it had moved.
+    pub bytes: u64,
+    /// A TCP sender's retransmissions so far (TCP_INFO); `None` for the other streams.
+    pub retransmits: Option<u64>,
 }
 
 impl SideRun {
@@ -185,6 +219,8 @@ impl SideRun {
                 ..SideResults::default()
             },
             rtt: None,
+            omit_marks: None,
+            udp_received: None,
         }
     }
 }
@@ -223,8 +259,9 @@ pub struct Streams<'a> {
     answerers: Vec<thread::JoinHandle<Timed<Option<String>>>>,
     /// Every TCP connection, to shut down when the test must end.
     tcp_handles: Vec<TcpStream>,
-    /// The connections this side sends on: only a sender retransmits, so only they count.
-    send_handles: Vec<TcpStream>,
+    /// The connections this side sends on, by stream index: only a sender retransmits, so only
+    /// they count.
+    send_handles: Vec<(u32, TcpStream)>,
     /// A thread already receives every stream of the shared UDP socket (server).
     pub(crate) shared_receiver: bool,
     /// This end reports no intervals (a server answering requests: the client counts them).
@@ -413,13 +450,14 @@ impl<'a> Streams<'a> {
         );
     }
 
-    /// Keep handles of a TCP connection: to shut it down, and (a sender's) for TCP_INFO.
-    pub(crate) fn keep_tcp(&mut self, s: &TcpStream, sender: bool) {
+    /// Keep handles of stream `idx`'s TCP connection: to shut it down, and (a sender's) for
+    /// TCP_INFO.
+    pub(crate) fn keep_tcp(&mut self, idx: u32, s: &TcpStream, sender: bool) {
         if let Ok(c) = s.try_clone() {
             self.tcp_handles.push(c);
         }
         if let Some(c) = sender.then(|| s.try_clone().ok()).flatten() {
-            self.send_handles.push(c);
+            self.send_handles.push((idx, c));
         }
     }
 
@@ -447,11 +485,17 @@ impl<'a> Streams<'a> {
         self.jobs.is_empty() && self.round_trips.is_empty()
     }
 
-    /// Snapshot the counters when the warm-up ends (None: no warm-up).
-    fn omit_snapshot(&self) -> Option<thread::JoinHandle<Vec<u64>>> {
+    /// Snapshot the counters when the warm-up ends (None: no warm-up): each stream's bytes, and
+    /// a TCP sender's retransmissions.
+    fn omit_snapshot(&self) -> Option<thread::JoinHandle<Vec<OmitMark>>> {
         let omit = Duration::from_millis(self.plan.params.omit_ms);
         (!omit.is_zero()).then(|| {
             let meters = self.meters.clone();
+            let senders: Vec<(u32, TcpStream)> = self
+                .send_handles
+                .iter()
+                .filter_map(|(i, s)| s.try_clone().ok().map(|s| (*i, s)))
+                .collect();
             let stop = self.stop.clone();
             let at = self.plan.start + omit;
             thread::spawn(move || {
@@ -461,7 +505,19 @@ impl<'a> Streams<'a> {
                             .min(Duration::from_millis(20)),
                     );
                 }
-                meters.iter().map(|m| m.bytes()).collect::<Vec<u64>>()
+                let mut marks: Vec<OmitMark> = meters
+                    .iter()
+                    .map(|m| OmitMark {
+                        bytes: m.bytes(),
+                        retransmits: None,
+                    })
+                    .collect();
+                for (i, s) in &senders {
+                    if let Some(m) = marks.get_mut(*i as usize) {
+                        m.retransmits = sys::tcp_info(s).map(|t| t.retransmits);
+                    }
+                }
+                marks
             })
         })
     }
@@ -485,7 +541,7 @@ impl<'a> Streams<'a> {
             (!self.send_handles.is_empty()).then(|| {
                 self.send_handles
                     .iter()
-                    .filter_map(sys::tcp_info)
+                    .filter_map(|(_, s)| sys::tcp_info(s))
                     .map(|t| t.retransmits)
                     .sum()
             })
@@ -493,10 +549,11 @@ impl<'a> Streams<'a> {
         // Sampling ends when the streams are done (or, for time-bound threads, at `until`,
         // and for answering servers when the client is done), and at once when the test is
         // aborted.
+        let peer_ends = self.plan.ending == Ending::Peer;
         let stop_sampling = || {
             self.stop.is_set()
                 || (!time_only && self.done.is_set())
-                || (!self.answerers.is_empty() && self.peer_done.is_set())
+                || ((peer_ends || !self.answerers.is_empty()) && self.peer_done.is_set())
         };
         if self.quiet {
             // A server answering requests has nothing to report per interval; wait for the end.
@@ -713,13 +770,19 @@ pub fn run(
     let omit_snap = st.omit_snapshot();
     let until = st.until();
     let intervals = st.sample(sink, until);
+    // The peer ended the test: every stream stops now (and its connection is shut down).
+    let peer_ended = plan.ending == Ending::Peer && peer_done.is_set();
+    if peer_ended {
+        st.stop.set();
+    }
     // Past this point every thread must end.
-    let timed_out = !st.done.is_set() && !time_only && Instant::now() >= until;
+    let timed_out = !peer_ended && !st.done.is_set() && !time_only && Instant::now() >= until;
     let spin = st.spin;
     let mut joined = st.join(timed_out);
-    let snap: Vec<u64> = omit_snap
-        .and_then(|h| h.join().ok())
-        .unwrap_or_else(|| vec![0; n]);
+    let omit_marks: Option<Vec<OmitMark>> = omit_snap.and_then(|h| h.join().ok());
+    let snap: Vec<u64> = omit_marks
+        .as_ref()
+        .map_or_else(|| vec![0; n], |m| m.iter().map(|m| m.bytes).collect());
     joined.add_udp_receivers(plan);
     let (streams, user, system) = joined.stream_results(plan, &snap);
     let duration = Duration::from_millis(plan.params.duration_ms);
@@ -736,6 +799,7 @@ pub fn run(
     }
     errors.dedup();
     let rtt = joined.rtt;
+    let udp_received = joined.udp_state;
     SideRun {
         results: SideResults {
             streams,
@@ -753,5 +817,7 @@ pub fn run(
             spin_us: spin.map(|s| u32::try_from(s.as_micros()).unwrap_or(u32::MAX)),
         },
         rtt,
+        omit_marks,
+        udp_received,
     }
 }

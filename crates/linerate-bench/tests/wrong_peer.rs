@@ -97,7 +97,7 @@ fn run(addr: SocketAddr, iperf3: bool) -> ClientError {
     match rx.recv_timeout(CLIENT_LIMIT) {
         Ok(Ok(_)) => panic!("a test ran against a fake peer at {addr}"),
         Ok(Err(e)) => e,
-        Err(_) => panic!("the client hung past {CLIENT_LIMIT:?} against {addr}"),
+        Err(e) => panic!("the client hung past {CLIENT_LIMIT:?} against {addr} ({e})"),
     }
 }
 

@@ -214,7 +214,7 @@ fn iperf3_options(a: &BenchArgs, version: Option<linerate_iperf3::Version>) -> I
 fn amount(b: u64) -> String {
     [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")]
         .into_iter()
-        .find(|(shift, _)| b >= 1 << shift && b % (1 << shift) == 0)
+        .find(|(shift, _)| b >= 1 << shift && b.is_multiple_of(1 << shift))
         .map_or_else(
             || format!("{b} bytes"),
             |(shift, unit)| format!("{} {unit}", b >> shift),
