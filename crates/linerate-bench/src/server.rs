@@ -639,7 +639,8 @@ pub(crate) enum Heard {
 /// `listen` (called until the client is done, goes away, or the test outlives its time). When
 /// the client goes away, the data connections are shut down so the streams end at once; when
 /// it is done, the threads that answer it end, and in a test the peer ends
-/// ([`side::Ending::Peer`]) every stream stops at that moment.
+/// ([`side::Ending::Peer`]) the streams stop then, once a receiving side has taken in what was
+/// already on its way (`side::run`).
 pub(crate) fn run_side(
     plan: &SidePlan,
     wired: Wired,
@@ -649,12 +650,15 @@ pub(crate) fn run_side(
     let stop = Stop::new();
     let peer_done = Stop::new();
     let data_handles = wired.tcp_handles();
+    // A side that sends stops the moment the peer ends the test: what it sent later the peer
+    // would not count. One that only receives takes in what is on its way first (side::run).
+    let sends = (0..plan.params.connections()).any(|i| plan.params.sends_on(i, false));
     let watcher = watch(
         listen,
         plan.start,
         Duration::from_millis(plan.params.duration_ms) + side::GRACE,
         (&stop, &peer_done),
-        plan.ending == side::Ending::Peer,
+        plan.ending == side::Ending::Peer && sends,
         move || {
             for h in &data_handles {
                 let _ = h.shutdown(Shutdown::Both);
@@ -667,8 +671,8 @@ pub(crate) fn run_side(
 }
 
 /// Watch a running test's control connection with `listen` until the client is done (set
-/// `peer_done`, and `stop` too when `done_stops`: the client's end is the streams' end), the
-/// test's time limit, or `stop`. When the client goes away or misbehaves, set `stop` and run
+/// `peer_done`, and `stop` too when `done_stops`: the streams end that moment), the test's time
+/// limit, or `stop`. When the client goes away or misbehaves, set `stop` and run
 /// `abort`.
 pub(crate) fn watch(
     mut listen: impl FnMut() -> Heard + Send + 'static,

@@ -42,6 +42,11 @@ pub struct UdpFlow {
     pub peer: Option<SocketAddr>,
 }
 
+/// How long a side that only receives waits for what is on its way once the peer ended the
+/// test ([`Ending::Peer`]), at most; and the quiet that says nothing more is coming.
+const PEER_END_DRAIN: Duration = Duration::from_secs(1);
+const PEER_END_QUIET: Duration = Duration::from_millis(50);
+
 /// What ends a side's streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ending {
@@ -450,6 +455,47 @@ impl<'a> Streams<'a> {
         );
     }
 
+    /// After the peer ended the test (iperf3's TEST_END, sent once its senders stopped): a side
+    /// that only receives keeps receiving what is still on its way, until its TCP queues are
+    /// empty and nothing has arrived for [`PEER_END_QUIET`], at most [`PEER_END_DRAIN`]. A
+    /// test that ends on data (`-n`) would otherwise lose its last socket buffers' worth at
+    /// this end. A side that sends stops at once: what it sent later the peer would not count.
+    fn take_in_flight(&self) {
+        let n = self.meters.len() as u32;
+        if (0..n).any(|i| self.sends(i)) {
+            return;
+        }
+        let total = || self.meters.iter().map(|m| m.bytes()).sum::<u64>();
+        let queued = || {
+            self.tcp_handles
+                .iter()
+                .any(|h| sys::unread_bytes(h).is_ok_and(|q| q > 0))
+        };
+        // A receiver woken only once a batch has queued (SO_RCVLOWAT) would not wake for the
+        // last bytes: wake on any data. Setting the mark wakes a reader already waiting
+        // (tcp_set_rcvlowat), and again below if a retune raised it meanwhile.
+        let wake_on_any = || {
+            for h in &self.tcp_handles {
+                let _ = sys::set_rcvlowat(h, 1);
+            }
+        };
+        wake_on_any();
+        let until = Instant::now() + PEER_END_DRAIN;
+        let (mut seen, mut since) = (total(), Instant::now());
+        while Instant::now() < until {
+            thread::sleep(Duration::from_millis(5));
+            let now = total();
+            if now != seen {
+                (seen, since) = (now, Instant::now());
+            } else if since.elapsed() >= PEER_END_QUIET {
+                if !queued() {
+                    break;
+                }
+                wake_on_any();
+            }
+        }
+    }
+
     /// Keep handles of stream `idx`'s TCP connection: to shut it down, and (a sender's) for
     /// TCP_INFO.
     pub(crate) fn keep_tcp(&mut self, idx: u32, s: &TcpStream, sender: bool) {
@@ -770,9 +816,11 @@ pub fn run(
     let omit_snap = st.omit_snapshot();
     let until = st.until();
     let intervals = st.sample(sink, until);
-    // The peer ended the test: every stream stops now (and its connection is shut down).
+    // The peer ended the test: every stream stops now (and its connection is shut down),
+    // once a side that only receives has taken in what was already on its way.
     let peer_ended = plan.ending == Ending::Peer && peer_done.is_set();
     if peer_ended {
+        st.take_in_flight();
         st.stop.set();
     }
     // Past this point every thread must end.

@@ -291,6 +291,19 @@ pub fn set_rcvlowat(fd: &impl AsRawFd, bytes: usize) -> io::Result<()> {
     }
 }
 
+/// FIONREAD (SIOCINQ): the bytes queued on a socket that no read has taken yet (tcp(7),
+/// udp(7): for UDP, the next datagram's).
+pub fn unread_bytes(fd: &impl AsRawFd) -> io::Result<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer, which lives across the call.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, std::ptr::from_mut(&mut n)) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+}
+
 /// SO_MAX_PACING_RATE: the kernel paces the socket's sending to `bytes_per_s` (with the fq
 /// qdisc, or TCP's own pacing), as iperf3's `--fq-rate` asks (socket(7)).
 pub fn set_max_pacing_rate(fd: &impl AsRawFd, bytes_per_s: u64) -> io::Result<()> {

@@ -525,22 +525,14 @@ fn check_serve(c: &Control<'_>, p: &Iperf3Params, test: &Test) -> Result<Vec<usi
             ),
         ));
     }
-    if udp
-        && l.max_udp_bitrate_bps > 0
-        && (test.bitrate_bps == 0 || test.bitrate_bps > l.max_udp_bitrate_bps)
+    if let Some(why) = udp
+        .then(|| l.udp_bitrate_refusal(test.bitrate_bps))
+        .flatten()
     {
         return Err((
             ErrorCode::IETOTALRATE,
             errno,
-            format!(
-                "UDP at {} asked for (-b); this server allows at most {} bit/s per stream (serve --max-udp-bitrate)",
-                if test.bitrate_bps == 0 {
-                    "an unlimited rate".to_string()
-                } else {
-                    format!("{} bit/s", test.bitrate_bps)
-                },
-                l.max_udp_bitrate_bps
-            ),
+            format!("{why} (iperf3's -b)"),
         ));
     }
     if udp && c.port.udp.is_none() {
@@ -883,20 +875,23 @@ fn control_now(c: &Control<'_>) -> Option<String> {
     }
 }
 
-/// Take the test's `n` TCP data connections until the handshake deadline, in the order the
-/// listener accepted them (which is the order the client opened them, one after another).
-fn collect_tcp(
+/// Take the test's `n` streams of `what` (`"TCP streams came"`) from `rx` until the handshake
+/// deadline: each arrival is offered to `take`, which keeps it or not (a repeat); the client's
+/// leaving the control connection ends the wait at once.
+fn gather<T, U>(
     c: &Control<'_>,
-    rx: &Receiver<DataConn>,
+    rx: &Receiver<T>,
     n: usize,
-) -> Result<Vec<TcpStream>, Collect> {
-    let mut got: Vec<DataConn> = Vec::with_capacity(n);
+    what: &str,
+    mut take: impl FnMut(T, &[U]) -> Result<Option<U>, Collect>,
+) -> Result<Vec<U>, Collect> {
+    let mut got: Vec<U> = Vec::with_capacity(n);
     while got.len() < n {
         let left = c.deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(Collect::Failed(
                 format!(
-                    "only {} of the test's {n} TCP streams came within the handshake timeout ({:.1} s)",
+                    "only {} of the test's {n} {what} within the handshake timeout ({:.1} s)",
                     got.len(),
                     c.sh.cfg.handshake_timeout.as_secs_f64()
                 ),
@@ -904,7 +899,11 @@ fn collect_tcp(
             ));
         }
         match rx.recv_timeout(left.min(Duration::from_millis(100))) {
-            Ok(d) => got.push(d),
+            Ok(x) => {
+                if let Some(u) = take(x, &got)? {
+                    got.push(u);
+                }
+            }
             Err(RecvTimeoutError::Timeout) => {
                 if let Some(why) = control_now(c) {
                     return Err(Collect::Gone(why));
@@ -915,6 +914,17 @@ fn collect_tcp(
             }
         }
     }
+    Ok(got)
+}
+
+/// Take the test's `n` TCP data connections, in the order the listener accepted them (which is
+/// the order the client opened them, one after another).
+fn collect_tcp(
+    c: &Control<'_>,
+    rx: &Receiver<DataConn>,
+    n: usize,
+) -> Result<Vec<TcpStream>, Collect> {
+    let mut got = gather(c, rx, n, "TCP streams came", |d, _| Ok(Some(d)))?;
     got.sort_by_key(|d| d.arrival);
     Ok(got.into_iter().map(|d| d.sock).collect())
 }
@@ -929,42 +939,19 @@ fn collect_udp(
 ) -> Result<Vec<(UdpSocket, SocketAddr)>, Collect> {
     let local = c.local_ip();
     let buffer = window.map_or(UDP_BUFFER, |w| w as usize);
-    let mut got: Vec<(UdpSocket, SocketAddr)> = Vec::with_capacity(n);
-    while got.len() < n {
-        let left = c.deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(Collect::Failed(
-                format!(
-                    "only {} of the test's {n} UDP streams connected within the handshake timeout ({:.1} s)",
-                    got.len(),
-                    c.sh.cfg.handshake_timeout.as_secs_f64()
-                ),
-                libc_errno::ETIMEDOUT,
-            ));
+    gather(c, &w.rx, n, "UDP streams connected", |k, got| {
+        // A repeat of a connect already taken is not another stream.
+        if got.iter().any(|(_, from)| *from == k.from) {
+            return Ok(None);
         }
-        match w.rx.recv_timeout(left.min(Duration::from_millis(100))) {
-            // A repeat of a connect already taken is not another stream.
-            Ok(k) if got.iter().any(|(_, from)| *from == k.from) => {}
-            Ok(k) => match w.open_stream(local, &k, buffer) {
-                Ok(s) => got.push((s, k.from)),
-                Err(e) => {
-                    return Err(Collect::Failed(
-                        format!("cannot open the socket of a UDP stream: {e}"),
-                        e.raw_os_error().unwrap_or(libc_errno::EINVAL),
-                    ))
-                }
-            },
-            Err(RecvTimeoutError::Timeout) => {
-                if let Some(why) = control_now(c) {
-                    return Err(Collect::Gone(why));
-                }
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(Collect::Gone("the test's registration ended".into()))
-            }
+        match w.open_stream(local, &k, buffer) {
+            Ok(s) => Ok(Some((s, k.from))),
+            Err(e) => Err(Collect::Failed(
+                format!("cannot open the socket of a UDP stream: {e}"),
+                e.raw_os_error().unwrap_or(libc_errno::EINVAL),
+            )),
         }
-    }
-    Ok(got)
+    })
 }
 
 /// The streams as the server's report names them.
