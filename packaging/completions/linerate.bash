@@ -137,7 +137,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__bench)
-            opts="-p -t -P -R -O -i -l -w -u -b -B -4 -6 -C -A -Z -J -h -V --port --time --parallel --reverse --bidir --omit --interval --length --window --udp --bitrate --bind --version4 --version6 --congestion --affinity --zerocopy --latency --spin --discard --no-rcvlowat --test --json --json-stream --psk-file --connect-timeout --file --file-name --no-fsync --remove-after --rdma --provider --op --sweep --qps --verify --ssh --ssh-command --ssh-disk --color --help --version"
+            opts="-p -t -n -k -P -R -O -i -l -w -u -b -B -4 -6 -C -A -Z -J -h -V --port --iperf3 --time --bytes --blockcount --parallel --reverse --bidir --omit --interval --length --window --udp --bitrate --bind --version4 --version6 --congestion --affinity --zerocopy --latency --spin --discard --no-rcvlowat --test --json --json-stream --psk-file --connect-timeout --file --file-name --no-fsync --remove-after --rdma --provider --op --sweep --qps --verify --ssh --ssh-command --ssh-disk --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -156,6 +156,22 @@ _linerate() {
                     return 0
                     ;;
                 -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --blockcount)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -k)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -935,7 +951,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__serve)
-            opts="-p -B -h -V --port --bind --max-tests --max-streams --max-duration --max-soak-duration --max-udp-bitrate --max-length --max-memory --psk-file --handshake-timeout --max-pending --once --max-served --exit-after --exit-on-stdin-close --psk-stdin --write-dir --scratch-write-dir --max-file-size --max-spin --root --color --help --version"
+            opts="-p -B -h -V --port --bind --iperf3-port --max-tests --max-streams --max-duration --max-soak-duration --max-udp-bitrate --max-length --max-memory --psk-file --handshake-timeout --max-pending --once --max-served --exit-after --exit-on-stdin-close --psk-stdin --write-dir --scratch-write-dir --max-file-size --max-spin --root --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -954,6 +970,10 @@ _linerate() {
                     return 0
                     ;;
                 -B)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --iperf3-port)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1079,7 +1099,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__soak)
-            opts="-p -t -i -P -R -h -V --port --duration --interval --parallel --both-ways --one-way --reverse --rdma --passive --json --json-stream --report --textfile --root --psk-file --threshold --ssh --ssh-command --color --help --version"
+            opts="-p -t -i -P -R -h -V --port --iperf3 --duration --interval --parallel --both-ways --one-way --reverse --rdma --passive --json --json-stream --report --textfile --root --psk-file --threshold --ssh --ssh-command --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

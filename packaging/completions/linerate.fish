@@ -80,7 +80,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l psk-file -d
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l disk -d 'A directory whose disk joins the storage pyramid (repeatable; default: the current directory). The first also holds the source of a disk-to-disk copy through the path' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l rdma-provider -d 'Measure RDMA beside TCP with this libfabric provider (by default doctor does so with `verbs` when this end of the path is an InfiniBand or RoCE port)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l ssh -d 'Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight to HOST, which may be another address of the same machine' -r
-complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l ssh-command -d 'With --ssh: the linerate program on SSHHOST: `linerate` is looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in the login\'s home' -r
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l ssh-command -d 'With --ssh: the program on SSHHOST, `linerate` (with --iperf3: `iperf3`) by default, looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in the login\'s home' -r
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l ssh-disk -d 'With --ssh: the directory on SSHHOST whose disk receives the disk-to-disk copy, in a scratch directory the far end makes there and removes (default: the login directory)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
@@ -103,6 +103,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand mem" -s h -l help -d '
 complete -c linerate -n "__fish_linerate_using_subcommand mem" -s V -l version -d 'Print version'
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -s p -l port -d 'TCP port for control and data connections' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -s B -l bind -d 'Address to listen on (`::` for IPv6 and IPv4)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l iperf3-port -d 'Listen on this port too (e.g. 5201, iperf3\'s), for stock iperf3 clients that cannot be told another port; both ports serve both protocols, and take iperf3\'s UDP streams' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-tests -d 'Most tests running at once' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-streams -d 'Most streams per test (per direction)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-duration -d 'Longest test, seconds' -r
@@ -128,8 +129,10 @@ complete -c linerate -n "__fish_linerate_using_subcommand serve" -l exit-on-stdi
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l psk-stdin -d 'Read the pre-shared key from the first line of standard input, so it appears in no command line, environment or file (`--ssh` passes a fresh key this way)'
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -s V -l version -d 'Print version'
-complete -c linerate -n "__fish_linerate_using_subcommand bench" -s p -l port -d 'Server port [default: 5301; with --ssh, one the far end\'s kernel picks]' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s p -l port -d 'Server port [default: 5301, with --iperf3 5201; with --ssh, one the far end\'s kernel picks, with --iperf3 the first of 5201-5299 free there]' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s t -l time -d 'Seconds to run (default 10; with --file, the time limit of the copy, default 300)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s n -l bytes -d 'With --iperf3: end the test once this host has sent or received BYTES after -O (K, M, G, T: 1024), instead of after -t' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -s k -l blockcount -d 'With --iperf3: the same in blocks of -l bytes' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s P -l parallel -d 'Parallel streams, one thread each' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s O -l omit -d 'Seconds of warm-up to leave out of the totals' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s i -l interval -d 'Seconds between interval reports (0 = none)' -r
@@ -155,11 +158,12 @@ read\t''
 send\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l qps -d 'Queue pairs (connections), each on its own thread' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l ssh -d 'Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight to HOST, which may be another address of the same machine' -r
-complete -c linerate -n "__fish_linerate_using_subcommand bench" -l ssh-command -d 'With --ssh: the linerate program on SSHHOST: `linerate` is looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in the login\'s home' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l ssh-command -d 'With --ssh: the program on SSHHOST, `linerate` (with --iperf3: `iperf3`) by default, looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in the login\'s home' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l ssh-disk -d 'With --ssh and --file: the directory on SSHHOST the copy is written to, in a scratch directory the far end makes there and removes when it ends (default: the login directory)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l iperf3 -d 'Measure against a stock iperf3 server (`iperf3 -s`, 3.1 or later) in iperf3\'s own protocol: TCP or UDP bandwidth tests, this host\'s side measured by linerate, the server\'s own figures beside'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s R -l reverse -d 'Reverse: the server sends, this host receives'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l bidir -d 'Both directions at once'
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -s u -l udp -d 'UDP instead of TCP'
@@ -239,10 +243,11 @@ complete -c linerate -n "__fish_linerate_using_subcommand soak" -l root -d 'Read
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l psk-file -d 'Pre-shared key file, when the server requires one' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l threshold -d 'Set a threshold of the judge (repeatable, each at most once): ber, pre_fec_ber, min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min, xmit_wait_ticks or dip_fraction. Defaults, ranges and sources: docs/soak.md (Thresholds); the ones set are printed with the verdict and listed in the JSON' -r
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l ssh -d 'Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight to HOST, which may be another address of the same machine' -r
-complete -c linerate -n "__fish_linerate_using_subcommand soak" -l ssh-command -d 'With --ssh: the linerate program on SSHHOST: `linerate` is looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in the login\'s home' -r
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l ssh-command -d 'With --ssh: the program on SSHHOST, `linerate` (with --iperf3: `iperf3`) by default, looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in the login\'s home' -r
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l iperf3 -d 'Refused: a soak judges both ends\' port counters, which iperf3\'s protocol does not carry; soak against `linerate serve` (--ssh starts one for the run)'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l both-ways -d 'Traffic both ways at once, so both ends receive (the default)'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l one-way -d 'Traffic one way only: this host sends, the server receives'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -s R -l reverse -d 'Traffic one way only: the server sends, this host receives'
