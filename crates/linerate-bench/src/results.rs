@@ -730,7 +730,7 @@ pub fn iperf3(t: &mut TestResult, run: &ClientRun, i: &Iperf3Run) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kind::assemble;
+    use crate::assemble;
     use linerate_iperf3::{plan, DataFlow, Results as Iperf3Results, VersionRange};
     use linerate_proto::{SideResults, TcpStats, TestKind, UdpStats};
 

@@ -132,7 +132,7 @@ impl Format {
 
 /// How a UDP sender behaves.
 #[derive(Debug, Clone)]
-pub struct SendPlan {
+pub struct DatagramPlan {
     /// Bytes per datagram (at least the header).
     pub length: usize,
     /// bit/s of payload; 0 = as fast as possible.
@@ -148,11 +148,11 @@ pub fn send(
     dest: Option<SocketAddr>,
     format: Format,
     stream: u32,
-    plan: &SendPlan,
+    plan: &DatagramPlan,
     meter: &Meter,
     stop: &Stop,
 ) -> StreamOutcome {
-    let SendPlan {
+    let DatagramPlan {
         length,
         bitrate_bps,
         deadline,
@@ -540,7 +540,7 @@ mod tests {
             let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
             let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
             tx.connect(rx.local_addr().unwrap()).unwrap();
-            let plan = SendPlan {
+            let plan = DatagramPlan {
                 length: 200,
                 bitrate_bps: 0,
                 deadline: Instant::now() + Duration::from_secs(5),

@@ -53,7 +53,7 @@ fn stream(st: &mut Streams<'_>, idx: u32, flow: UdpFlow) {
     let format = st.plan().datagrams;
     let budget = st.plan().budget.clone();
     if st.sends(idx) {
-        let plan = udp::SendPlan {
+        let plan = udp::DatagramPlan {
             length,
             bitrate_bps,
             deadline: st.deadline(),
