@@ -20,9 +20,9 @@ PACKAGES+=(openmpi-bin pdsh)
 # openssh-server (sshd, started by the test itself on 127.0.0.1 with its own keys) and
 # openssh-client (ssh, ssh-keygen): the `--ssh` tests (crates/linerate-cli/tests/ssh_far_end.rs,
 # crates/linerate-ssh/tests/iperf3_over_ssh.rs); iperf3: the latter's far end and stock client,
-# a stock iperf3 client against `linerate serve` (crates/linerate-cli/tests/bench_loopback.rs),
-# and the stock `iperf3 -s` that `bench --iperf3` and `doctor --iperf3` measure against
-# (crates/linerate-cli/tests/netns_iperf3.rs, ssh_far_end.rs).
+# a stock iperf3 client against `linerate serve` (crates/linerate-cli/tests/bench_loopback.rs,
+# netns_iperf3_serve.rs), and the stock `iperf3 -s` that `bench --iperf3` and `doctor --iperf3`
+# measure against (crates/linerate-cli/tests/netns_iperf3.rs, ssh_far_end.rs).
 PACKAGES+=(openssh-server openssh-client iperf3)
 # lintian (with dpkg-dev, binutils: dpkg-parsechangelog, readelf) and systemd-container
 # (systemd-nspawn: the throwaway system the package is installed in): scripts/package-test.sh.

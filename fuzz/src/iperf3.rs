@@ -248,8 +248,19 @@ fn check_one_params(p: &Iperf3Params) -> bool {
         max_duration_s: Some(60),
         max_window: 16 << 20,
         max_total_bitrate_bps: Some(10_000_000_000),
+        open_ended: false,
         sctp: false,
     };
+    // A server that bounds open-ended tests itself (linerate serve): a test without a time of
+    // its own passes, within the limit with its warm-up.
+    let open = ServerLimits {
+        open_ended: true,
+        ..strict.clone()
+    };
+    if let Ok(t) = p.check(&open) {
+        assert!(t.duration_s + t.omit_s <= 60);
+        assert!(t.duration_s > 0 || t.omit_s < 60);
+    }
     if let Ok(t) = p.check(&strict) {
         assert!((1..=strict.max_streams).contains(&t.streams));
         assert!(t.duration_s > 0 && t.duration_s + t.omit_s <= 60);

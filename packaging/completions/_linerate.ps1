@@ -109,6 +109,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'TCP port for control and data connections')
             [CompletionResult]::new('-B', '-B ', [CompletionResultType]::ParameterName, 'Address to listen on (`::` for IPv6 and IPv4)')
             [CompletionResult]::new('--bind', '--bind', [CompletionResultType]::ParameterName, 'Address to listen on (`::` for IPv6 and IPv4)')
+            [CompletionResult]::new('--iperf3-port', '--iperf3-port', [CompletionResultType]::ParameterName, 'Listen on this port too (e.g. 5201, iperf3''s), for stock iperf3 clients that cannot be told another port; both ports serve both protocols, and take iperf3''s UDP streams')
             [CompletionResult]::new('--max-tests', '--max-tests', [CompletionResultType]::ParameterName, 'Most tests running at once')
             [CompletionResult]::new('--max-streams', '--max-streams', [CompletionResultType]::ParameterName, 'Most streams per test (per direction)')
             [CompletionResult]::new('--max-duration', '--max-duration', [CompletionResultType]::ParameterName, 'Longest test, seconds')

@@ -951,7 +951,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__serve)
-            opts="-p -B -h -V --port --bind --max-tests --max-streams --max-duration --max-soak-duration --max-udp-bitrate --max-length --max-memory --psk-file --handshake-timeout --max-pending --once --max-served --exit-after --exit-on-stdin-close --psk-stdin --write-dir --scratch-write-dir --max-file-size --max-spin --root --color --help --version"
+            opts="-p -B -h -V --port --bind --iperf3-port --max-tests --max-streams --max-duration --max-soak-duration --max-udp-bitrate --max-length --max-memory --psk-file --handshake-timeout --max-pending --once --max-served --exit-after --exit-on-stdin-close --psk-stdin --write-dir --scratch-write-dir --max-file-size --max-spin --root --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -970,6 +970,10 @@ _linerate() {
                     return 0
                     ;;
                 -B)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --iperf3-port)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -101,6 +101,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand --port 'TCP port for control and data connections'
             cand -B 'Address to listen on (`::` for IPv6 and IPv4)'
             cand --bind 'Address to listen on (`::` for IPv6 and IPv4)'
+            cand --iperf3-port 'Listen on this port too (e.g. 5201, iperf3''s), for stock iperf3 clients that cannot be told another port; both ports serve both protocols, and take iperf3''s UDP streams'
             cand --max-tests 'Most tests running at once'
             cand --max-streams 'Most streams per test (per direction)'
             cand --max-duration 'Longest test, seconds'

@@ -104,6 +104,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand mem" -s h -l help -d '
 complete -c linerate -n "__fish_linerate_using_subcommand mem" -s V -l version -d 'Print version'
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -s p -l port -d 'TCP port for control and data connections' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -s B -l bind -d 'Address to listen on (`::` for IPv6 and IPv4)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand serve" -l iperf3-port -d 'Listen on this port too (e.g. 5201, iperf3\'s), for stock iperf3 clients that cannot be told another port; both ports serve both protocols, and take iperf3\'s UDP streams' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-tests -d 'Most tests running at once' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-streams -d 'Most streams per test (per direction)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand serve" -l max-duration -d 'Longest test, seconds' -r

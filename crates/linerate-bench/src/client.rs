@@ -20,7 +20,7 @@ use socket2::{Domain, Protocol as IpProtocol, SockAddr, Socket, Type};
 use thiserror::Error;
 
 pub use crate::outcome::ClientRun;
-use crate::side::{self, SidePlan, Wired};
+use crate::side::{self, Ending, SidePlan, Wired};
 
 mod iperf3;
 mod linerate;
@@ -377,6 +377,7 @@ pub(crate) fn local_plan(
         affinity: cfg.affinity.clone(),
         file: cfg.file.clone(),
         budget,
+        ending: Ending::Time,
     }
 }
 

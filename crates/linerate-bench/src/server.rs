@@ -4,31 +4,45 @@
 //! handshake slots and deadline, the test slots and memory accounting, the registry of tests
 //! waiting for their data connections, the served count, the log, and running a side with a
 //! watcher on its control connection. A connection's protocol is told apart by its first bytes
-//! ([`Opening`]): linerate's control protocol is the module [`linerate`]; a client of another
-//! protocol is one more arm of [`handle`] and one more module.
+//! ([`Opening`]): linerate's control protocol is the module [`linerate`], iperf3's the module
+//! [`iperf3`]; a client of another protocol is one more arm of [`handle`] and one more module.
+//!
+//! Every listener (serve's port, and `--iperf3-port`'s) serves both protocols, and has a UDP
+//! socket on its port number for iperf3's UDP streams ([`iperf3::UdpPort`]).
 
 use std::collections::HashMap;
 use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use linerate_engine::meter::{Sink, Stop};
+use linerate_iperf3::{Cookie, Sniff, COOKIE_LEN};
 use linerate_proto::{random_hex, FrameError, TestParams, PROTOCOL_VERSION};
 
 pub use crate::serverconfig::ServerConfig;
-use crate::serverlog::ServerLog;
+use crate::serverlog::{Iperf3Listening, ServerLog};
 use crate::shutdown::ShutdownTrigger;
 use crate::side::{self, SidePlan, Wired};
 
+mod iperf3;
 mod linerate;
 
-/// A data connection as it arrives: the stream index it says it is (or its order of arrival,
-/// for a protocol whose data connections carry none), and the socket.
-pub(crate) type DataConn = (u32, TcpStream);
+/// A data connection as it arrives.
+#[derive(Debug)]
+pub(crate) struct DataConn {
+    /// The stream index it says it is (linerate's `data_hello`); 0 for a protocol whose data
+    /// connections say none (iperf3's: their order of arrival gives their roles).
+    pub index: u32,
+    /// Its place in the order the listener accepted connections: a client that opens its
+    /// streams one after another (iperf3's) has them accepted in that order, whatever order
+    /// the threads reading their first bytes finish in.
+    pub arrival: u64,
+    pub sock: TcpStream,
+}
 
 /// Reads that share one deadline: a client dripping a byte at a time cannot
 /// stretch its handshake past `--handshake-timeout`.
@@ -84,6 +98,11 @@ pub(crate) struct Shared {
     served: AtomicU64,
     /// Where the accept loop listens, to wake it when the last test allowed has run.
     wake: Option<SocketAddr>,
+    /// Connections accepted so far, on every listener (each one's arrival number).
+    accepted: AtomicU64,
+    /// The server is ending: the accept loops of the other listeners and the UDP sockets'
+    /// readers stop.
+    closing: AtomicBool,
 }
 
 impl Shared {
@@ -133,8 +152,8 @@ impl Shared {
     }
 
     /// Hand a data connection to the test waiting for `cookie`; the socket back when no test
-    /// waits for it.
-    pub fn deliver(&self, cookie: &str, stream: u32, sock: TcpStream) -> Result<(), TcpStream> {
+    /// waits for it. A test that has all its connections already drops one more (closing it).
+    pub fn deliver(&self, cookie: &str, conn: DataConn) -> Result<(), TcpStream> {
         let tx = self
             .pending
             .lock()
@@ -143,11 +162,20 @@ impl Shared {
             .cloned();
         match tx {
             Some(tx) => {
-                let _ = tx.try_send((stream, sock));
+                let _ = tx.try_send(conn);
                 Ok(())
             }
-            None => Err(sock),
+            None => Err(conn.sock),
         }
+    }
+
+    /// Tests running or being set up now (each holds a slot).
+    pub fn tests_running(&self) -> u32 {
+        self.tests.load(Ordering::SeqCst)
+    }
+
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::SeqCst)
     }
 
     /// This host's inventory for the interface holding `ip`. Not cached: shapers, MTU and
@@ -173,11 +201,16 @@ fn wake_address(addr: SocketAddr) -> SocketAddr {
 }
 /// Bind and serve until `max_served` tests have run (forever by default).
 pub fn serve(cfg: ServerConfig) -> std::io::Result<()> {
-    let listener = TcpListener::bind(cfg.bind).map_err(|e| {
-        let hint = bind_hint(cfg.bind, &e);
-        std::io::Error::new(e.kind(), format!("binding {}: {e}{hint}", cfg.bind))
-    })?;
+    let listener = bind(cfg.bind)?;
     serve_on(&listener, cfg)
+}
+
+/// Bind a listener, or say why not and what to do.
+fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    TcpListener::bind(addr).map_err(|e| {
+        let hint = bind_hint(addr, &e);
+        std::io::Error::new(e.kind(), format!("binding {addr}: {e}{hint}"))
+    })
 }
 
 /// What to do when the listening socket cannot be bound, after the OS error.
@@ -202,23 +235,74 @@ fn bind_hint(bind: SocketAddr, e: &std::io::Error) -> String {
 /// How long tests still running may take to end once the server is ended early.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
-/// Serve on an already bound listener.
+/// One listening port: the TCP listener's address, and the UDP socket on its port number for
+/// iperf3's UDP streams (None when it could not be bound: iperf3 UDP tests are then refused).
+pub(crate) struct Port {
+    pub addr: SocketAddr,
+    pub udp: Option<Arc<iperf3::UdpPort>>,
+}
+
+/// Each listener's port, with its UDP socket for iperf3's UDP streams; the UDP ports that
+/// could not be bound, and why.
+fn ports_of(listeners: &[&TcpListener]) -> std::io::Result<(Vec<Arc<Port>>, Vec<String>)> {
+    let mut ports = Vec::new();
+    let mut udp_errors = Vec::new();
+    for l in listeners {
+        let a = l.local_addr()?;
+        let udp = match iperf3::UdpPort::bind(a) {
+            Ok(u) => Some(Arc::new(u)),
+            Err(e) => {
+                udp_errors.push(e);
+                None
+            }
+        };
+        ports.push(Arc::new(Port { addr: a, udp }));
+    }
+    Ok((ports, udp_errors))
+}
+
+/// The first line of the log: where the server listens, and on what terms.
+fn log_listening(
+    cfg: &ServerConfig,
+    addr: SocketAddr,
+    ports: &[Arc<Port>],
+    udp_errors: Vec<String>,
+) {
+    ServerLog::Listening {
+        address: addr.to_string(),
+        protocol: PROTOCOL_VERSION,
+        version: env!("CARGO_PKG_VERSION"),
+        auth: cfg.psk.is_some(),
+        limits: cfg.limits.clone(),
+        max_memory_bytes: cfg.max_memory_bytes,
+        write_dir: cfg
+            .write_dir
+            .as_ref()
+            .map(|w| w.path().display().to_string()),
+        iperf3: Iperf3Listening {
+            addresses: ports.iter().map(|p| p.addr.to_string()).collect(),
+            udp: ports
+                .iter()
+                .filter_map(|p| p.udp.as_ref().map(|u| u.addr().to_string()))
+                .collect(),
+            udp_errors,
+        },
+    }
+    .print();
+}
+
+/// Serve on an already bound listener (and, with `--iperf3-port`, one more on that port).
 pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()> {
     let addr = listener.local_addr()?;
+    let extra = match cfg.iperf3_port {
+        Some(port) => Some(bind(SocketAddr::new(addr.ip(), port))?),
+        None => None,
+    };
+    let mut listeners = vec![listener];
+    listeners.extend(extra.as_ref());
+    let (ports, udp_errors) = ports_of(&listeners)?;
     if cfg.log {
-        ServerLog::Listening {
-            address: addr.to_string(),
-            protocol: PROTOCOL_VERSION,
-            version: env!("CARGO_PKG_VERSION"),
-            auth: cfg.psk.is_some(),
-            limits: cfg.limits.clone(),
-            max_memory_bytes: cfg.max_memory_bytes,
-            write_dir: cfg
-                .write_dir
-                .as_ref()
-                .map(|w| w.path().display().to_string()),
-        }
-        .print();
+        log_listening(&cfg, addr, &ports, udp_errors);
     }
     // A deadline is a trigger of its own, pulled by a thread that sleeps until then.
     let shutdown = match (&cfg.shutdown, cfg.exit_after) {
@@ -244,36 +328,37 @@ pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()
         next_id: AtomicU64::new(1),
         served: AtomicU64::new(0),
         wake: Some(wake_address(addr)),
+        accepted: AtomicU64::new(0),
+        closing: AtomicBool::new(false),
     });
-    for conn in listener.incoming() {
-        if shutdown.as_ref().is_some_and(ShutdownTrigger::is_triggered) {
-            break;
+    let readers: Vec<_> = ports
+        .iter()
+        .filter_map(|p| p.udp.clone())
+        .map(|u| {
+            let sh = Arc::clone(&shared);
+            thread::Builder::new()
+                .name("iperf3-udp".into())
+                .spawn(move || u.read(&sh))
+        })
+        .collect();
+    // The other listeners' accept loops run on threads of their own; the first on this one.
+    let others: Vec<_> = match extra {
+        Some(l) => {
+            let (sh, port, stop) = (Arc::clone(&shared), Arc::clone(&ports[1]), shutdown.clone());
+            vec![thread::Builder::new()
+                .name("accept".into())
+                .spawn(move || accept_loop(&l, &sh, &port, stop.as_ref()))]
         }
-        if let Some(max) = shared.cfg.max_served {
-            if shared.served.load(Ordering::SeqCst) >= max {
-                break;
-            }
-        }
-        let Ok(sock) = conn else { continue };
-        if shared.handshaking.load(Ordering::SeqCst) >= shared.cfg.max_pending {
-            // Shed load: a flood of idle connections cannot pin threads or memory.
-            let _ = sock.shutdown(Shutdown::Both);
-            continue;
-        }
-        shared.handshaking.fetch_add(1, Ordering::SeqCst);
-        let sh = Arc::clone(&shared);
-        let spawned = thread::Builder::new().name("conn".into()).spawn(move || {
-            let peer = sock.peer_addr().ok();
-            handle(&sh, sock, peer);
-        });
-        if spawned.is_err() {
-            shared.handshaking.fetch_sub(1, Ordering::SeqCst);
-        }
-        if let Some(max) = shared.cfg.max_served {
-            if shared.served.load(Ordering::SeqCst) >= max {
-                break;
-            }
-        }
+        None => Vec::new(),
+    };
+    accept_loop(listener, &shared, &ports[0], shutdown.as_ref());
+    // Wake and end the others.
+    shared.closing.store(true, Ordering::SeqCst);
+    for p in &ports[1..] {
+        let _ = TcpStream::connect_timeout(&wake_address(p.addr), Duration::from_secs(1));
+    }
+    for t in others.into_iter().flatten() {
+        let _ = t.join();
     }
     // Let running tests finish (bounded by their own deadlines); when ended early, give them
     // only a moment: the client is gone, or the deadline has passed.
@@ -286,7 +371,53 @@ pub fn serve_on(listener: &TcpListener, cfg: ServerConfig) -> std::io::Result<()
     while shared.tests.load(Ordering::SeqCst) > 0 && Instant::now() < until {
         thread::sleep(Duration::from_millis(20));
     }
+    for t in readers.into_iter().flatten() {
+        let _ = t.join();
+    }
     Ok(())
+}
+
+/// Accept connections on one listener until the server ends (the tests allowed have run, it
+/// was ended early, or another listener's loop ended it), each on a thread of its own.
+fn accept_loop(
+    listener: &TcpListener,
+    shared: &Arc<Shared>,
+    port: &Arc<Port>,
+    shutdown: Option<&ShutdownTrigger>,
+) {
+    let ended = |sh: &Shared| {
+        sh.is_closing()
+            || shutdown.is_some_and(ShutdownTrigger::is_triggered)
+            || sh
+                .cfg
+                .max_served
+                .is_some_and(|max| sh.served.load(Ordering::SeqCst) >= max)
+    };
+    for conn in listener.incoming() {
+        if ended(shared) {
+            break;
+        }
+        let Ok(sock) = conn else { continue };
+        let arrival = shared.accepted.fetch_add(1, Ordering::SeqCst);
+        if shared.handshaking.load(Ordering::SeqCst) >= shared.cfg.max_pending {
+            // Shed load: a flood of idle connections cannot pin threads or memory.
+            let _ = sock.shutdown(Shutdown::Both);
+            continue;
+        }
+        shared.handshaking.fetch_add(1, Ordering::SeqCst);
+        let sh = Arc::clone(shared);
+        let port = Arc::clone(port);
+        let spawned = thread::Builder::new().name("conn".into()).spawn(move || {
+            let peer = sock.peer_addr().ok();
+            handle(&sh, sock, peer, arrival, &port);
+        });
+        if spawned.is_err() {
+            shared.handshaking.fetch_sub(1, Ordering::SeqCst);
+        }
+        if ended(shared) {
+            break;
+        }
+    }
 }
 
 /// Releases the handshake slot once, when the connection leaves the handshake phase.
@@ -307,11 +438,6 @@ impl Drop for HandshakeSlot<'_> {
     }
 }
 
-/// The bytes an iperf3 client opens every connection with: a cookie of 36 printable
-/// characters and a NUL (`COOKIE_SIZE`, iperf.h). The characters are random since iperf3 3.2,
-/// a host name and a time before; a server treats them as opaque.
-pub(crate) const IPERF3_COOKIE_SIZE: usize = 37;
-
 /// What a new connection's first bytes say it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Opening {
@@ -319,25 +445,14 @@ pub(crate) enum Opening {
     /// client) starts with a 0 byte. Nothing was taken from the socket.
     Linerate,
     /// An iperf3 client's control or data connection: its cookie, taken from the socket.
-    Iperf3([u8; IPERF3_COOKIE_SIZE]),
+    Iperf3(Cookie),
     /// Neither: the bytes that said so, taken from the socket.
     Unknown(Vec<u8>),
 }
 
-/// Could `prefix` be the start of an iperf3 cookie?
-fn could_be_iperf3_cookie(prefix: &[u8]) -> bool {
-    prefix.iter().enumerate().all(|(i, b)| {
-        if i + 1 < IPERF3_COOKIE_SIZE {
-            b.is_ascii_graphic()
-        } else {
-            *b == 0
-        }
-    })
-}
-
 /// Tell a connection's protocol from its first bytes, read within the handshake deadline. A
-/// byte that cannot belong to an iperf3 cookie ends the reading at once, so a stray client of
-/// another protocol is told apart without waiting for more.
+/// byte that cannot belong to an iperf3 cookie ([`linerate_iperf3::sniff`]) ends the reading at
+/// once, so a stray client of another protocol is told apart without waiting for more.
 fn first_bytes(sock: &TcpStream, at: Instant) -> Result<Opening, FrameError> {
     let io = |e: std::io::Error| match e.kind() {
         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => FrameError::Timeout,
@@ -353,25 +468,25 @@ fn first_bytes(sock: &TcpStream, at: Instant) -> Result<Opening, FrameError> {
         Some(0) => return Ok(Opening::Linerate),
         Some(_) => {}
     }
-    let mut cookie = [0u8; IPERF3_COOKIE_SIZE];
+    let mut cookie = [0u8; COOKIE_LEN];
     let mut got = 0;
-    while got < IPERF3_COOKIE_SIZE {
+    while got < COOKIE_LEN {
         match r.read(&mut cookie[got..]) {
             Ok(0) => {
                 return Err(FrameError::Truncated {
                     got,
-                    len: IPERF3_COOKIE_SIZE as u32,
+                    len: COOKIE_LEN as u32,
                 })
             }
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(io(e)),
         }
-        if !could_be_iperf3_cookie(&cookie[..got]) {
+        if let Sniff::NotCookie { .. } = linerate_iperf3::sniff(&cookie[..got]) {
             return Ok(Opening::Unknown(cookie[..got].to_vec()));
         }
     }
-    Ok(Opening::Iperf3(cookie))
+    Ok(Opening::Iperf3(Cookie::from_bytes(cookie)))
 }
 
 /// A few bytes for a log line: hex, and as text where printable.
@@ -392,7 +507,7 @@ fn show_bytes(b: &[u8]) -> String {
 }
 
 /// A new connection: tell its protocol apart, then hand it to that protocol's module.
-fn handle(sh: &Shared, sock: TcpStream, peer: Option<SocketAddr>) {
+fn handle(sh: &Shared, sock: TcpStream, peer: Option<SocketAddr>, arrival: u64, port: &Port) {
     let mut slot = HandshakeSlot(sh, false);
     let peer_s = peer.map_or("?".into(), |p| p.to_string());
     // One deadline for the whole handshake, from accept to start.
@@ -400,8 +515,18 @@ fn handle(sh: &Shared, sock: TcpStream, peer: Option<SocketAddr>) {
     let _ = sock.set_write_timeout(Some(sh.cfg.handshake_timeout));
     match first_bytes(&sock, deadline) {
         Ok(Opening::Linerate) => linerate::handle(sh, sock, &peer_s, &mut slot, deadline),
-        // The iperf3 module, when there is one, takes the cookie here.
-        Ok(Opening::Iperf3(_cookie)) => no_iperf3(sh, sock, &peer_s),
+        Ok(Opening::Iperf3(cookie)) => iperf3::handle(
+            sh,
+            iperf3::Conn {
+                sock,
+                peer: &peer_s,
+                cookie,
+                arrival,
+                port,
+            },
+            &mut slot,
+            deadline,
+        ),
         Ok(Opening::Unknown(bytes)) => sh.log(&ServerLog::Dropped {
             client: peer_s,
             reason: format!(
@@ -413,44 +538,6 @@ fn handle(sh: &Shared, sock: TcpStream, peer: Option<SocketAddr>) {
             client: peer_s,
             reason: e.to_string(),
         }),
-    }
-}
-
-/// iperf3's SERVER_ERROR state byte (-2), followed by two big-endian 32-bit codes: iperf3's
-/// error (`i_errno`) and the system's (`errno`).
-const IPERF3_SERVER_ERROR: u8 = 0xFE;
-/// iperf3's IEMESSAGE: its client prints "received an unknown control message" (newer releases
-/// add "ensure other side is iperf3 and not iperf"), which says what is wrong: the far end does
-/// not speak iperf3. Every release since 3.0 knows the code.
-const IPERF3_IEMESSAGE: i32 = 110;
-
-/// An iperf3 client on a server that does not speak iperf3: answer at once (an iperf3 client
-/// reads its state bytes without a timeout, so it must never be left waiting), and log that one
-/// came.
-fn no_iperf3(sh: &Shared, mut sock: TcpStream, peer: &str) {
-    let mut answer = vec![IPERF3_SERVER_ERROR];
-    answer.extend_from_slice(&IPERF3_IEMESSAGE.to_be_bytes());
-    answer.extend_from_slice(&0i32.to_be_bytes());
-    let _ = std::io::Write::write_all(&mut sock, &answer);
-    let _ = sock.shutdown(Shutdown::Write);
-    sh.log(&ServerLog::Refused {
-        client: peer.into(),
-        reason: "an iperf3 client: this server speaks linerate's protocol only, and answered with iperf3's SERVER_ERROR (the client prints \"received an unknown control message\"); measure with `linerate bench` instead".into(),
-        params: None,
-    });
-    // The client closes once it has read the answer; wait for that, so the answer is not cut
-    // off by a reset, for at most a second and 64 KiB: a client that goes on sending is cut.
-    let mut r = Deadline {
-        sock: &sock,
-        at: Instant::now() + Duration::from_secs(1),
-    };
-    let mut sink = [0u8; 4096];
-    let mut taken = 0;
-    while taken < 64 * 1024 {
-        match r.read(&mut sink) {
-            Ok(n) if n > 0 => taken += n,
-            _ => break,
-        }
     }
 }
 
@@ -513,7 +600,9 @@ pub(crate) fn collect_tcp(
             return Err(missing(have));
         }
         match rx.recv_timeout(left) {
-            Ok((i, s)) if (i as usize) < n && slots[i as usize].is_none() => {
+            Ok(DataConn {
+                index: i, sock: s, ..
+            }) if (i as usize) < n && slots[i as usize].is_none() => {
                 let _ = s.set_read_timeout(None);
                 let _ = s.set_write_timeout(None);
                 if let Some(w) = p.window {
@@ -549,7 +638,9 @@ pub(crate) enum Heard {
 /// Run the server's side of a started test while a thread watches the control connection with
 /// `listen` (called until the client is done, goes away, or the test outlives its time). When
 /// the client goes away, the data connections are shut down so the streams end at once; when
-/// it is done, the threads that answer it end.
+/// it is done, the threads that answer it end, and in a test the peer ends
+/// ([`side::Ending::Peer`]) the streams stop then, once a receiving side has taken in what was
+/// already on its way (`side::run`).
 pub(crate) fn run_side(
     plan: &SidePlan,
     wired: Wired,
@@ -559,11 +650,15 @@ pub(crate) fn run_side(
     let stop = Stop::new();
     let peer_done = Stop::new();
     let data_handles = wired.tcp_handles();
+    // A side that sends stops the moment the peer ends the test: what it sent later the peer
+    // would not count. One that only receives takes in what is on its way first (side::run).
+    let sends = (0..plan.params.connections()).any(|i| plan.params.sends_on(i, false));
     let watcher = watch(
         listen,
         plan.start,
         Duration::from_millis(plan.params.duration_ms) + side::GRACE,
         (&stop, &peer_done),
+        plan.ending == side::Ending::Peer && sends,
         move || {
             for h in &data_handles {
                 let _ = h.shutdown(Shutdown::Both);
@@ -576,13 +671,15 @@ pub(crate) fn run_side(
 }
 
 /// Watch a running test's control connection with `listen` until the client is done (set
-/// `peer_done`), the test's time limit, or `stop`. When the client goes away or misbehaves,
-/// set `stop` and run `abort`.
+/// `peer_done`, and `stop` too when `done_stops`: the streams end that moment), the test's time
+/// limit, or `stop`. When the client goes away or misbehaves, set `stop` and run
+/// `abort`.
 pub(crate) fn watch(
     mut listen: impl FnMut() -> Heard + Send + 'static,
     start: Instant,
     limit: Duration,
     (stop, peer_done): (&Stop, &Stop),
+    done_stops: bool,
     abort: impl FnOnce() + Send + 'static,
 ) -> thread::JoinHandle<()> {
     let (stop, peer_done) = (stop.clone(), peer_done.clone());
@@ -590,6 +687,9 @@ pub(crate) fn watch(
         match listen() {
             Heard::Done => {
                 peer_done.set();
+                if done_stops {
+                    stop.set();
+                }
                 return;
             }
             Heard::Nothing => {
@@ -614,35 +714,6 @@ pub(crate) fn new_cookie() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn iperf3_cookies_of_every_release_are_recognised_and_nothing_else() {
-        // 3.2 and later: 36 random characters of [a-z2-7]; 3.0/3.1: host name, time, random,
-        // padded with digits; the 3.0 betas: a UUID.
-        for c in [
-            "abcdefghijklmnopqrstuvwxyz2345674444",
-            "SVR028.1555493204.059114.5f55c3f5123",
-            "e47a1dcd-70b4-44b5-9411-e59ade43f579",
-        ] {
-            assert_eq!(c.len(), 36);
-            let mut b = c.as_bytes().to_vec();
-            b.push(0);
-            assert!(could_be_iperf3_cookie(&b), "{c}");
-            for i in 1..b.len() {
-                assert!(could_be_iperf3_cookie(&b[..i]), "{c} cut at {i}");
-            }
-        }
-        for bad in [
-            &b"GET / HTTP/1.1\r\n"[..],
-            b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n",
-            b"\x16\x03\x01\x02\x00",
-            b"abcdefghijklmnopqrstuvwxyz23456744445", // 37 characters, no NUL
-            b"abc\x00",
-            b"abc def",
-        ] {
-            assert!(!could_be_iperf3_cookie(bad), "{bad:?}");
-        }
-    }
 
     #[test]
     fn bytes_in_the_log_are_hex_and_text() {

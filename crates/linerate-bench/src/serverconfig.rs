@@ -13,6 +13,9 @@ use crate::shutdown::ShutdownTrigger;
 #[derive(Clone)]
 pub struct ServerConfig {
     pub bind: SocketAddr,
+    /// One more listening port, on the same address, for stock iperf3 clients that cannot be
+    /// told another port (`--iperf3-port`, e.g. 5201). It serves both protocols, as `bind` does.
+    pub iperf3_port: Option<u16>,
     pub limits: Limits,
     pub psk: Option<Psk>,
     /// Time a new connection has to complete its handshake (and a test to get its data connections).
@@ -43,6 +46,7 @@ impl std::fmt::Debug for ServerConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerConfig")
             .field("bind", &self.bind)
+            .field("iperf3_port", &self.iperf3_port)
             .field("limits", &self.limits)
             .field("auth", &self.psk.is_some())
             .field("handshake_timeout", &self.handshake_timeout)
@@ -60,6 +64,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             bind: SocketAddr::from(([0, 0, 0, 0], defaults::PORT)),
+            iperf3_port: None,
             limits: Limits::default(),
             psk: None,
             handshake_timeout: defaults::HANDSHAKE_TIMEOUT,

@@ -21,6 +21,8 @@ pub enum ServerLog {
         max_memory_bytes: u64,
         /// `--write-dir`, if file transfers are allowed.
         write_dir: Option<String>,
+        /// Where stock iperf3 clients are served.
+        iperf3: Iperf3Listening,
     },
     /// A connection or a test was refused: why, and the test asked for when there was one.
     Refused {
@@ -28,6 +30,9 @@ pub enum ServerLog {
         reason: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         params: Option<TestParams>,
+        /// An iperf3 client: what it is and what it was answered.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        iperf3: Option<Iperf3Refused>,
     },
     /// A connection that misbehaved or timed out in its handshake.
     Dropped { client: String, reason: String },
@@ -35,6 +40,50 @@ pub enum ServerLog {
     AuthFailed { client: String },
     /// A test ended.
     Test(TestLog),
+}
+
+/// The wire protocol a client spoke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeerProtocol {
+    Linerate,
+    Iperf3,
+}
+
+/// Where the server takes stock iperf3 clients: every TCP listener (serve's port, and
+/// `--iperf3-port`'s), and the UDP sockets on their port numbers for iperf3's UDP streams.
+#[derive(Debug, Clone, Serialize)]
+pub struct Iperf3Listening {
+    pub addresses: Vec<String>,
+    pub udp: Vec<String>,
+    /// A UDP port that could not be bound, and why (iperf3 UDP tests on it are refused).
+    pub udp_errors: Vec<String>,
+}
+
+/// What an iperf3 client that was refused is, and what it was told.
+#[derive(Debug, Clone, Serialize)]
+pub struct Iperf3Refused {
+    /// `client_version` from its parameters (escaped), when it got that far and sent one.
+    pub client_version: Option<String>,
+    /// `access_denied` (iperf3's "busy" state byte) or `server_error`.
+    pub answer: &'static str,
+    /// With `server_error`: the iperf3 error code sent, and its name.
+    pub code: Option<i32>,
+    pub code_name: Option<&'static str>,
+}
+
+/// An iperf3 client's test.
+#[derive(Debug, Clone, Serialize)]
+pub struct Iperf3TestLog {
+    /// `client_version` from its parameters (escaped).
+    pub client_version: Option<String>,
+    /// The bytes the client said it moved (its results), both ways, after the warm-up.
+    pub client_bytes: Option<u64>,
+    /// With SERVER_ERROR: the iperf3 error code sent.
+    pub code: Option<i32>,
+    /// The client's options this server did not act on (they change nothing the client
+    /// measures, or the server cannot apply them), by their iperf3 names (escaped).
+    pub ignored: Vec<String>,
 }
 
 /// How a test ended.
@@ -65,6 +114,7 @@ pub enum TestLog {
     Failed {
         test_id: u64,
         client: String,
+        protocol: PeerProtocol,
         /// The test kind (`tcp_bw`, ..., `rdma`).
         kind: String,
         result: Outcome,
@@ -77,6 +127,8 @@ pub enum TestLog {
 pub struct TestRan {
     pub test_id: u64,
     pub client: String,
+    /// The wire protocol the client spoke.
+    pub protocol: PeerProtocol,
     pub kind: TestKind,
     pub direction: Direction,
     pub streams: u32,
@@ -91,6 +143,9 @@ pub struct TestRan {
     pub error: Option<String>,
     /// File transfers: the file.
     pub file: Option<FileLog>,
+    /// An iperf3 client's test: the client and what the server made of its options.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iperf3: Option<Iperf3TestLog>,
 }
 
 /// A file transfer's file, once the test ended.

@@ -35,11 +35,31 @@ pub type ListenEnd = fn(&mut Streams<'_>, u32, &Arc<TcpListener>, IpAddr);
 pub type ConnectEnd = fn(&mut Streams<'_>, u32, SocketAddr, Option<IpAddr>);
 
 /// One UDP flow of a stream: a socket (client: connected, one per stream; server: the test's
-/// shared socket) and, for a server sending on it, the client's address for this stream.
+/// shared socket in linerate's datagrams, or the stream's own connected one in iperf3's) and,
+/// for a server sending on a shared socket, the client's address for this stream. How its
+/// datagrams are framed is the test's ([`SidePlan::datagrams`]).
 #[derive(Debug, Clone)]
 pub struct UdpFlow {
     pub sock: Arc<UdpSocket>,
     pub peer: Option<SocketAddr>,
+}
+
+/// How long a side that only receives waits for what is on its way once the peer ended the
+/// test ([`Ending::Peer`]), at most; and the quiet that says nothing more is coming.
+const PEER_END_DRAIN: Duration = Duration::from_secs(1);
+const PEER_END_QUIET: Duration = Duration::from_millis(50);
+
+/// What ends a side's streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The test's time, which each end keeps (linerate's protocol): a sender stops at
+    /// `duration_ms`, a receiver at the end of its stream.
+    Time,
+    /// The peer says the test is over (`peer_done`: iperf3's TEST_END, the client keeping the
+    /// time): every stream runs until then and is stopped then. `duration_ms` is only the bound:
+    /// a peer that never ends the test has its streams stopped at the bound (plus the grace),
+    /// and the side reports that they ran on.
+    Peer,
 }
 
 /// This side's data connections with what it runs on each, built together by the wire
@@ -171,12 +191,31 @@ pub struct SidePlan {
     /// A test that ends on data rather than time (iperf3's `-n`/`-k`): what this end's streams
     /// count toward its end.
     pub budget: Option<Arc<Budget>>,
+    /// What ends the streams.
+    pub ending: Ending,
 }
 
 #[derive(Debug)]
 pub struct SideRun {
     pub results: SideResults,
     pub rtt: Option<Rtt>,
+    /// What each stream's counters said when the omitted warm-up ended (by stream index);
+    /// `None` without a warm-up.
+    pub omit_marks: Option<Vec<OmitMark>>,
+    /// What this side's UDP receivers counted of each stream (by stream index; a stream it
+    /// sent is left at its default), for a wire protocol that reports more than the
+    /// [`SideResults`] carry (iperf3's counts, [`RecvState::iperf3`]); `None` when it received
+    /// no UDP.
+    pub udp_received: Option<Vec<RecvState>>,
+}
+
+/// A stream's counters when the omitted warm-up ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OmitMark {
+    /// Bytes it had moved.
+    pub bytes: u64,
+    /// A TCP sender's retransmissions so far (TCP_INFO); `None` for the other streams.
+    pub retransmits: Option<u64>,
 }
 
 impl SideRun {
@@ -187,6 +226,8 @@ impl SideRun {
                 ..SideResults::default()
             },
             rtt: None,
+            omit_marks: None,
+            udp_received: None,
         }
     }
 }
@@ -225,8 +266,9 @@ pub struct Streams<'a> {
     answerers: Vec<thread::JoinHandle<Timed<Option<String>>>>,
     /// Every TCP connection, to shut down when the test must end.
     tcp_handles: Vec<TcpStream>,
-    /// The connections this side sends on: only a sender retransmits, so only they count.
-    send_handles: Vec<TcpStream>,
+    /// The connections this side sends on, by stream index: only a sender retransmits, so only
+    /// they count.
+    send_handles: Vec<(u32, TcpStream)>,
     /// A thread already receives every stream of the shared UDP socket (server).
     pub(crate) shared_receiver: bool,
     /// This end reports no intervals (a server answering requests: the client counts them).
@@ -415,13 +457,55 @@ impl<'a> Streams<'a> {
         );
     }
 
-    /// Keep handles of a TCP connection: to shut it down, and (a sender's) for TCP_INFO.
-    pub(crate) fn keep_tcp(&mut self, s: &TcpStream, sender: bool) {
+    /// After the peer ended the test (iperf3's TEST_END, sent once its senders stopped): a side
+    /// that only receives keeps receiving what is still on its way, until its TCP queues are
+    /// empty and nothing has arrived for [`PEER_END_QUIET`], at most [`PEER_END_DRAIN`]. A
+    /// test that ends on data (`-n`) would otherwise lose its last socket buffers' worth at
+    /// this end. A side that sends stops at once: what it sent later the peer would not count.
+    fn take_in_flight(&self) {
+        let n = self.meters.len() as u32;
+        if (0..n).any(|i| self.sends(i)) {
+            return;
+        }
+        let total = || self.meters.iter().map(|m| m.bytes()).sum::<u64>();
+        let queued = || {
+            self.tcp_handles
+                .iter()
+                .any(|h| sys::unread_bytes(h).is_ok_and(|q| q > 0))
+        };
+        // A receiver woken only once a batch has queued (SO_RCVLOWAT) would not wake for the
+        // last bytes: wake on any data. Setting the mark wakes a reader already waiting
+        // (tcp_set_rcvlowat), and again below if a retune raised it meanwhile.
+        let wake_on_any = || {
+            for h in &self.tcp_handles {
+                let _ = sys::set_rcvlowat(h, 1);
+            }
+        };
+        wake_on_any();
+        let until = Instant::now() + PEER_END_DRAIN;
+        let (mut seen, mut since) = (total(), Instant::now());
+        while Instant::now() < until {
+            thread::sleep(Duration::from_millis(5));
+            let now = total();
+            if now != seen {
+                (seen, since) = (now, Instant::now());
+            } else if since.elapsed() >= PEER_END_QUIET {
+                if !queued() {
+                    break;
+                }
+                wake_on_any();
+            }
+        }
+    }
+
+    /// Keep handles of stream `idx`'s TCP connection: to shut it down, and (a sender's) for
+    /// TCP_INFO.
+    pub(crate) fn keep_tcp(&mut self, idx: u32, s: &TcpStream, sender: bool) {
         if let Ok(c) = s.try_clone() {
             self.tcp_handles.push(c);
         }
         if let Some(c) = sender.then(|| s.try_clone().ok()).flatten() {
-            self.send_handles.push(c);
+            self.send_handles.push((idx, c));
         }
     }
 
@@ -449,11 +533,17 @@ impl<'a> Streams<'a> {
         self.jobs.is_empty() && self.round_trips.is_empty()
     }
 
-    /// Snapshot the counters when the warm-up ends (None: no warm-up).
-    fn omit_snapshot(&self) -> Option<thread::JoinHandle<Vec<u64>>> {
+    /// Snapshot the counters when the warm-up ends (None: no warm-up): each stream's bytes, and
+    /// a TCP sender's retransmissions.
+    fn omit_snapshot(&self) -> Option<thread::JoinHandle<Vec<OmitMark>>> {
         let omit = Duration::from_millis(self.plan.params.omit_ms);
         (!omit.is_zero()).then(|| {
             let meters = self.meters.clone();
+            let senders: Vec<(u32, TcpStream)> = self
+                .send_handles
+                .iter()
+                .filter_map(|(i, s)| s.try_clone().ok().map(|s| (*i, s)))
+                .collect();
             let stop = self.stop.clone();
             let at = self.plan.start + omit;
             thread::spawn(move || {
@@ -463,7 +553,19 @@ impl<'a> Streams<'a> {
                             .min(Duration::from_millis(20)),
                     );
                 }
-                meters.iter().map(|m| m.bytes()).collect::<Vec<u64>>()
+                let mut marks: Vec<OmitMark> = meters
+                    .iter()
+                    .map(|m| OmitMark {
+                        bytes: m.bytes(),
+                        retransmits: None,
+                    })
+                    .collect();
+                for (i, s) in &senders {
+                    if let Some(m) = marks.get_mut(*i as usize) {
+                        m.retransmits = sys::tcp_info(s).map(|t| t.retransmits);
+                    }
+                }
+                marks
             })
         })
     }
@@ -489,7 +591,7 @@ impl<'a> Streams<'a> {
             (!self.send_handles.is_empty()).then(|| {
                 self.send_handles
                     .iter()
-                    .filter_map(sys::tcp_info)
+                    .filter_map(|(_, s)| sys::tcp_info(s))
                     .map(|t| t.retransmits)
                     .sum()
             })
@@ -497,10 +599,11 @@ impl<'a> Streams<'a> {
         // Sampling ends when the streams are done (or, for time-bound threads, at `until`,
         // and for answering servers when the client is done), and at once when the test is
         // aborted.
+        let peer_ends = self.plan.ending == Ending::Peer;
         let stop_sampling = || {
             self.stop.is_set()
                 || (!time_only && self.done.is_set())
-                || (!self.answerers.is_empty() && self.peer_done.is_set())
+                || ((peer_ends || !self.answerers.is_empty()) && self.peer_done.is_set())
         };
         if self.quiet {
             // A server answering requests has nothing to report per interval; wait for the end.
@@ -723,13 +826,21 @@ pub fn run(
     let omit_snap = st.omit_snapshot();
     let until = st.until();
     let (intervals, stalls) = st.sample(sink, until);
+    // The peer ended the test: every stream stops now (and its connection is shut down),
+    // once a side that only receives has taken in what was already on its way.
+    let peer_ended = plan.ending == Ending::Peer && peer_done.is_set();
+    if peer_ended {
+        st.take_in_flight();
+        st.stop.set();
+    }
     // Past this point every thread must end.
-    let timed_out = !st.done.is_set() && !time_only && Instant::now() >= until;
+    let timed_out = !peer_ended && !st.done.is_set() && !time_only && Instant::now() >= until;
     let spin = st.spin;
     let mut joined = st.join(timed_out);
-    let snap: Vec<u64> = omit_snap
-        .and_then(|h| h.join().ok())
-        .unwrap_or_else(|| vec![0; n]);
+    let omit_marks: Option<Vec<OmitMark>> = omit_snap.and_then(|h| h.join().ok());
+    let snap: Vec<u64> = omit_marks
+        .as_ref()
+        .map_or_else(|| vec![0; n], |m| m.iter().map(|m| m.bytes).collect());
     joined.add_udp_receivers(plan);
     let (streams, user, system) = joined.stream_results(plan, &snap);
     let duration = Duration::from_millis(plan.params.duration_ms);
@@ -746,6 +857,7 @@ pub fn run(
     }
     errors.dedup();
     let rtt = joined.rtt;
+    let udp_received = joined.udp_state;
     SideRun {
         results: SideResults {
             streams,
@@ -767,5 +879,7 @@ pub fn run(
             link: None,
         },
         rtt,
+        omit_marks,
+        udp_received,
     }
 }

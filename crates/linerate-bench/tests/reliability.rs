@@ -38,6 +38,7 @@ const PSK: &[u8] = b"reliability-test-key-0123456789";
 fn server_config() -> ServerConfig {
     ServerConfig {
         bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+        iperf3_port: None,
         limits: Limits {
             max_tests: 4,
             max_streams: 4,
@@ -517,9 +518,8 @@ fn read_until_closed(mut s: &TcpStream, within: Duration) -> Option<(Vec<u8>, Du
     }
 }
 
-/// iperf3's answer to a client it will not serve: SERVER_ERROR (-2), then `i_errno` 110
-/// (IEMESSAGE) and `errno` 0, big-endian.
-const IPERF3_NOT_SERVED: [u8; 9] = [0xfe, 0, 0, 0, 110, 0, 0, 0, 0];
+/// iperf3's PARAM_EXCHANGE: the server has the cookie and waits for the client's parameters.
+const IPERF3_PARAM_EXCHANGE: u8 = 9;
 
 /// Cookies of each iperf3 generation: 3.2 and later (random `[a-z2-7]`), 3.0/3.1 (host name,
 /// time, random, padded with digits), the 3.0 betas (a UUID); each 36 characters and a NUL.
@@ -539,37 +539,37 @@ fn iperf3_cookies() -> Vec<Vec<u8>> {
     .collect()
 }
 
+/// serve speaks iperf3: a cookie of any generation, whole or in two parts, is answered at
+/// once with PARAM_EXCHANGE; a client that then sends nothing is dropped at the handshake
+/// deadline, not kept; and the server keeps serving.
 #[test]
-fn an_iperf3_client_is_answered_at_once_and_the_server_keeps_serving() {
+fn an_iperf3_client_is_answered_at_once_and_dropped_when_it_says_no_more() {
     let _g = serial();
     // A long handshake timeout: the answers below must come from the cookie, not the timer.
+    let handshake = Duration::from_secs(3);
     let cfg = ServerConfig {
-        handshake_timeout: Duration::from_secs(6),
+        handshake_timeout: handshake,
         ..server_config()
     };
     let addr = start_server(cfg);
-    let prompt = Duration::from_secs(4);
+    let prompt = Duration::from_secs(2);
     for cookie in iperf3_cookies() {
-        // Whole, and dripped in two parts (a cookie may come in two segments).
         for split in [cookie.len(), 11] {
+            let name = String::from_utf8_lossy(&cookie).to_string();
             let mut s = raw(addr);
             s.write_all(&cookie[..split]).unwrap();
             if split < cookie.len() {
                 thread::sleep(Duration::from_millis(200));
                 s.write_all(&cookie[split..]).unwrap();
             }
-            let (got, _) = read_until_closed(&s, prompt).unwrap_or_else(|| {
-                panic!(
-                    "{}: an iperf3 client left waiting",
-                    String::from_utf8_lossy(&cookie)
-                )
-            });
-            assert_eq!(
-                got,
-                IPERF3_NOT_SERVED,
-                "{}",
-                String::from_utf8_lossy(&cookie)
-            );
+            s.set_read_timeout(Some(prompt)).unwrap();
+            let mut first = [0u8; 1];
+            s.read_exact(&mut first)
+                .unwrap_or_else(|e| panic!("{name}: no PARAM_EXCHANGE within {prompt:?}: {e}"));
+            assert_eq!(first[0], IPERF3_PARAM_EXCHANGE, "{name}");
+            let (rest, _) = read_until_closed(&s, handshake + Duration::from_secs(4))
+                .unwrap_or_else(|| panic!("{name}: kept open past the handshake deadline"));
+            assert!(rest.is_empty(), "{name}: then {rest:?}");
         }
     }
     assert_good_run(
@@ -1669,5 +1669,149 @@ fn leak_scenario_in_child_process() {
     assert!(
         now <= baseline,
         "threads left behind: {now} running, baseline {baseline}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile or broken iperf3-speaking peers
+// ---------------------------------------------------------------------------------------------
+
+/// iperf3's CREATE_STREAMS and SERVER_ERROR state bytes.
+const IPERF3_CREATE_STREAMS: u8 = 10;
+const IPERF3_SERVER_ERROR: u8 = 0xfe;
+
+/// An iperf3 control connection past its cookie: PARAM_EXCHANGE read.
+fn iperf3_control(addr: SocketAddr) -> TcpStream {
+    let mut s = raw(addr);
+    s.write_all(&iperf3_cookies()[0]).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut b = [0u8; 1];
+    s.read_exact(&mut b).expect("PARAM_EXCHANGE");
+    assert_eq!(b[0], IPERF3_PARAM_EXCHANGE);
+    s
+}
+
+/// iperf3's framing of a JSON message: a 4-byte big-endian length, then the bytes.
+fn iperf3_frame(body: &[u8]) -> Vec<u8> {
+    let mut f = u32::try_from(body.len()).unwrap().to_be_bytes().to_vec();
+    f.extend_from_slice(body);
+    f
+}
+
+/// A stock 3.12 client's parameters of a one-second TCP test.
+const IPERF3_TCP_PARAMS: &[u8] = br#"{"tcp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#;
+
+/// SERVER_ERROR's `i_errno` in what the server sent, if it sent one.
+fn iperf3_error_code(got: &[u8]) -> Option<i32> {
+    let i = got.iter().position(|b| *b == IPERF3_SERVER_ERROR)?;
+    let code = got.get(i + 1..i + 5)?;
+    Some(i32::from_be_bytes(code.try_into().ok()?))
+}
+
+/// Each hostile iperf3 peer, while a test of linerate's own iperf3 client (UDP, the datagrams a
+/// stranger's "9876" could disturb) and a linerate TCP test run: each is answered in iperf3's
+/// codes or closed, within the handshake bound, without the server reading what it was told
+/// to expect (an oversized length); the stranger's datagram gets no answer; both tests
+/// complete with what they should have measured.
+#[test]
+fn hostile_iperf3_peers_cost_bounded_time_and_never_disturb_running_tests() {
+    let _g = serial();
+    let handshake = Duration::from_secs(2);
+    let addr = start_server(ServerConfig {
+        handshake_timeout: handshake,
+        ..server_config()
+    });
+    let udp = TestParams {
+        duration_ms: 4000,
+        interval_ms: 500,
+        length: 1200,
+        bitrate_bps: 20_000_000,
+        ..TestParams::new(TestKind::UdpBw, Direction::Send)
+    };
+    let iperf3_cfg = ClientConfig {
+        protocol: linerate_bench::WireProtocol::Iperf3(
+            linerate_bench::client::Iperf3Options::default(),
+        ),
+        ..ClientConfig::new(addr, udp)
+    };
+    let (tx, started) = mpsc::channel();
+    let iperf3_test = spawn_bench(iperf3_cfg, Some(tx));
+    started
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the iperf3 UDP test started");
+    let (tx, started) = mpsc::channel();
+    let linerate_test = spawn_bench(ClientConfig::new(addr, tcp_params(4000)), Some(tx));
+    started
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the linerate TCP test started");
+    let bound = handshake + Duration::from_secs(3);
+
+    // Bad JSON: IERECVPARAMS (114), or for a client whose version is unknown (its parameters
+    // say it) the IENEWTEST (100) every release knows, with errno; then closed.
+    let mut s = iperf3_control(addr);
+    s.write_all(&iperf3_frame(b"{\"tcp\": tru")).unwrap();
+    let (got, _) = read_until_closed(&s, bound).expect("bad JSON: still open");
+    assert!(
+        matches!(iperf3_error_code(&got), Some(100 | 114)),
+        "bad JSON: {got:?}"
+    );
+
+    // A length of 4 GiB - 16 and no more: refused without waiting for the body.
+    let mut s = iperf3_control(addr);
+    s.write_all(&0xffff_fff0u32.to_be_bytes()).unwrap();
+    let (got, _) = read_until_closed(&s, bound).expect("oversized length: still open");
+    assert!(
+        matches!(iperf3_error_code(&got), Some(100 | 114)),
+        "oversized: {got:?}"
+    );
+
+    // Wrong state bytes: the client's IPERF_DONE (16) where its streams should open.
+    let mut s = iperf3_control(addr);
+    s.write_all(&iperf3_frame(IPERF3_TCP_PARAMS)).unwrap();
+    let mut b = [0u8; 1];
+    s.read_exact(&mut b).expect("CREATE_STREAMS");
+    assert_eq!(b[0], IPERF3_CREATE_STREAMS);
+    s.write_all(&[16, 13, 0xff, 2]).unwrap();
+    read_until_closed(&s, bound).expect("wrong state bytes: still open");
+
+    // A stream that never opens: given up at the handshake deadline, the client told.
+    let mut s = iperf3_control(addr);
+    s.write_all(&iperf3_frame(IPERF3_TCP_PARAMS)).unwrap();
+    s.read_exact(&mut b).expect("CREATE_STREAMS");
+    assert_eq!(b[0], IPERF3_CREATE_STREAMS);
+    let (got, _) = read_until_closed(&s, bound).expect("no stream: still open");
+    assert!(
+        got.first() == Some(&IPERF3_SERVER_ERROR),
+        "no stream: {got:?}"
+    );
+
+    // A UDP "9876" from a stranger (no test of its address waits): no answer.
+    let stranger = std::net::UdpSocket::bind("127.0.0.2:0").unwrap();
+    stranger.connect(addr).unwrap();
+    stranger.send(b"9876").unwrap();
+    stranger
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut reply = [0u8; 16];
+    assert!(
+        stranger.recv(&mut reply).is_err(),
+        "a stranger was answered"
+    );
+
+    // Both tests ran undisturbed.
+    let iperf3_run = wait_bench(&iperf3_test, Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("the iperf3 UDP test: {e}"));
+    let r = &iperf3_run.local;
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!(
+        r.streams.len(),
+        1,
+        "a stranger's stream joined: {:?}",
+        r.streams
+    );
+    assert!(r.streams[0].bytes_sent > 0);
+    assert_good_run(
+        wait_bench(&linerate_test, Duration::from_secs(30)),
+        "the linerate test beside hostile iperf3 peers",
     );
 }

@@ -327,6 +327,10 @@ pub struct ServeArgs {
     /// Address to listen on (`::` for IPv6 and IPv4).
     #[arg(short = 'B', long, value_name = "ADDR", default_value = "0.0.0.0")]
     pub bind: std::net::IpAddr,
+    /// Listen on this port too (e.g. 5201, iperf3's), for stock iperf3 clients that cannot be
+    /// told another port; both ports serve both protocols, and take iperf3's UDP streams.
+    #[arg(long, value_name = "PORT")]
+    pub iperf3_port: Option<u16>,
     /// Most tests running at once.
     #[arg(long, default_value_t = defaults::MAX_TESTS, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_tests: u32,

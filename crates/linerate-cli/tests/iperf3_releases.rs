@@ -1,5 +1,5 @@
 //! `linerate bench --iperf3` against stock iperf3 servers of other releases than the system's:
-//! optional coverage, for a machine that has them built (`docs/iperf3-client.md`).
+//! optional coverage, for a machine that has them built (`docs/iperf3.md`).
 //!
 //! `LINERATE_IPERF3_BUILDS=DIR` names a directory holding `VERSION/src/iperf3` for any of
 //! [`RELEASES`] (esnet/iperf's tags built with `./configure --disable-shared && make`); each

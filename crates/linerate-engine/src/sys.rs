@@ -291,6 +291,40 @@ pub fn set_rcvlowat(fd: &impl AsRawFd, bytes: usize) -> io::Result<()> {
     }
 }
 
+/// FIONREAD (SIOCINQ): the bytes queued on a socket that no read has taken yet (tcp(7),
+/// udp(7): for UDP, the next datagram's).
+pub fn unread_bytes(fd: &impl AsRawFd) -> io::Result<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer, which lives across the call.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, std::ptr::from_mut(&mut n)) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+}
+
+/// SO_MAX_PACING_RATE: the kernel paces the socket's sending to `bytes_per_s` (with the fq
+/// qdisc, or TCP's own pacing), as iperf3's `--fq-rate` asks (socket(7)).
+pub fn set_max_pacing_rate(fd: &impl AsRawFd, bytes_per_s: u64) -> io::Result<()> {
+    // SAFETY: the option value is a u64 that lives across the call, its size passed with it
+    // (the kernel takes 32 or 64 bits).
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            std::ptr::from_ref(&bytes_per_s).cast(),
+            std::mem::size_of::<u64>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 /// recv(2) with MSG_TRUNC on a TCP socket: the kernel takes up to `len` bytes off the receive
 /// queue and drops them without copying them to user space (tcp(7)), returning how many it
 /// took; 0 at end of stream. `buf` is never written by the kernel for TCP, but a real buffer of

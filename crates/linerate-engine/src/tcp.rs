@@ -53,8 +53,9 @@ fn wait_ready(sock: &TcpStream, flags: PollFlags, limit: Duration) -> std::io::R
     }
 }
 
-/// Send until the deadline, then close the write side. Never waits longer than [`STALL`] for
-/// the receiver.
+/// Send until the deadline or `stop`, then close the write side. Never waits longer than
+/// [`STALL`] for the receiver. An error once `stop` is set is not reported: the test ended,
+/// and its connections may have been shut down under the stream.
 ///
 /// The socket is non-blocking and the loop waits in poll(2) when the send buffer is full, as
 /// iperf3 does: a blocking write(2) of a whole block sleeps inside the kernel with the socket's
@@ -106,12 +107,18 @@ pub fn send(mut sock: &TcpStream, plan: &SendPlan, meter: &Meter, stop: &Stop) -
                     .min(plan.deadline)
                     .saturating_duration_since(now);
                 if let Err(e) = wait_ready(sock, PollFlags::OUT, limit) {
-                    out.error = Some(describe(&e, "waiting to send"));
+                    if !stop.is_set() {
+                        out.error = Some(describe(&e, "waiting to send"));
+                    }
                     break;
                 }
             }
+            // After `stop`, the connection may have been shut down under the stream: that is
+            // how the test ended, not an error of the stream.
             Err(e) => {
-                out.error = Some(send_error(&e, STALL));
+                if !stop.is_set() {
+                    out.error = Some(send_error(&e, STALL));
+                }
                 break;
             }
         }
@@ -229,7 +236,8 @@ pub struct RecvPlan {
     pub budget: Option<Arc<Budget>>,
 }
 
-/// Receive until end of stream, an error, `stop`, or `idle` without data.
+/// Receive until end of stream, an error, `stop`, or `idle` without data (an error once `stop`
+/// is set is not reported, as for [`send`]).
 ///
 /// Non-blocking reads until the queue is empty, then poll(2), as iperf3 does (see [`send`]);
 /// `wake` says how much must have queued before poll(2) returns.
@@ -308,13 +316,17 @@ pub fn recv(mut sock: &TcpStream, plan: &RecvPlan, meter: &Meter, stop: &Stop) -
                         break;
                     }
                     Err(e) => {
-                        out.error = Some(describe(&e, "waiting for data"));
+                        if !stop.is_set() {
+                            out.error = Some(describe(&e, "waiting for data"));
+                        }
                         break;
                     }
                 }
             }
             Err(e) => {
-                out.error = Some(recv_error(&e, idle));
+                if !stop.is_set() {
+                    out.error = Some(recv_error(&e, idle));
+                }
                 break;
             }
         }

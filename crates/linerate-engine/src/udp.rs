@@ -6,13 +6,20 @@
 //! `u64::MAX` marks a registration datagram. iperf3's (`linerate_iperf3::udp`) is 12 or 16 bytes:
 //! the send time in seconds and microseconds, then a 32- or 64-bit sequence number from 1; it
 //! names no stream, as each iperf3 stream has a socket of its own.
+//!
+//! One sender and one receiver serve both formats and both ends (bench's client, serve's
+//! server). In iperf3's format the receiver also counts each stream by iperf3's own definitions
+//! ([`RecvState::iperf3`], `linerate_iperf3::udp::Receiver`: gap-based loss, out of order,
+//! RFC 1889 jitter in seconds, the counts when the omitted seconds ended), the figures an
+//! iperf3 peer is told; linerate's counts (a sender's exact count, duplicates told from late
+//! datagrams) are kept beside them.
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linerate_iperf3::udp::{DatagramHeader, SeqWidth, Timestamp};
+use linerate_iperf3::udp::{DatagramHeader, Receiver, SeqWidth, Timestamp};
 use linerate_proto::UdpStats;
 
 use crate::meter::{Budget, Meter, Stop};
@@ -125,7 +132,7 @@ impl Format {
 
 /// How a UDP sender behaves.
 #[derive(Debug, Clone)]
-pub struct SendPlan {
+pub struct DatagramPlan {
     /// Bytes per datagram (at least the header).
     pub length: usize,
     /// bit/s of payload; 0 = as fast as possible.
@@ -141,11 +148,11 @@ pub fn send(
     dest: Option<SocketAddr>,
     format: Format,
     stream: u32,
-    plan: &SendPlan,
+    plan: &DatagramPlan,
     meter: &Meter,
     stop: &Stop,
 ) -> StreamOutcome {
-    let SendPlan {
+    let DatagramPlan {
         length,
         bitrate_bps,
         deadline,
@@ -234,6 +241,8 @@ pub struct RecvState {
     last_transit: Option<i128>,
     pub last: Option<Instant>,
     pub peer: Option<SocketAddr>,
+    /// In iperf3's format: the stream counted by iperf3's definitions (`None` in linerate's).
+    pub iperf3: Option<Receiver>,
     /// Bit `seq % SEQ_WINDOW`: whether `seq` arrived, for `seq` in
     /// `next_seq - SEQ_WINDOW .. next_seq`.
     seen: [u64; (SEQ_WINDOW / 64) as usize],
@@ -245,9 +254,25 @@ impl RecvState {
         ((i / 64) as usize, 1 << (i % 64))
     }
 
+    /// A stream's state before its first datagram, in a test of `format`.
+    pub fn new(format: Format) -> Self {
+        Self {
+            iperf3: matches!(format, Format::Iperf3 { .. }).then(Receiver::new),
+            ..Self::default()
+        }
+    }
+
     /// Account one datagram (RFC 3550 §6.4.1 for the jitter).
     pub fn on_packet(&mut self, h: &Header, len: usize, arrival_ns: u64, now: Instant) {
         self.bytes = self.bytes.saturating_add(len as u64);
+        if let Some(r) = &mut self.iperf3 {
+            // iperf3's sequence is from 1; both clocks only ever differ from themselves.
+            r.record(
+                h.seq.saturating_add(1),
+                Timestamp::from_duration(Duration::from_nanos(h.send_ns)),
+                Timestamp::from_duration(Duration::from_nanos(arrival_ns)),
+            );
+        }
         if h.seq < self.next_seq {
             let (w, b) = Self::bit(h.seq);
             if self.next_seq - h.seq > SEQ_WINDOW {
@@ -312,17 +337,20 @@ impl RecvState {
 /// state. In linerate's format a socket may carry every stream (each datagram names its own);
 /// registration datagrams are answered (so the sender learns the path works) and recorded. In
 /// iperf3's a socket carries one stream, `stream`. `budget`: a test that ends on data, to
-/// which the payload received counts.
+/// which the payload received counts. `omit_until`: when the omitted seconds (`-O`) end, at
+/// which iperf3's counts keep what they had as the omitted ones and the jitter starts again
+/// (`iperf_reset_stats`).
 pub fn recv(
     sock: &UdpSocket,
     format: Format,
     stream: u32,
     meters: &[Arc<Meter>],
-    budget: Option<&Budget>,
+    (budget, omit_until): (Option<&Budget>, Option<Instant>),
     stop: &Stop,
 ) -> (Option<String>, Vec<RecvState>) {
     // The state lives on this thread: no lock per datagram. Callers read it at the end.
-    let mut state = vec![RecvState::default(); meters.len()];
+    let mut state = vec![RecvState::new(format); meters.len()];
+    let mut omit_until = omit_until;
     if let Err(e) = sock.set_read_timeout(Some(Duration::from_millis(50))) {
         return (Some(format!("setting the UDP receive timeout: {e}")), state);
     }
@@ -330,7 +358,14 @@ pub fn recv(
     let origin = Instant::now();
     // Arrival times are on this host's clock; jitter only uses differences.
     while !stop.is_set() {
-        match sock.recv_from(&mut buf) {
+        let got = sock.recv_from(&mut buf);
+        if omit_until.is_some_and(|t| Instant::now() >= t) {
+            omit_until = None;
+            for r in state.iter_mut().filter_map(|s| s.iperf3.as_mut()) {
+                r.end_omit();
+            }
+        }
+        match got {
             Ok((n, from)) => {
                 let Some(h) = format.read(&buf[..n], stream) else {
                     continue;
@@ -364,6 +399,12 @@ pub fn recv(
                 ) => {}
             Err(e) if e.kind() == ErrorKind::ConnectionRefused => {}
             Err(e) => return (Some(format!("receiving UDP: {e}")), state),
+        }
+    }
+    // A test stopped within its omitted seconds: all it counted was omitted.
+    if omit_until.is_some() {
+        for r in state.iter_mut().filter_map(|s| s.iperf3.as_mut()) {
+            r.end_omit();
         }
     }
     (None, state)
@@ -499,7 +540,7 @@ mod tests {
             let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
             let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
             tx.connect(rx.local_addr().unwrap()).unwrap();
-            let plan = SendPlan {
+            let plan = DatagramPlan {
                 length: 200,
                 bitrate_bps: 0,
                 deadline: Instant::now() + Duration::from_secs(5),
@@ -523,7 +564,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(300));
                 until.set();
             });
-            let (err, states) = recv(&rx, format, 2, &meters, None, &stop);
+            let (err, states) = recv(&rx, format, 2, &meters, (None, None), &stop);
             t.join().unwrap();
             assert!(err.is_none(), "{err:?}");
             assert_eq!(states[2].packets, 19);
@@ -536,6 +577,61 @@ mod tests {
             );
             assert_eq!(states[0].packets + states[1].packets, 0);
         }
+    }
+
+    /// iperf3's counts beside linerate's, on one receiver: sequences 1, 2, 5, a repeated
+    /// connect (4 bytes, not a datagram of the test), then 4: two lost by the gap, one taken
+    /// back; the highest sequence is iperf3's `packets`.
+    #[test]
+    fn iperf3_counts_gaps_late_datagrams_and_the_omitted_seconds() {
+        let width = SeqWidth::Bits32;
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        let mut buf = [0u8; 64];
+        let datagram = |seq: u64, buf: &mut [u8; 64]| {
+            DatagramHeader {
+                sent: Timestamp::default(),
+                seq,
+            }
+            .write(width, buf)
+            .unwrap();
+        };
+        for seq in [1u64, 2, 5] {
+            datagram(seq, &mut buf);
+            tx.send(&buf).unwrap();
+        }
+        tx.send(b"9876").unwrap();
+        datagram(4, &mut buf);
+        tx.send(&buf).unwrap();
+        let meters = vec![Meter::new()];
+        let stop = Stop::new();
+        let until = stop.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            until.set();
+        });
+        // The omitted seconds end before the first datagram is read.
+        let omit = Some(Instant::now());
+        let (err, states) = recv(
+            &rx,
+            Format::Iperf3 { width },
+            0,
+            &meters,
+            (None, omit),
+            &stop,
+        );
+        t.join().unwrap();
+        assert!(err.is_none(), "{err:?}");
+        let r = states[0].iperf3.as_ref().expect("iperf3's counts");
+        assert_eq!((r.packets(), r.errors(), r.out_of_order()), (5, 1, 1));
+        assert_eq!(r.omitted().map(|o| o.packets), Some(0));
+        assert_eq!(states[0].bytes, 4 * 64, "the 4-byte connect is not data");
+        assert_eq!(states[0].packets, 4);
+        assert!(
+            RecvState::new(Format::Linerate { tag: 1 }).iperf3.is_none(),
+            "linerate's datagrams are counted by linerate's definitions only"
+        );
     }
 
     #[test]

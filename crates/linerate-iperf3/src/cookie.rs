@@ -89,14 +89,18 @@ pub enum Sniff {
 }
 
 /// Whether a connection's first bytes look like an iperf3 cookie: 36 bytes of text (no
-/// control character, space or NUL; bytes above 0x7F are allowed, for hostnames in 3.0/3.1
-/// cookies), then a NUL. Decides as early as the bytes allow: a linerate control frame starts
+/// control character, space or NUL; bytes above 0x7F are allowed after the first, for
+/// hostnames in 3.0/3.1 cookies), then a NUL. The first is an ASCII letter or digit in every
+/// generation (3.2+'s `[a-z2-7]`, a 3.0 beta's UUID, a 3.0/3.1 host name, which RFC 1123 starts
+/// with one), so a binary frame (a length of 0xFFFFFFFF) is ruled out at its first byte. Decides as early as the bytes allow: a linerate control frame starts
 /// with 0x00 (its length's high byte), TLS with 0x16, an HTTP request has a space within its
 /// first 8 bytes, an SSH banner a CR LF; each is ruled out at that byte.
 pub fn sniff(prefix: &[u8]) -> Sniff {
     for (i, &b) in prefix.iter().take(COOKIE_LEN).enumerate() {
         let fits = if i == COOKIE_LEN - 1 {
             b == 0
+        } else if i == 0 {
+            b.is_ascii_alphanumeric()
         } else {
             b > b' ' && b != 0x7f
         };
@@ -182,9 +186,15 @@ mod tests {
         );
         assert_eq!(
             sniff(&[0xff]),
+            Sniff::NotCookie { at: 0 },
+            "no cookie starts with it"
+        );
+        assert_eq!(
+            sniff(&[b'S', 0xff]),
             Sniff::NeedMore,
             "could be a 3.0 hostname byte"
         );
+        assert_eq!(sniff(b"{\"a\":1}"), Sniff::NotCookie { at: 0 }, "JSON");
         // 37 printable bytes without the NUL.
         assert_eq!(sniff(&[b'a'; 40]), Sniff::NotCookie { at: 36 });
         assert_eq!(sniff(&[]), Sniff::NeedMore);

@@ -410,6 +410,18 @@ impl ErrorCode {
         self.since().is_some_and(|since| client >= since)
     }
 
+    /// This code for a client that understands it, else `older` (a code every release since
+    /// 3.0 knows, chosen by the caller to say the same thing less precisely). A client whose
+    /// version is unknown (no `client_version`, or one that does not parse) gets `older`.
+    #[must_use]
+    pub fn or_older(self, client: Option<Version>, older: ErrorCode) -> ErrorCode {
+        if client.is_some_and(|v| self.understood_by(v)) {
+            self
+        } else {
+            older
+        }
+    }
+
     /// What an iperf3 client prints for it (3.21's wording), without the `errno` part.
     pub fn iperf3_message(self) -> String {
         match self.entry().and_then(|e| e.message) {
@@ -506,5 +518,19 @@ mod tests {
             "155 in 3.18"
         );
         assert!(!ErrorCode(999).understood_by(v("3.21")));
+        // The older code for a client that would print int_errno=N.
+        let total = ErrorCode::IETOTALRATE;
+        assert_eq!(
+            total.or_older(Some(v("3.9")), ErrorCode::IENEWTEST),
+            ErrorCode::IETOTALRATE
+        );
+        assert_eq!(
+            total.or_older(Some(v("3.7")), ErrorCode::IENEWTEST),
+            ErrorCode::IENEWTEST
+        );
+        assert_eq!(
+            total.or_older(None, ErrorCode::IENEWTEST),
+            ErrorCode::IENEWTEST
+        );
     }
 }

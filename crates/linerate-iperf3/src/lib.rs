@@ -26,6 +26,7 @@
 //! - [`results`]: the results both ends exchange;
 //! - [`errors`]: iperf3's error codes with its own words and linerate's;
 //! - [`udp`]: the datagram header, the handshake's magic, the receiver's loss and jitter;
+//! - [`report`]: the server's own report, as `iperf3 -s` prints it (`--get-server-output`);
 //! - [`session`]: each end's side of the control connection, sans I/O, in the order above;
 //! - [`streams`]: stream ids (1, 3, 4, …) and who sends on which;
 //! - [`version`]: what each release can do, and what a peer's messages say of its version.
@@ -36,6 +37,7 @@ pub mod frame;
 mod json;
 pub mod params;
 pub mod refusal;
+pub mod report;
 pub mod results;
 pub mod session;
 pub mod state;
@@ -49,6 +51,7 @@ pub use frame::{encode_frame, FrameDecoder, JsonFrameError, PARAMS_MAX, RESULTS_
 pub use json::DecodeError;
 pub use params::{Iperf3Params, Protocol, ServerLimits, Test, Violation};
 pub use refusal::Iperf3Refusal;
+pub use report::{ReportInterval, ReportStream, ServerReport, StreamSummary, UdpSummary};
 pub use results::{
     Omitted, PeerFigures, Results, SenderRetransmits, StreamMismatch, StreamResults,
 };

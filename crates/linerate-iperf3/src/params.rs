@@ -542,7 +542,13 @@ impl Iperf3Params {
             )
         })?;
         if let Some(max) = limits.max_duration_s {
-            check_duration(duration_s, omit_s, max, self.client_version())?;
+            check_duration(
+                duration_s,
+                omit_s,
+                max,
+                limits.open_ended,
+                self.client_version(),
+            )?;
         }
         Ok(Times {
             duration_s,
@@ -693,12 +699,14 @@ fn bounded(
 
 /// A server's limit on a test's length. A test without one (`-t 0`, or ended by `-n`/`-k`,
 /// which a slow path can stretch without bound) is refused too, as 3.20's
-/// `--server-max-duration` does. The code is 3.20's IEMAXSERVERTESTDURATIONEXCEEDED (37) for a
+/// `--server-max-duration` does, unless the server ends such tests itself (`open_ended`); its
+/// warm-up (`-O`) must still fit. The code is 3.20's IEMAXSERVERTESTDURATIONEXCEEDED (37) for a
 /// client that knows it, else IEDURATION (5), which every version prints in words.
 fn check_duration(
     duration_s: u32,
     omit_s: u32,
     max_s: u32,
+    open_ended: bool,
     client: Option<Version>,
 ) -> Result<(), Violation> {
     let code =
@@ -707,6 +715,9 @@ fn check_duration(
         } else {
             ErrorCode::IEDURATION
         };
+    if duration_s == 0 && open_ended && omit_s < max_s {
+        return Ok(());
+    }
     if duration_s == 0 {
         return Err(Violation::new(
             code,
@@ -775,6 +786,10 @@ pub struct ServerLimits {
     pub max_window: u32,
     /// The largest total rate, bit/s (`--server-bitrate-limit`).
     pub max_total_bitrate_bps: Option<u64>,
+    /// With `max_duration_s`: a test without a time limit of its own (`-t 0`, `-n`, `-k`) is
+    /// accepted, and the server ends it at `max_duration_s` (iperf3 3.20's
+    /// `--server-max-duration` refuses it instead).
+    pub open_ended: bool,
     /// Whether SCTP tests are allowed.
     pub sctp: bool,
 }
@@ -786,6 +801,7 @@ impl ServerLimits {
         max_duration_s: None,
         max_window: limits::MAX_WINDOW,
         max_total_bitrate_bps: None,
+        open_ended: false,
         sctp: true,
     };
 }
@@ -1120,6 +1136,7 @@ mod tests {
             max_duration_s: Some(60),
             max_window: 16 << 20,
             max_total_bitrate_bps: Some(10_000_000_000),
+            open_ended: false,
             sctp: false,
         };
         let p = |extra: &str| {
@@ -1147,6 +1164,23 @@ mod tests {
         assert_eq!(v.code, ErrorCode::IEDURATION);
         let v = p(r#","time":0"#).check(&limits).unwrap_err();
         assert_eq!(v.code, ErrorCode::IEDURATION, "no time limit, no version");
+        // A server that ends open-ended tests itself takes them, within its limit.
+        let open = ServerLimits {
+            open_ended: true,
+            ..limits.clone()
+        };
+        let t = p(r#","time":0,"num":1000000"#).check(&open).unwrap();
+        assert_eq!((t.duration_s, t.bytes), (0, Some(1_000_000)));
+        assert!(p(r#","time":0,"omit":5"#).check(&open).is_ok());
+        assert_eq!(
+            p(r#","time":0,"omit":60"#).check(&open).unwrap_err().code,
+            ErrorCode::IEDURATION,
+            "the warm-up alone fills the limit"
+        );
+        assert_eq!(
+            p(r#","time":61"#).check(&open).unwrap_err().code,
+            ErrorCode::IEDURATION
+        );
         assert_eq!(
             p(r#","window":16777217"#).check(&limits).unwrap_err().code,
             ErrorCode::IEBUFSIZE

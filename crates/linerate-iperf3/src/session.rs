@@ -278,9 +278,14 @@ impl ClientSession {
                 self.phase = SessionPhase::Ended;
                 FromServer::ServerError(e)
             }
-            // A busy server writes it at once: it may be read before the cookie is written.
+            // A busy server writes it at once: it may be read before the cookie is written. A
+            // server of several tests may send it after the parameters, when the test does not
+            // fit beside the others.
             ControlMsg::State(State::AccessDenied)
-                if matches!(self.phase, SessionPhase::Start | SessionPhase::Cookie) =>
+                if matches!(
+                    self.phase,
+                    SessionPhase::Start | SessionPhase::Cookie | SessionPhase::Params
+                ) =>
             {
                 self.phase = SessionPhase::Ended;
                 FromServer::Busy
@@ -383,10 +388,16 @@ impl ServerSession {
     }
 
     /// ACCESS_DENIED: another test runs. iperf3 sends it before reading the cookie, so a busy
-    /// server never waits on a stranger; close the connection after it.
+    /// server never waits on a stranger; close the connection after it. A server of several
+    /// tests at once may learn it is busy only from the parameters (the memory the test needs):
+    /// it may send it until CREATE_STREAMS, as every client since 3.0 reads ACCESS_DENIED in
+    /// any state ("the server is busy running a test").
     pub fn deny_busy(&mut self) -> Result<[u8; 1], SessionError> {
         self.phase.require(
-            matches!(self.phase, SessionPhase::Start | SessionPhase::Cookie),
+            matches!(
+                self.phase,
+                SessionPhase::Start | SessionPhase::Cookie | SessionPhase::Params
+            ),
             "ACCESS_DENIED",
         )?;
         self.phase = SessionPhase::Ended;
@@ -694,6 +705,15 @@ mod tests {
             Err(SessionError::UnknownState(_))
         ));
 
+        // Busy after the parameters: ACCESS_DENIED, which the client reads as busy.
+        let mut s = ServerSession::new(1 << 20);
+        let mut c = ClientSession::new(1 << 20);
+        deliver(|b| s.receive(b), &c.cookie(&Cookie([b'a'; 37])).unwrap()).unwrap();
+        deliver(|b| c.receive(b), &s.param_exchange().unwrap()).unwrap();
+        let p = c.params(&Iperf3Params::new(Protocol::Tcp)).unwrap();
+        deliver(|b| s.receive(b), &p).unwrap();
+        let ev = deliver(|b| c.receive(b), &s.deny_busy().unwrap()).unwrap();
+        assert_eq!(ev, vec![FromServer::Busy]);
         let mut s = ServerSession::new(1 << 20);
         assert!(s.param_exchange().is_err(), "no cookie yet");
         // A client that sends its parameters before PARAM_EXCHANGE: nothing is read past the

@@ -315,15 +315,6 @@ impl Rules {
         take_back_loss: true,
         seed_first_transit: true,
     };
-
-    /// The rules a release counts by.
-    pub fn of(version: crate::version::Version) -> Rules {
-        use crate::version::Feature;
-        Rules {
-            take_back_loss: version.has(Feature::LossTakeBack),
-            seed_first_transit: version.has(Feature::JitterSeeded),
-        }
-    }
 }
 
 impl Default for Rules {
@@ -685,29 +676,6 @@ mod tests {
         // Transits 50 s and 50.1 s.
         assert!((r.jitter() - 0.1 / 16.0).abs() < 1e-12, "{}", r.jitter());
         assert_eq!(transit_secs(ts(1, 999_999), ts(3, 1)), 1.000_002);
-    }
-
-    #[test]
-    fn older_rules() {
-        let v = |s| crate::version::Version::parse(s).unwrap();
-        assert_eq!(Rules::of(v("3.21")), Rules::CURRENT);
-        assert_eq!(Rules::of(v("3.8")), Rules::CURRENT);
-        let r37 = Rules::of(v("3.7"));
-        assert!(r37.take_back_loss && !r37.seed_first_transit);
-        let r31 = Rules::of(v("3.1.3"));
-        assert!(!r31.take_back_loss && !r31.seed_first_transit);
-        // 3.1: a late datagram does not take its loss back.
-        let mut r = Receiver::with_rules(r31);
-        let t = ts(0, 0);
-        for seq in [1, 3, 2] {
-            r.record(seq, t, t);
-        }
-        assert_eq!((r.errors(), r.out_of_order()), (1, 1));
-        // Before 3.8: the first transit (here 1.6 s of clock offset) counts from 0.
-        let mut r = Receiver::with_rules(r37);
-        r.record(1, ts(0, 0), ts(1, 600_000));
-        assert!((r.jitter() - 1.6 / 16.0).abs() < 1e-12);
-        assert_eq!(Rules::default(), Rules::CURRENT);
     }
 
     #[test]

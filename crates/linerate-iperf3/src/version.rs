@@ -34,6 +34,14 @@ pub struct Version {
 }
 
 impl Version {
+    /// The UDP accounting rules this release counts by.
+    pub fn udp_rules(self) -> crate::udp::Rules {
+        crate::udp::Rules {
+            take_back_loss: self.has(Feature::LossTakeBack),
+            seed_first_transit: self.has(Feature::JitterSeeded),
+        }
+    }
+
     pub const fn new(major: u16, minor: u16, patch: u16) -> Version {
         Version {
             major,
@@ -408,6 +416,7 @@ fn before(feature: Feature) -> VersionRange {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::udp::{Receiver, Rules, Timestamp};
 
     #[test]
     fn parses_what_iperf3_prints() {
@@ -537,5 +546,29 @@ mod tests {
             Some(VersionRange::exactly(Version::new(3, 12, 0)))
         );
         assert_eq!(VersionRange::from_server_output(&Value::Null), None);
+    }
+
+    #[test]
+    fn older_rules() {
+        let v = |s| Version::parse(s).unwrap();
+        let ts = |sec, usec| Timestamp { sec, usec };
+        assert_eq!(v("3.21").udp_rules(), Rules::CURRENT);
+        assert_eq!(v("3.8").udp_rules(), Rules::CURRENT);
+        let r37 = v("3.7").udp_rules();
+        assert!(r37.take_back_loss && !r37.seed_first_transit);
+        let r31 = v("3.1.3").udp_rules();
+        assert!(!r31.take_back_loss && !r31.seed_first_transit);
+        // 3.1: a late datagram does not take its loss back.
+        let mut r = Receiver::with_rules(r31);
+        let t = ts(0, 0);
+        for seq in [1, 3, 2] {
+            r.record(seq, t, t);
+        }
+        assert_eq!((r.errors(), r.out_of_order()), (1, 1));
+        // Before 3.8: the first transit (here 1.6 s of clock offset) counts from 0.
+        let mut r = Receiver::with_rules(r37);
+        r.record(1, ts(0, 0), ts(1, 600_000));
+        assert!((r.jitter() - 1.6 / 16.0).abs() < 1e-12);
+        assert_eq!(Rules::default(), Rules::CURRENT);
     }
 }

@@ -537,7 +537,7 @@ fn impaired_udp_accounting_matches_iperf3s() {
         let counted = u64::try_from(theirs.packets).unwrap();
         let late = headers.iter().filter(|h| h.seq > counted).count();
         assert!(late <= 3, "{}: {late} datagrams after the end", t.name);
-        let mut ours = Receiver::with_rules(udp::Rules::of(t.server));
+        let mut ours = Receiver::with_rules(t.server.udp_rules());
         let mut seqs = Vec::new();
         for h in headers.iter().filter(|h| h.seq <= counted) {
             seqs.push(h.seq);

@@ -224,6 +224,23 @@ fn default_max_spin() -> u32 {
 }
 
 impl Limits {
+    /// Whether UDP at `bitrate_bps` per stream (0: unlimited) is over `--max-udp-bitrate`: the
+    /// words that say so, for either wire protocol's refusal.
+    pub fn udp_bitrate_refusal(&self, bitrate_bps: u64) -> Option<String> {
+        let max = self.max_udp_bitrate_bps;
+        (max > 0 && (bitrate_bps == 0 || bitrate_bps > max)).then(|| {
+            let asked = if bitrate_bps == 0 {
+                "unlimited rate".to_string()
+            } else {
+                format!("{bitrate_bps} bit/s")
+            };
+            format!(
+                "UDP at {asked} requested; this server allows at most {max} bit/s per stream \
+                 (serve --max-udp-bitrate)"
+            )
+        })
+    }
+
     /// The most buffer memory one test may hold: every stream at the longest length, both
     /// directions (128 MiB with the defaults). RDMA tests' registered regions count the same.
     pub fn memory_bound(&self) -> u64 {

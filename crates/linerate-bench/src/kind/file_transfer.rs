@@ -118,7 +118,7 @@ fn stream(st: &mut Streams<'_>, idx: u32, s: TcpStream) -> Result<(), String> {
         count: FILE_BUFFERS as usize,
     };
     let sender = st.sends(idx);
-    st.keep_tcp(&s, sender);
+    st.keep_tcp(idx, &s, sender);
     let (meter, stop, deadline) = (st.meter(idx), st.stop(), st.deadline());
     let f: StreamFn = if sender {
         Box::new(move || file::send_range(&s, &f, range, bufs, deadline, &meter, &stop))

@@ -61,7 +61,7 @@ fn stream(st: &mut Streams<'_>, idx: u32, s: TcpStream) -> Result<(), String> {
     };
     let (bitrate_bps, zerocopy) = (p.bitrate_bps, p.zerocopy);
     let budget = st.plan().budget.clone();
-    st.keep_tcp(&s, sender);
+    st.keep_tcp(idx, &s, sender);
     let (meter, stop) = (st.meter(idx), st.stop());
     let f: StreamFn = if sender {
         let plan = tcp::SendPlan {

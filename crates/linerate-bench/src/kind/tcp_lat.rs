@@ -51,7 +51,7 @@ fn stream(st: &mut Streams<'_>, idx: u32, s: TcpStream) -> Result<(), String> {
     let length = p.length as usize;
     let idle = IDLE + Duration::from_millis(p.duration_ms);
     st.spin = Some(spin);
-    st.keep_tcp(&s, false);
+    st.keep_tcp(idx, &s, false);
     let (meter, stop, deadline) = (st.meter(idx), st.stop(), st.deadline());
     if st.plan().is_client {
         st.spawn_round_trips(idx, move |rtt| {

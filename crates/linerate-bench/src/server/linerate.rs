@@ -23,8 +23,8 @@ use super::{
     TestSlot,
 };
 use crate::kind::{self, Ends, Held};
-use crate::serverlog::{FileLog, Outcome, RdmaRan, ServerLog, TestLog, TestRan};
-use crate::side::{self, SidePlan, UdpFlow, Wired};
+use crate::serverlog::{FileLog, Outcome, PeerProtocol, RdmaRan, ServerLog, TestLog, TestRan};
+use crate::side::{self, Ending, SidePlan, UdpFlow, Wired};
 
 fn read_by(sock: &TcpStream, at: Instant) -> Result<Msg, FrameError> {
     read_msg(&mut Deadline { sock, at }, MAX_CONTROL_FRAME)
@@ -42,7 +42,12 @@ pub(super) fn handle(
     match read_by(&sock, deadline) {
         Ok(Msg::DataHello { cookie, stream }) => {
             slot.release();
-            if let Err(mut sock) = sh.deliver(&cookie, stream, sock) {
+            let conn = DataConn {
+                index: stream,
+                arrival: 0,
+                sock,
+            };
+            if let Err(mut sock) = sh.deliver(&cookie, conn) {
                 let _ = write_msg(
                     &mut sock,
                     &Msg::Error {
@@ -68,6 +73,7 @@ pub(super) fn handle(
                     client: peer_s,
                     reason: "bad magic".into(),
                     params: None,
+                    iperf3: None,
                 });
                 return;
             }
@@ -86,6 +92,7 @@ pub(super) fn handle(
                     client: peer_s,
                     reason: message,
                     params: None,
+                    iperf3: None,
                 });
                 return;
             }
@@ -105,6 +112,7 @@ pub(super) fn handle(
                 client: peer_s,
                 reason: format!("unexpected first message {}", other.name()),
                 params: None,
+                iperf3: None,
             });
         }
         Err(e) => {
@@ -139,6 +147,7 @@ impl<'a> Control<'a> {
             client: self.peer.into(),
             reason: reason.into(),
             params: Some(params.clone()),
+            iperf3: None,
         });
     }
 
@@ -336,6 +345,7 @@ impl<'a> Control<'a> {
         self.sh.log(&ServerLog::Test(TestLog::Failed {
             test_id: id,
             client: self.peer.into(),
+            protocol: PeerProtocol::Linerate,
             kind: kind.into(),
             result: Outcome::Error,
             error: error.into(),
@@ -493,6 +503,7 @@ fn run_test(
         affinity: Vec::new(),
         file: held.file(),
         budget: None,
+        ending: Ending::Time,
     };
     let soak = params
         .soak
@@ -577,6 +588,7 @@ fn log_test(
     c.sh.log(&ServerLog::Test(TestLog::Ran(TestRan {
         test_id: id,
         client: c.peer.into(),
+        protocol: PeerProtocol::Linerate,
         kind: params.kind,
         direction: params.direction,
         streams: params.streams,
@@ -588,6 +600,7 @@ fn log_test(
         result: Outcome::of(results.error.as_ref()),
         error: results.error.clone(),
         file: file_log,
+        iperf3: None,
     })));
 }
 
@@ -638,6 +651,7 @@ fn rdma_test(
         start,
         limit,
         (&stop, &Stop::new()),
+        false,
         || {},
     );
     let results = crate::rdma::serve(listeners, params, r, &stop, start + limit);

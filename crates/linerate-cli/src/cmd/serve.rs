@@ -19,6 +19,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         .transpose()?;
     Ok(ServerConfig {
         bind: SocketAddr::new(a.bind, a.port),
+        iperf3_port: a.iperf3_port,
         limits: Limits {
             max_tests: a.max_tests,
             max_streams: a.max_streams,

@@ -56,21 +56,8 @@ impl Spec for UdpBw {
 
     fn check_limits(&self, p: &TestParams, l: &Limits) -> Result<(), Refusal> {
         limit_length(p, l)?;
-        if l.max_udp_bitrate_bps > 0
-            && (p.bitrate_bps == 0 || p.bitrate_bps > l.max_udp_bitrate_bps)
-        {
-            return Err(Refusal::new(
-                RefusalKind::OverLimit,
-                format!(
-                    "UDP at {} requested; this server allows at most {} bit/s per stream (serve --max-udp-bitrate)",
-                    if p.bitrate_bps == 0 {
-                        "unlimited rate".to_string()
-                    } else {
-                        format!("{} bit/s", p.bitrate_bps)
-                    },
-                    l.max_udp_bitrate_bps
-                ),
-            ));
+        if let Some(why) = l.udp_bitrate_refusal(p.bitrate_bps) {
+            return Err(Refusal::new(RefusalKind::OverLimit, why));
         }
         Ok(())
     }
