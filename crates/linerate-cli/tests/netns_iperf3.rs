@@ -236,8 +236,9 @@ fn bidir_counts_agree_both_ways() {
     // speed both ways it lags in reading; at TEST_END it stops counting, and what it had not
     // read yet (up to its receive buffer, tens of MB) is in no count of its own. A stock
     // `iperf3 -c --bidir` sees the same gap (0 to 1 % here, unpaced); this test checks the
-    // counting, not the server's speed.
-    let (t, theirs) = measured(&net, &["--bidir", "-b", "500M"]);
+    // counting, not the server's speed (500 Mb/s each way still missed by 1.02 % once on a loaded
+    // machine; 200 Mb/s leaves the one thread room).
+    let (t, theirs) = measured(&net, &["--bidir", "-b", "200M"]);
     let dirs = t["directions"].as_array().expect("directions");
     assert_eq!(dirs.len(), 2, "{t}");
     agree(
