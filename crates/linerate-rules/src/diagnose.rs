@@ -1030,7 +1030,11 @@ fn retransmits(c: &Ctx<'_>) -> (Vec<Finding>, bool) {
                 },
                 cause
             ))
-            .fix("Read the interface and InfiniBand error counters (`linerate probe`, `ethtool -S`, `perfquery`); replace the cable if they rise; check switch port drops and flow control / ECN settings."),
+            .fix(if c.virtual_path && i.counter_deltas.is_empty() {
+                "Nothing to replace on a virtual path: free the CPUs the test shares (see the cpu findings) or pin the test's threads away from other work with `linerate bench -A CPUS`."
+            } else {
+                "Read the interface and InfiniBand error counters (`linerate probe`, `ethtool -S`, `perfquery`); replace the cable if they rise; check switch port drops and flow control / ECN settings."
+            }),
         );
     }
     let lossy = !out.is_empty();
