@@ -14,46 +14,12 @@ use std::time::Duration;
 use linerate_testkit::schema;
 use serde_json::Value;
 
-use common::{serial, server, BIN};
+use common::{serial, server, BusyLoops, BIN};
 
 /// Seconds a busy loop may live if this test dies before it ends them.
 const LOAD_LIMIT_S: &str = "120";
 /// Hard limit of a bench run.
 const BENCH_TIMEOUT: &str = "60";
-
-/// Busy loops, ended (by PID) when dropped.
-struct Load(Vec<Child>);
-
-impl Load {
-    fn start(n: usize) -> Load {
-        let children = (0..n)
-            .map(|_| {
-                Command::new("timeout")
-                    .args([LOAD_LIMIT_S, "sh", "-c", "while :; do :; done"])
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .expect("start a busy loop under timeout(1)")
-            })
-            .collect();
-        Load(children)
-    }
-}
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            // SIGTERM to timeout(1), which passes it on to its shell.
-            let _ = Command::new("kill")
-                .args(["-TERM", &c.id().to_string()])
-                .status();
-        }
-        for c in &mut self.0 {
-            let _ = c.wait();
-        }
-    }
-}
 
 /// `linerate bench` on loopback port `port` with `args`, under a time limit.
 fn bench(port: u16, args: &[&str]) -> Child {
@@ -102,7 +68,7 @@ fn a_run_on_busy_cores_names_the_contention() {
     let _g = serial();
     let srv = server(&[]);
     let cores = thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let load = Load::start(2 * cores.min(8));
+    let load = BusyLoops::start(2 * cores.min(8), LOAD_LIMIT_S);
     // Let the loops reach their cores before the test starts.
     thread::sleep(Duration::from_millis(300));
     let t = json_test(bench(srv.port, &["-t", "2", "--json"]));

@@ -6,52 +6,18 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use linerate_testkit::schema;
 use serde_json::Value;
 
-use common::{serial, BIN};
+use common::{serial, BusyLoops, BIN};
 
 /// Seconds a busy loop may live if this test dies before it ends them.
 const LOAD_LIMIT_S: &str = "180";
 /// Hard limit for the doctor run (`--quick` takes about 10 s on an idle machine).
 const DOCTOR_TIMEOUT: &str = "150";
-
-/// Busy loops, ended (by PID) when dropped.
-struct Load(Vec<Child>);
-
-impl Load {
-    fn start(n: usize) -> Load {
-        let children = (0..n)
-            .map(|_| {
-                Command::new("timeout")
-                    .args([LOAD_LIMIT_S, "sh", "-c", "while :; do :; done"])
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .expect("start a busy loop under timeout(1)")
-            })
-            .collect();
-        Load(children)
-    }
-}
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            // SIGTERM to timeout(1), which passes it on to its shell.
-            let _ = Command::new("kill")
-                .args(["-TERM", &c.id().to_string()])
-                .status();
-        }
-        for c in &mut self.0 {
-            let _ = c.wait();
-        }
-    }
-}
 
 fn findings<'a>(doc: &'a Value, id: &str) -> Vec<&'a Value> {
     doc["findings"]
@@ -70,7 +36,7 @@ fn percent(f: &Value, key: &str) -> Option<f64> {
 fn a_self_check_on_busy_cores_names_contention_not_saturation() {
     let _g = serial();
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let load = Load::start(2 * cores.min(8));
+    let load = BusyLoops::start(2 * cores.min(8), LOAD_LIMIT_S);
     // Let the loops reach their cores before doctor looks.
     std::thread::sleep(Duration::from_millis(500));
     let out = Command::new("timeout")

@@ -330,3 +330,39 @@ pub fn server_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
     }
     Server { child, port }
 }
+
+/// Busy loops (`sh -c 'while :; do :; done'`, each under `timeout LIMIT_S`, so one outlives a
+/// test that died by at most that long), ended by PID when dropped: other work holding the
+/// CPUs while a verdict is judged.
+pub struct BusyLoops(Vec<Child>);
+
+impl BusyLoops {
+    pub fn start(n: usize, limit_s: &str) -> BusyLoops {
+        let children = (0..n)
+            .map(|_| {
+                Command::new("timeout")
+                    .args([limit_s, "sh", "-c", "while :; do :; done"])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("start a busy loop under timeout(1)")
+            })
+            .collect();
+        BusyLoops(children)
+    }
+}
+
+impl Drop for BusyLoops {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            // SIGTERM to timeout(1), which passes it on to its shell.
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+        }
+        for c in &mut self.0 {
+            let _ = c.wait();
+        }
+    }
+}
