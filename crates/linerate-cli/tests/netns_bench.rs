@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use common::{run, serial, Net, BIN, PORT};
+use common::{num, run, serial, Net, BIN, PORT};
 
 /// Payload of a full-sized TCP segment at MTU 1500 with timestamps, and its frame as a
 /// shaper counts it (no FCS): 14 Ethernet + 20 IPv4 + 20 TCP + 12 timestamps + 1448.
@@ -99,12 +99,6 @@ impl Bench {
             .unwrap_or_else(|| panic!("stdout is not JSON: {}", self.stdout));
         check_shape(doc, net, kind, direction)
     }
-}
-
-fn num(v: &Value, path: &str) -> f64 {
-    v.pointer(path)
-        .and_then(Value::as_f64)
-        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
 }
 
 fn check_shape<'a>(doc: &'a Value, net: &Net, kind: &str, direction: &str) -> &'a Value {

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use common::{run, serial, Net, BIN, PORT};
+use common::{num, run, serial, Net, BIN, PORT};
 use linerate_rules::thresholds::STACK_BOUND_SHOWN_WITHIN;
 use linerate_units::fmt_round;
 
@@ -120,12 +120,6 @@ fn ids(doc: &Value) -> Vec<&str> {
         .iter()
         .filter_map(|f| f["id"].as_str())
         .collect()
-}
-
-fn num(v: &Value, path: &str) -> f64 {
-    v.pointer(path)
-        .and_then(Value::as_f64)
-        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
 }
 
 /// The measured test of this kind, direction and stream count.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use linerate_testkit::schema;
 use serde_json::Value;
 
-use common::{serial, Net, BIN};
+use common::{num, serial, text, Net, BIN};
 
 const IPERF3: &str = "/usr/bin/iperf3";
 /// The stock server's port in namespace b (linerate's own server there has another).
@@ -116,16 +116,6 @@ fn bench(net: &Net, args: &[&str]) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn num(v: &Value, path: &str) -> f64 {
-    v.pointer(path)
-        .and_then(Value::as_f64)
-        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
 }
 
 fn agree(what: &str, ours: f64, theirs: f64) {

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use linerate_testkit::schema;
 use serde_json::Value;
 
-use common::{serial, Net, BIN};
+use common::{num, serial, text, Net, BIN};
 
 const IPERF3: &str = "/usr/bin/iperf3";
 /// serve's own port in namespace b (the namespace's default server has another).
@@ -147,16 +147,6 @@ fn client_with(net: &Net, iperf3: &str, port: u16, args: &[&str]) -> Output {
 
 fn client(net: &Net, port: u16, args: &[&str]) -> Output {
     client_with(net, IPERF3, port, args)
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn num(v: &Value, path: &str) -> f64 {
-    v.pointer(path)
-        .and_then(Value::as_f64)
-        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
 }
 
 fn agree(what: &str, client: f64, serve: f64) {

@@ -366,3 +366,15 @@ impl Drop for BusyLoops {
         }
     }
 }
+
+/// A child's output as text (lossy).
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The number at a JSON pointer, or a panic naming the pointer and the document.
+pub fn num(v: &Value, path: &str) -> f64 {
+    v.pointer(path)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
+}
