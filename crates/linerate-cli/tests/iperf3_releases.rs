@@ -11,6 +11,8 @@
 //! Without the variable the test prints why and passes: the builds are not something CI has
 //! (it covers Debian's iperf3 in `netns_iperf3.rs`), so this is no skip of a required test.
 
+mod common;
+
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -20,7 +22,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_linerate");
+use common::{num, text, BIN};
+
 /// The releases looked for under `LINERATE_IPERF3_BUILDS`.
 const RELEASES: [&str; 6] = ["3.1.3", "3.7", "3.9", "3.16", "3.18", "3.21"];
 const COUNT_TOLERANCE: f64 = 0.01;
@@ -115,16 +118,6 @@ fn bench(port: u16, args: &[&str]) -> Output {
         .expect("run timeout(1)");
     assert_ne!(out.status.code(), Some(124), "linerate bench {args:?} hung");
     out
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn num(v: &Value, path: &str) -> f64 {
-    v.pointer(path)
-        .and_then(Value::as_f64)
-        .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
 }
 
 /// What one release did, for the summary.

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
-use common::{free_port, BIN};
+use common::{free_port, BusyLoops, BIN};
 
 /// `linerate mesh --rank R --size N --coordinator 127.0.0.1:PORT -t 0.3 EXTRA` (`-t` in EXTRA
 /// replaces the 0.3), under `timeout`.
@@ -362,43 +362,10 @@ fn automatic_colour_is_off_under_a_launcher() {
     }
 }
 
-/// Busy loops on every core, killed by PID when dropped.
-struct Burners(Vec<Child>);
-
-impl Burners {
-    fn start(n: usize) -> Self {
-        Burners(
-            (0..n)
-                .map(|_| {
-                    Command::new("timeout")
-                        .args(["-k", "5", "300", "sh", "-c", "while :; do :; done"])
-                        .stdin(Stdio::null())
-                        .spawn()
-                        .expect("spawn a busy loop")
-                })
-                .collect(),
-        )
-    }
-}
-
-impl Drop for Burners {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            if let Some(pid) = child_of(c.id()) {
-                let _ = Command::new("kill")
-                    .args(["-KILL", &pid.to_string()])
-                    .status();
-            }
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
 #[test]
 fn with_every_core_loaded_no_live_rank_is_lost_and_nothing_is_accused() {
     let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
-    let _load = Burners::start(2 * cores);
+    let _load = BusyLoops::start(2 * cores, "300");
     // Four ranks on loopback, two flows at once, a tight heartbeat timeout.
     let port = free_port();
     let extra = ["-t", "0.5", "--heartbeat-timeout", "2"];

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use common::{is_root, run, serial, BIN};
+use common::{is_root, run, serial, BusyLoops, BIN};
 
 static NEXT: AtomicU32 = AtomicU32::new(1);
 
@@ -428,18 +428,6 @@ fn killing_rank_0_ends_every_other_rank_with_its_own_measurements() {
     );
 }
 
-/// Busy loops on every core, killed by PID when dropped.
-struct Burners(Vec<Child>);
-
-impl Drop for Burners {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
 #[test]
 fn a_fabric_with_every_core_busy_with_other_programs_accuses_nothing() {
     let _s = serial();
@@ -449,17 +437,7 @@ fn a_fabric_with_every_core_busy_with_other_programs_accuses_nothing() {
         return;
     };
     let cores = thread::available_parallelism().map_or(2, std::num::NonZero::get);
-    let _load = Burners(
-        (0..2 * cores)
-            .map(|_| {
-                Command::new("sh")
-                    .args(["-c", "while :; do :; done"])
-                    .stdin(Stdio::null())
-                    .spawn()
-                    .expect("spawn a busy loop")
-            })
-            .collect(),
-    );
+    let _load = BusyLoops::start(2 * cores, "300");
     for i in 1..4 {
         f.start(i, &[]);
     }

@@ -9,6 +9,8 @@
 //! so the processes it starts are found by their command line): the tests pass whether or not
 //! linerate is installed. Needs root (sshd); elsewhere each test records a skip.
 
+mod common;
+
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -19,7 +21,8 @@ use linerate_testkit::schema;
 use linerate_testkit::sshd::{marked_program, pids_with, wait_gone, Sshd};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_linerate");
+use common::{text, BIN};
+
 /// A hard limit on each linerate run: a hang fails the test instead of stalling it.
 const RUN_LIMIT: &str = "180";
 /// The longest a far end may take to be gone once it should be: generous, for a loaded machine.
@@ -83,10 +86,6 @@ impl Far {
         let config = config.to_str().expect("UTF-8");
         assert_eq!(wait_gone(config, GONE_WITHIN), Vec::<u32>::new());
     }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn json(out: &Output) -> Value {

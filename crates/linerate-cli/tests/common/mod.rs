@@ -1,4 +1,6 @@
-//! Shared by the namespace tests (`netns_bench`, `netns_doctor`): two network namespaces
+//! Shared by the CLI's integration tests: the binary's path, free ports, busy loops that
+//! load this machine's cores (`BusyLoops`, killed on drop and bounded by `timeout`), JSON
+//! and output helpers; and for the namespace tests, two network namespaces
 //! joined by a veth pair, `linerate serve` in the second, the client run in the first
 //! through `ip netns exec`; all of it removed on drop.
 //!
