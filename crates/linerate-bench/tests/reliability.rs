@@ -909,6 +909,45 @@ fn absurd_parameters_are_refused_naming_the_limit() {
     );
 }
 
+/// With one test slot, a client that starts its next test the moment it has the last one's
+/// results is served: the server lets the slot go when the run is over, before the results
+/// go out (it used to hold it through the results and its log line, and a quick next test
+/// was now and then refused as busy).
+#[test]
+fn max_tests_one_serves_tests_back_to_back() {
+    let _g = serial();
+    let cfg = ServerConfig {
+        limits: Limits {
+            max_tests: 1,
+            max_udp_bitrate_bps: 100_000_000,
+            ..server_config().limits
+        },
+        ..server_config()
+    };
+    let addr = start_server(cfg);
+    let udp = TestParams {
+        kind: TestKind::UdpBw,
+        length: 1400,
+        bitrate_bps: 50_000_000,
+        ..tcp_params(300)
+    };
+    for i in 0..8 {
+        let params = if i % 2 == 0 {
+            tcp_params(300)
+        } else {
+            udp.clone()
+        };
+        let kind = params.kind;
+        assert_good_run(
+            bench(ClientConfig::new(addr, params), Duration::from_secs(20)),
+            &format!(
+                "test {} of 8 ({kind:?}), started as the one before it ended",
+                i + 1
+            ),
+        );
+    }
+}
+
 #[test]
 fn max_tests_one_refuses_a_second_test_while_the_first_runs() {
     let _g = serial();

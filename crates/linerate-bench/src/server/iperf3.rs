@@ -434,14 +434,14 @@ fn control(c: &mut Control<'_>, slot: &mut HandshakeSlot<'_>, cookie: &Cookie) {
             return;
         }
     };
-    let mut test_slot = match sh.reserve(a.params.server_memory_bytes()) {
+    let test_slot = match sh.reserve(a.params.server_memory_bytes()) {
         Ok(s) => s,
         Err(reason) => {
             c.deny(&format!("iperf3 client: {reason}"), Some(&a.params));
             return;
         }
     };
-    run_test(c, &a, slot, &mut test_slot, cookie);
+    run_test(c, &a, slot, test_slot, cookie);
 }
 
 /// serve's limits in iperf3's terms: at most its own 128 streams, `--max-duration` for a test
@@ -733,12 +733,12 @@ fn run_test(
     c: &mut Control<'_>,
     a: &Admitted,
     slot: &mut HandshakeSlot<'_>,
-    test_slot: &mut TestSlot<'_>,
+    mut test_slot: TestSlot<'_>,
     cookie: &Cookie,
 ) {
     let sh = c.sh;
     let id = sh.next_test_id();
-    let Some(collected) = open_streams(c, a, id, slot, test_slot, cookie) else {
+    let Some(collected) = open_streams(c, a, id, slot, &mut test_slot, cookie) else {
         return;
     };
     // The streams in the order they came, with what the server does on each.
@@ -778,6 +778,10 @@ fn run_test(
     let mut sink = |_: &linerate_proto::IntervalSample| {};
     let mut run = run_side(&plan, wired, &mut sink, listen);
     let how = end.lock().unwrap_or_else(PoisonError::into_inner).take();
+    // The streams are done and their buffers freed: the slot goes before the results
+    // exchange, so a client that starts its next test the moment it has them is not busy.
+    let memory = test_slot.memory;
+    drop(test_slot);
     if let Some(ClientEnd::TestEnd(at)) = how {
         // The streams' time ends when the client ended the test (iperf3's server stops its
         // clock on TEST_END), not when their threads noticed.
@@ -826,7 +830,7 @@ fn run_test(
             ))
         }
     };
-    log_test(c, id, &figures, error, log, test_slot.memory);
+    log_test(c, id, &figures, error, log, memory);
     sh.served_one();
 }
 

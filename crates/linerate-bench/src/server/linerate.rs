@@ -403,18 +403,17 @@ fn control(
     let Some(params) = c.read_request() else {
         return;
     };
-    let Some(mut test_slot) = c.admit(&params) else {
+    let Some(test_slot) = c.admit(&params) else {
         return;
     };
     match kind::of(params.kind).ends() {
         Ends::Rdma => {
             if let Some(r) = params.rdma.clone() {
-                rdma_test(&mut c, &params, &r, slot, test_slot.memory);
+                rdma_test(&mut c, &params, &r, slot, test_slot);
             }
         }
-        ends => run_test(&mut c, &params, ends, slot, &mut test_slot),
+        ends => run_test(&mut c, &params, ends, slot, test_slot),
     }
-    drop(test_slot);
 }
 
 /// How the data connections of a test come, set up before `accepted` goes out.
@@ -435,7 +434,7 @@ fn run_test(
     params: &TestParams,
     ends: Ends,
     slot: &mut HandshakeSlot<'_>,
-    test_slot: &mut TestSlot<'_>,
+    mut test_slot: TestSlot<'_>,
 ) {
     let sh = c.sh;
     let Some(held) = c.prepare(params) else {
@@ -517,8 +516,12 @@ fn run_test(
     run.results.host_load = Some(Box::new(HostCpu::between(&before, &cpu.snapshot()).into()));
     run.results.link = link.and_then(|l| l.since()).map(Box::new);
     let file_log = kind::of(params.kind).finish(held, params, &mut run.results);
+    // The run is over and its buffers are freed: the slot goes before the results do, so a
+    // client that starts its next test the moment it has them is not refused as busy.
+    let memory = test_slot.memory;
+    drop(test_slot);
     c.send_results(&run.results);
-    log_test(c, id, params, test_slot.memory, &run.results, file_log);
+    log_test(c, id, params, memory, &run.results, file_log);
     sh.served_one();
 }
 
@@ -611,10 +614,11 @@ fn rdma_test(
     params: &TestParams,
     r: &linerate_proto::RdmaSpec,
     slot: &mut HandshakeSlot<'_>,
-    memory: u64,
+    test_slot: TestSlot<'_>,
 ) {
     let sh = c.sh;
     let id = sh.next_test_id();
+    let memory = test_slot.memory;
     let local_ip = c
         .sock
         .local_addr()
@@ -657,6 +661,8 @@ fn rdma_test(
     let results = crate::rdma::serve(listeners, params, r, &stop, start + limit);
     stop.set();
     let _ = watcher.join();
+    // Over, its memory freed: the slot goes before the results (see `run_test`).
+    drop(test_slot);
     c.send_results(&results);
     let t = results.rdma.clone().unwrap_or_default();
     sh.log(&ServerLog::Test(TestLog::Rdma(RdmaRan {
