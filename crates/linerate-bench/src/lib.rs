@@ -9,6 +9,7 @@
 //! and by [`client::WireProtocol`] on the client.
 
 pub mod client;
+mod iperf3_counts;
 mod kind;
 mod outcome;
 pub mod peer;

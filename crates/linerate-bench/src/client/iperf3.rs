@@ -33,6 +33,7 @@ use super::{
     connect, data_socket, local_plan, run_local, stranger, udp_socket, ClientConfig, ClientError,
     ClientRun, Event, Iperf3Options,
 };
+use crate::iperf3_counts::UdpCounts;
 use crate::kind::{self, Ends};
 use crate::outcome::Iperf3Run;
 use crate::side::{SideRun, UdpFlow, Wired};
@@ -827,7 +828,7 @@ fn heard(e: &FromServer) -> String {
 }
 
 /// This end's results as iperf3 sends them: each stream by its role, whole-process CPU.
-fn our_results(plan: &Iperf3Plan, local: &SideResults, cpu: [f64; 3]) -> Results {
+fn our_results(plan: &Iperf3Plan, run: &SideRun, cpu: [f64; 3]) -> Results {
     let udp = plan.params.kind == TestKind::UdpBw;
     let sends = plan.streams.iter().any(|s| s.client == Role::Sender);
     let streams = plan
@@ -835,7 +836,7 @@ fn our_results(plan: &Iperf3Plan, local: &SideResults, cpu: [f64; 3]) -> Results
         .iter()
         .zip(0u32..)
         .map(|(s, i)| {
-            let mine = local.streams.iter().find(|r| r.id == i);
+            let mine = run.results.streams.iter().find(|r| r.id == i);
             let seconds = mine.map_or(0.0, |r| r.seconds);
             let mut e = StreamResults {
                 id: s.id,
@@ -849,25 +850,19 @@ fn our_results(plan: &Iperf3Plan, local: &SideResults, cpu: [f64; 3]) -> Results
                 end_time: Some(seconds),
             };
             let Some(r) = mine else { return e };
-            match s.client {
-                Role::Sender => {
-                    e.bytes = r.bytes_sent;
-                    if let Some(t) = r.tcp {
-                        e.retransmits = t.retransmits.min(i64::MAX as u64).cast_signed();
-                    }
-                    if let Some(u) = r.udp {
-                        e.packets = u.packets.min(i64::MAX as u64).cast_signed();
-                    }
+            let sends = s.client == Role::Sender;
+            if sends {
+                e.bytes = r.bytes_sent;
+                if let Some(t) = r.tcp {
+                    e.retransmits = t.retransmits.min(i64::MAX as u64).cast_signed();
                 }
-                Role::Receiver => {
-                    e.bytes = r.bytes_received;
-                    if let Some(u) = r.udp {
-                        let (highest, errors) = iperf3_receiver_counts(&u);
-                        e.packets = highest.min(i64::MAX as u64).cast_signed();
-                        e.errors = errors.min(i64::MAX as u64).cast_signed();
-                        e.jitter = u.jitter_us / 1e6;
-                    }
-                }
+            } else {
+                e.bytes = r.bytes_received;
+            }
+            if udp {
+                // The engine counted this end's streams by iperf3's definitions, as serve does.
+                let counts = UdpCounts::of(run, i as usize, sends, plan.params.length);
+                counts.unwrap_or_default().fill(&mut e);
             }
             e
         })
@@ -887,15 +882,6 @@ fn our_results(plan: &Iperf3Plan, local: &SideResults, cpu: [f64; 3]) -> Results
         streams,
         unknown: serde_json::Map::new(),
     }
-}
-
-/// What an iperf3 receiver reports of a UDP stream, from this end's counts
-/// (`linerate_iperf3::udp::Receiver`'s definitions): the highest sequence number seen, and the
-/// gaps in the sequence less one for each datagram that came late or twice.
-fn iperf3_receiver_counts(u: &UdpStats) -> (u64, u64) {
-    // `lost` here is the highest sequence seen less the distinct datagrams received.
-    let highest = u.packets.saturating_add(u.lost);
-    (highest, u.lost.saturating_sub(u.duplicates))
 }
 
 /// The results exchange, after EXCHANGE_RESULTS: this end's results, the server's, then
@@ -987,7 +973,8 @@ impl Evidence {
 /// The server's results as the other side of the run: each stream it lists by the position
 /// the plan gives its id, its whole-process CPU spread evenly over the streams (iperf3 says no
 /// more), its UDP receive counts by linerate's definitions (datagrams received, taken from the
-/// highest sequence seen less iperf3's loss).
+/// highest sequence seen less iperf3's loss). iperf3's datagram counts run from the start of
+/// the test, warm-up included, as this end's own do.
 fn remote_side(plan: &Iperf3Plan, r: &Results, secs: f64) -> SideResults {
     let fix = |x: f64| if x.is_finite() && x >= 0.0 { x } else { 0.0 };
     let udp = plan.params.kind == TestKind::UdpBw;
@@ -1352,11 +1339,7 @@ fn conclude(
         return (side, done);
     }
     let pct = |s: f64| s / wall.max(1e-9) * 100.0;
-    let ours = our_results(
-        plan,
-        &side.results,
-        [pct(user + system), pct(user), pct(system)],
-    );
+    let ours = our_results(plan, &side, [pct(user + system), pct(user), pct(system)]);
     match exchange(&mut ctl, &ours) {
         Ok(r) => done.server = Some(r),
         Err(e) => done.error = Some(e),
@@ -1524,19 +1507,42 @@ mod tests {
             ..UdpStats::default()
         });
         let mut got = stream(1, 700);
-        // 7 distinct of a highest of 10, one of them twice: iperf3 says 2 lost.
         got.udp = Some(UdpStats {
             packets: 7,
-            lost: 3,
-            duplicates: 1,
-            jitter_us: 250.0,
             ..UdpStats::default()
         });
-        let local = SideResults {
-            streams: vec![sent, got],
-            ..SideResults::default()
+        // The received stream as the engine counted it: sequences 0..10 less 3, 5 and 8, 4
+        // late and 6 twice (1..=10 on iperf3's wire); 2 ms apart on the sender's clock,
+        // 2.1 ms on this one's. iperf3 counts 4 gaps' worth (3 after 3, 1 after 8) less one
+        // for each datagram that came late or twice: 2 lost, its highest 10. (linerate's own
+        // count, below, says 7 packets and nothing lost: not what an iperf3 peer is told.)
+        let mut rx = udp::RecvState::new(udp::Format::Iperf3 {
+            width: linerate_iperf3::udp::SeqWidth::Bits32,
+        });
+        let now = std::time::Instant::now();
+        for (k, seq) in [0u64, 1, 2, 6, 4, 6, 7, 9].into_iter().enumerate() {
+            let h = udp::Header {
+                tag: 0,
+                stream: 1,
+                seq,
+                send_ns: seq * 2_000_000,
+            };
+            rx.on_packet(&h, 100, k as u64 * 2_100_000, now);
+        }
+        let iperf3 = rx.iperf3.as_ref().expect("iperf3's counts");
+        let (highest, errors, jitter) = (iperf3.packets(), iperf3.errors(), iperf3.jitter());
+        assert_eq!((highest, errors), (10, 2), "iperf3's definitions");
+        assert!(jitter > 0.0);
+        let run = SideRun {
+            results: SideResults {
+                streams: vec![sent, got],
+                ..SideResults::default()
+            },
+            rtt: None,
+            omit_marks: None,
+            udp_received: Some(vec![udp::RecvState::default(), rx]),
         };
-        let r = our_results(&plan, &local, [12.0, 2.0, 10.0]);
+        let r = our_results(&plan, &run, [12.0, 2.0, 10.0]);
         assert_eq!(r.sender_has_retransmits, SenderRetransmits::Unknown);
         assert_eq!(r.streams.len(), 2);
         let (a, b) = (&r.streams[0], &r.streams[1]);
@@ -1544,8 +1550,17 @@ mod tests {
             (a.id.0, a.bytes, a.packets, a.retransmits),
             (1, 1000, 10, -1)
         );
+        // iperf3's definitions, not linerate's: the highest sequence and the gaps.
         assert_eq!((b.id.0, b.bytes, b.packets, b.errors), (3, 700, 10, 2));
-        assert!((b.jitter - 250e-6).abs() < 1e-12, "seconds");
+        assert!(
+            (b.jitter - jitter).abs() < 1e-12,
+            "seconds, as the engine counted"
+        );
+        assert_eq!(
+            b.omitted.map(|o| (o.packets, o.errors)),
+            Some((0, 0)),
+            "no warm-up"
+        );
         assert_eq!(b.end_time, Some(2.0));
         // It encodes as iperf3 reads it.
         let body = r.encode(RESULTS_MAX).unwrap();

@@ -32,7 +32,9 @@ use std::time::{Duration, Instant};
 
 use linerate_engine::udp::Format;
 use linerate_iperf3::params::limits::MAX_STREAMS as IPERF3_MAX_STREAMS;
-use linerate_iperf3::results::{Omitted, SenderRetransmits, StreamResults};
+use linerate_iperf3::results::{SenderRetransmits, StreamResults};
+
+use crate::iperf3_counts::UdpCounts;
 use linerate_iperf3::udp::SeqWidth;
 use linerate_iperf3::{
     plan, Cookie, DataFlow, ErrorCode, FromClient, Iperf3Params, Protocol, ReportInterval,
@@ -1064,19 +1066,6 @@ fn tos(r: &socket2::SockRef<'_>, local: Option<SocketAddr>, tos: Option<u8>) {
     }
 }
 
-/// One UDP stream's counts by iperf3's definitions, as its results carry them.
-#[derive(Debug, Clone, Copy, Default)]
-struct Counts {
-    /// Datagrams sent (sender), or the highest sequence number seen (receiver).
-    packets: u64,
-    /// Gap-based loss (receiver).
-    errors: i64,
-    /// Seconds (receiver).
-    jitter: f64,
-    /// `packets` and `errors` when the omitted seconds ended; `None` without them.
-    omitted: Option<(u64, i64)>,
-}
-
 /// Everything the results and the log are made of.
 struct Figures<'r> {
     a: &'r Admitted,
@@ -1090,34 +1079,13 @@ impl Figures<'_> {
         &self.run.results
     }
 
-    /// UDP stream `i`'s counts by iperf3's definitions: a sender's from its datagrams sent
-    /// (all of the test's length, so the omitted ones are its bytes then over the length), a
-    /// receiver's from the engine's iperf3 receiver.
-    fn udp(&self, i: usize) -> Option<Counts> {
+    /// UDP stream `i`'s counts by iperf3's definitions (`None` for a TCP test).
+    fn udp(&self, i: usize) -> Option<UdpCounts> {
         if self.a.test.protocol != Protocol::Udp {
             return None;
         }
-        if self.roles.get(i)?.server() == Role::Sender {
-            let sent = self.results().streams.get(i)?;
-            let length = u64::from(self.a.params.length.max(1));
-            let omitted = self.run.omit_marks.as_ref().map(|m| {
-                let bytes = m.get(i).map_or(0, |m| m.bytes);
-                (bytes / length, 0)
-            });
-            return Some(Counts {
-                packets: sent.udp.map_or(0, |u| u.packets),
-                errors: 0,
-                jitter: 0.0,
-                omitted,
-            });
-        }
-        let r = self.run.udp_received.as_ref()?.get(i)?.iperf3.as_ref()?;
-        Some(Counts {
-            packets: r.packets(),
-            errors: r.errors(),
-            jitter: r.jitter(),
-            omitted: r.omitted().map(|o| (o.packets, o.errors)),
-        })
+        let sends = self.roles.get(i)?.server() == Role::Sender;
+        UdpCounts::of(self.run, i, sends, self.a.params.length)
     }
 
     /// A TCP sender's retransmissions after the warm-up.
@@ -1154,18 +1122,7 @@ impl Figures<'_> {
             .map(|(i, r)| {
                 let s = self.results().streams.get(i).cloned().unwrap_or_default();
                 let sender = r.server() == Role::Sender;
-                let counts = self.udp(i).unwrap_or_default();
-                let omitted = counts.omitted.map_or(
-                    Omitted {
-                        errors: 0,
-                        packets: 0,
-                    },
-                    |(packets, errors)| Omitted {
-                        errors,
-                        packets: packets.cast_signed(),
-                    },
-                );
-                StreamResults {
+                let mut e = StreamResults {
                     id: r.id,
                     bytes: if sender {
                         s.bytes_sent
@@ -1177,13 +1134,15 @@ impl Figures<'_> {
                     } else {
                         -1
                     },
-                    jitter: counts.jitter,
-                    errors: counts.errors,
-                    omitted: Some(omitted),
-                    packets: counts.packets.cast_signed(),
+                    jitter: 0.0,
+                    errors: 0,
+                    omitted: None,
+                    packets: 0,
                     start_time: Some(0.0),
                     end_time: Some(s.seconds),
-                }
+                };
+                self.udp(i).unwrap_or_default().fill(&mut e);
+                e
             })
             .collect();
         Results {
