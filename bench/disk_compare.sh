@@ -9,8 +9,9 @@
 # Tests: 1 MiB sequential read (GB/s = 10^9 byte/s), 4 KiB random read (IOPS), both at QD 32, and
 # 4 KiB random read with 2 jobs (`--jobs 2` against fio `--numjobs=2 --group_reporting`; linerate
 # gives each job half of the file, fio's jobs share the whole file).
-# Runs alternate linerate, fio, linerate, fio, ... because these machines are shared and noisy: quote
-# the ratio of medians taken side by side (target: linerate/fio >= 1.0), not absolute figures.
+# Runs alternate because these machines are shared and noisy, and who goes first alternates too
+# (linerate, fio | fio, linerate | ...), after a warm-up pair that is left out: quote the ratio of
+# medians taken side by side (target: linerate/fio >= 1.0), not absolute figures.
 # fio is installed from Debian when missing (needs root). linerate decides O_DIRECT (tmpfs before
 # Linux 6.6 and ramfs refuse it); fio gets the same --direct. Both read a file written just before
 # (linerate fills its own each run; fio's is deleted and laid out again each round), untimed.
@@ -28,9 +29,10 @@ DIRS=""
 KEEP_RAW=0
 TESTS="seq_read,rand_read,rand_read_j2"
 BUSY_CORE=""
+WARMUP=1
 
 usage() {
-    sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     cat <<'EOF'
 Options:
   --rounds N        alternating rounds per test (default 3, 1-20)
@@ -42,6 +44,8 @@ Options:
   --tests T1,T2     tests to run: seq_read, rand_read, rand_read_j2 (default all three)
   --busy-core CPU   hold CPU busy with a pinned busy loop (taskset) during every run of both
                     tools: the "one core busy with other work" setting
+  --no-warmup       no warm-up pair (by default one run of each tool per test comes first and
+                    is left out: the first runs on a new file are the slowest for both)
   --keep-raw        keep every run's JSON in bench/results/disk-<timestamp>.raw/
   -h, --help        this text
 EOF
@@ -58,6 +62,7 @@ while [ $# -gt 0 ]; do
         --keep-raw) KEEP_RAW=1; shift ;;
         --tests) TESTS="$2"; shift 2 ;;
         --busy-core) BUSY_CORE="$2"; shift 2 ;;
+        --no-warmup) WARMUP=0; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "disk_compare.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -131,6 +136,7 @@ if [ -n "$BUSY_CORE" ]; then
 fi
 echo "uptime: $(uptime)" >&2
 RESULTS="$RAW/results.tsv" # dir, test, tool, round, value, direct
+label() { if [ "$1" = 0 ]; then echo "warm-up (left out)"; else echo "round $1"; fi; }
 : >"$RESULTS"
 
 for dir in $DIRS; do
@@ -143,8 +149,9 @@ for dir in $DIRS; do
             rand_read) bs=4k; rw=randread; lr_test=rand_read ;;
             rand_read_j2) bs=4k; rw=randread; lr_test=rand_read; jobs=2 ;;
         esac
-        for round in $(seq 1 "$ROUNDS"); do
-            # A: linerate
+        # One run of each tool; round 0 is the warm-up pair, run and left out of the results.
+        run_linerate() {
+            local round=$1 out value d
             out="$RAW/$(basename "$dir")-$test-linerate-$round.json"
             if timeout "$LIMIT" "$LINERATE" disk "$dir" --size "$SIZE_BYTES" --time "$TIME" \
                 --block 1M --qd "$QD" --jobs "$jobs" --tests "$lr_test" --engine io_uring --json >"$out" 2>"$out.err"; then
@@ -152,12 +159,15 @@ for dir in $DIRS; do
 doc = json.load(open(sys.argv[1])); t = doc["tests"][0]
 print(t["gb_per_s"] if sys.argv[2] == "seq_read" else t["iops"], "1" if t["direct"] else "0")' "$out" "$test")
                 direct=$d
-                printf '%s\t%s\tlinerate\t%s\t%s\t%s\n' "$dir" "$test" "$round" "$value" "$d" >>"$RESULTS"
-                echo "$dir $test round $round: linerate $value" >&2
+                [ "$round" -gt 0 ] && printf '%s\t%s\tlinerate\t%s\t%s\t%s\n' "$dir" "$test" "$round" "$value" "$d" >>"$RESULTS"
+                echo "$dir $test $(label "$round"): linerate $value" >&2
             else
-                echo "$dir $test round $round: linerate failed: $(cat "$out.err")" >&2
+                echo "$dir $test $(label "$round"): linerate failed: $(cat "$out.err")" >&2
             fi
-            # B: fio, same parameters, on a freshly laid-out file as linerate's is (untimed)
+        }
+        # fio, same parameters, on a freshly laid-out file as linerate's is (untimed).
+        run_fio() {
+            local round=$1 out value
             out="$RAW/$(basename "$dir")-$test-fio-$round.json"
             rm -f "$dir/linerate-bench-fio.dat"
             if timeout "$LIMIT" fio --name=linerate-bench --filename="$dir/linerate-bench-fio.dat" \
@@ -167,10 +177,21 @@ print(t["gb_per_s"] if sys.argv[2] == "seq_read" else t["iops"], "1" if t["direc
                 value=$(python3 -c 'import json,sys
 r = json.load(open(sys.argv[1]))["jobs"][0]["read"]
 print(round(r["bw_bytes"] / 1e9, 3) if sys.argv[2] == "seq_read" else round(r["iops"]))' "$out" "$test")
-                printf '%s\t%s\tfio\t%s\t%s\t%s\n' "$dir" "$test" "$round" "$value" "${direct:-1}" >>"$RESULTS"
-                echo "$dir $test round $round: fio $value" >&2
+                [ "$round" -gt 0 ] && printf '%s\t%s\tfio\t%s\t%s\t%s\n' "$dir" "$test" "$round" "$value" "${direct:-1}" >>"$RESULTS"
+                echo "$dir $test $(label "$round"): fio $value" >&2
             else
-                echo "$dir $test round $round: fio failed: $(cat "$out.err")" >&2
+                echo "$dir $test $(label "$round"): fio failed: $(cat "$out.err")" >&2
+            fi
+        }
+        first=$([ "$WARMUP" = 1 ] && echo 0 || echo 1)
+        for round in $(seq "$first" "$ROUNDS"); do
+            # Who goes first alternates (linerate in odd rounds, fio in even ones): on a disk
+            # whose throughput drifts from run to run (a virtual disk's host cache warming), the
+            # first of a pair is otherwise always the one on the colder side of the drift.
+            if [ $((round % 2)) -eq 1 ]; then
+                run_linerate "$round"; run_fio "$round"
+            else
+                run_fio "$round"; run_linerate "$round"
             fi
         done
     done
