@@ -20,6 +20,10 @@ pub fn sanitize(mut r: SideResults, connections: usize) -> SideResults {
         s.cpu_s = fix(s.cpu_s);
         if let Some(u) = &mut s.udp {
             u.jitter_us = fix(u.jitter_us);
+            // No more of the warm-up received than received at all.
+            if let Some(w) = &mut u.warmup {
+                w.packets = w.packets.min(u.packets);
+            }
         }
         if let Some(f) = &mut s.file {
             f.disk_s = fix(f.disk_s);

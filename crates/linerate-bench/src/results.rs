@@ -344,7 +344,9 @@ fn tcp_stats(
 }
 
 /// UDP figures of a direction: packets sent, and with the receiver's report, loss, order,
-/// jitter and the L2 rate (`received`: bytes and seconds of the receivers).
+/// jitter and the L2 rate (`received`: bytes and seconds of the receivers). Datagrams are
+/// counted after the warm-up where the receiver says where it ended (`UdpStats::warmup`, cut
+/// at the same sequence number for both ends); else from the start, at both ends.
 fn udp_stats(
     out: &mut DirStats,
     ss: &[StreamResult],
@@ -352,12 +354,19 @@ fn udp_stats(
     received: (u64, f64),
     v6: bool,
 ) {
-    let sent_pk: u64 = ssum(ss.iter().filter_map(|s| s.udp).map(|u| u.packets));
-    let got_pk: u64 = ssum(rs.iter().filter_map(|s| s.udp).map(|u| u.packets));
-    out.packets = Some(sent_pk);
+    let sent_all: u64 = ssum(ss.iter().filter_map(|s| s.udp).map(|u| u.packets));
     if rs.is_empty() {
+        out.packets = Some(sent_all);
         return;
     }
+    let warmup_sent: u64 = ssum(rs.iter().filter_map(|s| s.udp?.warmup).map(|w| w.seq));
+    let sent_pk = sent_all.saturating_sub(warmup_sent);
+    let got_pk: u64 = ssum(
+        rs.iter()
+            .filter_map(|s| s.udp)
+            .map(|u| u.packets_after_warmup()),
+    );
+    out.packets = Some(sent_pk);
     let lost = sent_pk.saturating_sub(got_pk);
     out.lost_packets = Some(lost);
     out.loss_percent = Some(if sent_pk == 0 {
@@ -409,10 +418,12 @@ fn stream_out(
         rtt_us: s.and_then(|s| s.tcp).map(|t| t.rtt_us),
         cwnd: s.and_then(|s| s.tcp).map(|t| t.cwnd),
         loss_percent: u_s.zip(u_r).map(|(a, b)| {
-            if a.packets == 0 {
+            let sent = a.packets.saturating_sub(b.warmup.map_or(0, |w| w.seq));
+            if sent == 0 {
                 0.0
             } else {
-                r3(a.packets.saturating_sub(b.packets) as f64 / a.packets as f64 * 100.0)
+                let got = b.packets_after_warmup();
+                r3(sent.saturating_sub(got) as f64 / sent as f64 * 100.0)
             }
         }),
         jitter_us: u_r.map(|u| r3(u.jitter_us)),
@@ -802,7 +813,7 @@ mod tests {
     use super::*;
     use crate::assemble;
     use linerate_iperf3::{plan, DataFlow, Results as Iperf3Results, VersionRange};
-    use linerate_proto::{SideResults, TcpStats, TestKind, UdpStats};
+    use linerate_proto::{SideResults, TcpStats, TestKind, UdpStats, UdpWarmup};
 
     fn run(
         kind: TestKind,
@@ -925,5 +936,60 @@ mod tests {
             (Some(1), Some(9), Some(12.0))
         );
         assert_eq!(s.seconds, None, "3.1 says no time");
+    }
+
+    /// With a warm-up, both ends' datagrams are counted from the receiver's cut: the sender's
+    /// whole count less the datagrams numbered below it, the receiver's less those of them it
+    /// received. From a receiver that names no cut (before it was sent), both are whole.
+    #[test]
+    fn udp_counts_leave_out_the_warm_up_at_one_sequence_number() {
+        let sent = StreamResult {
+            bytes_sent: 1_400_000_000,
+            seconds: 2.0,
+            udp: Some(UdpStats {
+                packets: 1_000_000,
+                ..UdpStats::default()
+            }),
+            ..StreamResult::default()
+        };
+        let got = |warmup| StreamResult {
+            bytes_received: 728_000_000,
+            seconds: 2.0,
+            udp: Some(UdpStats {
+                packets: 900_000,
+                lost: 100_000,
+                warmup,
+                ..UdpStats::default()
+            }),
+            ..StreamResult::default()
+        };
+        let linerate = |warmup| {
+            let mut r = run(
+                TestKind::UdpBw,
+                Direction::Send,
+                side(sent.clone()),
+                side(got(warmup)),
+                r#"{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":-1,"streams":[]}"#,
+            );
+            r.iperf3 = None;
+            assemble(&r)
+        };
+        let t = linerate(Some(UdpWarmup {
+            seq: 400_000,
+            packets: 380_000,
+        }));
+        // 600,000 sent after the cut, 520,000 of them arrived.
+        assert_eq!((t.packets, t.lost_packets), (Some(600_000), Some(80_000)));
+        assert_eq!(t.loss_percent, Some(13.333));
+        assert_eq!(t.per_stream[0].loss_percent, Some(13.333));
+        let whole = linerate(None);
+        assert_eq!(
+            (whole.packets, whole.lost_packets),
+            (Some(1_000_000), Some(100_000))
+        );
+        assert_eq!(whole.loss_percent, Some(10.0));
+        // The headers on the wire are those of the datagrams after the cut.
+        let l2 = |t: &linerate_results::TestResult| t.l2_gbps.unwrap() - t.gbps;
+        assert!(l2(&t) < l2(&whole), "{} {}", l2(&t), l2(&whole));
     }
 }

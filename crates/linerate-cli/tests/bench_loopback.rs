@@ -83,6 +83,22 @@ fn every_kind_produces_valid_json_with_sensible_figures() {
     );
     assert!(t["jitter_us"].as_f64().is_some());
 
+    // With a warm-up, the datagrams counted are those of the bytes counted (1400 each), both
+    // ways: not the warm-up's too (they were, a third more here), and no phantom loss from
+    // cutting the two ends' counts at different datagrams.
+    for dir in [&[][..], &["-R"][..]] {
+        let mut args = vec!["-t", "3", "-O", "1", "-u", "-b", "200M", "-J"];
+        args.extend_from_slice(dir);
+        let d = json_of(&bench(p, &args));
+        let t = &d["tests"][0];
+        let (bytes, packets) = (t["bytes"].as_f64().unwrap(), t["packets"].as_f64().unwrap());
+        assert!(
+            (packets * 1400.0 - bytes).abs() / bytes < 0.01,
+            "{dir:?}: {packets} datagrams of 1400 bytes for {bytes} bytes: {t}"
+        );
+        assert!(t["loss_percent"].as_f64().unwrap() < 0.5, "{dir:?}: {t}");
+    }
+
     for args in [&["--latency"][..], &["-u", "--latency"][..]] {
         let mut a = vec!["-t", "1.5", "-J"];
         a.extend_from_slice(args);

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linerate_iperf3::udp::{DatagramHeader, Receiver, SeqWidth, Timestamp};
-use linerate_proto::UdpStats;
+use linerate_proto::{UdpStats, UdpWarmup};
 
 use crate::meter::{Budget, Meter, Stop};
 use crate::StreamOutcome;
@@ -243,6 +243,9 @@ pub struct RecvState {
     pub peer: Option<SocketAddr>,
     /// In iperf3's format: the stream counted by iperf3's definitions (`None` in linerate's).
     pub iperf3: Option<Receiver>,
+    /// When the warm-up ended: `next_seq` then, and the distinct datagrams below it received
+    /// so far (late ones that come after are added).
+    pub warmup: Option<UdpWarmup>,
     /// Bit `seq % SEQ_WINDOW`: whether `seq` arrived, for `seq` in
     /// `next_seq - SEQ_WINDOW .. next_seq`.
     seen: [u64; (SEQ_WINDOW / 64) as usize],
@@ -259,6 +262,20 @@ impl RecvState {
         Self {
             iperf3: matches!(format, Format::Iperf3 { .. }).then(Receiver::new),
             ..Self::default()
+        }
+    }
+
+    /// The warm-up (`-O`) ends: what was counted so far is its, and so is every datagram
+    /// numbered below the highest seen that still comes.
+    pub fn end_omit(&mut self) {
+        if self.warmup.is_none() {
+            self.warmup = Some(UdpWarmup {
+                seq: self.next_seq,
+                packets: self.packets,
+            });
+        }
+        if let Some(r) = &mut self.iperf3 {
+            r.end_omit();
         }
     }
 
@@ -305,6 +322,12 @@ impl RecvState {
             self.next_seq = h.seq.saturating_add(1);
         }
         self.packets += 1;
+        if let Some(w) = &mut self.warmup {
+            if h.seq < w.seq {
+                // Sent in the warm-up, late: counted with it at both ends.
+                w.packets += 1;
+            }
+        }
         let transit = i128::from(arrival_ns) - i128::from(h.send_ns);
         if let Some(prev) = self.last_transit {
             let d = (transit - prev).abs() as f64;
@@ -329,6 +352,7 @@ impl RecvState {
             out_of_order: self.out_of_order,
             duplicates: self.duplicates,
             jitter_us: self.jitter_ns / 1000.0,
+            warmup: self.warmup,
         }
     }
 }
@@ -361,8 +385,8 @@ pub fn recv(
         let got = sock.recv_from(&mut buf);
         if omit_until.is_some_and(|t| Instant::now() >= t) {
             omit_until = None;
-            for r in state.iter_mut().filter_map(|s| s.iperf3.as_mut()) {
-                r.end_omit();
+            for s in &mut state {
+                s.end_omit();
             }
         }
         match got {
@@ -403,8 +427,8 @@ pub fn recv(
     }
     // A test stopped within its omitted seconds: all it counted was omitted.
     if omit_until.is_some() {
-        for r in state.iter_mut().filter_map(|s| s.iperf3.as_mut()) {
-            r.end_omit();
+        for s in &mut state {
+            s.end_omit();
         }
     }
     (None, state)
@@ -529,6 +553,35 @@ mod tests {
         let st = s.stats(Some(7));
         assert_eq!((st.packets, st.lost, st.duplicates), (7, 0, 3));
         assert_eq!(s.bytes, 1000, "all ten datagrams crossed the path");
+    }
+
+    /// The warm-up's share, cut at one sequence number: what had come when it ended, and
+    /// the datagrams numbered below that which still come late; copies count in neither.
+    #[test]
+    fn the_warm_up_is_cut_at_a_sequence_number() {
+        let mut s = RecvState::default();
+        let now = Instant::now();
+        for q in [0, 1, 3, 4] {
+            s.on_packet(&header(q), 100, q * 1000, now);
+        }
+        s.end_omit();
+        assert_eq!(s.warmup, Some(UdpWarmup { seq: 5, packets: 4 }));
+        // After it: 2 late (sent in the warm-up), a copy of 3, then 5..=9 less 7.
+        s.on_packet(&header(2), 100, 6000, now);
+        s.on_packet(&header(3), 100, 6000, now);
+        for q in [5, 6, 8, 9] {
+            s.on_packet(&header(q), 100, q * 1000, now);
+        }
+        // A second end (the test stopping) changes nothing.
+        s.end_omit();
+        let st = s.stats(Some(10));
+        assert_eq!(st.warmup, Some(UdpWarmup { seq: 5, packets: 5 }));
+        // Whole: 9 of 10; after the warm-up: 4 of the 5 numbered 5..=9.
+        assert_eq!((st.packets, st.lost), (9, 1));
+        assert_eq!(st.packets_after_warmup(), 4);
+        assert_eq!(10 - st.warmup.unwrap().seq - st.packets_after_warmup(), 1);
+        // Without a warm-up nothing is cut.
+        assert_eq!(RecvState::default().stats(None).warmup, None);
     }
 
     /// Datagrams in iperf3's format across loopback: on the wire as `linerate_iperf3::udp`

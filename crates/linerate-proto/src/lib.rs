@@ -22,8 +22,8 @@ pub use frame::{
 pub use kind::Spec;
 pub use msg::{
     CpuUsage, FileStats, HostCpuLoad, IntervalSample, LatencyStats, LinkTraffic, Msg, RdmaListen,
-    RdmaTargetStats, SideResults, Stalls, StreamResult, TcpLimited, TcpStats, UdpStats, MAGIC,
-    MAX_STALL_SPANS, PROTOCOL_VERSION,
+    RdmaTargetStats, SideResults, Stalls, StreamResult, TcpLimited, TcpStats, UdpStats, UdpWarmup,
+    MAGIC, MAX_STALL_SPANS, PROTOCOL_VERSION,
 };
 pub use params::{
     Direction, FileSpec, Limits, Param, RdmaOp, RdmaSpec, Refusal, RefusalKind, ShapeError,

@@ -219,6 +219,8 @@ pub struct TcpLimited {
     pub sndbuf_us: u64,
 }
 
+/// A UDP stream's counts. They run from the start of the test, warm-up included, as they
+/// always have on the wire; a receiver's `warmup` says how much of them was the warm-up.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct UdpStats {
     pub packets: u64,
@@ -227,6 +229,28 @@ pub struct UdpStats {
     pub duplicates: u64,
     /// RFC 3550 interarrival jitter, µs.
     pub jitter_us: f64,
+    /// A receiver's count of the warm-up (`-O`); `None` without one, from a sender, or from a
+    /// release before it was sent (whose counts are then taken whole, at both ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<UdpWarmup>,
+}
+
+/// The warm-up of a UDP stream by the receiver's sequence numbers, so that both ends' counts
+/// are cut at the same datagram: those numbered below `seq` were sent in the warm-up (`seq` is
+/// one past the highest the receiver had seen when its warm-up ended), and `packets` of them
+/// arrived (some after it ended, late).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UdpWarmup {
+    pub seq: u64,
+    pub packets: u64,
+}
+
+impl UdpStats {
+    /// Distinct datagrams received after the warm-up.
+    pub fn packets_after_warmup(&self) -> u64 {
+        self.packets
+            .saturating_sub(self.warmup.map_or(0, |w| w.packets))
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

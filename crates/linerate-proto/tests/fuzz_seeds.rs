@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use linerate_proto::{
     write_msg, CpuUsage, Direction, FileSpec, FileStats, HostCpuLoad, IntervalSample, LatencyStats,
     LinkTraffic, Msg, RdmaListen, RdmaOp, RdmaSpec, RdmaTargetStats, RefusalKind, SideResults,
-    Stalls, StreamResult, TcpLimited, TcpStats, TestKind, TestParams, UdpStats, MAGIC,
+    Stalls, StreamResult, TcpLimited, TcpStats, TestKind, TestParams, UdpStats, UdpWarmup, MAGIC,
     MAX_CONTROL_FRAME, PROTOCOL_VERSION,
 };
 
@@ -250,6 +250,10 @@ fn results() -> SideResults {
                     out_of_order: 2,
                     duplicates: 0,
                     jitter_us: 5e-324,
+                    warmup: Some(UdpWarmup {
+                        seq: u64::MAX,
+                        packets: 3,
+                    }),
                 }),
                 cpu_s: 0.0,
                 ..StreamResult::default()

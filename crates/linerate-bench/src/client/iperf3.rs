@@ -27,6 +27,7 @@ use linerate_iperf3::{
 };
 use linerate_proto::{
     defaults, CpuUsage, Direction, SideResults, StreamResult, TestKind, TestParams, UdpStats,
+    UdpWarmup,
 };
 
 use super::{
@@ -974,7 +975,9 @@ impl Evidence {
 /// the plan gives its id, its whole-process CPU spread evenly over the streams (iperf3 says no
 /// more), its UDP receive counts by linerate's definitions (datagrams received, taken from the
 /// highest sequence seen less iperf3's loss). iperf3's datagram counts run from the start of
-/// the test, warm-up included, as this end's own do.
+/// the test, warm-up included, as linerate's do on the wire; where a receiving server says
+/// where its warm-up ended (3.14+), that becomes the stream's `warmup`, which the results
+/// take off both ends' counts (before 3.14 both are taken whole).
 fn remote_side(plan: &Iperf3Plan, r: &Results, secs: f64) -> SideResults {
     let fix = |x: f64| if x.is_finite() && x >= 0.0 { x } else { 0.0 };
     let udp = plan.params.kind == TestKind::UdpBw;
@@ -1008,10 +1011,21 @@ fn remote_side(plan: &Iperf3Plan, r: &Results, secs: f64) -> SideResults {
                     }
                 } else {
                     let lost = count(e.errors);
+                    // 3.14 and later say where their warm-up ended: the highest sequence
+                    // number then (iperf3's are from 1, so also the datagrams sent by then)
+                    // and the loss by then.
+                    let warmup = e.omitted.filter(|_| plan.omit_s > 0).map(|o| {
+                        let seq = count(o.packets);
+                        UdpWarmup {
+                            seq,
+                            packets: seq.saturating_sub(count(o.errors)),
+                        }
+                    });
                     UdpStats {
                         packets: count(e.packets).saturating_sub(lost),
                         lost,
                         jitter_us: fix(e.jitter) * 1e6,
+                        warmup,
                         ..UdpStats::default()
                     }
                 }
