@@ -361,6 +361,40 @@ fn lossy_and_latency_outliers() {
     );
 }
 
+/// A round trip is bent by a busy host long before its CPU looks full: a latency outlier
+/// whose retest ran while other programs held cores is unconfirmed even with a core idle,
+/// where a rate measured then would still count.
+#[test]
+fn a_latency_outlier_retested_beside_other_programs_is_not_confirmed() {
+    let f = Fleet::healthy(6);
+    let run = |other: f64| {
+        f.run_with(f.facts(), Vec::new(), |x| {
+            if x.latency.is_some() && (x.tx.min(x.rx), x.tx.max(x.rx)) == (0, 5) {
+                x.latency = Some(MeshLatency {
+                    p50_us: 400.0,
+                    p99_us: 900.0,
+                });
+                if x.phase == Phase::Retest {
+                    for l in [&mut x.tx_load, &mut x.rx_load].into_iter().flatten() {
+                        l.other_cores = other;
+                        l.idle_cores = 1.2;
+                        l.waited_cores = Some(0.01);
+                    }
+                }
+            }
+        })
+    };
+    let busy = run(0.6);
+    let lat = busy.links.iter().find(|l| l.latency_outlier).unwrap();
+    assert_eq!(lat.status, LinkStatus::Unconfirmed, "{lat:?}");
+    assert_eq!(lat.unconfirmed, Some(Unconfirmed::Loaded), "{lat:?}");
+    assert_eq!(accusations(&busy), Vec::<String>::new());
+    // The same figures from quiet hosts are confirmed.
+    let quiet = run(0.02);
+    let lat = quiet.links.iter().find(|l| l.latency_outlier).unwrap();
+    assert_eq!(lat.status, LinkStatus::Slow, "{lat:?}");
+}
+
 #[test]
 fn bad_measurements_are_set_aside_with_a_note() {
     let f = Fleet::healthy(4);

@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use linerate_units::fmt_sig;
 
 use super::{
-    is_loaded, median, quantile, JudgeInput, NodeSide, Unconfirmed, LATENCY_FACTOR,
-    LATENCY_MIN_EXCESS_US, LOSSY_FACTOR, LOSSY_MIN_RATE, LOSSY_MIN_RETRANSMITS, REFERENCE_QUANTILE,
-    SLOW_FRACTION,
+    is_loaded, is_loaded_for_latency, median, quantile, JudgeInput, NodeSide, Unconfirmed,
+    LATENCY_FACTOR, LATENCY_MIN_EXCESS_US, LOSSY_FACTOR, LOSSY_MIN_RATE, LOSSY_MIN_RETRANSMITS,
+    REFERENCE_QUANTILE, SLOW_FRACTION,
 };
 use crate::types::{HostLoad, MeshLatency, NodeFacts, Phase, RankId, Transport};
 
@@ -32,6 +32,15 @@ impl Alone {
 
     pub(super) fn loaded(&self) -> bool {
         self.load.is_some_and(|(_, l)| is_loaded(&l))
+    }
+
+    /// Loaded enough to bend what `check` measures: a round trip is bent by less load than a
+    /// rate ([`is_loaded_for_latency`]).
+    pub(super) fn loaded_for(&self, check: Check) -> bool {
+        match check {
+            Check::Latency => self.load.is_some_and(|(_, l)| is_loaded_for_latency(&l)),
+            Check::Bandwidth { .. } => self.loaded(),
+        }
     }
 }
 
@@ -385,7 +394,11 @@ impl Ctx<'_> {
         if !fine.is_empty() {
             return Outcome::Cleared { gbps: rates(&fine) };
         }
-        let unloaded: Vec<&Alone> = counted.iter().copied().filter(|a| !a.loaded()).collect();
+        let unloaded: Vec<&Alone> = counted
+            .iter()
+            .copied()
+            .filter(|a| !a.loaded_for(check))
+            .collect();
         if !unloaded.is_empty() {
             return Outcome::Confirmed {
                 gbps: rates(&unloaded),
