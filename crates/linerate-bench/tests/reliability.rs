@@ -845,17 +845,24 @@ fn over_limit_cases(
     ]
 }
 
-#[test]
-fn absurd_parameters_are_refused_naming_the_limit() {
-    let _g = serial();
-    let cfg = ServerConfig {
+/// One test at a time (`--max-tests 1`), UDP at most 100 Mb/s per stream.
+fn one_test_at_a_time() -> ServerConfig {
+    ServerConfig {
         limits: Limits {
             max_tests: 1,
             max_udp_bitrate_bps: 100_000_000,
             ..server_config().limits
         },
-        max_memory_bytes: 2 * 1024 * 1024,
         ..server_config()
+    }
+}
+
+#[test]
+fn absurd_parameters_are_refused_naming_the_limit() {
+    let _g = serial();
+    let cfg = ServerConfig {
+        max_memory_bytes: 2 * 1024 * 1024,
+        ..one_test_at_a_time()
     };
     let addr = start_server(cfg);
     let base = tcp_params(2000);
@@ -916,15 +923,7 @@ fn absurd_parameters_are_refused_naming_the_limit() {
 #[test]
 fn max_tests_one_serves_tests_back_to_back() {
     let _g = serial();
-    let cfg = ServerConfig {
-        limits: Limits {
-            max_tests: 1,
-            max_udp_bitrate_bps: 100_000_000,
-            ..server_config().limits
-        },
-        ..server_config()
-    };
-    let addr = start_server(cfg);
+    let addr = start_server(one_test_at_a_time());
     let udp = TestParams {
         kind: TestKind::UdpBw,
         length: 1400,

@@ -13,7 +13,6 @@
 
 mod common;
 
-use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -22,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use common::{num, text, BIN};
+use common::{iperf3_server_json, num, text, BIN};
 
 /// The releases looked for under `LINERATE_IPERF3_BUILDS`.
 const RELEASES: [&str; 6] = ["3.1.3", "3.7", "3.9", "3.16", "3.18", "3.21"];
@@ -83,19 +82,7 @@ impl Server {
 
     /// A one-test server's JSON once its test is over (bounded).
     fn json(mut self) -> Value {
-        let until = Instant::now() + Duration::from_secs(30);
-        while self.child.try_wait().ok().flatten().is_none() {
-            assert!(Instant::now() < until, "iperf3 -s -1 did not end");
-            thread::sleep(Duration::from_millis(50));
-        }
-        let mut out = String::new();
-        let _ = self
-            .child
-            .stdout
-            .take()
-            .expect("its stdout")
-            .read_to_string(&mut out);
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("no JSON ({e}): {out}"))
+        iperf3_server_json(&mut self.child)
     }
 }
 

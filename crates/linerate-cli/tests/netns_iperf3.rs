@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::io::Read;
 use std::process::{Child, Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -17,7 +16,7 @@ use std::time::{Duration, Instant};
 use linerate_testkit::schema;
 use serde_json::Value;
 
-use common::{num, serial, text, Net, BIN};
+use common::{iperf3_server_json, num, serial, text, Net, BIN};
 
 const IPERF3: &str = "/usr/bin/iperf3";
 /// The stock server's port in namespace b (linerate's own server there has another).
@@ -65,23 +64,7 @@ impl Iperf3 {
 
     /// A one-test server (`-1 -J`): its JSON once its test is over (bounded).
     fn json(mut self) -> Value {
-        let until = Instant::now() + Duration::from_secs(30);
-        while self.child.try_wait().ok().flatten().is_none() {
-            assert!(
-                Instant::now() < until,
-                "iperf3 -s -1 did not end after its test"
-            );
-            thread::sleep(Duration::from_millis(50));
-        }
-        let mut out = String::new();
-        let _ = self
-            .child
-            .stdout
-            .take()
-            .expect("its stdout")
-            .read_to_string(&mut out);
-        serde_json::from_str(&out)
-            .unwrap_or_else(|e| panic!("iperf3 -J printed no JSON ({e}): {out}"))
+        iperf3_server_json(&mut self.child)
     }
 }
 

@@ -57,11 +57,7 @@ fn traffic_cause(
     let other = competing_gbps(link, own_bytes);
     let own = own_bytes as f64 * 8.0 / 1e9 / link.seconds.max(1e-3);
     if other >= COMPETING_TRAFFIC_MIN_GBPS && other >= COMPETING_TRAFFIC_FRACTION * own {
-        let whose = if host == "local" {
-            "this host"
-        } else {
-            "the server"
-        };
+        let whose = whose(host);
         out.push(DisturbanceCause {
             cause: DisturbanceKind::CompetingTraffic,
             host,
@@ -78,11 +74,7 @@ fn traffic_cause(
 
 /// Whether `h` shows contention, and the causes it gives, for `host` (`local` or `remote`).
 fn cpu_causes(h: &HostCpuLoad, host: &'static str, out: &mut Vec<DisturbanceCause>) {
-    let whose = if host == "local" {
-        "this host"
-    } else {
-        "the server"
-    };
+    let whose = whose(host);
     let other = h.other_cores.unwrap_or(0.0);
     let held = h.busiest_core_others_percent.unwrap_or(0.0);
     if other >= CONTENDED_OTHER_CORES || held >= OTHERS_HELD_CORE_PERCENT {
@@ -198,12 +190,17 @@ pub fn judge(o: &Observed) -> Disturbance {
     }
 }
 
-fn out_stalls(host: &'static str, s: &Stalls, measured_s: f64, out: &mut Vec<DisturbanceCause>) {
-    let whose = if host == "local" {
+/// Which end `host` (`local` or `remote`) is, in a sentence.
+fn whose(host: &str) -> &'static str {
+    if host == "local" {
         "this host"
     } else {
         "the server"
-    };
+    }
+}
+
+fn out_stalls(host: &'static str, s: &Stalls, measured_s: f64, out: &mut Vec<DisturbanceCause>) {
+    let whose = whose(host);
     out.push(DisturbanceCause {
         cause: DisturbanceKind::Stalls,
         host,

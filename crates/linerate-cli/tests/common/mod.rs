@@ -14,12 +14,12 @@
 // Each test binary uses its own part of this module.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{mpsc, Mutex, MutexGuard, PoisonError};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use linerate_testkit::is_root;
 use serde_json::Value;
@@ -379,4 +379,24 @@ pub fn num(v: &Value, path: &str) -> f64 {
     v.pointer(path)
         .and_then(Value::as_f64)
         .unwrap_or_else(|| panic!("{path} is not a number in {v}"))
+}
+
+/// A one-test `iperf3 -s -1 -J`'s JSON, once it has exited after its test: waits at most 30 s
+/// (a panic naming it if it did not end), then reads its stdout.
+pub fn iperf3_server_json(child: &mut Child) -> Value {
+    let until = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().ok().flatten().is_none() {
+        assert!(
+            Instant::now() < until,
+            "iperf3 -s -1 did not end after its test"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    let mut out = String::new();
+    let _ = child
+        .stdout
+        .take()
+        .expect("its stdout")
+        .read_to_string(&mut out);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("iperf3 -J printed no JSON ({e}): {out}"))
 }
