@@ -33,6 +33,42 @@ PACKAGES+=(lintian dpkg-dev binutils systemd-container)
 # packages' system services are not used (slurmd and slurmctld do not start without
 # /etc/slurm/slurm.conf).
 PACKAGES+=(slurm-wlm munge libpmix-dev)
+# The lab (crates/linerate-lab, docs/lab.md): guests of Debian's stock kernel under QEMU, booted by
+# virtme-ng on a read-only snapshot of this root, with soft-RoCE. qemu-system-x86 (TCG where KVM
+# cannot boot a stock kernel), linux-image-amd64 (the guests' kernel: rdma_rxe, sch_netem,
+# rpcrdma, nfsd; installing it does not change the running kernel), busybox-static (virtme-ng's
+# initramfs), rdma-core (rdma, the rxe devices), ibverbs-utils (ibv_devinfo), perftest (ib_*_bw,
+# ib_write_lat), libfabric-bin (fi_info), iputils-ping (a wire carries traffic), pciutils (lspci
+# -vv, compared with probe in the guests). Without recommends: the kernel's would pull firmware.
+LAB_PACKAGES=(qemu-system-x86 linux-image-amd64 busybox-static rdma-core ibverbs-utils perftest libfabric-bin iputils-ping pciutils)
+if [ "${LINERATE_NO_LAB:-}" != 1 ]; then
+    lab_need=()
+    for p in "${LAB_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || lab_need+=("$p")
+    done
+    if ((${#lab_need[@]})); then
+        echo "setup-tests: installing the lab's ${lab_need[*]}" >&2
+        if [ "$(id -u)" -ne 0 ]; then
+            echo "setup-tests: need root to install ${lab_need[*]} (run as root, or install them yourself)" >&2
+            exit 1
+        fi
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${lab_need[@]}" >/dev/null
+    fi
+    # virtme-ng from PyPI, pinned, in a virtual environment of its own (the lab looks for
+    # /opt/linerate-lab/venv/bin/vng first; LINERATE_LAB_VNG names another).
+    VNG_VERSION=1.42
+    LAB_VENV=/opt/linerate-lab/venv
+    if ! "$LAB_VENV/bin/vng" --version 2>/dev/null | grep -qx "virtme-ng $VNG_VERSION"; then
+        echo "setup-tests: installing virtme-ng $VNG_VERSION in $LAB_VENV (pip)" >&2
+        if ! python3 -m venv "$LAB_VENV" 2>/dev/null; then
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+            python3 -m venv "$LAB_VENV"
+        fi
+        "$LAB_VENV/bin/pip" install -q --disable-pip-version-check "virtme-ng==$VNG_VERSION"
+    fi
+fi
+
 if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then
     PACKAGES+=(chromium)
 fi

@@ -41,6 +41,10 @@ pub struct EndFacts {
     /// Inventory findings about this port, its PCI function, or the host.
     #[serde(default, deserialize_with = "known_findings")]
     pub findings: Vec<Finding>,
+    /// The driver of the paravirtual NIC under this end's port (`virtio_net`), also under a
+    /// software RDMA device: the hypervisor carries its traffic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paravirtual: Option<String>,
 }
 
 /// A value this version can read, else None (a newer peer's enum value, a malformed field).

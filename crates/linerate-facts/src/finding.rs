@@ -52,6 +52,8 @@ pub enum Cause {
     Retransmits,
     PortDown,
     NoSubnetManager,
+    /// A paravirtual NIC: the hypervisor carries the traffic and sets the ceiling.
+    Hypervisor,
     Unknown,
 }
 
@@ -70,6 +72,7 @@ impl Cause {
             Self::Retransmits => "retransmits",
             Self::PortDown => "port_down",
             Self::NoSubnetManager => "no_subnet_manager",
+            Self::Hypervisor => "hypervisor",
             Self::Unknown => "unknown",
         }
     }
@@ -166,6 +169,7 @@ finding_ids! {
     CeilingReached => "ceiling.reached", Measurement;
     CeilingExceeded => "ceiling.exceeded", Measurement;
     Unexplained => "unexplained", Measurement;
+    NetParavirtual => "net.paravirtual", Measurement;
     StorageDiskLimitsCopy => "storage.disk_limits_copy", Measurement;
 }
 
@@ -195,6 +199,7 @@ impl FindingId {
             Self::TcpBuffersSmall => Some(Cause::TcpBuffers),
             Self::NetShaper => Some(Cause::Shaper),
             Self::IpoibDatagramMode => Some(Cause::IpoibMode),
+            Self::NetParavirtual => Some(Cause::Hypervisor),
             // What costs CPU time per byte: the IP stack (against RDMA), a core at its limit,
             // other processes, a slow governor, memory on the far NUMA node, a slower end.
             Self::RdmaVsTcp

@@ -43,6 +43,9 @@ pub struct IbDoc {
     pub board_id: Option<String>,
     pub hca_type: Option<String>,
     pub node_guid: Option<String>,
+    /// A software RDMA device (rxe, siw): the netdev it runs over.
+    #[serde(default)]
+    pub soft_parent: Option<String>,
     #[serde(flatten)]
     pub port: IbPort,
 }
@@ -86,6 +89,7 @@ impl PortDoc {
                 board_id: d.board_id.clone(),
                 hca_type: d.hca_type.clone(),
                 node_guid: d.node_guid.clone(),
+                soft_parent: d.soft_parent.clone(),
                 port: p.clone(),
             }),
             net: inv.port_netdev(port).cloned(),

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use linerate_facts::{Counter, IbDevice, IbPort, IbPortFiles, LinkLayer};
+use linerate_facts::{Counter, Gid, IbDevice, IbPort, IbPortFiles, LinkLayer};
 use linerate_model::{IbPhysState, IbRate, IbState};
 
 use crate::fs::Root;
@@ -27,16 +27,24 @@ fn read_device(r: &mut Root, pcis: &mut Registry, dir: &Path, name: &str) -> IbD
         let Ok(n) = p.parse::<u32>() else { continue };
         ports.push(read_port(r, &dir.join("ports").join(&p), name, n));
     }
+    // rxe and siw have a `parent` attribute naming their netdev; hardware drivers have none.
+    let soft_parent = Root::read_raw(&dir.join("parent"))
+        .ok()
+        .flatten()
+        .filter(|v| !v.is_empty());
+    // rxe leaves `fw_ver` empty (ibv_devinfo prints 0.0.0 from the zero it reports).
+    let fw_ver = r.opt(&dir.join("fw_ver"), name).filter(|v| !v.is_empty());
     IbDevice {
         name: name.to_string(),
         pci,
         node_type: r.opt(&dir.join("node_type"), name),
         node_guid: r.opt(&dir.join("node_guid"), name),
-        fw_ver: r.opt(&dir.join("fw_ver"), name),
+        fw_ver,
         hca_type: r.opt(&dir.join("hca_type"), name),
         hw_rev: r.opt(&dir.join("hw_rev"), name),
         board_id: r.opt(&dir.join("board_id"), name),
         node_desc: r.opt(&dir.join("node_desc"), name),
+        soft_parent,
         ports,
     }
 }
@@ -92,6 +100,8 @@ fn read_port(r: &mut Root, dir: &Path, dev: &str, n: u32) -> IbPort {
             });
         }
     }
+    let gids = read_gids(dir);
+    let hw_counters = read_hw_counters(r, &dir.join("hw_counters"), s);
     IbPort {
         number: n,
         state,
@@ -103,11 +113,62 @@ fn read_port(r: &mut Root, dir: &Path, dev: &str, n: u32) -> IbPort {
         cap_mask,
         gid0,
         roce_netdev,
+        gids,
         counters,
+        hw_counters,
+        active_mtu: None,
+        max_mtu: None,
         verbatim: IbPortFiles {
             state: state_raw,
             phys_state: phys_state_raw,
             rate: rate_raw,
         },
     }
+}
+
+/// The most GID table entries read per port (rxe's table has 1024, mlx5's 255).
+const MAX_GIDS: usize = 1024;
+
+/// Every GID in use, in index order, with its type and netdev. An unused entry reads as all
+/// zeros (and its type as EINVAL): left out.
+fn read_gids(port: &Path) -> Vec<Gid> {
+    let mut idx: Vec<u32> = Root::list(&port.join("gids"))
+        .iter()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    idx.sort_unstable();
+    idx.truncate(MAX_GIDS);
+    let attr = |kind: &str, i: u32| {
+        Root::read_raw(&port.join("gid_attrs").join(kind).join(i.to_string()))
+            .ok()
+            .flatten()
+            .filter(|v| !v.is_empty())
+    };
+    idx.into_iter()
+        .filter_map(|i| {
+            let gid = Root::read_raw(&port.join("gids").join(i.to_string())).ok()??;
+            let used = gid.chars().any(|c| c.is_ascii_hexdigit() && c != '0');
+            used.then(|| Gid {
+                index: i,
+                gid,
+                kind: attr("types", i),
+                ndev: attr("ndevs", i),
+            })
+        })
+        .collect()
+}
+
+/// The driver's counters under `hw_counters/` (all 64-bit; `lifespan` is a setting).
+fn read_hw_counters(r: &mut Root, dir: &Path, subject: &str) -> Vec<Counter> {
+    Root::list(dir)
+        .into_iter()
+        .filter(|n| n != "lifespan")
+        .filter_map(|n| {
+            r.counter(&dir.join(&n), subject).map(|value| Counter {
+                name: n,
+                value,
+                pegged: value == u64::MAX,
+            })
+        })
+        .collect()
 }

@@ -29,16 +29,27 @@ fn rdma_ports(dev: &IbDevice, p: &IbPort, netdevs: &[Netdev]) -> Vec<Port> {
     } else {
         PortKind::Infiniband
     };
+    let nd = netdevs_of_port(dev, p, link_layer, netdevs);
+    // A soft device (rxe, siw) has no PCI function of its own: its hardware is its netdev's.
+    let pci_of = |netdev: Option<&str>| {
+        if dev.is_soft() {
+            netdev
+                .or(dev.soft_parent.as_deref())
+                .and_then(|n| netdevs.iter().find(|x| x.name == n))
+                .and_then(|x| x.pci.clone())
+        } else {
+            dev.pci.clone()
+        }
+    };
     let port = |name: String, netdev: Option<String>| Port {
         name,
         kind,
         device: Some(dev.name.clone()),
         port: Some(p.number),
+        pci: pci_of(netdev.as_deref()),
         netdev,
-        pci: dev.pci.clone(),
         link_layer,
     };
-    let nd = netdevs_of_port(dev, p, link_layer, netdevs);
     if nd.is_empty() {
         return vec![port(format!("{}/{}", dev.name, p.number), None)];
     }
@@ -71,6 +82,7 @@ fn netdevs_of_port<'a>(
     let by_gid = p
         .roce_netdev
         .as_deref()
+        .or(dev.soft_parent.as_deref())
         .and_then(|g| netdevs.iter().find(|n| n.name == g));
     match by_gid {
         Some(n) => vec![n],

@@ -59,6 +59,10 @@
 //! an RMA to complete, which [`Target::serve`] does. Every wait is bounded: event queues are read
 //! with `fi_eq_sread` timeouts, completion queues are polled against deadlines, and an operation
 //! that does not complete within `Params::op_timeout` fails the run (partial results are kept).
+//!
+//! # Devices
+//! [`verbs::query`] loads libibverbs the same way (at run time) and lists every RDMA device and
+//! port with what `ibv_query_device` and `ibv_query_port` say, as `ibv_devinfo -v` does.
 
 mod error;
 mod ffi;
@@ -69,6 +73,7 @@ pub mod pattern;
 mod proto;
 mod results;
 mod target;
+pub mod verbs;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

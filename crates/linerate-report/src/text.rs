@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use linerate_facts::{
-    Analysis, Finding, Inventory, IpoibMode, LinkLayer, Port, PortKind, Severity,
+    Analysis, Finding, IbDevice, IbPort, Inventory, IpoibMode, LinkLayer, Port, PortKind, Severity,
 };
 use linerate_model::{Ceiling, CeilingInput, LimitedBy, LinkInput};
 use linerate_units::fmt_num;
@@ -108,6 +108,9 @@ fn port_header(inv: &Inventory, p: &Port) -> String {
     if let (Some(d), Some(n)) = (&p.device, p.port) {
         let _ = write!(s, "  {d} port {n}");
     }
+    if let Some(parent) = inv.ib_port(p).and_then(|(d, _)| d.soft_parent.as_deref()) {
+        let _ = write!(s, "  software RDMA over {parent}");
+    }
     if let Some(f) = inv.port_pci(p) {
         if let Some(m) = &f.model {
             let _ = write!(s, "  {m}");
@@ -130,34 +133,72 @@ fn port_header(inv: &Inventory, p: &Port) -> String {
     s
 }
 
+/// The RDMA port's lines: states and rate, MTUs, GIDs, the driver's counters that moved.
+fn rdma_port_lines(out: &mut String, dev: &IbDevice, ib: &IbPort, p: &Port, style: Style) {
+    let ind = "    ";
+    let mut s = format!(
+        "{} / {}",
+        ib.state.map_or("?", |x| x.name()),
+        ib.phys_state.map_or("?", |x| x.name())
+    );
+    // The rate file as read; said plainly when it is not the link's rate.
+    if let (Some(_), Some(raw)) = (ib.rate, &ib.verbatim.rate) {
+        let note = if dev.is_iwarp() {
+            " (made up by the iWARP driver: the netdev's speed is the link rate)"
+        } else if dev.is_soft() {
+            " (nominal: a software device copies its netdev's speed, or says 1X SDR when that is unknown)"
+        } else if ib.link_rate().is_none() {
+            " (a driver placeholder: the port is not up)"
+        } else {
+            ""
+        };
+        let _ = write!(s, "   {raw}{note}");
+    }
+    if p.link_layer == LinkLayer::Infiniband {
+        if let Some(l) = ib.lid {
+            let _ = write!(s, "   LID {l:#x}");
+        }
+        if let Some(l) = ib.sm_lid {
+            let _ = write!(s, "   SM LID {l:#x}");
+        }
+    }
+    if let Some(a) = ib.active_mtu {
+        let _ = write!(s, "   active MTU {a}");
+        if let Some(m) = ib.max_mtu {
+            let _ = write!(s, " of {m}");
+        }
+    }
+    let _ = writeln!(out, "{ind}{:<10} {s}", style.dim("port"));
+    for g in &ib.gids {
+        let mut line = format!("{:>3} {}", g.index, g.gid);
+        if let Some(k) = &g.kind {
+            let _ = write!(line, "   {k}");
+        }
+        if let Some(n) = &g.ndev {
+            let _ = write!(line, "   {n}");
+        }
+        let _ = writeln!(out, "{ind}{:<10} {line}", style.dim("gid"));
+    }
+    let moved: Vec<String> = ib
+        .hw_counters
+        .iter()
+        .filter(|c| c.value > 0)
+        .map(|c| format!("{} {}", c.name, c.value))
+        .collect();
+    if !moved.is_empty() {
+        let _ = writeln!(
+            out,
+            "{ind}{:<10} {}",
+            style.dim("hw count"),
+            moved.join("   ")
+        );
+    }
+}
+
 fn port_facts(out: &mut String, inv: &Inventory, p: &Port, style: Style) {
     let ind = "    ";
     if let Some((dev, ib)) = inv.ib_port(p) {
-        let mut s = format!(
-            "{} / {}",
-            ib.state.map_or("?", |x| x.name()),
-            ib.phys_state.map_or("?", |x| x.name())
-        );
-        // The rate file as read; said plainly when it is not the link's rate.
-        if let (Some(_), Some(raw)) = (ib.rate, &ib.verbatim.rate) {
-            let note = if dev.is_iwarp() {
-                " (made up by the iWARP driver: the netdev's speed is the link rate)"
-            } else if ib.link_rate().is_none() {
-                " (a driver placeholder: the port is not up)"
-            } else {
-                ""
-            };
-            let _ = write!(s, "   {raw}{note}");
-        }
-        if p.link_layer == LinkLayer::Infiniband {
-            if let Some(l) = ib.lid {
-                let _ = write!(s, "   LID {l:#x}");
-            }
-            if let Some(l) = ib.sm_lid {
-                let _ = write!(s, "   SM LID {l:#x}");
-            }
-        }
-        let _ = writeln!(out, "{ind}{:<10} {s}", style.dim("port"));
+        rdma_port_lines(out, dev, ib, p, style);
     }
     if let Some(n) = inv.port_netdev(p) {
         let mut s = n.name.clone();
@@ -204,6 +245,14 @@ fn port_facts(out: &mut String, inv: &Inventory, p: &Port, style: Style) {
         }
         if let Some(n) = f.numa_node {
             let _ = write!(s, "   NUMA {n}");
+        }
+        let virt = inv.port_netdev(p).filter(|n| n.paravirtual);
+        if let Some(n) = virt {
+            let _ = write!(
+                s,
+                "   (emulated for the paravirtual {}: limits nothing)",
+                n.driver.as_deref().unwrap_or("NIC")
+            );
         }
         let _ = writeln!(out, "{ind}{:<10} {s}", style.dim("pci"));
     }

@@ -18,12 +18,24 @@ pub fn ceiling_input(inv: &Inventory, port: &Port) -> CeilingInput {
     let ib_dev = inv.ib_port(port);
     let ib = ib_dev.map(|(_, p)| p);
     let pci = inv.port_pci(port);
+    // A soft RDMA device over a paravirtual or virtual NIC: the hypervisor's NIC is the port,
+    // and no link, encoding or PCIe stage applies.
+    let soft_over_virtual = ib_dev.filter(|(d, _)| d.is_soft()).and_then(|(d, _)| {
+        nd.filter(|n| n.paravirtual || n.is_virtual)
+            .map(|n| (d.name.as_str(), n))
+    });
     // A rate is used only when it describes a link that is up: the rate file of a port that
     // is not up holds a driver placeholder, and a netdev without carrier has no speed.
     let link = match port.kind {
         PortKind::Infiniband => ib
             .and_then(linerate_facts::IbPort::link_rate)
             .map(LinkInput::Infiniband),
+        // A soft device's rate copies its netdev's speed, or holds a placeholder (1X SDR) when
+        // that is unknown: only the netdev speaks for the link.
+        PortKind::Roce if ib_dev.is_some_and(|(d, _)| d.is_soft()) => nd
+            .and_then(Netdev::link_speed_mbps)
+            .map(EthSpeed::from_mbps)
+            .map(LinkInput::Ethernet),
         PortKind::Roce => nd
             .and_then(Netdev::link_speed_mbps)
             .or_else(|| {
@@ -45,15 +57,34 @@ pub fn ceiling_input(inv: &Inventory, port: &Port) -> CeilingInput {
     let pcie = pci
         .filter(|f| !f.card().is_some_and(|c| c.virtual_function))
         .and_then(linerate_facts::PciFunction::effective_link);
+    let link = link.filter(|_| soft_over_virtual.is_none());
     let mtu = nd.and_then(mtu_input);
-    let usability = usability(port, nd, ib);
+    let usability = match soft_over_virtual {
+        Some((dev, n)) => Usability::Virtual(format!(
+            "software RDMA device {dev} over the {} NIC {}: no hardware of its own; {}",
+            if n.paravirtual {
+                "paravirtual"
+            } else {
+                "virtual"
+            },
+            n.name,
+            if n.paravirtual {
+                format!(
+                    "the hypervisor sets the ceiling of {} ({}); measure it",
+                    n.name,
+                    n.driver.as_deref().unwrap_or("virtual")
+                )
+            } else {
+                "it runs at the speed of whatever the NIC is attached to".to_string()
+            }
+        )),
+        None => usability(port, nd, ib),
+    };
+    let paravirtual = matches!(port.kind, PortKind::Paravirtual | PortKind::Virtual)
+        || soft_over_virtual.is_some();
     CeilingInput {
         link,
-        pcie: if matches!(port.kind, PortKind::Paravirtual | PortKind::Virtual) {
-            None
-        } else {
-            pcie
-        },
+        pcie: if paravirtual { None } else { pcie },
         mps: ASSUMED_MPS,
         mps_known: false,
         mtu,

@@ -179,6 +179,9 @@ pub fn end_facts(inv: &Inventory, netdev: Option<&str>, shapers: Vec<ShaperFact>
         sockets: inv.host.sockets.clone(),
         shapers,
         findings,
+        paravirtual: nd
+            .filter(|n| n.paravirtual)
+            .map(|n| n.driver.clone().unwrap_or_else(|| "paravirtual".into())),
     }
 }
 
@@ -193,7 +196,7 @@ trait EndView {
 impl EndView for EndFacts {
     /// No physical link behind this end (loopback, veth, bridge, paravirtual), or no port known.
     fn is_virtual(&self) -> bool {
-        self.port_kind.is_none_or(PortKind::is_virtual)
+        self.port_kind.is_none_or(PortKind::is_virtual) || self.paravirtual.is_some()
     }
 
     /// The hardware TCP ceiling of this end's port, Gb/s, when known.
@@ -288,6 +291,9 @@ pub fn rdma_vs_tcp(i: &DiagnoseInput) -> Option<Finding> {
         (Some(c), Some(_)) => {
             let _ = write!(msg, "; {} caps both near {}", pc.why, fmt_round(c, 1));
         }
+        (Some(_), None) if pc.per_stream => {
+            msg.push_str("; the path has no hardware ceiling to set RDMA against");
+        }
         (Some(c), None) if c > 0.0 => {
             let _ = write!(
                 msg,
@@ -305,6 +311,8 @@ pub fn rdma_vs_tcp(i: &DiagnoseInput) -> Option<Finding> {
     };
     let fix = if cost > IP_STACK_WARNING_PERCENT {
         "TCP leaves much of what the hardware does unused: more streams (-P), IPoIB connected mode with MTU 65520 or jumbo frames, IRQs and threads on the NIC's NUMA node; or use RDMA directly (NFS over RDMA, MPI, ...)"
+    } else if pc.per_stream {
+        "nothing to fix in the IP stack"
     } else {
         "nothing to fix in the IP stack; the gap to the ceiling, if any, is in the hardware path"
     };
@@ -1126,6 +1134,9 @@ fn ceiling_or_unexplained(c: &Ctx<'_>, out: &[Finding], checked: &[String]) -> O
         .iter()
         .any(|f| f.severity >= Severity::Warning && f.id.explains_gap() || ip_stack_explains(f));
     let pc = &c.pc;
+    if let Some(f) = paravirtual(c, attributed, checked) {
+        return Some(f);
+    }
     match (pc.gbps, c.best) {
         (Some(g), Some(t)) if c.reached() => Some(
             Finding::new(FindingId::CeilingReached, Severity::Info, "path")
@@ -1181,6 +1192,56 @@ fn ceiling_or_unexplained(c: &Ctx<'_>, out: &[Finding], checked: &[String]) -> O
         }
         _ => None,
     }
+}
+
+/// On a path with no hardware ceiling where an end is a paravirtual NIC, the result below the
+/// host stack's bound that nothing in the guests explains: the hypervisor carries the traffic
+/// and sets the ceiling (its device emulation, the host's CPUs and its other guests), which the
+/// guests cannot see. Said instead of `unexplained`.
+fn paravirtual(c: &Ctx<'_>, attributed: bool, checked: &[String]) -> Option<Finding> {
+    let drivers: Vec<(&str, &str)> = c
+        .ends
+        .iter()
+        .filter_map(|(end, f)| f.paravirtual.as_deref().map(|d| (*end, d)))
+        .collect();
+    let t = c.best.filter(|t| t.gbps > 0.0)?;
+    let hardware = c.pc.gbps.is_some() && !c.pc.per_stream;
+    if drivers.is_empty() || hardware || attributed || c.reached() {
+        return None;
+    }
+    let which = match drivers.as_slice() {
+        [(_, d)] if c.ends.len() == 1 => format!("{d} on this host"),
+        [(_, a), (_, b)] if a == b => format!("{a} on both ends"),
+        _ => drivers
+            .iter()
+            .map(|(end, d)| format!("{d} on the {end} end"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let mut f = Finding::new(FindingId::NetParavirtual, Severity::Warning, "path")
+        .evidence("gbps", fmt_round(t.gbps, 2));
+    for (end, d) in &drivers {
+        f = f.evidence(format!("{end} driver"), *d);
+    }
+    let bound = match c.pc.gbps {
+        Some(g) => {
+            f = f.evidence("host stack bound (Gb/s)", fmt_round(g, 2));
+            format!(
+                ", {:.0}% of the {} Gb/s the host's TCP stack could carry,",
+                t.gbps / g * 100.0,
+                fmt_round(g, 2)
+            )
+        }
+        None => String::new(),
+    };
+    Some(
+        f.message(format!(
+            "the hypervisor's paravirtual NIC ({which}): it carries this path's traffic and sets its ceiling, which no guest can read; {} Gb/s{bound} and no check inside the guests explains the gap. Checked: {}",
+            fmt_round(t.gbps, 2),
+            checked.join("; ")
+        ))
+        .fix("Measure on the host that runs the guests: its CPUs and other guests during the test, vhost-net (`-netdev tap,vhost=on`) and multiqueue virtio (`queues=N`) rather than emulation in QEMU's main thread, the host bridge or switch; under pure emulation (QEMU TCG, no KVM) every packet costs host CPU the guests do not see."),
+    )
 }
 
 /// What the rules concluded that the verdict needs beyond the findings.

@@ -5,7 +5,7 @@ use linerate_facts::{
     Finding, FindingId, IbDevice, IbPort, Inventory, IpoibMode, LinkLayer, Netdev, NetdevKind,
     Port, PortAnalysis, PortKind, Severity,
 };
-use linerate_model::{IbPhysState, IbState};
+use linerate_model::{IbPhysState, IbState, LimitedBy};
 use linerate_units::fmt_num;
 
 fn ibp(dev: &IbDevice, p: &IbPort, file: &str) -> String {
@@ -398,7 +398,6 @@ fn ipoib(inv: &Inventory, port: &Port, n: &Netdev, out: &mut Vec<Finding>) {
 fn mtu(port: &Port, n: &Netdev, pa: &PortAnalysis, out: &mut Vec<Finding>) {
     let Some(m) = n.mtu else { return };
     let c = &pa.ceiling;
-    let tcp = c.tcp_gbps.or(c.potential_gbps).unwrap_or(0.0);
     match n.kind {
         NetdevKind::Ipoib => {
             let mode = n.ipoib.as_ref().and_then(|i| i.mode);
@@ -435,6 +434,11 @@ fn mtu(port: &Port, n: &Netdev, pa: &PortAnalysis, out: &mut Vec<Finding>) {
             }
         }
         NetdevKind::Ethernet => {
+            // Only a link has headers that cap it: a paravirtual NIC's speed is a setting of the
+            // hypervisor, and a port with no ceiling gives no figure to quote.
+            let Some(tcp) = c.tcp_gbps.filter(|_| c.limited_by != LimitedBy::Unknown) else {
+                return;
+            };
             let speed = n.speed_mbps.unwrap_or(0);
             if speed >= 25_000 && m < 9000 {
                 let jumbo = linerate_model::MtuInput {

@@ -23,6 +23,7 @@ fn loopback(cpus: usize) -> EndFacts {
         sockets: SocketLimits::default(),
         shapers: Vec::new(),
         findings: Vec::new(),
+        paravirtual: None,
     }
 }
 
@@ -491,4 +492,69 @@ fn the_stack_bound_is_quoted_only_where_it_informs() {
         s.contains("one TCP stream 6.46 Gb/s (7.02 Gb/s measured just after with the receiver's copy left out, `--discard`)"),
         "{s}"
     );
+}
+
+/// Two guests whose ports are paravirtual NICs (virtio_net, also under a soft-RoCE device).
+fn guests(tests: Vec<Measured>) -> DiagnoseInput {
+    let end = || EndFacts {
+        netdev: Some("enp1s0".into()),
+        port_kind: Some(PortKind::Roce),
+        paravirtual: Some("virtio_net".into()),
+        mtu: Some(1500),
+        ..loopback(2)
+    };
+    DiagnoseInput {
+        local: end(),
+        remote: Some(end()),
+        tests,
+        host_stack: host_stack_ceiling(&HostStackInput {
+            copy_gb_per_s: 3.1,
+            cores: 2,
+        }),
+        counter_deltas: Vec::new(),
+    }
+}
+
+#[test]
+fn a_paravirtual_path_far_below_the_guests_stack_is_the_hypervisors() {
+    // The lab's two guests under TCG: 0.14 Gb/s with the guests' CPUs at 17%.
+    let d = run(
+        "paravirtual",
+        &guests(vec![
+            tcp(Direction::Send, 1, 0.14, 17.0),
+            tcp(Direction::Receive, 1, 0.14, 17.0),
+        ]),
+    );
+    let f = with_id(&d, "net.paravirtual").expect("net.paravirtual");
+    assert_eq!(f.severity.as_str(), "warning");
+    assert!(f.message.contains("virtio_net on both ends"), "{}", f.message);
+    assert_eq!(
+        f.evidence.get("local driver").map(String::as_str),
+        Some("virtio_net")
+    );
+    assert!(with_id(&d, "unexplained").is_none());
+    assert_eq!(d.verdict.limited_by.as_str(), "hypervisor");
+    assert!(
+        d.verdict
+            .summary
+            .starts_with("limited by the hypervisor's paravirtual NIC"),
+        "{}",
+        d.verdict.summary
+    );
+    // A guest core at its limit is the answer instead: it is inside the guest.
+    let d = run(
+        "paravirtual, guest core saturated",
+        &guests(vec![tcp(Direction::Send, 1, 0.14, 99.0)]),
+    );
+    assert!(with_id(&d, "net.paravirtual").is_none());
+    assert_eq!(d.verdict.limited_by.as_str(), "cpu");
+    // Without a paravirtual end the gap stays unexplained.
+    let mut i = guests(vec![tcp(Direction::Send, 1, 0.14, 17.0)]);
+    i.local.paravirtual = None;
+    i.remote.as_mut().unwrap().paravirtual = None;
+    i.local.port_kind = Some(PortKind::Virtual);
+    i.remote.as_mut().unwrap().port_kind = Some(PortKind::Virtual);
+    let d = run("veth", &i);
+    assert!(with_id(&d, "net.paravirtual").is_none());
+    assert!(with_id(&d, "unexplained").is_some());
 }

@@ -45,7 +45,7 @@ const IO: &[&str] = &[
     "linerate-ssh",
     "linerate",
 ];
-const DEV: &[&str] = &["linerate-testkit", "linerate-dist"];
+const DEV: &[&str] = &["linerate-testkit", "linerate-dist", "linerate-lab"];
 
 /// External crates a pure crate may use: serialization, errors, a histogram, terminal styles.
 const PURE_EXTERNAL: &[&str] = &[

@@ -15,6 +15,33 @@ pub struct RdmaView {
     pub libfabric: Option<String>,
     pub providers: Vec<linerate_rdma::ProviderInfo>,
     pub error: Option<String>,
+    /// Why libibverbs could not say each port's MTUs (sysfs does not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verbs_error: Option<String>,
+}
+
+/// Each RDMA port's active and largest MTU, which sysfs does not have, from libibverbs
+/// (`ibv_query_port`, as `ibv_devinfo` reads them).
+fn apply_verbs(
+    inv: &mut linerate_facts::Inventory,
+) -> Result<(), linerate_rdma::verbs::VerbsError> {
+    let devices = linerate_rdma::verbs::query()?;
+    for d in &devices {
+        let Some(dev) = inv.ib_devices.iter_mut().find(|x| x.name == d.name) else {
+            continue;
+        };
+        for vp in &d.ports {
+            if let Some(p) = dev
+                .ports
+                .iter_mut()
+                .find(|p| p.number == u32::from(vp.number))
+            {
+                p.active_mtu = (vp.active_mtu_bytes > 0).then_some(vp.active_mtu_bytes);
+                p.max_mtu = (vp.max_mtu_bytes > 0).then_some(vp.max_mtu_bytes);
+            }
+        }
+    }
+    Ok(())
 }
 
 pub fn rdma_view() -> RdmaView {
@@ -24,17 +51,20 @@ pub fn rdma_view() -> RdmaView {
                 libfabric: Some(f.version()),
                 providers: p,
                 error: None,
+                verbs_error: None,
             },
             Err(e) => RdmaView {
                 libfabric: Some(f.version()),
                 providers: Vec::new(),
                 error: Some(e.to_string()),
+                verbs_error: None,
             },
         },
         Err(e) => RdmaView {
             libfabric: None,
             providers: Vec::new(),
             error: Some(e.to_string()),
+            verbs_error: None,
         },
     }
 }
@@ -77,12 +107,18 @@ fn render_rdma(v: &RdmaView, has_ib: bool, style: Style) -> String {
 }
 
 pub fn run(a: &ProbeArgs, style: Style) -> anyhow::Result<u8> {
-    let inv = linerate_inventory::probe(&a.root)?;
-    let analysis = linerate_rules::analyze(&inv);
+    let mut inv = linerate_inventory::probe(&a.root)?;
     let root = a.root.display().to_string();
-    // libfabric describes the live machine, not a --root tree.
+    // libfabric and libibverbs describe the live machine, not a --root tree.
     let live = a.root == std::path::Path::new("/");
-    let rdma = live.then(rdma_view);
+    let mut rdma = live.then(rdma_view);
+    let has_ib = !inv.ib_devices.is_empty();
+    if live && has_ib {
+        if let (Err(e), Some(r)) = (apply_verbs(&mut inv), rdma.as_mut()) {
+            r.verbs_error = Some(e.to_string());
+        }
+    }
+    let analysis = linerate_rules::analyze(&inv);
     if a.json {
         let doc = linerate_facts::ProbeDoc::new(&inv, &analysis, &root);
         let mut v = serde_json::to_value(&doc).context("encoding JSON")?;
@@ -103,6 +139,13 @@ pub fn run(a: &ProbeArgs, style: Style) -> anyhow::Result<u8> {
                 .iter()
                 .any(|p| p.device.is_some() && p.port.is_some());
             text.push('\n');
+            if let Some(e) = &r.verbs_error {
+                let _ = writeln!(
+                    text,
+                    "{}",
+                    style.dim(&format!("the ports' MTUs are unknown: {e}"))
+                );
+            }
             text.push_str(&render_rdma(r, has_ib, style));
         }
         print(&text)?;

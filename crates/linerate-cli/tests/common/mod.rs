@@ -22,6 +22,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 pub use linerate_testkit::is_root;
+
+pub mod lab;
 use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_linerate");

@@ -45,11 +45,54 @@ pub struct IbPort {
     pub gid0: Option<String>,
     /// RoCE: the netdev carrying GID 0.
     pub roce_netdev: Option<String>,
+    /// Every GID in use (not all zeros), with its type and netdev where the kernel gives them.
+    #[serde(default)]
+    pub gids: Vec<Gid>,
     /// Error and data counters; empty when the port has no PMA.
     pub counters: Vec<Counter>,
+    /// The driver's own counters (`hw_counters/`: rxe's retransmits and sequence errors,
+    /// mlx5's congestion and retry counters), 64 bits wide; empty when it has none.
+    #[serde(default)]
+    pub hw_counters: Vec<Counter>,
+    /// The MTU the port uses and the largest it supports, in bytes (256-4096), as libibverbs
+    /// reports them (`ibv_query_port`): sysfs has neither. `None` where libibverbs was not
+    /// asked (a fixture root) or is not installed.
+    #[serde(default)]
+    pub active_mtu: Option<u32>,
+    #[serde(default)]
+    pub max_mtu: Option<u32>,
     /// The state and rate files as read, quoted by evidence. Not serialized: the JSON keeps its shape.
     #[serde(skip)]
     pub verbatim: IbPortFiles,
+}
+
+/// One GID table entry in use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gid {
+    pub index: u32,
+    /// As sysfs prints it: eight groups of four hex digits.
+    pub gid: String,
+    /// `IB/RoCE v1` or `RoCE v2` (`gid_attrs/types/N`); `None` where the kernel has no type.
+    pub kind: Option<String>,
+    /// RoCE: the netdev this GID belongs to (`gid_attrs/ndevs/N`).
+    pub ndev: Option<String>,
+}
+
+impl Gid {
+    /// A RoCE v2 GID made from an IPv4 address (`::ffff:a.b.c.d`): that address.
+    pub fn ipv4(&self) -> Option<std::net::Ipv4Addr> {
+        let groups: Vec<u16> = self
+            .gid
+            .split(':')
+            .map(|g| u16::from_str_radix(g, 16).ok())
+            .collect::<Option<Vec<_>>>()?;
+        let [0, 0, 0, 0, 0, 0xffff, hi, lo] = groups[..] else {
+            return None;
+        };
+        let [a, b] = hi.to_be_bytes();
+        let [c, d] = lo.to_be_bytes();
+        Some(std::net::Ipv4Addr::new(a, b, c, d))
+    }
 }
 
 /// `state`, `phys_state` and `rate` exactly as the kernel printed them
@@ -93,6 +136,11 @@ pub struct IbDevice {
     /// The PSID on Mellanox cards.
     pub board_id: Option<String>,
     pub node_desc: Option<String>,
+    /// A software RDMA device (soft-RoCE `rxe`, soft-iWARP `siw`) over this netdev (its
+    /// `parent` file): no hardware of its own, its port rate a copy of the netdev's speed (or a
+    /// placeholder when that is unknown), its link and PCIe the netdev's.
+    #[serde(default)]
+    pub soft_parent: Option<String>,
     pub ports: Vec<IbPort>,
 }
 
@@ -105,6 +153,11 @@ impl IbDevice {
         self.node_type
             .as_deref()
             .is_some_and(|t| t.split_once(':').map_or(t, |(_, name)| name).trim() == "RNIC")
+    }
+
+    /// A software RDMA device over a netdev (`rxe`, `siw`): see [`IbDevice::soft_parent`].
+    pub fn is_soft(&self) -> bool {
+        self.soft_parent.is_some()
     }
 
     /// Driver family from the device name: `mlx4`, `mlx5`, `mthca`, `rxe`, ...

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 pub use cpulist::{cpulist_string, parse_cpulist, parse_hex_u16, parse_hex_u32};
 pub use host::{Dimm, Host, NumaNode, SocketLimits};
-pub use ib::{Counter, IbDevice, IbPort, IbPortFiles, LinkLayer};
+pub use ib::{Counter, Gid, IbDevice, IbPort, IbPortFiles, LinkLayer};
 pub use net::{IpoibInfo, IpoibMode, Netdev, NetdevKind};
 pub use pci::{PciFunction, PcieLinkFiles, PcieSpeedFiles, UpstreamPort};
 pub use ports::{Port, PortKind};

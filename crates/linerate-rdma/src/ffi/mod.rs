@@ -7,6 +7,8 @@
 //! the 1.17 headers link against (so the ABI matches [`bindings`], generated from those headers by
 //! `regen-bindings.sh`), and [`conn`] reimplements the inline dispatch over the generated structs.
 //!
+//! [`verbs`] loads libibverbs the same way, for the device and port queries.
+//!
 //! This is the only place with `unsafe` code; everything it hands out is plain data or an owning
 //! handle that closes its libfabric object on drop.
 #![allow(unsafe_code)]
@@ -23,6 +25,7 @@
 )]
 pub(crate) mod bindings;
 pub(crate) mod conn;
+pub(crate) mod verbs;
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
