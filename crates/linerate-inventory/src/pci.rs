@@ -70,6 +70,24 @@ fn read_link_files(r: &mut Root, dir: &Path, subject: &str) -> PcieLinkFiles {
     if !present {
         return PcieLinkFiles::default();
     }
+    // A function right below the host bridge whose link capability reads `Unknown` is
+    // integrated in the root complex: its widths (0, 255) are reserved bits, not a link.
+    let on_root_bus = dir
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("pci"));
+    let max_unknown = Root::read_raw(&dir.join("max_link_speed"))
+        .ok()
+        .flatten()
+        .is_some_and(|v| v == "Unknown" || v == "Unknown speed");
+    if on_root_bus && max_unknown {
+        return PcieLinkFiles {
+            present: true,
+            integrated: true,
+            ..PcieLinkFiles::default()
+        };
+    }
     let (current_speed, current_raw) = r.req_parse_verbatim(
         &dir.join("current_link_speed"),
         subject,
@@ -89,6 +107,7 @@ fn read_link_files(r: &mut Root, dir: &Path, subject: &str) -> PcieLinkFiles {
         max_speed,
         max_width: r.req_parse(&dir.join("max_link_width"), subject, width_exp, width),
         present: true,
+        integrated: false,
         verbatim: PcieSpeedFiles {
             current_speed: current_raw,
             max_speed: max_raw,

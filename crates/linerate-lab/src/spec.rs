@@ -132,7 +132,91 @@ impl Mac {
     }
 }
 
+impl NicSpec {
+    /// A NIC as `up --nic` takes it: `virtio[:SPEED_MBPS][@GTxWIDTH]` or `e1000e[@GTxWIDTH]`
+    /// (`virtio:40000@5x4`: a virtio NIC reporting 40 Gb/s behind a PCIe 2.0 x4 root port).
+    pub fn parse_short(s: &str) -> Result<(NicModel, Option<RootPort>), String> {
+        let (model, slot) = match s.split_once('@') {
+            Some((m, slot)) => (m, Some(slot)),
+            None => (s, None),
+        };
+        let model = match model.split_once(':') {
+            None if model == "virtio" => NicModel::Virtio { speed_mbps: None },
+            None if model == "e1000e" => NicModel::E1000e,
+            Some(("virtio", speed)) => NicModel::Virtio {
+                speed_mbps: Some(speed.parse().ok().filter(|v| *v > 0).ok_or_else(|| {
+                    format!("NIC `{s}`: the speed `{speed}` is not a number of Mb/s")
+                })?),
+            },
+            _ => {
+                return Err(format!(
+                    "NIC `{s}`: expected virtio[:SPEED_MBPS][@GTxWIDTH] or e1000e[@GTxWIDTH]"
+                ))
+            }
+        };
+        let slot = match slot {
+            None => None,
+            Some(slot) => {
+                let (g, w) = slot.split_once('x').ok_or_else(|| {
+                    format!("NIC `{s}`: the slot `{slot}` is not GTxWIDTH, like 5x4")
+                })?;
+                let width = w
+                    .parse()
+                    .map_err(|_| format!("NIC `{s}`: the width `{w}` is not a number"))?;
+                Some(RootPort {
+                    gen: g.parse()?,
+                    width,
+                })
+            }
+        };
+        Ok((model, slot))
+    }
+}
+
 impl LabSpec {
+    /// `guests` guests (1 or 2, named a and b), each with the NICs given (`(model, slot)`):
+    /// with two guests NIC i of a is wired to NIC i of b; with one, its NICs are wired in pairs
+    /// to each other (0 with 1, 2 with 3), an odd last one to nothing. NIC i of guest g has
+    /// 198.18.i.(g+1)/24; with `rxe`, each gets a soft-RoCE device.
+    pub fn build(guests: usize, nics: &[(NicModel, Option<RootPort>)], rxe: bool) -> LabSpec {
+        let names = ["a", "b"];
+        let guests = guests.clamp(1, 2);
+        LabSpec {
+            guests: (0..guests)
+                .map(|gi| GuestSpec {
+                    name: names[gi].to_string(),
+                    cpus: 1,
+                    memory_mib: 1024,
+                    rxe,
+                    nics: nics
+                        .iter()
+                        .enumerate()
+                        .map(|(ni, (model, slot))| {
+                            let wire = if guests == 2 {
+                                Some(format!("w{ni}"))
+                            } else if ni % 2 == 1 || ni + 1 < nics.len() {
+                                Some(format!("w{}", ni / 2))
+                            } else {
+                                None
+                            };
+                            NicSpec {
+                                model: *model,
+                                wire,
+                                mac: Mac::lab(gi, ni),
+                                slot: *slot,
+                                addr: Some((
+                                    Ipv4Addr::new(WIRE_NET[0], WIRE_NET[1], ni as u8, gi as u8 + 1),
+                                    24,
+                                )),
+                                mtu: None,
+                            }
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
     /// Two guests, `a` (198.18.0.1) and `b` (198.18.0.2), each with one virtio NIC reporting
     /// 40 Gb/s behind a PCIe 2.0 x4 root port, joined by one wire, each with its own soft-RoCE
     /// device (`rxe0`) on that NIC: two hosts and a cable.
@@ -489,6 +573,53 @@ mod tests {
             "{o}"
         );
         assert!(o.contains("x-speed=2_5,x-width=1"), "{o}");
+    }
+
+    #[test]
+    fn nics_are_parsed_as_up_takes_them_and_wired_by_guest_count() {
+        let (m, slot) = NicSpec::parse_short("virtio:40000@5x4").unwrap();
+        assert_eq!(
+            m,
+            NicModel::Virtio {
+                speed_mbps: Some(40_000)
+            }
+        );
+        assert_eq!(
+            slot,
+            Some(RootPort {
+                gen: SlotSpeed::Gt5,
+                width: 4
+            })
+        );
+        assert_eq!(
+            NicSpec::parse_short("e1000e").unwrap(),
+            (NicModel::E1000e, None)
+        );
+        for bad in [
+            "virtio:fast",
+            "rtl8139",
+            "e1000e@5",
+            "virtio@7x4",
+            "virtio@5xfour",
+        ] {
+            assert!(NicSpec::parse_short(bad).is_err(), "{bad}");
+        }
+        let nics = [
+            NicSpec::parse_short("virtio").unwrap(),
+            NicSpec::parse_short("e1000e").unwrap(),
+            NicSpec::parse_short("virtio").unwrap(),
+        ];
+        let one = LabSpec::build(1, &nics, true);
+        one.check().unwrap();
+        let wires: Vec<_> = one.guests[0].nics.iter().map(|n| n.wire.clone()).collect();
+        assert_eq!(wires, [Some("w0".into()), Some("w0".into()), None]);
+        let two = LabSpec::build(2, &nics, false);
+        two.check().unwrap();
+        assert_eq!(two.peer(0, 2), Some((1, 2)));
+        assert_eq!(
+            two.guests[1].nics[1].addr,
+            Some((Ipv4Addr::new(198, 18, 1, 2), 24))
+        );
     }
 
     #[test]

@@ -230,6 +230,9 @@ fn port_facts(out: &mut String, inv: &Inventory, p: &Port, style: Style) {
             Some(c) => {
                 let _ = write!(s, "   {}", c.label());
             }
+            None if f.link.integrated => {
+                s.push_str("   integrated in the root complex: no PCIe link of its own");
+            }
             None if f.link.present => s.push_str("   link unknown"),
             None => s.push_str("   no PCIe link attributes"),
         }

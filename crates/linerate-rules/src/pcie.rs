@@ -95,7 +95,11 @@ fn skipped(inv: &Inventory, f: &PciFunction) -> bool {
     inv.ports
         .iter()
         .filter(|p| p.pci.as_deref() == Some(f.address.as_str()))
-        .all(|p| matches!(p.kind, PortKind::Paravirtual | PortKind::Virtual))
+        .all(|p| {
+            matches!(p.kind, PortKind::Paravirtual | PortKind::Virtual)
+                // A soft RDMA device over a paravirtual NIC: the NIC speaks for the function.
+                || inv.port_netdev(p).is_some_and(|n| n.paravirtual)
+        })
 }
 
 /// `sysfs.unreadable`: no link attributes at all.
@@ -111,7 +115,7 @@ fn no_link_files(f: &PciFunction) -> Finding {
 
 /// `pcie.link_down`: the link reports no speed or zero width.
 fn link_down(f: &PciFunction) -> Option<Finding> {
-    let down = f.link.current_width == Some(0)
+    let down = !f.link.integrated && f.link.current_width == Some(0)
         || f.link.current_speed == Some(linerate_model::PcieSpeed::Unknown);
     down.then(|| {
         link_evidence(Finding::new(FindingId::PcieLinkDown, Severity::Warning, &f.address), f)

@@ -527,7 +527,11 @@ fn a_paravirtual_path_far_below_the_guests_stack_is_the_hypervisors() {
     );
     let f = with_id(&d, "net.paravirtual").expect("net.paravirtual");
     assert_eq!(f.severity.as_str(), "warning");
-    assert!(f.message.contains("virtio_net on both ends"), "{}", f.message);
+    assert!(
+        f.message.contains("virtio_net on both ends"),
+        "{}",
+        f.message
+    );
     assert_eq!(
         f.evidence.get("local driver").map(String::as_str),
         Some("virtio_net")

@@ -13,6 +13,11 @@ pub struct PcieLinkFiles {
     pub max_width: Option<u8>,
     /// The attribute files exist at all (PCIe function on a kernel that has them).
     pub present: bool,
+    /// A Root Complex Integrated Endpoint: a PCIe function on the root bus with no link of its
+    /// own (its link registers are reserved: the kernel prints `Unknown`, widths 0 and 255).
+    /// Common in VMs (QEMU's q35 devices on `pcie.0`) and for on-die devices.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub integrated: bool,
     /// The speed files as read, quoted by evidence. Not serialized: the JSON keeps its shape.
     #[serde(skip)]
     pub verbatim: PcieSpeedFiles,

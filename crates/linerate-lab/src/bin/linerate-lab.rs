@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 use linerate_lab::agent::{self, AgentReply, AgentRequest, Status};
-use linerate_lab::{Lab, LabSpec, NicModel, RootPort, SlotSpeed};
+use linerate_lab::{Lab, LabSpec, NicSpec};
 use serde::{Deserialize, Serialize};
 
 #[derive(Parser, Debug)]
@@ -53,15 +53,12 @@ enum Cmd {
         /// 2: guests a and b joined by one wire; 1: guest a alone with its NIC on no wire.
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
         guests: u8,
-        /// The NIC QEMU emulates: virtio (paravirtual) or e1000e (Intel 82574L).
-        #[arg(long, default_value = "virtio")]
-        nic: String,
-        /// The speed a virtio NIC reports, Mb/s (0: none).
-        #[arg(long, default_value_t = 40_000)]
-        speed: u32,
-        /// The NIC's PCIe root port: GT/s x width, e.g. `5x4` (PCIe 2.0 x4); `none` for none.
-        #[arg(long, default_value = "5x4")]
-        slot: String,
+        /// A NIC of each guest (repeat for more): `virtio[:SPEED_MBPS][@GTxWIDTH]` (paravirtual,
+        /// reporting that speed, behind a PCIe root port of that rate and width) or
+        /// `e1000e[@GTxWIDTH]` (an emulated Intel 82574L). Two guests: NIC i of a is wired to
+        /// NIC i of b; one guest: its NICs are wired to each other in pairs.
+        #[arg(long = "nic", action = clap::ArgAction::Append, default_value = "virtio:40000@5x4")]
+        nics: Vec<String>,
         /// No soft-RoCE devices.
         #[arg(long)]
         no_rxe: bool,
@@ -149,15 +146,13 @@ fn run(cmd: Cmd) -> Result<ExitCode, String> {
         Cmd::Up {
             dir,
             guests,
-            nic,
-            speed,
-            slot,
+            nics,
             no_rxe,
             cpus,
             memory,
             mtu,
         } => {
-            let spec = up_spec(guests, &nic, speed, &slot, no_rxe, cpus, memory, mtu)?;
+            let spec = up_spec(guests, &nics, no_rxe, cpus, memory, mtu)?;
             up(&dir, &spec)
         }
         Cmd::Ready { dir, timeout } => ready(&dir, timeout),
@@ -212,40 +207,27 @@ fn run(cmd: Cmd) -> Result<ExitCode, String> {
 }
 
 /// The lab `up` boots.
-#[allow(clippy::too_many_arguments)]
 fn up_spec(
     guests: u8,
-    nic: &str,
-    speed: u32,
-    slot: &str,
+    nics: &[String],
     no_rxe: bool,
     cpus: u32,
     memory: u32,
     mtu: Option<u32>,
 ) -> Result<LabSpec, String> {
-    let mut spec = LabSpec::pair();
-    if guests == 1 {
-        spec.guests.truncate(1);
-        spec.guests[0].nics[0].wire = None;
-    }
-    let model = match nic {
-        "virtio" => NicModel::Virtio {
-            speed_mbps: (speed > 0).then_some(speed),
-        },
-        "e1000e" => NicModel::E1000e,
-        other => return Err(format!("--nic {other}: expected virtio or e1000e")),
-    };
-    let slot = parse_slot(slot)?;
+    let nics = nics
+        .iter()
+        .map(|n| NicSpec::parse_short(n))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut spec = LabSpec::build(usize::from(guests), &nics, !no_rxe);
     for g in &mut spec.guests {
         g.cpus = cpus;
         g.memory_mib = memory;
-        g.rxe = !no_rxe;
         for n in &mut g.nics {
-            n.model = model;
-            n.slot = slot;
             n.mtu = mtu;
         }
     }
+    spec.check()?;
     Ok(spec)
 }
 
@@ -337,20 +319,6 @@ fn exec(
         };
         finish(ask(dir, guest, req, within + Duration::from_secs(30))?)
     }
-}
-
-fn parse_slot(s: &str) -> Result<Option<RootPort>, String> {
-    if s == "none" {
-        return Ok(None);
-    }
-    let (g, w) = s
-        .split_once('x')
-        .ok_or_else(|| format!("--slot {s}: expected GT/s x width, like 5x4, or none"))?;
-    let gen: SlotSpeed = g.parse()?;
-    let width = w
-        .parse()
-        .map_err(|_| format!("--slot {s}: the width `{w}` is not a number"))?;
-    Ok(Some(RootPort { gen, width }))
 }
 
 fn finish(reply: AgentReply) -> Result<ExitCode, String> {
