@@ -171,6 +171,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'Copy this file to the server''s write directory (`serve --write-dir`): disk → network → disk, with the time of each layer, to tell which one held the copy back')
             [CompletionResult]::new('--file-name', '--file-name', [CompletionResultType]::ParameterName, 'The name to give the copy on the server (default: SRC''s file name)')
             [CompletionResult]::new('--provider', '--provider', [CompletionResultType]::ParameterName, 'libfabric provider: verbs (InfiniBand/RoCE), tcp, ... (default: the first offering RMA)')
+            [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'This end''s RDMA device (mlx5_0, rxe0; with the tcp provider, the interface), like perftest''s -d (default: the one carrying the route to HOST). It must carry that route')
             [CompletionResult]::new('--op', '--op', [CompletionResultType]::ParameterName, 'RDMA operation')
             [CompletionResult]::new('--qps', '--qps', [CompletionResultType]::ParameterName, 'Queue pairs (connections), each on its own thread')
             [CompletionResult]::new('--ssh', '--ssh', [CompletionResultType]::ParameterName, 'Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight to HOST, which may be another address of the same machine')

@@ -137,7 +137,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__bench)
-            opts="-p -t -n -k -P -R -O -i -l -w -u -b -B -4 -6 -C -A -Z -J -h -V --port --iperf3 --time --bytes --blockcount --parallel --reverse --bidir --omit --interval --length --window --udp --bitrate --bind --version4 --version6 --congestion --affinity --zerocopy --latency --spin --discard --no-rcvlowat --test --json --json-stream --psk-file --connect-timeout --file --file-name --no-fsync --remove-after --rdma --provider --op --sweep --qps --verify --ssh --ssh-command --ssh-disk --color --help --version"
+            opts="-p -t -n -k -P -R -O -i -l -w -u -b -B -4 -6 -C -A -Z -J -h -V --port --iperf3 --time --bytes --blockcount --parallel --reverse --bidir --omit --interval --length --window --udp --bitrate --bind --version4 --version6 --congestion --affinity --zerocopy --latency --spin --discard --no-rcvlowat --test --json --json-stream --psk-file --connect-timeout --file --file-name --no-fsync --remove-after --rdma --provider --device --op --sweep --qps --verify --ssh --ssh-command --ssh-disk --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -272,6 +272,10 @@ _linerate() {
                     return 0
                     ;;
                 --provider)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --device)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -162,6 +162,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand --file 'Copy this file to the server''s write directory (`serve --write-dir`): disk → network → disk, with the time of each layer, to tell which one held the copy back'
             cand --file-name 'The name to give the copy on the server (default: SRC''s file name)'
             cand --provider 'libfabric provider: verbs (InfiniBand/RoCE), tcp, ... (default: the first offering RMA)'
+            cand --device 'This end''s RDMA device (mlx5_0, rxe0; with the tcp provider, the interface), like perftest''s -d (default: the one carrying the route to HOST). It must carry that route'
             cand --op 'RDMA operation'
             cand --qps 'Queue pairs (connections), each on its own thread'
             cand --ssh 'Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight to HOST, which may be another address of the same machine'

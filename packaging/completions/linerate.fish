@@ -154,6 +154,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand bench" -l connect-time
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l file -d 'Copy this file to the server\'s write directory (`serve --write-dir`): disk → network → disk, with the time of each layer, to tell which one held the copy back' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l file-name -d 'The name to give the copy on the server (default: SRC\'s file name)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l provider -d 'libfabric provider: verbs (InfiniBand/RoCE), tcp, ... (default: the first offering RMA)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l device -d 'This end\'s RDMA device (mlx5_0, rxe0; with the tcp provider, the interface), like perftest\'s -d (default: the one carrying the route to HOST). It must carry that route' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l op -d 'RDMA operation' -r -f -a "write\t''
 read\t''
 send\t''"

@@ -78,6 +78,8 @@ pub struct ClientConfig {
     pub soak: Option<crate::SoakSamplerFn>,
     /// The wire protocol the far end speaks.
     pub protocol: WireProtocol,
+    /// RDMA tests: this end's device (libfabric domain); None: the one the route gives.
+    pub rdma_device: Option<String>,
 }
 
 impl ClientConfig {
@@ -98,6 +100,7 @@ impl ClientConfig {
             file: None,
             soak: None,
             protocol: WireProtocol::Linerate,
+            rdma_device: None,
         }
     }
 }

@@ -277,9 +277,17 @@ fn size_row(size: usize, per: &[&BwResult]) -> SizeRow {
 
 /// Connect every queue pair to the server's listeners and run the test.
 /// `live` receives queue pair 0's intervals as they happen.
+/// Where an RDMA test's queue pairs go: the server's address, this end's, and this end's
+/// device when one was named (`--device`).
+#[derive(Debug, Clone, Copy)]
+pub struct RdmaPath<'a> {
+    pub server: IpAddr,
+    pub local: IpAddr,
+    pub device: Option<&'a str>,
+}
+
 pub fn run_client(
-    server_ip: IpAddr,
-    local_ip: IpAddr,
+    path: RdmaPath<'_>,
     listen: &RdmaListen,
     p: &TestParams,
     r: &RdmaSpec,
@@ -298,6 +306,11 @@ pub fn run_client(
             return run;
         }
     };
+    let RdmaPath {
+        server: server_ip,
+        local: local_ip,
+        device,
+    } = path;
     let params = engine_params(p, r);
     // Use the provider the server chose, so both ends speak the same.
     let provider = Some(listen.provider.clone());
@@ -310,12 +323,14 @@ pub fn run_client(
         .map(|(i, port)| {
             let server = SocketAddr::new(server_ip, *port);
             let (fabric, params, provider) = (fabric.clone(), params.clone(), provider.clone());
+            let device = device.map(str::to_string);
             let (p, r, stop) = (p.clone(), r.clone(), stop.clone());
             let tx = (i == 0).then(|| tx.clone());
             thread::spawn(move || {
                 linerate_engine::timed(|| {
-                    match fabric.connect(
+                    match fabric.connect_on(
                         provider.as_deref(),
+                        device.as_deref(),
                         local_ip,
                         server,
                         &params,

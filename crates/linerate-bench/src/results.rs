@@ -523,6 +523,7 @@ pub fn rdma(
         one_way_p50_us: rr.latency.as_ref().map(|l| r3(l.one_way_p50_us)),
         one_way_mean_us: rr.latency.as_ref().map(|l| r3(l.one_way_mean_us)),
         sizes: rr.rows.clone(),
+        device_counters: Vec::new(),
     });
     if spec.verify && t.error.is_none() {
         if let Some(x) = t.rdma.as_ref().filter(|x| x.verify_errors > 0) {

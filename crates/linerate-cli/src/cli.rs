@@ -775,6 +775,10 @@ pub struct BenchArgs {
     /// libfabric provider: verbs (InfiniBand/RoCE), tcp, ... (default: the first offering RMA).
     #[arg(long, value_name = "NAME", requires = "rdma")]
     pub provider: Option<String>,
+    /// This end's RDMA device (mlx5_0, rxe0; with the tcp provider, the interface), like
+    /// perftest's -d (default: the one carrying the route to HOST). It must carry that route.
+    #[arg(long, value_name = "NAME", requires = "rdma")]
+    pub device: Option<String>,
     /// RDMA operation.
     #[arg(long, value_enum, default_value_t = RdmaOpArg::Write, requires = "rdma")]
     pub op: RdmaOpArg,

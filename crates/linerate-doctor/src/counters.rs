@@ -81,6 +81,31 @@ impl CounterWatch {
     }
 }
 
+impl CounterWatch {
+    /// Samples again: every counter of the RDMA port (its PMA `counters/` and the driver's
+    /// `hw_counters/`, data and errors alike) that moved, for `bench --rdma` to say what the
+    /// device itself counted; and what could not be read.
+    pub fn finish_rdma(mut self) -> (Vec<CounterDelta>, Vec<String>) {
+        let second = self
+            .sampler
+            .sample(End::Local, 1, self.t0.elapsed().as_secs_f64());
+        self.take(&second);
+        let moved = self
+            .tracker
+            .counters()
+            .iter()
+            .filter(|c| {
+                matches!(
+                    c.key.source,
+                    CounterSource::IbCounters | CounterSource::IbHwCounters
+                )
+            })
+            .filter_map(delta)
+            .collect();
+        (moved, self.problems)
+    }
+}
+
 /// The judged counters the tracker saw rise, peg or reset between its samples. A counter
 /// already pegged before the first sample shows nothing of the tests and is left out (probe's
 /// `link.errors` names it with its value).

@@ -145,10 +145,25 @@ impl Fabric {
     }
 
     fn no_provider(&self, provider: Option<&str>, what: &str, e: &FiError) -> RdmaError {
-        let tried = provider.map_or_else(|| self.lib.all_providers().join(", "), str::to_string);
-        RdmaError::NoProvider {
-            tried,
-            detail: format!(": fi_getinfo {what}: {}", e.text),
+        let all = self.lib.all_providers();
+        let here = if all.is_empty() {
+            "none".to_string()
+        } else {
+            all.join(", ")
+        };
+        match provider {
+            // A named provider this libfabric does not have: say which it has.
+            Some(p) if !all.iter().any(|a| a.split(';').any(|x| x == p)) => RdmaError::NoProvider {
+                tried: p.to_string(),
+                detail: format!(
+                    ": libfabric {} has no provider `{p}` (it has: {here})",
+                    self.version()
+                ),
+            },
+            _ => RdmaError::NoProvider {
+                tried: provider.map_or(here, str::to_string),
+                detail: format!(": fi_getinfo {what}: {}", e.text),
+            },
         }
     }
 
@@ -195,18 +210,33 @@ impl Fabric {
         params: &Params,
         timeout: Duration,
     ) -> Result<Initiator, RdmaError> {
+        self.connect_on(provider, None, local, server, params, timeout)
+    }
+
+    /// [`Fabric::connect`] through this end's device `domain` (`mlx5_0`, `rxe0`) when given.
+    pub fn connect_on(
+        &self,
+        provider: Option<&str>,
+        domain: Option<&str>,
+        local: IpAddr,
+        server: SocketAddr,
+        params: &Params,
+        timeout: Duration,
+    ) -> Result<Initiator, RdmaError> {
         params.validate()?;
         let layout = Layout::of(params);
         let conn = Conn::prepare_active(
             &self.lib,
             provider,
+            domain,
             SocketAddr::new(local, 0),
             server,
             layout.total(),
         )
         .map_err(|e| {
             if e.call == "fi_getinfo" {
-                self.no_provider(provider, &format!("for {server} from {local}"), &e)
+                let via = domain.map_or_else(String::new, |d| format!(" through device {d}"));
+                self.no_provider(provider, &format!("for {server} from {local}{via}"), &e)
             } else {
                 RdmaError::Call {
                     call: e.call.into(),

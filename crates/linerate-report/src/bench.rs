@@ -101,6 +101,26 @@ fn rdma_block(out: &mut String, t: &TestResult, r: &linerate_results::RdmaOut, s
             }
         );
     }
+    if !r.device_counters.is_empty() {
+        let moved: Vec<String> = r
+            .device_counters
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {}{}",
+                    c.name.rsplit(' ').next().unwrap_or(&c.name),
+                    if c.at_least { "≥ " } else { "" },
+                    c.delta
+                )
+            })
+            .collect();
+        let device = r.device_counters[0]
+            .name
+            .split(' ')
+            .next()
+            .unwrap_or(&r.device);
+        let _ = writeln!(out, "  {device} counted: {}", moved.join(", "));
+    }
     if let (Some(s), Some(rc)) = (&t.sender, &t.receiver) {
         let _ = writeln!(
             out,

@@ -478,6 +478,11 @@ pub struct RdmaOut {
     pub one_way_mean_us: Option<f64>,
     /// Bandwidth per message size (one row without `--sweep`).
     pub sizes: Vec<SizeRow>,
+    /// What this end's RDMA device itself counted during the test (its port's `counters/` and
+    /// `hw_counters/` that moved: packets and data, retransmits and sequence errors), when its
+    /// sysfs could be read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub device_counters: Vec<linerate_facts::CounterDelta>,
 }
 
 /// One layer of a disk → network → disk copy.

@@ -45,8 +45,11 @@ fn run_rdma(
     let local_ip = local_addr.map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
     let stop = Stop::new();
     let rr = crate::rdma::run_client(
-        cfg.server.ip(),
-        local_ip,
+        crate::rdma::RdmaPath {
+            server: cfg.server.ip(),
+            local: local_ip,
+            device: cfg.rdma_device.as_deref(),
+        },
         listen,
         &cfg.params,
         r,

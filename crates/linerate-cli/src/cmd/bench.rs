@@ -325,6 +325,13 @@ fn client_config(
         inventory: Some(crate::iface::provider()),
         file,
         connect_timeout: Duration::from_millis(a.connect_timeout.max(1)),
+        rdma_device: match &a.device {
+            Some(d) => {
+                check_device(d, server, a.bind)?;
+                Some(d.clone())
+            }
+            None => None,
+        },
         ..ClientConfig::new(server, p.clone())
     })
 }
@@ -452,6 +459,12 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
         // bench asks for no soak: none come.
         Event::LocalSoak(_) | Event::RemoteSoak(_) => {}
     };
+    // What this end's RDMA device itself counts during the test.
+    let watch = p
+        .rdma
+        .as_ref()
+        .filter(|_| !a.iperf3)
+        .and_then(|_| rdma_watch(server, a.bind));
     let run = linerate_bench::run_client(&cfg, &mut on_event);
     if let Some(b) = &live.bar {
         b.finish_and_clear();
@@ -474,7 +487,10 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
             bail!("{error}");
         }
     };
-    let tests = [linerate_bench::assemble(&run)];
+    let mut tests = [linerate_bench::assemble(&run)];
+    if let (Some(w), Some(r)) = (watch, tests[0].rdma.as_mut()) {
+        r.device_counters = finish_watch(w);
+    }
     print_result(a, &tests, style)?;
     if tests[0].error.is_some() {
         eprintln!(
@@ -484,4 +500,78 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
         return Ok(super::EXIT_CANNOT_RUN);
     }
     Ok(0)
+}
+
+/// The counters of the RDMA port behind the interface the kernel routes `server` through.
+fn rdma_watch(
+    server: std::net::SocketAddr,
+    bind: Option<std::net::IpAddr>,
+) -> Option<linerate_doctor::counters::CounterWatch> {
+    let netdev = linerate_doctor::host::route_interface(server, bind)?;
+    let root = std::path::Path::new("/");
+    let inv = linerate_inventory::probe(root).ok()?;
+    linerate_doctor::counters::CounterWatch::start(root, &inv, &netdev)
+}
+
+/// `--device NAME` names an RDMA device (or, for the tcp provider, an interface) of this host
+/// that carries the route to the server: said before anything starts, with what would.
+fn check_device(
+    name: &str,
+    server: std::net::SocketAddr,
+    bind: Option<std::net::IpAddr>,
+) -> anyhow::Result<()> {
+    let root = std::path::Path::new("/");
+    let inv = linerate_inventory::probe(root)?;
+    let route = linerate_doctor::host::route_interface(server, bind);
+    let devices: Vec<&str> = inv.ib_devices.iter().map(|d| d.name.as_str()).collect();
+    if !devices.contains(&name) {
+        if inv.netdev(name).is_some() {
+            // The tcp provider's domains are interfaces.
+            return Ok(());
+        }
+        bail!(
+            "--device {name}: no such RDMA device on this host ({})",
+            if devices.is_empty() {
+                "it has none: /sys/class/infiniband is empty".to_string()
+            } else {
+                format!("its devices: {}", devices.join(", "))
+            }
+        );
+    }
+    let carries: Vec<&str> = inv
+        .ports
+        .iter()
+        .filter(|p| p.device.as_deref() == Some(name))
+        .filter_map(|p| p.netdev.as_deref())
+        .collect();
+    match route {
+        Some(r) if !carries.contains(&r.as_str()) => {
+            let other = inv
+                .ports
+                .iter()
+                .find(|p| p.netdev.as_deref() == Some(r.as_str()) && p.port.is_some())
+                .and_then(|p| p.device.as_deref());
+            bail!(
+                "--device {name} does not carry the path to {}: the kernel routes it through {r}{}; {name} runs over {}. Test from an address of {name}'s interface (-B ADDRESS), or use {}",
+                server.ip(),
+                other.map_or_else(String::new, |o| format!(", which carries {o}")),
+                if carries.is_empty() {
+                    "no interface with an address".to_string()
+                } else {
+                    carries.join(", ")
+                },
+                other.map_or_else(|| "the device on that interface".to_string(), |o| format!("--device {o}"))
+            )
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The RDMA device's counters that moved; what could not be read is said on stderr.
+fn finish_watch(w: linerate_doctor::counters::CounterWatch) -> Vec<linerate_facts::CounterDelta> {
+    let (moved, problems) = w.finish_rdma();
+    for p in problems {
+        eprintln!("linerate: {p}");
+    }
+    moved
 }

@@ -287,6 +287,7 @@ impl Passive {
         let infos = lib
             .getinfo(&InfoQuery {
                 provider,
+                domain: None,
                 node: Some(&node),
                 service: Some(&service),
                 source: true,
@@ -569,6 +570,7 @@ impl Conn {
     pub(crate) fn prepare_active(
         lib: &Arc<Lib>,
         provider: Option<&str>,
+        domain: Option<&str>,
         local: SocketAddr,
         server: SocketAddr,
         region_len: usize,
@@ -578,6 +580,7 @@ impl Conn {
         let infos = lib
             .getinfo(&InfoQuery {
                 provider,
+                domain,
                 node: Some(&node),
                 service: Some(&service),
                 source: false,

@@ -184,6 +184,10 @@ impl Lib {
                 let c = CString::new(p).map_err(|_| libc::EINVAL)?;
                 (*h.fabric_attr).prov_name = libc::strdup(c.as_ptr());
             }
+            if let Some(dname) = q.domain {
+                let c = CString::new(dname).map_err(|_| libc::EINVAL)?;
+                d.name = libc::strdup(c.as_ptr());
+            }
             if let Some(src) = q.src {
                 let (addr, len, fmt) = sockaddr_malloc(src);
                 h.addr_format = fmt;
@@ -254,6 +258,8 @@ impl Lib {
 #[derive(Debug, Default)]
 pub(crate) struct InfoQuery<'a> {
     pub provider: Option<&'a str>,
+    /// The domain (device) to use, `hints->domain_attr->name`.
+    pub domain: Option<&'a str>,
     pub node: Option<&'a str>,
     pub service: Option<&'a str>,
     /// FI_SOURCE: node/service name the local (listening) address.
