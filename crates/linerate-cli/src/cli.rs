@@ -1105,6 +1105,7 @@ pub enum SetupTopicArg {
     Sysctl,
     Irq,
     Governor,
+    RdmaStack,
     All,
 }
 

@@ -46,6 +46,9 @@ pub struct IbDoc {
     /// A software RDMA device (rxe, siw): the netdev it runs over.
     #[serde(default)]
     pub soft_parent: Option<String>,
+    /// The firmware against the newest known for the device's family (not for a soft device).
+    #[serde(default)]
+    pub firmware: Option<linerate_model::firmware::FirmwareStatus>,
     #[serde(flatten)]
     pub port: IbPort,
 }
@@ -90,6 +93,14 @@ impl PortDoc {
                 hca_type: d.hca_type.clone(),
                 node_guid: d.node_guid.clone(),
                 soft_parent: d.soft_parent.clone(),
+                firmware: d.pci.as_deref().and_then(|a| inv.pci(a)).map(|f| {
+                    linerate_model::firmware::judge(
+                        f.vendor,
+                        f.device,
+                        d.fw_ver.as_deref(),
+                        d.board_id.as_deref(),
+                    )
+                }),
                 port: p.clone(),
             }),
             net: inv.port_netdev(port).cloned(),

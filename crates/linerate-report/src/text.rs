@@ -6,6 +6,7 @@ use std::path::Path;
 use linerate_facts::{
     Analysis, Finding, IbDevice, IbPort, Inventory, IpoibMode, LinkLayer, Port, PortKind, Severity,
 };
+use linerate_model::firmware::FirmwareState;
 use linerate_model::{Ceiling, CeilingInput, LimitedBy, LinkInput};
 use linerate_units::fmt_num;
 
@@ -125,6 +126,27 @@ fn port_header(inv: &Inventory, p: &Port) -> String {
     if let Some((d, _)) = inv.ib_port(p) {
         if let Some(fw) = &d.fw_ver {
             let _ = write!(s, "  fw {fw}");
+            let pci = inv.port_pci(p);
+            let st = linerate_model::firmware::judge(
+                pci.and_then(|f| f.vendor),
+                pci.and_then(|f| f.device),
+                Some(fw),
+                d.board_id.as_deref(),
+            );
+            match (
+                st.status,
+                st.newest_known.as_deref(),
+                st.psid_owner.as_deref(),
+            ) {
+                (FirmwareState::Outdated, Some(n), _) => {
+                    let _ = write!(s, " (older than {n})");
+                }
+                (FirmwareState::Current, _, _) => s.push_str(" (newest known)"),
+                (FirmwareState::Oem, _, Some(o)) => {
+                    let _ = write!(s, " ({o} image)");
+                }
+                _ => {}
+            }
         }
         if let Some(b) = &d.board_id {
             let _ = write!(s, "  PSID {b}");

@@ -10,6 +10,7 @@ mod net;
 mod pci;
 mod ports;
 mod problem;
+mod stack;
 
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +21,7 @@ pub use net::{IpoibInfo, IpoibMode, Netdev, NetdevKind};
 pub use pci::{PciFunction, PcieLinkFiles, PcieSpeedFiles, UpstreamPort};
 pub use ports::{Port, PortKind};
 pub use problem::{Problem, ProblemKind};
+pub use stack::{LibfabricFacts, LimitsLine, MemlockLimit, NfsMount, OsFamily, RdmaStack};
 
 /// Everything probe found.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -30,6 +32,9 @@ pub struct Inventory {
     pub netdevs: Vec<Netdev>,
     pub pci: Vec<PciFunction>,
     pub problems: Vec<Problem>,
+    /// The software that makes RDMA usable here: modules, device nodes, providers, limits.
+    #[serde(default)]
+    pub rdma_stack: RdmaStack,
 }
 
 impl Inventory {
