@@ -11,7 +11,7 @@ use linerate_facts::{
 };
 use linerate_model::{host_stack_ceiling, HostStackCeiling, HostStackInput};
 use linerate_results::disk::DiskReport;
-use linerate_results::{DoctorReport, FarEndOut, JudgedFrom, TestResult};
+use linerate_results::{DoctorReport, FarEndOut, FarEndProcess, JudgedFrom, TestResult};
 use linerate_rules::{diagnose, DiagnoseInput, Measured};
 
 use crate::far::FarEndProtocol;
@@ -35,6 +35,8 @@ pub struct Assembly<'a> {
     pub copy: Option<(TestResult, String)>,
     pub pyramid_notes: Vec<String>,
     pub counter_deltas: Vec<CounterDelta>,
+    /// The far end's processes on this host (pid, program).
+    pub far_end_here: Vec<(u32, String)>,
     pub seconds: f64,
 }
 
@@ -204,6 +206,14 @@ fn far_end_out(a: &Assembly<'_>, remote_known: bool, runs: &Runs) -> FarEndOut {
             JudgedFrom::ThisEnd
         },
         skipped: runs.skipped.clone(),
+        on_this_host: a
+            .far_end_here
+            .iter()
+            .map(|(pid, program)| FarEndProcess {
+                pid: *pid,
+                program: program.clone(),
+            })
+            .collect(),
     }
 }
 

@@ -334,6 +334,19 @@ fn far_end_lines(out: &mut String, r: &DoctorReport, style: Style) {
         };
         let _ = writeln!(out, "    {:<7} {what}{version}{judged}", "remote");
     }
+    if !f.on_this_host.is_empty() {
+        let procs: Vec<String> = f
+            .on_this_host
+            .iter()
+            .map(|p| format!("{} (pid {})", p.program, p.pid))
+            .collect();
+        let _ = writeln!(
+            out,
+            "    {} {}: its CPU is counted as the far end's, not as other processes competing",
+            style.dim("far end on this host:"),
+            procs.join(", ")
+        );
+    }
     for s in &f.skipped {
         let _ = writeln!(
             out,

@@ -18,7 +18,7 @@ pub mod disk;
 mod doctor;
 pub mod mem;
 
-pub use doctor::{DoctorReport, FarEndOut, JudgedFrom, SkippedStep};
+pub use doctor::{DoctorReport, FarEndOut, FarEndProcess, JudgedFrom, SkippedStep};
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Endpoint {
