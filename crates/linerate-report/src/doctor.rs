@@ -312,6 +312,21 @@ fn path_section(out: &mut String, r: &DoctorReport, style: Style) {
             c.name, c.delta
         );
     }
+    for (end, q) in r.path.qdiscs.ends() {
+        let _ = writeln!(
+            out,
+            "    qdisc {} {} on {end} {} ({}) dropped {} of {} packets, overlimits {}, requeues {} during the tests{}",
+            q.kind,
+            q.handle,
+            q.interface,
+            q.side.as_str(),
+            q.drops,
+            q.packets.saturating_add(q.drops),
+            q.overlimits,
+            q.requeues,
+            if q.reset { " (at least: replaced meanwhile)" } else { "" }
+        );
+    }
 }
 
 /// What the far end is when it is not `linerate serve`, or did not describe its host; and the
