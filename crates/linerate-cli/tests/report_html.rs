@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use linerate_units::fmt_sig;
 use serde_json::Value;
 
 const DOCTOR_TIMEOUT: Duration = Duration::from_secs(120);
@@ -276,8 +277,10 @@ fn dump_dom(bin: &Path, dir: &Path, report: &Path) -> String {
     r.stdout
 }
 
-/// The waterfall has bars of positive width, the measured one among them; returns how many.
-fn assert_waterfall(dom: &str) -> usize {
+/// The waterfall has bars of positive width, the measured one among them: the verdict's figure,
+/// named by the verdict's test (issue #30: it was "measured (best TCP)" while the text's best
+/// TCP result was another figure); returns how many bars.
+fn assert_waterfall(dom: &str, doc: &Value) -> usize {
     let waterfall = element(dom, "svg", "waterfall").expect("svg#waterfall");
     let bars = waterfall.matches("<rect").count();
     assert!(bars >= 2, "waterfall has {bars} bars: {waterfall}");
@@ -285,8 +288,39 @@ fn assert_waterfall(dom: &str) -> usize {
         let w: f64 = w.parse().unwrap();
         assert!(w > 0.0, "a waterfall bar of width {w}");
     }
-    assert!(waterfall.contains("measured (best TCP)"), "{waterfall}");
+    let v = &doc["verdict"];
+    let test = v["test"].as_str().expect("verdict.test");
+    let gbps = v["gbps"].as_f64().expect("verdict.gbps");
+    let bar = format!("<title>measured: {test}: {} Gb/s</title>", fmt_sig(gbps));
+    assert!(waterfall.contains(&bar), "no `{bar}` in {waterfall}");
+    assert!(!waterfall.contains("best TCP"), "{waterfall}");
     bars
+}
+
+/// One figure, one name: the pyramid's network row is "network, best TCP result" with its test,
+/// the same figure in the JSON, the table and the chart, and nothing else bears that name.
+fn assert_best_tcp_is_one_figure(dom: &str, doc: &Value) {
+    let net = doc["pyramid"]["rows"]
+        .as_array()
+        .and_then(|r| r.iter().find(|x| x["layer"] == "network"))
+        .expect("the pyramid's network row");
+    let name = format!(
+        "network, best TCP result ({})",
+        net["test"].as_str().expect("the network row's test")
+    );
+    let figure = format!("{} Gb/s", fmt_sig(net["gbps"].as_f64().expect("its gbps")));
+    let row = format!("<td>{name}</td><td>{figure}</td>");
+    assert!(dom.contains(&row), "no `{row}` in the pyramid table");
+    let chart = element(dom, "svg", "pyramid-chart").expect("svg#pyramid-chart");
+    assert!(
+        chart.contains(&format!("<title>{name}: {figure}</title>")),
+        "the chart's network bar is not `{name}` at {figure}: {chart}"
+    );
+    assert_eq!(
+        dom.matches("best TCP").count(),
+        dom.matches(&name).count(),
+        "`best TCP` names something other than {name} at {figure}"
+    );
 }
 
 /// The timeline has a line of finite points going forward in time; returns its lines.
@@ -395,7 +429,8 @@ fn the_html_report_renders_in_chromium() {
     let text = &verdict[verdict.find('>').unwrap() + 1..verdict.len() - "</div>".len()];
     assert_eq!(unescape(text), summary, "the verdict in the page");
 
-    let bars = assert_waterfall(&dom);
+    let bars = assert_waterfall(&dom, &doc);
+    assert_best_tcp_is_one_figure(&dom, &doc);
 
     let pyramid = element(&dom, "svg", "pyramid-chart").expect("svg#pyramid-chart");
     assert!(

@@ -12,6 +12,7 @@ use linerate_facts::{
 use linerate_model::{host_stack_ceiling, HostStackCeiling, HostStackInput};
 use linerate_results::disk::DiskReport;
 use linerate_results::{DoctorReport, FarEndOut, FarEndProcess, JudgedFrom, TestResult};
+use linerate_rules::diagnose::BestTcp;
 use linerate_rules::{diagnose, DiagnoseInput, Measured};
 
 use crate::far::FarEndProtocol;
@@ -201,11 +202,12 @@ fn copy_in(t: &TestResult, to: &str) -> Option<linerate_rules::pyramid::CopyIn> 
     })
 }
 
-/// Memory, the disks, the network and the copy side by side (`linerate_rules::pyramid`).
+/// Memory, the disks, the network and the copy side by side (`linerate_rules::pyramid`); the
+/// network row is the rules' best TCP result of all.
 fn storage_pyramid(
     a: &Assembly<'_>,
     runs: &Runs,
-    input: &DiagnoseInput,
+    best: Option<&BestTcp>,
 ) -> (Pyramid, Vec<Finding>) {
     let dimm_peak: f64 = linerate_inventory::dram::dimms(a.root)
         .iter()
@@ -216,9 +218,10 @@ fn storage_pyramid(
         memory_ceiling_gbps: (dimm_peak > 0.0)
             .then_some(linerate_units::gb_per_s_to_gbps(dimm_peak)),
         disks: a.disks.iter().map(disk_in).collect(),
-        network_gbps: runs.best_tcp().map(|t| t.gbps),
-        network_ceiling_gbps: linerate_rules::diagnose::send_ceiling_gbps(input),
+        network_gbps: best.map(|b| b.gbps),
+        network_ceiling_gbps: best.and_then(|b| b.ceiling_gbps),
         network_subject: runs.local_if.clone().unwrap_or_else(|| "loopback".into()),
+        network_test: best.map(|b| b.test.clone()),
         copy: a.copy.as_ref().and_then(|(t, to)| copy_in(t, to)),
         notes: a.pyramid_notes.clone(),
     })
@@ -296,7 +299,7 @@ pub fn assemble(a: Assembly<'_>, mut runs: Runs) -> DoctorReport {
         d.verdict.summary = format!("{} ({words})", d.verdict.summary);
         this_end_only(&mut d.checked);
     }
-    let (pyramid, pyramid_findings) = storage_pyramid(&a, &runs, &input);
+    let (pyramid, pyramid_findings) = storage_pyramid(&a, &runs, d.best_tcp.as_ref());
     d.findings.extend(pyramid_findings);
     if !a.disks.is_empty() {
         d.checked.push("the storage pyramid: memory, disk reads and writes, the network, and a disk-to-disk copy through the tested path".into());

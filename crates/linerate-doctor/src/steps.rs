@@ -55,7 +55,8 @@ pub struct Runs {
 }
 
 impl Runs {
-    /// The best TCP result (not a `--discard` run, not one that failed).
+    /// The best TCP result so far (not a `--discard` run, not one that failed), for the UDP
+    /// test's rate; the report's best TCP result is the rules' (`linerate_rules::diagnose::best_tcp`).
     pub fn best_tcp(&self) -> Option<&TestResult> {
         self.tests
             .iter()

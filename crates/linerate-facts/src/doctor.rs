@@ -10,8 +10,15 @@ use crate::{Cause, CounterDelta, EndFacts, ProbeDoc, QdiscsSeen};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DoctorVerdict {
     pub summary: String,
-    /// Best TCP throughput measured, Gb/s.
+    /// The judged result, Gb/s: the result of [`DoctorVerdict::test`]. On a path with no
+    /// hardware ceiling, one TCP stream (set against the host stack's bound for one stream);
+    /// otherwise the best TCP result of the slower direction. The best TCP result of all (the
+    /// pyramid's network row) may be larger.
     pub gbps: f64,
+    /// The test whose result `gbps` is, in the words every output names it by (`TCP send, 1
+    /// stream`); absent when no TCP result was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
     /// What the path can carry for TCP, Gb/s (0 when unknown).
     pub ceiling_gbps: f64,
     /// The stage or cause that limits the result.
@@ -74,6 +81,10 @@ pub struct Row {
     /// direct writes where a write-back cache sits below. Absent for other rows.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub durable: bool,
+    /// The network row: the test whose result it is, the best TCP result of all, in words
+    /// (`TCP send, 2 streams`). Absent for other rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
 }
 
 /// Figures keep their precision for the comparisons; the document shows 0.001 Gb/s. (serde
@@ -96,6 +107,7 @@ impl Row {
             gbps,
             ceiling_gbps: None,
             durable: false,
+            test: None,
         }
     }
 

@@ -24,3 +24,7 @@ pub use soak::{
 };
 pub use style::Style;
 pub use text::{render_plan, render_probe};
+
+/// The name of the best TCP result of all (the pyramid's network row: every stream count, both
+/// directions) in every output, text and HTML; the verdict's own figure is named by its test.
+pub const BEST_TCP: &str = "network, best TCP result";

@@ -14,7 +14,7 @@ use linerate_facts::{
     PortKind, QdiscDelta, QdiscSide, QdiscsSeen, Severity, ShaperFact,
 };
 use linerate_model::{Ceiling, HostStackCeiling, LimitedBy, StageKind};
-use linerate_proto::{Direction, HostCpuLoad, RdmaOp, TestKind};
+use linerate_proto::{Direction, HostCpuLoad, RdmaOp, TestKind, TestParams};
 use linerate_units::{bps_to_gbps, fmt_num, fmt_round, r3};
 use serde::{Deserialize, Serialize};
 
@@ -111,6 +111,17 @@ impl Measured {
         self.kind == TestKind::Rdma && !self.latency && self.error.is_none()
     }
 
+    /// The test in the words every output names it by (`TCP send, 1 stream`):
+    /// `TestParams::words`, the one describer of a test.
+    pub fn words(&self) -> String {
+        TestParams {
+            streams: self.streams,
+            discard: self.discard,
+            ..TestParams::new(self.kind, self.direction)
+        }
+        .words()
+    }
+
     /// The result's kind as bench names it (`tcp_bw`, `rdma_write_bw`), for subjects and evidence.
     fn kind_name(&self) -> &'static str {
         match (self.kind, self.rdma, self.latency) {
@@ -155,6 +166,8 @@ pub struct Diagnosis {
     pub findings: Vec<Finding>,
     /// What was checked (listed in `unexplained`).
     pub checked: Vec<String>,
+    /// The best TCP result of all, for the pyramid's network row ([`best_tcp`]).
+    pub best_tcp: Option<BestTcp>,
 }
 
 /// Facts of one end from its inventory, for the interface named `netdev`.
@@ -338,9 +351,32 @@ pub fn rdma_vs_tcp(i: &DiagnoseInput) -> Option<Finding> {
     )
 }
 
-/// The TCP ceiling of the path from this host to the other end, Gb/s, when known.
-pub fn send_ceiling_gbps(i: &DiagnoseInput) -> Option<f64> {
-    path_ceiling(i, Direction::Send).gbps
+/// The best TCP result of all: every stream count, both directions, not a `--discard` run,
+/// not one that failed. The one figure every output calls "network, best TCP result" (the
+/// pyramid's network row), chosen here only; the verdict's own figure (`DoctorVerdict::test`:
+/// one stream on a virtual path, the slower direction) is named by its test and may be smaller.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BestTcp {
+    pub gbps: f64,
+    /// The test whose result it is, in words (`TCP send, 2 streams`).
+    pub test: String,
+    /// What the path can carry in that test's direction, Gb/s, when known.
+    pub ceiling_gbps: Option<f64>,
+}
+
+/// The best TCP result of all ([`BestTcp`]); `None` when no TCP test completed.
+pub fn best_tcp(i: &DiagnoseInput) -> Option<BestTcp> {
+    i.tests
+        .iter()
+        .filter(|t| {
+            (t.is_tcp_bw(Direction::Send) || t.is_tcp_bw(Direction::Receive)) && t.error.is_none()
+        })
+        .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
+        .map(|t| BestTcp {
+            gbps: t.gbps,
+            test: t.words(),
+            ceiling_gbps: path_ceiling(i, t.direction).gbps,
+        })
 }
 
 /// The best single TCP stream in either direction when it beat the host stack's bound: the
@@ -1322,10 +1358,13 @@ fn loss_cause(c: &Ctx<'_>, t: &Measured, starved: Option<&str>) -> (String, Seve
 /// where the loss was counted: error counters (a cable, a port), a qdisc on either end (with
 /// its counter: `net.qdisc_drops`), a receiver that fell behind for want of CPU (only when the
 /// CPU figures show it), or, with none of them, the path between the ends. Also says whether a
-/// test itself lost packets that explain its result (a warning; the verdict names it then).
+/// test of the judged direction lost packets that explain its result (a warning there; the
+/// verdict names the loss then). Loss in the other direction is its own warning, but the
+/// verdict, which speaks of the judged direction, does not put its figure down to it.
 fn retransmits(c: &Ctx<'_>) -> (Vec<Finding>, bool) {
     let i = c.i;
     let mut out = Vec::new();
+    let mut lossy = false;
     for t in &i.tests {
         let loss = Loss::of(t);
         if !loss.lossy() {
@@ -1333,16 +1372,8 @@ fn retransmits(c: &Ctx<'_>) -> (Vec<Finding>, bool) {
         }
         let starved = receiver_starved(c, t);
         let (cause, severity, fix) = loss_cause(c, t, starved.as_deref());
-        let mut f = Finding::new(
-            FindingId::NetRetransmits,
-            severity,
-            format!(
-                "test:{} {} {} stream(s)",
-                t.kind_name(),
-                dir_name(t.direction),
-                t.streams
-            ),
-        );
+        lossy |= severity >= Severity::Warning && t.direction == c.dir;
+        let mut f = Finding::new(FindingId::NetRetransmits, severity, loss_subject(t));
         if let Some((r, rate)) = loss.rtx {
             f = f
                 .evidence("retransmits", r)
@@ -1383,7 +1414,6 @@ fn retransmits(c: &Ctx<'_>) -> (Vec<Finding>, bool) {
             .fix(fix),
         );
     }
-    let lossy = out.iter().any(|f| f.severity >= Severity::Warning);
     if !i.counter_deltas.is_empty() && out.is_empty() {
         let mut f = Finding::new(FindingId::NetRetransmits, Severity::Warning, "path");
         for d in &i.counter_deltas {
@@ -1395,6 +1425,40 @@ fn retransmits(c: &Ctx<'_>) -> (Vec<Finding>, bool) {
         );
     }
     (out, lossy)
+}
+
+/// The subject of `net.retransmits` for test `t`: `test:tcp_bw send 2 stream(s)`.
+fn loss_subject(t: &Measured) -> String {
+    format!(
+        "test:{} {} {} stream(s)",
+        t.kind_name(),
+        dir_name(t.direction),
+        t.streams
+    )
+}
+
+/// A loss finding about the other direction only: `net.retransmits` of a test in it, or
+/// `net.qdisc_drops` of qdiscs that carry only it. It stays a warning of its own, but the
+/// verdict, which speaks of the judged direction, neither names it nor counts the judged
+/// direction's gap as explained by it.
+fn loss_elsewhere(c: &Ctx<'_>, f: &Finding) -> bool {
+    match f.id {
+        FindingId::NetRetransmits => {
+            c.i.tests
+                .iter()
+                .any(|t| t.direction != c.dir && loss_subject(t) == f.subject)
+        }
+        FindingId::NetQdiscDrops => {
+            let mut qdiscs =
+                c.i.qdiscs
+                    .ends()
+                    .filter(|(end, q)| q.drops > 0 && format!("{end}:{}", q.interface) == f.subject)
+                    .peekable();
+            qdiscs.peek().is_some()
+                && qdiscs.all(|(end, q)| !qdisc_dirs(c, end, q.side).contains(&c.dir))
+        }
+        _ => false,
+    }
 }
 
 /// Direction `d` lost packets on the path in a way that explains its rate: a qdisc dropped
@@ -1482,9 +1546,10 @@ fn ceiling_or_unexplained(c: &Ctx<'_>, out: &[Finding], checked: &[String]) -> O
     if c.any_port_down() {
         return None;
     }
-    let attributed = out
-        .iter()
-        .any(|f| f.severity >= Severity::Warning && f.id.explains_gap() || ip_stack_explains(f));
+    let attributed = out.iter().any(|f| {
+        f.severity >= Severity::Warning && f.id.explains_gap() && !loss_elsewhere(c, f)
+            || ip_stack_explains(f)
+    });
     let pc = &c.pc;
     if let Some(f) = paravirtual(c, attributed, checked) {
         return Some(f);
@@ -1704,7 +1769,7 @@ fn cause(c: &Ctx<'_>, out: &[Finding], flags: Flags) -> (Cause, String) {
     };
     if let Some((f, lb)) = out
         .iter()
-        .filter(|f| f.severity >= Severity::Warning)
+        .filter(|f| f.severity >= Severity::Warning && !loss_elsewhere(c, f))
         .filter_map(|f| Some((f, f.id.cause()?)))
         .max_by_key(|(f, _)| f.severity)
     {
@@ -1776,19 +1841,22 @@ fn verdict(c: &Ctx<'_>, out: &[Finding], flags: Flags) -> DoctorVerdict {
             ))
         ),
         (Some(t), Some(g)) => format!(
-            "limited by {why}: {dir_prefix}{} Gb/s of a {} Gb/s ceiling",
+            "limited by {why}: {dir_prefix}{} Gb/s ({}) of a {} Gb/s ceiling",
             fmt_round(t.gbps, 2),
+            t.words(),
             fmt_round(g, 2),
         ),
         (Some(t), None) => format!(
-            "limited by {why}: {} Gb/s; no ceiling is known for this path",
-            fmt_round(t.gbps, 2)
+            "limited by {why}: {} Gb/s ({}); no ceiling is known for this path",
+            fmt_round(t.gbps, 2),
+            t.words()
         ),
     };
     let ceiling = if down { 0.0 } else { c.pc.gbps.unwrap_or(0.0) };
     DoctorVerdict {
         summary,
         gbps: r3(c.best_gbps()),
+        test: c.best.map(Measured::words),
         ceiling_gbps: r3(ceiling),
         limited_by,
     }
@@ -1861,5 +1929,6 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
         verdict,
         findings: out,
         checked,
+        best_tcp: best_tcp(i),
     }
 }

@@ -45,6 +45,9 @@ pub struct PyramidInput {
     pub network_ceiling_gbps: Option<f64>,
     /// `loopback` or the interface tested.
     pub network_subject: String,
+    /// The test of the best TCP result, in words (`TCP send, 2 streams`).
+    #[serde(default)]
+    pub network_test: Option<String>,
     pub copy: Option<CopyIn>,
     /// Why a layer could not be measured (shown as is).
     pub notes: Vec<String>,
@@ -110,6 +113,7 @@ fn rows(i: &PyramidInput) -> Vec<Row> {
     if let Some(g) = i.network_gbps {
         rows.push(Row {
             ceiling_gbps: i.network_ceiling_gbps,
+            test: i.network_test.clone(),
             ..Row::new("network", "local", i.network_subject.clone(), g)
         });
     }
@@ -268,6 +272,7 @@ mod tests {
             network_gbps: Some(36.0),
             network_ceiling_gbps: Some(40.0),
             network_subject: "ib0".into(),
+            network_test: Some("TCP send, 4 streams".into()),
             copy: None,
             notes: Vec::new(),
         }

@@ -221,7 +221,7 @@ fn ipoib_datagram_mode_on_both_ends_limits_one_stream_by_cpu() {
     assert!(
         d.verdict
             .summary
-            .starts_with("limited by IPoIB datagram mode (small packets, one core per stream): 9.8 Gb/s of a 30.62 Gb/s ceiling"),
+            .starts_with("limited by IPoIB datagram mode (small packets, one core per stream): 9.8 Gb/s (TCP send, 1 stream) of a 30.62 Gb/s ceiling"),
         "{}",
         d.verdict.summary
     );
@@ -257,6 +257,14 @@ fn ipoib_datagram_mode_on_both_ends_limits_one_stream_by_cpu() {
     let v = &d.verdict;
     assert_eq!(v.limited_by.as_str(), "ipoib_mode");
     assert!(approx(v.gbps, 24.1, 1e-9), "best TCP result: {}", v.gbps);
+    // The figure is named by its test, in the summary and beside it.
+    assert_eq!(v.test.as_deref(), Some("TCP send, 4 streams"));
+    assert!(
+        v.summary
+            .contains("24.1 Gb/s (TCP send, 4 streams) of a 30.62 Gb/s ceiling"),
+        "{}",
+        v.summary
+    );
     // FDR linked at QDR: 32 Gb/s after 8b/10b; TCP at MTU 2044 in datagram mode about 30.62.
     assert!(approx(v.ceiling_gbps, 30.62, 0.01), "{}", v.ceiling_gbps);
     assert!(
@@ -322,7 +330,7 @@ fn pcie_gen2_x4_slot_is_reached() {
     assert!(approx(v.ceiling_gbps, 13.07, 0.01));
     assert!(
         v.summary.starts_with(
-            "limited by the PCIe 2.0 x4 slot on the local end: receive direction (the slower): 12.85 Gb/s of a 13.07 Gb/s ceiling"
+            "limited by the PCIe 2.0 x4 slot on the local end: receive direction (the slower): 12.85 Gb/s (TCP receive, 1 stream) of a 13.07 Gb/s ceiling"
         ),
         "{}",
         v.summary
