@@ -21,7 +21,7 @@ pub use net::{IpoibInfo, IpoibMode, Netdev, NetdevKind};
 pub use pci::{PciFunction, PcieLinkFiles, PcieSpeedFiles, UpstreamPort};
 pub use ports::{Port, PortKind};
 pub use problem::{Problem, ProblemKind};
-pub use stack::{LibfabricFacts, LimitsLine, MemlockLimit, NfsMount, OsFamily, RdmaStack};
+pub use stack::{LibfabricFacts, LimitsLine, MemlockLimit, NfsMount, OsFamily, RdmaStack, Route};
 
 /// Everything probe found.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
