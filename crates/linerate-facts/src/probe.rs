@@ -19,7 +19,9 @@ pub struct ProbeDoc {
     pub ports: Vec<PortDoc>,
     pub findings: Vec<Finding>,
     /// The NFS mounts, each with its transport and the interface that reaches its server.
-    #[serde(default)]
+    /// Absent when there are none, so a host without NFS says what a release before this
+    /// field said (a peer of that release reads it whole).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nfs: Vec<NfsDoc>,
 }
 
