@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use linerate_facts::{Inventory, LinkLayer, NetdevKind, PortKind};
+use linerate_facts::{Inventory, LinkLayer, NetdevKind, Port, PortKind};
 use linerate_model::IbRate;
 use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
 
@@ -50,14 +50,22 @@ pub struct SoakTarget {
 /// Ethernet), and the netdevs named in `path_netdevs` (the interfaces carrying the soak's
 /// traffic, which may be virtual, a veth in tests) when the inventory has them.
 pub fn soak_targets(inv: &Inventory, path_netdevs: &[String]) -> Vec<SoakTarget> {
-    let mut out: Vec<SoakTarget> = Vec::new();
-    for p in &inv.ports {
+    targets_where(inv, |p| {
         let on_path = p.netdev.as_ref().is_some_and(|n| path_netdevs.contains(n));
         let physical = matches!(
             p.kind,
             PortKind::Infiniband | PortKind::Roce | PortKind::Ethernet
         );
-        if !(physical || on_path) {
+        physical || on_path
+    })
+}
+
+/// The target of each port of the inventory that `keep` keeps (`linerate watch`: every port
+/// but loopback), one per RDMA port or netdev.
+pub fn targets_where(inv: &Inventory, keep: impl Fn(&Port) -> bool) -> Vec<SoakTarget> {
+    let mut out: Vec<SoakTarget> = Vec::new();
+    for p in &inv.ports {
+        if !keep(p) {
             continue;
         }
         let t = match (&p.device, p.port) {
