@@ -43,7 +43,7 @@ pub struct PortTotals {
     pub changes: BTreeMap<ChangeKind, u64>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct PortState {
     history: Ring<RatePoint>,
     totals: PortTotals,
@@ -75,7 +75,7 @@ const NETDEV_TRAFFIC: [(&str, u64); 4] = [
 ];
 
 /// The state of a watch.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Watcher {
     params: WatchParams,
     window: WindowJudge,

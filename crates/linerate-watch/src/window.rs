@@ -21,7 +21,7 @@ use linerate_soak::{
 use crate::port::PortId;
 
 /// One tracker and when it began.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Span {
     start_s: f64,
     tracker: Tracker,
@@ -50,7 +50,7 @@ impl Span {
 }
 
 /// The rolling window: the judged tracker and the one that replaces it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct WindowJudge {
     window_s: f64,
     jp: JudgeParams,
