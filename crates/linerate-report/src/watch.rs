@@ -223,7 +223,7 @@ pub fn watch_metrics(w: &Watcher, verdicts: &[(PortId, Option<PortReport>)], at:
         ));
         up.push((l.clone(), f64::from(u8::from(p.link.up))));
         if let Some(g) = p.ceiling.gbps {
-            ceiling.push((l.clone(), g * 1e9));
+            ceiling.push((l.clone(), g * 1e9 / 8.0));
         }
         stage.push((
             format!(r#"{l},stage="{}""#, p.ceiling.limited_by.as_str()),
@@ -277,7 +277,7 @@ pub fn watch_metrics(w: &Watcher, verdicts: &[(PortId, Option<PortReport>)], at:
         &errors,
     );
     f.family(
-        "linerate_watch_counter_saturated",
+        "linerate_watch_saturated",
         "gauge",
         "1 while the health counter is at its maximum (2^width-1): it counts no further until cleared.",
         &saturated,
@@ -289,9 +289,9 @@ pub fn watch_metrics(w: &Watcher, verdicts: &[(PortId, Option<PortReport>)], at:
         &up,
     );
     f.family(
-        "linerate_watch_ceiling_bits_per_second",
+        "linerate_watch_ceiling_bytes_per_second",
         "gauge",
-        "The port's ceiling from linerate's ceiling chain (link, line code, PCIe, MTU), bits per second one way; absent without a hardware ceiling.",
+        "The port's ceiling from linerate's ceiling chain (link, line code, PCIe, MTU), bytes per second one way (Prometheus' base unit; x 8 for bits); absent without a hardware ceiling.",
         &ceiling,
     );
     f.family(
