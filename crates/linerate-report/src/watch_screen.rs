@@ -37,6 +37,8 @@ pub struct WatchScreen<'a> {
     pub view: &'a ViewState,
     /// The host's name, for the title.
     pub host: &'a str,
+    /// The interval asked for, seconds.
+    pub interval_s: f64,
     /// Colour allowed.
     pub color: bool,
 }
@@ -53,26 +55,26 @@ struct Col {
 const COLS: [Col; 11] = [
     Col {
         title: "PORT",
-        width: 18,
+        width: 16,
         priority: 0,
         right: false,
     },
     Col {
         title: "KIND",
         width: 5,
-        priority: 3,
+        priority: 4,
         right: false,
     },
     Col {
         title: "STATE",
         width: 12,
-        priority: 2,
+        priority: 3,
         right: false,
     },
     Col {
         title: "LINK",
         width: 8,
-        priority: 4,
+        priority: 5,
         right: false,
     },
     Col {
@@ -90,13 +92,13 @@ const COLS: [Col; 11] = [
     Col {
         title: "RX PKT",
         width: 10,
-        priority: 5,
+        priority: 6,
         right: true,
     },
     Col {
         title: "TX PKT",
         width: 10,
-        priority: 5,
+        priority: 6,
         right: true,
     },
     Col {
@@ -107,13 +109,13 @@ const COLS: [Col; 11] = [
     },
     Col {
         title: "CEILING",
-        width: 20,
+        width: 18,
         priority: 2,
         right: false,
     },
     Col {
         title: "ERRORS / LINK EVENTS",
-        width: 24,
+        width: 16,
         priority: 0,
         right: false,
     },
@@ -201,21 +203,15 @@ impl WatchScreen<'_> {
             RateUnit::Bits => "bits (Gb/s = 10^9 bit/s)",
             RateUnit::Bytes => "bytes (GB/s = 10^9 byte/s)",
         };
-        let every = if f.interval_s > 0.0 {
-            format!("every {} s", fmt_sig(f.interval_s))
-        } else {
-            "first sample".into()
-        };
+        let every = fmt_num(linerate_units::round(self.interval_s, 3));
         let mut spans = vec![
-            Span::styled(
-                "linerate watch",
-                Style::default().add_modifier(Modifier::BOLD),
-            ),
+            Span::styled("linerate watch", Style::default().add_modifier(Modifier::BOLD)),
             Span::raw(format!(
-                "  {}  {} UTC  {every}  window {}  sort {}  {unit}  {shown}/{} ports",
+                "  {}  {} UTC  every {every} s  errors judged over {} (window {})  sort {}  {unit}  {shown}/{} ports",
                 self.host,
                 fmt_utc_time(f.unix_ms),
                 span_words(f.window_s),
+                span_words(self.watcher.window().window_s()),
                 self.view.sort.as_str(),
                 f.ports.len()
             )),
@@ -233,7 +229,7 @@ impl WatchScreen<'_> {
     fn columns(width: u16) -> Vec<usize> {
         let mut keep: Vec<usize> = (0..COLS.len()).collect();
         let total = |k: &[usize]| k.iter().map(|&i| COLS[i].width + 1).sum::<u16>();
-        for p in (1..=5).rev() {
+        for p in (1..=6).rev() {
             if total(&keep) <= width {
                 break;
             }
@@ -283,8 +279,14 @@ impl WatchScreen<'_> {
                 x += w + 1;
             }
             if n == selected {
+                // A background under the cells' own colours; reverse video without colour.
                 let row = Rect::new(area.x, y, area.width, 1);
-                buf.set_style(row, Style::default().add_modifier(Modifier::REVERSED));
+                let mark = if self.color {
+                    Style::default().bg(Color::DarkGray)
+                } else {
+                    Style::default().add_modifier(Modifier::REVERSED)
+                };
+                buf.set_style(row, mark);
             }
         }
         if rows.is_empty() {
@@ -684,9 +686,17 @@ mod tests {
     fn narrow_screens_drop_columns_by_priority() {
         let all = WatchScreen::columns(400);
         assert_eq!(all.len(), COLS.len());
-        let narrow = WatchScreen::columns(80);
-        let titles: Vec<&str> = narrow.iter().map(|&i| COLS[i].title).collect();
-        assert!(titles.contains(&"PORT") && titles.contains(&"RX") && titles.contains(&"TX"));
-        assert!(!titles.contains(&"RX PKT"), "{titles:?}");
+        let titles = |w: u16| -> Vec<&str> {
+            WatchScreen::columns(w)
+                .iter()
+                .map(|&i| COLS[i].title)
+                .collect()
+        };
+        assert_eq!(
+            titles(80),
+            ["PORT", "RX", "TX", "UTILISATION", "ERRORS / LINK EVENTS"]
+        );
+        assert!(titles(100).contains(&"CEILING"));
+        assert!(titles(125).contains(&"LINK") && !titles(125).contains(&"RX PKT"));
     }
 }

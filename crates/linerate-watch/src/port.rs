@@ -228,7 +228,7 @@ fn facts_of(inv: &Inventory, bonds: &[Bond], p: &Port) -> Option<WatchedPort> {
         id,
         netdev: p.netdev.clone(),
         kind,
-        link: link_facts(p, nd, ib.map(|(_, port)| port), &chain, pcie.as_ref()),
+        link: link_facts(p, nd, ib.map(|(_, port)| port), &chain, pcie.as_ref(), kind),
         ceiling,
         pcie,
         bond: bond.map(|b| BondFacts {
@@ -245,6 +245,7 @@ fn link_facts(
     ib: Option<&linerate_facts::IbPort>,
     chain: &Ceiling,
     pcie: Option<&PcieFacts>,
+    kind: WatchKind,
 ) -> LinkFacts {
     let ib_link = ib.filter(|_| p.kind == PortKind::Infiniband);
     let (up, state) = match (ib_link, nd) {
@@ -283,6 +284,8 @@ fn link_facts(
             Some(r.data_gbps()),
             Some(format!("{}X", r.width)),
         ),
+        // A software device's `speed` is the driver's constant (veth: 10000), no link.
+        (None, Some(_)) if kind == WatchKind::Virtual => (None, None, None),
         (None, Some(n)) => match n.link_speed_mbps() {
             Some(m) => {
                 let e = linerate_model::EthSpeed::from_mbps(m);

@@ -125,6 +125,7 @@ pub fn run(run: &mut Run, feed: &mut Feed, stop: &AtomicBool) -> anyhow::Result<
                         watcher: w,
                         view: &view,
                         host: &run.host,
+                        interval_s: run.interval.as_secs_f64(),
                         color: run.color,
                     },
                     t.area(),
@@ -133,25 +134,61 @@ pub fn run(run: &mut Run, feed: &mut Feed, stop: &AtomicBool) -> anyhow::Result<
             dirty = false;
         }
         let wait = next.saturating_duration_since(Instant::now()).min(KEY_POLL);
-        if !event::poll(wait)? {
-            continue;
+        match terminal_input(wait)? {
+            Input::Gone => return Ok(()),
+            // A resize comes as a signal, without input: crossterm's queue has it.
+            Input::Nothing if !event::poll(Duration::ZERO)? => continue,
+            Input::Nothing => {}
+            Input::Ready => {}
         }
-        match event::read()? {
-            Event::Key(k) if k.kind != KeyEventKind::Release => {
-                let Some(k) = key(k) else { continue };
-                let shown = paused.as_ref().map_or(&frame, |(_, f)| f);
-                if view.key(k, &shown.ports) == Outcome::Quit {
-                    return Ok(());
+        // Every event the input holds (a paste or a key repeat brings several).
+        while event::poll(Duration::ZERO)? {
+            match event::read()? {
+                Event::Key(k) if k.kind != KeyEventKind::Release => {
+                    let Some(k) = key(k) else { continue };
+                    let shown = paused.as_ref().map_or(&frame, |(_, f)| f);
+                    if view.key(k, &shown.ports) == Outcome::Quit {
+                        return Ok(());
+                    }
+                    match (view.paused, paused.is_some()) {
+                        (true, false) => paused = Some((feed.watcher.clone(), frame.clone())),
+                        (false, true) => paused = None,
+                        _ => {}
+                    }
+                    dirty = true;
                 }
-                match (view.paused, paused.is_some()) {
-                    (true, false) => paused = Some((feed.watcher.clone(), frame.clone())),
-                    (false, true) => paused = None,
-                    _ => {}
-                }
-                dirty = true;
+                Event::Resize(..) => dirty = true,
+                _ => {}
             }
-            Event::Resize(..) => dirty = true,
-            _ => {}
         }
     }
+}
+
+/// What the terminal's input holds.
+enum Input {
+    Ready,
+    Nothing,
+    /// Hung up (a closed ssh session, a killed tmux pane) or closed: nobody is there.
+    Gone,
+}
+
+/// Waits up to `wait` for input on the terminal. Asked before crossterm is: on a hung-up
+/// terminal a read returns nothing at once, forever, and crossterm's wait would spin on it.
+fn terminal_input(wait: Duration) -> anyhow::Result<Input> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let stdin = io::stdin();
+    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+    let timeout = Timespec::try_from(wait).unwrap_or_default();
+    match poll(&mut fds, Some(&timeout)) {
+        Ok(0) => return Ok(Input::Nothing),
+        Ok(_) => {}
+        // A signal (SIGWINCH, SIGTERM): the caller looks at its flags and crossterm's queue.
+        Err(rustix::io::Errno::INTR) => return Ok(Input::Nothing),
+        Err(e) => return Err(io::Error::from(e).into()),
+    }
+    let r = fds[0].revents();
+    if r.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL) {
+        return Ok(Input::Gone);
+    }
+    Ok(Input::Ready)
 }
