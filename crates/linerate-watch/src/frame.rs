@@ -6,13 +6,13 @@
 use linerate_model::LimitedBy;
 use linerate_proto::soak::CounterSource;
 use linerate_soak::{RuleId, Verdict, VerdictRule};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::changes::LinkChange;
 use crate::port::{PortId, WatchKind};
 
 /// Which counters a port's rates come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CountedFrom {
     /// InfiniBand's `port_{rcv,xmit}_{data,packets}` (data × 4: the PMA counts octets ÷ 4):

@@ -31,6 +31,6 @@ pub use port::{
     port_id, watched_ports, BondFacts, CeilingFacts, LinkFacts, PcieFacts, PortId, WatchKind,
     WatchedPort,
 };
-pub use view::{Key, Outcome, RateUnit, SortKey, ViewState};
+pub use view::{Key, KeyOutcome, RateUnit, SortKey, ViewState};
 pub use watcher::{PortTotals, WatchParams, Watcher};
 pub use window::WindowJudge;

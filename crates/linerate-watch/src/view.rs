@@ -66,7 +66,7 @@ pub enum RateUnit {
 
 /// What the key asks of the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum KeyOutcome {
     Continue,
     Quit,
 }
@@ -164,16 +164,16 @@ impl ViewState {
     }
 
     /// Applies a key to the view of `ports` (the frame on screen).
-    pub fn key(&mut self, key: Key, ports: &[PortFrame]) -> Outcome {
+    pub fn key(&mut self, key: Key, ports: &[PortFrame]) -> KeyOutcome {
         if key == Key::Interrupt {
-            return Outcome::Quit;
+            return KeyOutcome::Quit;
         }
         if self.help {
             match key {
-                Key::Char('q') => return Outcome::Quit,
+                Key::Char('q') => return KeyOutcome::Quit,
                 _ => self.help = false,
             }
-            return Outcome::Continue;
+            return KeyOutcome::Continue;
         }
         if let Some(text) = self.editing.as_mut() {
             match key {
@@ -188,13 +188,13 @@ impl ViewState {
                 _ => {}
             }
             self.keep_selection_visible(ports);
-            return Outcome::Continue;
+            return KeyOutcome::Continue;
         }
         match key {
-            Key::Char('q') => return Outcome::Quit,
+            Key::Char('q') => return KeyOutcome::Quit,
             Key::Esc if self.detail => self.detail = false,
             Key::Esc if !self.filter.is_empty() => self.filter.clear(),
-            Key::Esc => return Outcome::Quit,
+            Key::Esc => return KeyOutcome::Quit,
             Key::Up | Key::Char('k') => self.move_to(ports, |i, _| i.saturating_sub(1)),
             Key::Down | Key::Char('j') => self.move_to(ports, |i, last| (i + 1).min(last)),
             Key::PageUp => {
@@ -223,7 +223,7 @@ impl ViewState {
             Key::Char('?' | 'h') => self.help = true,
             _ => {}
         }
-        Outcome::Continue
+        KeyOutcome::Continue
     }
 
     /// Selects the row `to(current, last)` of the rows shown.
@@ -372,9 +372,9 @@ mod tests {
         v.key(Key::Enter, &ports);
         assert_eq!(names(&v, &ports), ["veth7"]);
         // Esc clears the filter before it quits.
-        assert_eq!(v.key(Key::Esc, &ports), Outcome::Continue);
+        assert_eq!(v.key(Key::Esc, &ports), KeyOutcome::Continue);
         assert_eq!(names(&v, &ports).len(), 5);
-        assert_eq!(v.key(Key::Esc, &ports), Outcome::Quit);
+        assert_eq!(v.key(Key::Esc, &ports), KeyOutcome::Quit);
         // A typed filter is bounded.
         let mut v = ViewState::default();
         v.key(Key::Char('/'), &ports);
@@ -424,9 +424,9 @@ mod tests {
         v.key(Key::Char('x'), &ports);
         assert!(!v.help);
         // Esc closes the details before anything else.
-        assert_eq!(v.key(Key::Esc, &ports), Outcome::Continue);
+        assert_eq!(v.key(Key::Esc, &ports), KeyOutcome::Continue);
         assert!(!v.detail);
-        assert_eq!(v.key(Key::Char('q'), &ports), Outcome::Quit);
-        assert_eq!(v.key(Key::Interrupt, &ports), Outcome::Quit);
+        assert_eq!(v.key(Key::Char('q'), &ports), KeyOutcome::Quit);
+        assert_eq!(v.key(Key::Interrupt, &ports), KeyOutcome::Quit);
     }
 }

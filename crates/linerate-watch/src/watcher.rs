@@ -150,12 +150,13 @@ impl Watcher {
 
     /// Takes the sample taken at `at` (its `seq` and `t_s` are `at`'s) and returns the interval
     /// it closes.
-    pub fn push(&mut self, s: &SoakSample, at: Tick) -> Frame {
+    pub fn push(&mut self, s: SoakSample, at: Tick) -> Frame {
         let dt = self.last.map(|l| at.t_s() - l.t_s()).filter(|d| *d > 0.0);
         self.last = Some(at);
         self.samples += 1;
+        let (seq, problems) = (s.seq, s.problems.clone());
         self.window.push(s);
-        let steps = self.steps(s.seq);
+        let steps = self.steps(seq);
         let mut ports = Vec::with_capacity(self.ports.len());
         let mut flaps = Vec::new();
         for (i, f) in self.ports.iter().enumerate() {
@@ -222,7 +223,7 @@ impl Watcher {
             window_s: self.window.span_s(),
             ports,
             changes: std::mem::take(&mut self.pending),
-            problems: s.problems.clone(),
+            problems,
         }
     }
 

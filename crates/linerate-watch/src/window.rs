@@ -79,7 +79,7 @@ impl WindowJudge {
 
     /// Takes a sample (its bytes, retransmits and ethtool per-queue counters are left out:
     /// see [`judged_sample`]). Returns the interval it closed in the judged tracker.
-    pub fn push(&mut self, s: &SoakSample) -> Option<IntervalRecord> {
+    pub fn push(&mut self, s: SoakSample) -> Option<IntervalRecord> {
         let s = judged_sample(s);
         let due = self
             .new
@@ -166,23 +166,14 @@ pub fn per_queue(source: CounterSource, name: &str) -> bool {
 
 /// The sample as the judge sees it: no engine bytes and no host-wide retransmits (watch sends
 /// no traffic), and no per-queue driver statistics.
-pub fn judged_sample(s: &SoakSample) -> SoakSample {
-    let mut out = SoakSample {
-        end: s.end,
-        seq: s.seq,
-        t_s: s.t_s,
-        ports: Vec::with_capacity(s.ports.len()),
-        tcp_retrans_segs: None,
-        bytes_sent: 0,
-        bytes_received: 0,
-        problems: s.problems.clone(),
-    };
-    for p in &s.ports {
-        let mut q = p.clone();
-        q.counters.retain(|(src, name, _)| !per_queue(*src, name));
-        out.ports.push(q);
+pub fn judged_sample(mut s: SoakSample) -> SoakSample {
+    s.tcp_retrans_segs = None;
+    s.bytes_sent = 0;
+    s.bytes_received = 0;
+    for p in &mut s.ports {
+        p.counters.retain(|(src, name, _)| !per_queue(*src, name));
     }
-    out
+    s
 }
 
 #[cfg(test)]
@@ -225,7 +216,7 @@ mod tests {
         let mut w = WindowJudge::new(10.0, JudgeParams::default());
         let mut spans = Vec::new();
         for seq in 0..=30 {
-            w.push(&sample(seq, &[("symbol_error", 0)]));
+            w.push(sample(seq, &[("symbol_error", 0)]));
             spans.push(w.span_s());
         }
         // The first tracker grows to 10 s, then the judged span drops to 5 s and grows again.
@@ -241,15 +232,15 @@ mod tests {
     #[test]
     fn errors_are_judged_by_soak_and_leave_the_window() {
         let mut w = WindowJudge::new(10.0, JudgeParams::default());
-        w.push(&sample(0, &[("link_downed", 0)]));
-        w.push(&sample(1, &[("link_downed", 1)]));
+        w.push(sample(0, &[("link_downed", 0)]));
+        w.push(sample(1, &[("link_downed", 1)]));
         assert!(w.has_moved(&id()));
         let r = w.judge(&id()).expect("judged");
         assert_eq!(r.verdict, Verdict::Bad);
         assert_eq!(r.rule.as_str(), "link_downed");
         // Quiet for a whole window: the event has left the span judged.
         for seq in 2..=12 {
-            w.push(&sample(seq, &[("link_downed", 1)]));
+            w.push(sample(seq, &[("link_downed", 1)]));
         }
         assert!(!w.has_moved(&id()));
         assert_ne!(w.judge(&id()).map(|r| r.verdict), Some(Verdict::Bad));
@@ -259,15 +250,15 @@ mod tests {
     fn a_reset_or_a_pegged_counter_is_no_burst() {
         let mut w = WindowJudge::new(60.0, JudgeParams::default());
         // port_rcv_errors reset by someone from 60000 to 0, symbol_error pegged throughout.
-        w.push(&sample(
+        w.push(sample(
             0,
             &[("port_rcv_errors", 60_000), ("symbol_error", 65535)],
         ));
-        w.push(&sample(
+        w.push(sample(
             1,
             &[("port_rcv_errors", 0), ("symbol_error", 65535)],
         ));
-        w.push(&sample(
+        w.push(sample(
             2,
             &[("port_rcv_errors", 0), ("symbol_error", 65535)],
         ));
@@ -288,7 +279,7 @@ mod tests {
             (CounterSource::Ethtool, "rx_bytes_phy".to_string(), 5),
             (CounterSource::Ethtool, "rx3_csum_err".to_string(), 5),
         ]);
-        let j = judged_sample(&s);
+        let j = judged_sample(s);
         assert_eq!(j.tcp_retrans_segs, None);
         let names: Vec<&str> = j.ports[0].counters.iter().map(|c| c.1.as_str()).collect();
         assert_eq!(

@@ -30,14 +30,14 @@ const REFUSAL_TIMEOUT: Duration = Duration::from_millis(200);
 
 /// The operator's limits.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub struct ClientLimits {
     pub max_clients: usize,
     pub timeout: Duration,
 }
 
-/// A running endpoint: the body it serves is replaced with [`Endpoint::publish`].
+/// A running endpoint: the body it serves is replaced with [`MetricsServer::publish`].
 #[derive(Debug)]
-pub struct Endpoint {
+pub struct MetricsServer {
     body: Arc<Mutex<Arc<str>>>,
     addr: SocketAddr,
 }
@@ -56,9 +56,9 @@ pub fn listen_addr(s: &str) -> anyhow::Result<SocketAddr> {
         .with_context(|| format!("--listen {s}: the name has no address"))
 }
 
-impl Endpoint {
+impl MetricsServer {
     /// Binds `addr` and serves from a thread of its own.
-    pub fn start(addr: SocketAddr, limits: Limits) -> anyhow::Result<Self> {
+    pub fn start(addr: SocketAddr, limits: ClientLimits) -> anyhow::Result<Self> {
         let listener =
             TcpListener::bind(addr).with_context(|| format!("--listen {addr}: cannot listen"))?;
         let addr = listener.local_addr()?;
@@ -81,7 +81,7 @@ impl Endpoint {
     }
 }
 
-fn accept(listener: &TcpListener, body: &Arc<Mutex<Arc<str>>>, limits: Limits) {
+fn accept(listener: &TcpListener, body: &Arc<Mutex<Arc<str>>>, limits: ClientLimits) {
     let active = Arc::new(AtomicUsize::new(0));
     for conn in listener.incoming() {
         let Ok(stream) = conn else {

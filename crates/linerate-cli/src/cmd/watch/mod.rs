@@ -26,6 +26,9 @@ const MIN_INTERVAL: Duration = Duration::from_millis(100);
 const MIN_WINDOW_INTERVALS: u32 = 10;
 /// The longest window (its trackers hold one small record per interval).
 const MAX_WINDOW: Duration = Duration::from_secs(24 * 3600);
+/// The most intervals a window holds: each of its two trackers keeps a record of about 100
+/// bytes per interval, so 36 000 (an hour at 100 ms, ten at 1 s) is under 4 MB each.
+const MAX_WINDOW_INTERVALS: u32 = 36_000;
 /// Rate points kept per port for the detail pane's chart.
 const HISTORY_POINTS: usize = 600;
 /// Link events kept for the log pane.
@@ -64,20 +67,20 @@ impl Run {
 /// The sampling and the state, advanced one sample at a time.
 #[derive(Debug)]
 pub struct Feed {
-    source: source::Source,
+    source: source::Sampling,
     watcher: Watcher,
-    metrics: Option<http::Endpoint>,
+    metrics: Option<http::MetricsServer>,
     metrics_at: Option<Instant>,
 }
 
 impl Feed {
     /// Takes the next sample, and the metrics are made again when due.
-    fn next(&mut self, _run: &Run) -> anyhow::Result<Frame> {
+    fn next(&mut self) -> anyhow::Result<Frame> {
         let s = self.source.sample();
         if let Some(ports) = s.ports {
             self.watcher.set_ports(ports, s.tick);
         }
-        let frame = self.watcher.push(&s.sample, s.tick);
+        let frame = self.watcher.push(s.sample, s.tick);
         self.publish(s.tick);
         Ok(frame)
     }
@@ -111,6 +114,14 @@ fn check(a: &WatchArgs) -> anyhow::Result<()> {
     if a.window > MAX_WINDOW {
         bail!("--window {:?}: at most 24 h is accepted", a.window);
     }
+    if a.window > a.interval * MAX_WINDOW_INTERVALS {
+        bail!(
+            "--window {:?}: at most {MAX_WINDOW_INTERVALS} intervals ({:?} at -i {:?}) is accepted",
+            a.window,
+            a.interval * MAX_WINDOW_INTERVALS,
+            a.interval
+        );
+    }
     Ok(())
 }
 
@@ -130,7 +141,7 @@ fn stop_flag() -> Arc<AtomicBool> {
 pub fn run(a: &WatchArgs, style: Style) -> anyhow::Result<u8> {
     check(a)?;
     let jp = super::soak::judge_params(&a.threshold)?;
-    let source = source::Source::open(&a.root, &a.ports)?;
+    let source = source::Sampling::open(&a.root, &a.ports)?;
     let mode = if a.json_stream {
         Mode::JsonStream
     } else if a.plain {
@@ -144,9 +155,9 @@ pub fn run(a: &WatchArgs, style: Style) -> anyhow::Result<u8> {
     };
     let metrics = match &a.listen {
         Some(l) => {
-            let e = http::Endpoint::start(
+            let e = http::MetricsServer::start(
                 http::listen_addr(l)?,
-                http::Limits {
+                http::ClientLimits {
                     max_clients: a.max_clients as usize,
                     timeout: a.client_timeout,
                 },
@@ -206,7 +217,7 @@ fn lines(run: &Run, feed: &mut Feed, stop: &AtomicBool, mode: Mode) -> anyhow::R
     let start = Instant::now();
     let mut seq: u32 = 0;
     loop {
-        let frame = feed.next(run)?;
+        let frame = feed.next()?;
         if frame.seq > 0 {
             match mode {
                 Mode::JsonStream => {

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use linerate_report::WatchScreen;
-use linerate_watch::{Frame, Key, Outcome, ViewState, Watcher};
+use linerate_watch::{Frame, Key, KeyOutcome, ViewState, Watcher};
 use ratatui_core::terminal::Terminal;
 use ratatui_crossterm::crossterm::cursor::{Hide, Show};
 use ratatui_crossterm::crossterm::event::{
@@ -92,7 +92,7 @@ pub fn run(run: &mut Run, feed: &mut Feed, stop: &AtomicBool) -> anyhow::Result<
         unit: run.unit,
         ..ViewState::default()
     };
-    let mut frame: Frame = feed.next(run)?;
+    let mut frame: Frame = feed.next()?;
     // While paused: the watch and the frame as they were (sampling goes on in `feed`).
     let mut paused: Option<(Watcher, Frame)> = None;
     let mut next = Instant::now() + run.interval;
@@ -102,7 +102,7 @@ pub fn run(run: &mut Run, feed: &mut Feed, stop: &AtomicBool) -> anyhow::Result<
             return Ok(());
         }
         if Instant::now() >= next {
-            frame = feed.next(run)?;
+            frame = feed.next()?;
             if run.done(frame.seq) {
                 return Ok(());
             }
@@ -147,7 +147,7 @@ pub fn run(run: &mut Run, feed: &mut Feed, stop: &AtomicBool) -> anyhow::Result<
                 Event::Key(k) if k.kind != KeyEventKind::Release => {
                     let Some(k) = key(k) else { continue };
                     let shown = paused.as_ref().map_or(&frame, |(_, f)| f);
-                    if view.key(k, &shown.ports) == Outcome::Quit {
+                    if view.key(k, &shown.ports) == KeyOutcome::Quit {
                         return Ok(());
                     }
                     match (view.paused, paused.is_some()) {

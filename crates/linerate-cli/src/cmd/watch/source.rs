@@ -22,7 +22,7 @@ pub struct Sampled {
 
 /// What is read every interval.
 #[derive(Debug)]
-pub struct Source {
+pub struct Sampling {
     root: PathBuf,
     /// The ports asked for on the command line (every port but loopback when empty).
     asked: Vec<String>,
@@ -51,7 +51,7 @@ fn asked_for(asked: &[String], p: &Port) -> bool {
     })
 }
 
-impl Source {
+impl Sampling {
     /// The inventory under `root` and the ports to watch in it. Refused: a root that is not a
     /// filesystem root, a port asked for that is not there.
     pub fn open(root: &Path, asked: &[String]) -> anyhow::Result<Self> {
