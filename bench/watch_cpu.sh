@@ -32,7 +32,9 @@ tmp=$(mktemp -d)
 writer=
 cleanup() {
     [ -n "$writer" ] && kill "$writer" 2>/dev/null || true
-    tmux -L "$sock" kill-server 2>/dev/null || true
+    for i in $(seq 1 "$runs"); do
+        tmux -L "$sock-$i" kill-server 2>/dev/null || true
+    done
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -85,8 +87,11 @@ cpu_s() {
 }
 
 # run NAME INTERVAL COMMAND: COMMAND in a fresh tmux window for DURATION seconds; one row.
+runs=0
 run() {
     local name=$1 interval=$2 cmd=$3
+    runs=$((runs + 1))
+    local sock=$sock-$runs
     tmux -L "$sock" -f /dev/null new-session -d -s run -x 200 -y 50 "$cmd"
     sleep 2
     local pid

@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 
 use linerate_facts::{Bond, Inventory, NetdevKind};
 
-use crate::fs::Root;
+use crate::fs::{DirReader, Root};
 
 /// The files of a port whose change changes its link or its ceiling.
 const IB_PORT_FILES: [&str; 3] = ["state", "phys_state", "rate"];
 const NETDEV_FILES: [&str; 4] = ["operstate", "carrier", "speed", "mtu"];
 const PCI_FILES: [&str; 2] = ["current_link_speed", "current_link_width"];
-const BOND_FILES: [&str; 2] = ["bonding/slaves", "bonding/active_slave"];
+const BOND_FILES: [&str; 2] = ["slaves", "active_slave"];
 /// The class directories whose names are the ports.
 const CLASSES: [&str; 2] = ["sys/class/net", "sys/class/infiniband"];
 
@@ -22,7 +22,8 @@ const CLASSES: [&str; 2] = ["sys/class/net", "sys/class/infiniband"];
 #[derive(Debug)]
 pub struct LinkWatch {
     root: PathBuf,
-    files: Vec<PathBuf>,
+    /// Directories and the files read in each (each directory opened once per read).
+    files: Vec<(PathBuf, &'static [&'static str])>,
     values: Vec<Option<String>>,
     names: Vec<Vec<String>>,
 }
@@ -31,14 +32,14 @@ impl LinkWatch {
     /// The files to watch for `inv` (read under `root`), read once now.
     pub fn new(root: &Path, inv: &Inventory, bonds: &[Bond]) -> Self {
         let r = Root::new(root);
-        let mut files = Vec::new();
+        let mut files: Vec<(PathBuf, &'static [&'static str])> = Vec::new();
         for d in &inv.ib_devices {
             for p in &d.ports {
                 let dir = r.path(&format!(
                     "sys/class/infiniband/{}/ports/{}",
                     d.name, p.number
                 ));
-                files.extend(IB_PORT_FILES.iter().map(|f| dir.join(f)));
+                files.push((dir, &IB_PORT_FILES));
             }
         }
         for n in inv
@@ -46,18 +47,18 @@ impl LinkWatch {
             .iter()
             .filter(|n| n.kind != NetdevKind::Loopback)
         {
-            let dir = r.path(&format!("sys/class/net/{}", n.name));
-            files.extend(NETDEV_FILES.iter().map(|f| dir.join(f)));
+            files.push((r.path(&format!("sys/class/net/{}", n.name)), &NETDEV_FILES));
         }
         for f in &inv.pci {
             for addr in std::iter::once(&f.address).chain(f.upstream.iter().map(|u| &u.address)) {
-                let dir = r.path(&format!("sys/bus/pci/devices/{addr}"));
-                files.extend(PCI_FILES.iter().map(|f| dir.join(f)));
+                files.push((r.path(&format!("sys/bus/pci/devices/{addr}")), &PCI_FILES));
             }
         }
         for b in bonds {
-            let dir = r.path(&format!("sys/class/net/{}", b.name));
-            files.extend(BOND_FILES.iter().map(|f| dir.join(f)));
+            files.push((
+                r.path(&format!("sys/class/net/{}/bonding", b.name)),
+                &BOND_FILES,
+            ));
         }
         files.sort();
         files.dedup();
@@ -74,16 +75,22 @@ impl LinkWatch {
 
     /// How many files one read takes (the cost of a check).
     pub fn files(&self) -> usize {
-        self.files.len()
+        self.files.iter().map(|(_, names)| names.len()).sum()
     }
 
     fn read_values(&self) -> Vec<Option<String>> {
         // A file that cannot be read (EINVAL from `speed` on a link that is down) reads as
         // `None`, like a missing one: what matters is that it differs from before.
-        self.files
-            .iter()
-            .map(|p| Root::read_raw(p).ok().flatten())
-            .collect()
+        let mut out = Vec::with_capacity(self.values.len());
+        for (dir, names) in &self.files {
+            let d = DirReader::open(dir);
+            out.extend(
+                names
+                    .iter()
+                    .map(|n| d.as_ref().and_then(|d| d.read_raw(n).ok().flatten())),
+            );
+        }
+        out
     }
 
     fn read_names(&self) -> Vec<Vec<String>> {
