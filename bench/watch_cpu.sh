@@ -34,6 +34,7 @@ cleanup() {
     [ -n "$writer" ] && kill "$writer" 2>/dev/null || true
     for i in $(seq 1 "$runs"); do
         tmux -L "$sock-$i" kill-server 2>/dev/null || true
+        rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$sock-$i"
     done
     rm -rf "$tmp"
 }

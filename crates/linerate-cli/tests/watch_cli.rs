@@ -33,12 +33,11 @@ fn linerate(args: &[&str]) -> Output {
         .expect("run linerate")
 }
 
-/// `linerate watch --json-stream` over `root` with `extra` options, read line by line.
+/// `linerate watch --json-stream` over `root` with `extra` options, read line by line; at most
+/// 600 intervals (`--count`), ended by its `Stream` when the test is done.
 fn stream(root: &Path, extra: &[&str]) -> Stream {
-    let mut cmd = Command::new("timeout");
-    cmd.arg("120")
-        .arg(BIN)
-        .args(["watch", "--json-stream", "--root"])
+    let mut cmd = Command::new(BIN);
+    cmd.args(["watch", "--json-stream", "--count", "600", "--root"])
         .arg(root)
         .args(extra);
     Stream::start(cmd)
@@ -465,6 +464,37 @@ fn the_plain_form_is_one_line_per_port_per_interval() {
         String::from_utf8_lossy(&bytes.stdout).contains("of 12.5 GB/s (link)"),
         "{bytes:?}"
     );
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_watch() {
+    let root = fixture(FIXTURE);
+    let mut child = Command::new(BIN)
+        .args(["watch", "--plain", "-i", "100ms", "--root"])
+        .arg(&root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // `| head -1`: one line read, then the pipe closed.
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert!(line.contains("ib0"), "{line}");
+    drop(out);
+    let until = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            panic!("linerate watch still runs after its reader went away");
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
 }
 
 #[test]

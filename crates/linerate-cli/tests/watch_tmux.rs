@@ -28,18 +28,20 @@ use std::time::{Duration, Instant};
 use common::{serial, Net, BIN, PORT};
 use serde_json::Value;
 
-/// A tmux server of this test's own (`-L`), killed on drop.
+/// A tmux server of this test's own (`-L`), killed on drop and its socket removed.
 struct Tmux {
     socket: String,
     session: String,
+    socket_path: Option<PathBuf>,
 }
 
 impl Tmux {
     /// A detached session of `w`×`h` running a plain shell; `None` (skip recorded) without tmux.
     fn new(name: &str, w: u16, h: u16) -> Option<Tmux> {
-        let t = Tmux {
+        let mut t = Tmux {
             socket: format!("linerate-test-{}-{name}", std::process::id()),
             session: name.to_string(),
+            socket_path: None,
         };
         let ok = Command::new("tmux")
             .args([
@@ -66,6 +68,7 @@ impl Tmux {
         match ok {
             Ok(s) if s.success() => {
                 t.tmux(&["set-option", "-g", "window-size", "manual"]);
+                t.socket_path = Some(PathBuf::from(t.display("#{socket_path}")));
                 Some(t)
             }
             Ok(s) => panic!("tmux new-session failed: {s}"),
@@ -177,6 +180,9 @@ impl Drop for Tmux {
             .stdin(Stdio::null())
             .stderr(Stdio::null())
             .status();
+        if let Some(p) = &self.socket_path {
+            let _ = std::fs::remove_file(p);
+        }
     }
 }
 

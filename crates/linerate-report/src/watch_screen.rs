@@ -109,7 +109,7 @@ const COLS: [Col; 11] = [
     },
     Col {
         title: "CEILING",
-        width: 18,
+        width: 22,
         priority: 2,
         right: false,
     },

@@ -164,11 +164,11 @@ impl Watcher {
             let st = self.state.get_mut(&f.id).expect("a state per port");
             let (rx, tx, rxp, txp, saturated) = rates(step, dt);
             add_totals(&mut st.totals, step);
-            if let (Some(r), Some(t)) = (rx, tx) {
+            if rx.is_some() || tx.is_some() {
                 st.history.push(RatePoint {
                     t_s: at.t_s(),
-                    rx_gbps: r,
-                    tx_gbps: t,
+                    rx_gbps: rx.unwrap_or(0.0),
+                    tx_gbps: tx.unwrap_or(0.0),
                 });
             }
             let state_changed = self

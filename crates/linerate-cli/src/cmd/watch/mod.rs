@@ -18,7 +18,6 @@ use linerate_report::Style;
 use linerate_watch::{Frame, RateUnit, Tick, WatchParams, Watcher};
 
 use crate::cli::WatchArgs;
-use crate::out::print;
 
 /// The shortest interval.
 const MIN_INTERVAL: Duration = Duration::from_millis(100);
@@ -125,6 +124,17 @@ fn check(a: &WatchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Writes to stdout; `false` when nobody reads it any more (a closed pipe).
+fn write_out(text: &str) -> anyhow::Result<bool> {
+    use std::io::Write as _;
+    let mut o = std::io::stdout().lock();
+    match o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// SIGINT, SIGTERM and SIGHUP set the flag: every loop ends cleanly on it.
 fn stop_flag() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -219,12 +229,14 @@ fn lines(run: &Run, feed: &mut Feed, stop: &AtomicBool, mode: Mode) -> anyhow::R
     loop {
         let frame = feed.next()?;
         if frame.seq > 0 {
-            match mode {
-                Mode::JsonStream => {
-                    print(&format!("{}\n", linerate_report::watch_json_line(&frame)?))?;
-                }
-                Mode::Plain => print(&linerate_report::watch_lines(&frame, run.unit))?,
-                Mode::Screen | Mode::Quiet => {}
+            let text = match mode {
+                Mode::JsonStream => format!("{}\n", linerate_report::watch_json_line(&frame)?),
+                Mode::Plain => linerate_report::watch_lines(&frame, run.unit),
+                Mode::Screen | Mode::Quiet => String::new(),
+            };
+            // A reader that went away (`| head`, a closed ssh session) ends the watch.
+            if !text.is_empty() && !write_out(&text)? {
+                return Ok(());
             }
             if run.done(frame.seq) {
                 return Ok(());
