@@ -1081,7 +1081,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__setup)
-            opts="-h -V --iface --renderer --root --apply --restart --rollback --rtt-ms --sm-node --nfs-mount --json --color --help --version ipoib opensm nfs-rdma sysctl irq governor all"
+            opts="-h -V --iface --renderer --root --apply --restart --rollback --rtt-ms --sm-node --nfs-mount --json --color --help --version ipoib opensm nfs-rdma sysctl irq governor rdma-stack all"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

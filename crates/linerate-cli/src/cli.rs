@@ -1175,6 +1175,7 @@ pub enum SetupTopicArg {
     Sysctl,
     Irq,
     Governor,
+    RdmaStack,
     All,
 }
 

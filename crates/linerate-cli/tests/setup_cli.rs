@@ -66,7 +66,14 @@ fn every_topic_prints_a_valid_document_for_every_distribution() {
         for sysfs in ["cx3-fdr-at-qdr-datagram", "cx5-edr-enhanced-ipoib"] {
             let t = root(sysfs, etc);
             for topic in [
-                "ipoib", "opensm", "nfs-rdma", "sysctl", "irq", "governor", "all",
+                "ipoib",
+                "opensm",
+                "nfs-rdma",
+                "sysctl",
+                "irq",
+                "governor",
+                "rdma-stack",
+                "all",
             ] {
                 let v = setup_json(t.path(), &[topic]);
                 assert_eq!(v["action"], "print");
@@ -514,4 +521,93 @@ fn apply_on_this_machine_needs_root_and_says_so() {
     }
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("run them as root"), "{err}");
+}
+
+/// The RDMA stack's fixes on a host whose stack is missing its modules and limits: the
+/// modules-load.d file, the limits.d file and the serve unit's drop-in written (the unit checked
+/// by `systemd-analyze verify` with it), packages only said; rolled back to nothing.
+#[test]
+fn rdma_stack_writes_modules_limits_and_the_serve_drop_in_and_rolls_back() {
+    let t = root("rdma-stack-missing", "debian12-ifupdown");
+    let r = t.path();
+    let before = read_tree(&r.join("etc"));
+    let v = setup_json(r, &["rdma-stack", "--apply"]);
+    let read = |p: &str| std::fs::read_to_string(r.join(p.trim_start_matches('/'))).unwrap();
+    let modules = read("/etc/modules-load.d/linerate-rdma.conf");
+    let listed: Vec<&str> = modules.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(listed, ["ib_ipoib", "ib_uverbs", "rdma_ucm"], "{modules}");
+    let limits = read("/etc/security/limits.d/90-linerate-rdma.conf");
+    assert!(
+        limits.contains("*    soft    memlock    unlimited"),
+        "{limits}"
+    );
+    assert!(
+        limits.contains("*    hard    memlock    unlimited"),
+        "{limits}"
+    );
+    let dropin = read("/etc/systemd/system/linerate-serve.service.d/90-linerate-memlock.conf");
+    for want in [
+        "[Service]",
+        "LimitMEMLOCK=infinity",
+        "PrivateDevices=no",
+        "DeviceAllow=char-infiniband_verbs rw",
+    ] {
+        assert!(dropin.contains(want), "{want}: {dropin}");
+    }
+    // The package is said, not installed.
+    let notes = v["plan"]["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n["text"]
+            .as_str()
+            .unwrap()
+            .contains("apt install ibverbs-providers")),
+        "{v}"
+    );
+    // The shipped unit with the drop-in passes systemd's own check.
+    if have("systemd-analyze") {
+        let dir = tempfile::tempdir().unwrap();
+        let unit = dir.path().join("linerate-serve.service");
+        // The shipped unit, on a stand-in for the binary and the man page (not installed here).
+        let shipped =
+            std::fs::read_to_string(repo().join("packaging/systemd/linerate-serve.service"))
+                .unwrap();
+        let stand_in: String = shipped
+            .lines()
+            .filter(|l| !l.starts_with("Documentation="))
+            .map(|l| {
+                if l.starts_with("ExecStart=") {
+                    "ExecStart=/bin/true"
+                } else {
+                    l
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(&unit, stand_in).unwrap();
+        std::fs::create_dir(dir.path().join("linerate-serve.service.d")).unwrap();
+        std::fs::write(
+            dir.path()
+                .join("linerate-serve.service.d/90-linerate-memlock.conf"),
+            &dropin,
+        )
+        .unwrap();
+        let complaints = verify_unit(&unit);
+        assert!(
+            complaints.trim().is_empty(),
+            "systemd-analyze verify: {complaints}"
+        );
+    }
+    // Applied twice: nothing more to write; then rolled back to the tree as it was.
+    let again = setup_json(r, &["rdma-stack", "--apply"]);
+    assert!(
+        again["plan"]["steps"].as_array().unwrap().is_empty(),
+        "{again}"
+    );
+    let id = v["applied"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no applied id: {v}"))
+        .to_string();
+    setup_json(r, &["--rollback", &id]);
+    // The backups stay under /var/lib/linerate; /etc is as it was.
+    assert_eq!(read_tree(&r.join("etc")), before);
 }

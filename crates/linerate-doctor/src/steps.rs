@@ -431,6 +431,24 @@ impl<'a> Steps<'a> {
         if self.skipped(&params.describe(), &params) {
             return;
         }
+        // This host's RDMA software cannot run the test: said first, as what stops it.
+        if provider == "verbs" {
+            let findings = linerate_rules::analyze(before).findings;
+            let blocks = linerate_rules::stack::blocks_rdma(&findings);
+            if let Some(f) = blocks.first() {
+                let mut reason = format!("the RDMA step was skipped: {}; {}", f.message, f.fix);
+                if blocks.len() > 1 {
+                    let also: Vec<&str> = blocks[1..].iter().map(|b| b.id.as_str()).collect();
+                    reason = format!("{reason} (also: {})", also.join(", "));
+                }
+                (self.progress)(&format!("{}\n  → skipped: {reason}", params.describe()));
+                self.runs.skipped.push(SkippedStep {
+                    step: params.describe(),
+                    reason,
+                });
+                return;
+            }
+        }
         (self.progress)(&params.describe());
         match self.far.run(&params, None) {
             Ok(run) => {

@@ -171,6 +171,21 @@ finding_ids! {
     Unexplained => "unexplained", Measurement;
     NetParavirtual => "net.paravirtual", Measurement;
     StorageDiskLimitsCopy => "storage.disk_limits_copy", Measurement;
+    RdmaDriverMissing => "rdma.driver_missing", Inventory;
+    RdmaNoUverbs => "rdma.no_uverbs", Inventory;
+    RdmaNoRdmaCm => "rdma.no_rdma_cm", Inventory;
+    RdmaNoVerbsProvider => "rdma.no_verbs_provider", Inventory;
+    RdmaNoLibfabricVerbs => "rdma.no_libfabric_verbs", Inventory;
+    RdmaMemlockLow => "rdma.memlock_low", Inventory;
+    IbNoOpensm => "ib.no_opensm", Inventory;
+    IpoibNotLoaded => "ipoib.not_loaded", Inventory;
+    IpoibNoInterface => "ipoib.no_interface", Inventory;
+    NfsNoRpcrdma => "nfs.no_rpcrdma", Inventory;
+    NfsNoRdmaListener => "nfs.no_rdma_listener", Inventory;
+    NfsOverTcp => "nfs.over_tcp", Inventory;
+    FwOutdated => "fw.outdated", Inventory;
+    FwOem => "fw.oem", Inventory;
+    FwEndOfLife => "fw.end_of_life", Inventory;
 }
 
 impl FindingId {
@@ -222,7 +237,23 @@ impl FindingId {
             | Self::CeilingReached
             | Self::CeilingExceeded
             | Self::Unexplained
-            | Self::StorageDiskLimitsCopy => None,
+            | Self::StorageDiskLimitsCopy
+            // The software stack decides whether a test runs at all, not how fast it goes.
+            | Self::RdmaDriverMissing
+            | Self::RdmaNoUverbs
+            | Self::RdmaNoRdmaCm
+            | Self::RdmaNoVerbsProvider
+            | Self::RdmaNoLibfabricVerbs
+            | Self::RdmaMemlockLow
+            | Self::IbNoOpensm
+            | Self::IpoibNotLoaded
+            | Self::IpoibNoInterface
+            | Self::NfsNoRpcrdma
+            | Self::NfsNoRdmaListener
+            | Self::NfsOverTcp
+            | Self::FwOutdated
+            | Self::FwOem
+            | Self::FwEndOfLife => None,
         }
     }
 }

@@ -18,6 +18,49 @@ pub struct ProbeDoc {
     pub host: Host,
     pub ports: Vec<PortDoc>,
     pub findings: Vec<Finding>,
+    /// The NFS mounts, each with its transport and the interface that reaches its server.
+    #[serde(default)]
+    pub nfs: Vec<NfsDoc>,
+}
+
+/// One NFS mount as probe sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NfsDoc {
+    #[serde(flatten)]
+    pub mount: crate::inventory::NfsMount,
+    /// The interface the routing table reaches the server (`addr=`) through.
+    pub via: Option<String>,
+    /// That interface's RDMA device, when it has one.
+    pub rdma_device: Option<String>,
+}
+
+impl NfsDoc {
+    /// Each NFS mount of `inv`, with the interface and RDMA device on its server's route.
+    pub fn of(inv: &Inventory) -> Vec<NfsDoc> {
+        let s = &inv.rdma_stack;
+        s.nfs_mounts
+            .iter()
+            .map(|m| {
+                let via = m
+                    .addr
+                    .as_deref()
+                    .and_then(|a| a.parse().ok())
+                    .and_then(|a| s.route_to(a))
+                    .map(str::to_string);
+                let rdma_device = via.as_deref().and_then(|v| {
+                    inv.ports
+                        .iter()
+                        .find(|p| p.netdev.as_deref() == Some(v) && p.port.is_some())
+                        .and_then(|p| p.device.clone())
+                });
+                NfsDoc {
+                    mount: m.clone(),
+                    via,
+                    rdma_device,
+                }
+            })
+            .collect()
+    }
 }
 
 /// One port: probe's port shape, also bench's `local` and `remote` (with the address).
@@ -46,6 +89,9 @@ pub struct IbDoc {
     /// A software RDMA device (rxe, siw): the netdev it runs over.
     #[serde(default)]
     pub soft_parent: Option<String>,
+    /// The firmware against the newest known for the device's family (not for a soft device).
+    #[serde(default)]
+    pub firmware: Option<linerate_model::firmware::FirmwareStatus>,
     #[serde(flatten)]
     pub port: IbPort,
 }
@@ -90,6 +136,14 @@ impl PortDoc {
                 hca_type: d.hca_type.clone(),
                 node_guid: d.node_guid.clone(),
                 soft_parent: d.soft_parent.clone(),
+                firmware: d.pci.as_deref().and_then(|a| inv.pci(a)).map(|f| {
+                    linerate_model::firmware::judge(
+                        f.vendor,
+                        f.device,
+                        d.fw_ver.as_deref(),
+                        d.board_id.as_deref(),
+                    )
+                }),
                 port: p.clone(),
             }),
             net: inv.port_netdev(port).cloned(),
@@ -113,6 +167,7 @@ impl ProbeDoc {
                 .map(|(p, a)| PortDoc::new(inv, p, &a.ceiling))
                 .collect(),
             findings: analysis.findings.clone(),
+            nfs: NfsDoc::of(inv),
         }
     }
 

@@ -17,16 +17,19 @@ pub enum Topic {
     Sysctl,
     Irq,
     Governor,
+    /// The RDMA software stack: modules at boot, locked-memory limits.
+    RdmaStack,
 }
 
 impl Topic {
-    pub const ALL: [Topic; 6] = [
+    pub const ALL: [Topic; 7] = [
         Topic::Ipoib,
         Topic::Opensm,
         Topic::NfsRdma,
         Topic::Sysctl,
         Topic::Irq,
         Topic::Governor,
+        Topic::RdmaStack,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -37,6 +40,7 @@ impl Topic {
             Self::Sysctl => "sysctl",
             Self::Irq => "irq",
             Self::Governor => "governor",
+            Self::RdmaStack => "rdma-stack",
         }
     }
 }

@@ -17,6 +17,7 @@ mod net;
 mod pci;
 mod ports;
 pub mod qdisc;
+pub mod stack;
 
 use std::path::Path;
 
@@ -56,6 +57,7 @@ pub fn probe(root: &Path) -> Result<Inventory, ProbeError> {
         ib_devices,
         netdevs,
         pci: pcis.into_vec(),
+        rdma_stack: stack::read(&r),
         problems: r.problems,
     })
 }

@@ -39,6 +39,10 @@ const MAX_ENTRIES: usize = 2048;
 impl Capture {
     /// Capture under `root` (`/` in a guest).
     pub fn take(root: &Path) -> Capture {
+        // Paths are stored relative to the root as the kernel resolves them: a root given
+        // through `..` or a link must be resolved too.
+        let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        let root = canonical.as_path();
         let mut c = Capture {
             kernel: std::fs::read_to_string(root.join("proc/sys/kernel/osrelease"))
                 .unwrap_or_default()

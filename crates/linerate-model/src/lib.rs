@@ -11,6 +11,7 @@ pub mod cards;
 pub mod ceiling;
 pub mod encoding;
 pub mod eth;
+pub mod firmware;
 pub mod host;
 pub mod ib;
 pub mod mtu;

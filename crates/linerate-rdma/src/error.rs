@@ -35,4 +35,22 @@ pub enum RdmaError {
     /// The caller's stop flag was set.
     #[error("stopped")]
     Stopped,
+    /// Pinning memory failed (ENOMEM) under a locked-memory limit: the limit, not the machine's
+    /// memory, is what ran out.
+    #[error("{call} failed (Cannot allocate memory) registering {}: this process may lock at most {} of memory (RLIMIT_MEMLOCK, `ulimit -l`) and RDMA pins what it registers; raise the limit: `* soft memlock unlimited` and `* hard memlock unlimited` in /etc/security/limits.d/ (log in again), `LimitMEMLOCK=infinity` for a systemd service, `ulimit -l unlimited` as root (`linerate setup rdma-stack --apply` writes the first two)", fmt_bytes(*bytes), fmt_bytes(*limit))]
+    Memlock {
+        call: String,
+        bytes: u64,
+        limit: u64,
+    },
+}
+
+fn fmt_bytes(b: u64) -> String {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
+        format!("{} MiB", b >> 20)
+    } else if b >= 1 << 10 && b.is_multiple_of(1 << 10) {
+        format!("{} KiB", b >> 10)
+    } else {
+        format!("{b} bytes")
+    }
 }

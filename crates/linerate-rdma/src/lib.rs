@@ -237,6 +237,8 @@ impl Fabric {
             if e.call == "fi_getinfo" {
                 let via = domain.map_or_else(String::new, |d| format!(" through device {d}"));
                 self.no_provider(provider, &format!("for {server} from {local}{via}"), &e)
+            } else if let Some(m) = memlock_error(&e, layout.total()) {
+                m
             } else {
                 RdmaError::Call {
                     call: e.call.into(),
@@ -352,10 +354,9 @@ impl Listener {
             }
         };
         let layout = Layout::of(&theirs);
-        let conn = self
-            .passive
-            .prepare(&req, layout.total())
-            .map_err(|e| call_err(e, &format!("on {local}")))?;
+        let conn = self.passive.prepare(&req, layout.total()).map_err(|e| {
+            memlock_error(&e, layout.total()).unwrap_or_else(|| call_err(e, &format!("on {local}")))
+        })?;
         check_queue(&conn, theirs.window)?;
         let mut link = Link::new(conn, layout, format!("from the initiator on {local}"));
         link.remote = remote;
@@ -369,4 +370,33 @@ impl Listener {
             .map_err(|e| call_err(e, &format!("on {local}")))?;
         Ok(Target::new(link, theirs))
     }
+}
+
+/// ENOMEM from a call that pins memory (registration, queues), under a finite locked-memory
+/// limit that applies to this process (no CAP_IPC_LOCK): the limit is what ran out.
+fn memlock_error(e: &ffi::conn::FiError, bytes: usize) -> Option<RdmaError> {
+    if e.code != libc::ENOMEM {
+        return None;
+    }
+    let limit = ffi::memlock_soft_limit()?;
+    if cap_ipc_lock() {
+        return None;
+    }
+    Some(RdmaError::Memlock {
+        call: e.call.to_string(),
+        bytes: bytes as u64,
+        limit,
+    })
+}
+
+/// This process holds CAP_IPC_LOCK (`CapEff` bit 14): no memlock limit applies to it.
+fn cap_ipc_lock() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .is_some_and(|c| c & (1 << 14) != 0)
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 use linerate_facts::{
     Analysis, Finding, IbDevice, IbPort, Inventory, IpoibMode, LinkLayer, Port, PortKind, Severity,
 };
+use linerate_model::firmware::FirmwareState;
 use linerate_model::{Ceiling, CeilingInput, LimitedBy, LinkInput};
 use linerate_units::fmt_num;
 
@@ -125,6 +126,27 @@ fn port_header(inv: &Inventory, p: &Port) -> String {
     if let Some((d, _)) = inv.ib_port(p) {
         if let Some(fw) = &d.fw_ver {
             let _ = write!(s, "  fw {fw}");
+            let pci = inv.port_pci(p);
+            let st = linerate_model::firmware::judge(
+                pci.and_then(|f| f.vendor),
+                pci.and_then(|f| f.device),
+                Some(fw),
+                d.board_id.as_deref(),
+            );
+            match (
+                st.status,
+                st.newest_known.as_deref(),
+                st.psid_owner.as_deref(),
+            ) {
+                (FirmwareState::Outdated, Some(n), _) => {
+                    let _ = write!(s, " (older than {n})");
+                }
+                (FirmwareState::Current, _, _) => s.push_str(" (newest known)"),
+                (FirmwareState::Oem, _, Some(o)) => {
+                    let _ = write!(s, " ({o} image)");
+                }
+                _ => {}
+            }
         }
         if let Some(b) = &d.board_id {
             let _ = write!(s, "  PSID {b}");
@@ -402,6 +424,7 @@ pub fn render_probe(inv: &Inventory, analysis: &Analysis, root: &Path, style: St
         out.push('\n');
     }
     render_host(&mut out, inv, style);
+    render_nfs(&mut out, inv, style);
     for (i, f) in analysis.findings.iter().enumerate() {
         if !used.contains(&i) {
             render_finding(&mut out, f, style, "    ");
@@ -413,6 +436,34 @@ pub fn render_probe(inv: &Inventory, analysis: &Analysis, root: &Path, style: St
     }
     let _ = writeln!(out, "{}", summary_line(&analysis.findings, style));
     out
+}
+
+/// The NFS mounts: their transport, and the interface (and RDMA device) that reaches the server.
+fn render_nfs(out: &mut String, inv: &Inventory, style: Style) {
+    let mounts = linerate_facts::NfsDoc::of(inv);
+    if mounts.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "{}", style.bold("NFS mounts"));
+    for d in &mounts {
+        let m = &d.mount;
+        let transport = match (m.proto.as_deref(), m.port) {
+            (Some("rdma"), Some(p)) => format!("over RDMA (port {p})"),
+            (Some("rdma"), None) => "over RDMA".to_string(),
+            (Some(p), _) => format!("over {}", p.to_uppercase()),
+            (None, _) => "transport unknown".to_string(),
+        };
+        let via = match (&d.via, &d.rdma_device) {
+            (Some(v), Some(dev)) => format!("   via {v} ({dev})"),
+            (Some(v), None) => format!("   via {v}"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "    {:<16} {} {}   {transport}{via}",
+            m.mountpoint, m.fstype, m.source
+        );
+    }
 }
 
 /// `linerate plan` for people.

@@ -3,11 +3,23 @@
 
 use linerate_facts::{Finding, FindingId, Inventory, ProblemKind, Severity};
 
-/// Most severe first, then by subject and id, so output is stable.
+/// Most severe first; among equals, what stops a test from running at all (the RDMA stack's
+/// missing pieces) first; then by subject and id, so output is stable.
 pub fn rank(findings: &mut [Finding]) {
+    let stops = |f: &Finding| {
+        matches!(
+            f.id,
+            FindingId::RdmaNoUverbs
+                | FindingId::RdmaNoRdmaCm
+                | FindingId::RdmaNoVerbsProvider
+                | FindingId::RdmaNoLibfabricVerbs
+                | FindingId::RdmaMemlockLow
+        )
+    };
     findings.sort_by(|a, b| {
         b.severity
             .cmp(&a.severity)
+            .then_with(|| stops(b).cmp(&stops(a)))
             .then_with(|| a.subject.cmp(&b.subject))
             .then_with(|| a.id.as_str().cmp(b.id.as_str()))
     });

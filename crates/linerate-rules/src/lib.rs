@@ -10,6 +10,7 @@ mod host;
 mod link;
 mod pcie;
 pub mod pyramid;
+pub mod stack;
 pub mod thresholds;
 
 use linerate_facts::{Analysis, Inventory, PortAnalysis};
@@ -31,6 +32,7 @@ pub fn analyze(inv: &Inventory) -> Analysis {
     pcie::rules(inv, &ports, &mut findings);
     link::rules(inv, &ports, &mut findings);
     host::rules(inv, &ports, &mut findings);
+    stack::rules(inv, &mut findings);
     finding::unreadable(inv, &mut findings);
     finding::rank(&mut findings);
     Analysis { ports, findings }

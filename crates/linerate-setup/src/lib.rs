@@ -16,6 +16,7 @@ pub mod irq;
 pub mod nfs;
 pub mod opensm;
 pub mod plan;
+pub mod rdma_stack;
 pub mod snapshot;
 pub mod sysctl;
 
@@ -71,6 +72,7 @@ pub fn build_plan(
             Topic::NfsRdma => nfs::build(inv, snap, o, &mut plan),
             Topic::Irq => irq::build(inv, analysis, snap, o, &mut plan),
             Topic::Governor => governor::build(analysis, snap, &mut plan),
+            Topic::RdmaStack => rdma_stack::build(analysis, snap, &mut plan),
         }
     }
     plan

@@ -63,6 +63,8 @@ const DIRS: &[&str] = &[
     "/etc/systemd/system/nfs-server.service.d",
     "/etc/systemd/system",
     "/etc/modules-load.d",
+    "/etc/security/limits.d",
+    "/etc/systemd/system/linerate-serve.service.d",
     "/run/NetworkManager",
     "/run/systemd/netif",
 ];

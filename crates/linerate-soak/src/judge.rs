@@ -209,6 +209,7 @@ pub fn judge_port(tracker: &Tracker, info: &PortInfo, jp: &JudgeParams) -> PortR
     rules::recovery_rate(&ctx, &mut out);
     rules::ethernet_rules(&ctx, ber.as_ref(), &mut out);
     rules::path_rules(&ctx, &mut out);
+    rules::rdma_transport(&ctx, &mut out);
     rules::counter_notes(&ctx, &mut out);
     let fraction = observed_fraction(&ctx);
     sufficiency(&ctx, &mut out, fraction);

@@ -69,7 +69,7 @@ pub fn rdma_view() -> RdmaView {
     }
 }
 
-fn render_rdma(v: &RdmaView, has_ib: bool, style: Style) -> String {
+fn render_rdma(v: &RdmaView, style: Style) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", style.bold("RDMA (libfabric)"));
     match &v.libfabric {
@@ -98,8 +98,6 @@ fn render_rdma(v: &RdmaView, has_ib: bool, style: Style) -> String {
             let verbs = v.providers.iter().any(|p| p.provider.starts_with("verbs"));
             if verbs {
                 let _ = writeln!(out, "    {}", style.dim("verbs connects through rdma_cm: the IPoIB or RoCE interface needs an IP address for `bench --rdma`"));
-            } else if has_ib {
-                let _ = writeln!(out, "    {}", style.dim("no verbs provider although this host has InfiniBand/RoCE ports: install ibverbs-providers (rdma-core) and check `fi_info -p verbs`"));
             }
         }
     }
@@ -118,6 +116,19 @@ pub fn run(a: &ProbeArgs, style: Style) -> anyhow::Result<u8> {
             r.verbs_error = Some(e.to_string());
         }
     }
+    if let Some(r) = rdma.as_ref() {
+        inv.rdma_stack.libfabric =
+            r.libfabric
+                .as_ref()
+                .map(|version| linerate_facts::LibfabricFacts {
+                    version: version.clone(),
+                    verbs: r
+                        .providers
+                        .iter()
+                        .any(|p| p.provider.split(';').next() == Some("verbs")),
+                    provider_filter: std::env::var("FI_PROVIDER").ok().filter(|v| !v.is_empty()),
+                });
+    }
     let analysis = linerate_rules::analyze(&inv);
     if a.json {
         let doc = linerate_facts::ProbeDoc::new(&inv, &analysis, &root);
@@ -134,10 +145,6 @@ pub fn run(a: &ProbeArgs, style: Style) -> anyhow::Result<u8> {
     } else {
         let mut text = linerate_report::render_probe(&inv, &analysis, &a.root, style);
         if let Some(r) = &rdma {
-            let has_ib = inv
-                .ports
-                .iter()
-                .any(|p| p.device.is_some() && p.port.is_some());
             text.push('\n');
             if let Some(e) = &r.verbs_error {
                 let _ = writeln!(
@@ -146,7 +153,7 @@ pub fn run(a: &ProbeArgs, style: Style) -> anyhow::Result<u8> {
                     style.dim(&format!("the ports' MTUs are unknown: {e}"))
                 );
             }
-            text.push_str(&render_rdma(r, has_ib, style));
+            text.push_str(&render_rdma(r, style));
         }
         print(&text)?;
     }

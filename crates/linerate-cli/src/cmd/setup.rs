@@ -16,6 +16,7 @@ fn topics(t: SetupTopicArg) -> Vec<Topic> {
         SetupTopicArg::Sysctl => vec![Topic::Sysctl],
         SetupTopicArg::Irq => vec![Topic::Irq],
         SetupTopicArg::Governor => vec![Topic::Governor],
+        SetupTopicArg::RdmaStack => vec![Topic::RdmaStack],
         SetupTopicArg::All => Topic::ALL.to_vec(),
     }
 }

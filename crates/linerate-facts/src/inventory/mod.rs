@@ -11,6 +11,7 @@ mod net;
 mod pci;
 mod ports;
 mod problem;
+mod stack;
 
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +23,7 @@ pub use net::{IpoibInfo, IpoibMode, Netdev, NetdevKind};
 pub use pci::{PciFunction, PcieLinkFiles, PcieSpeedFiles, UpstreamPort};
 pub use ports::{Port, PortKind};
 pub use problem::{Problem, ProblemKind};
+pub use stack::{LibfabricFacts, LimitsLine, MemlockLimit, NfsMount, OsFamily, RdmaStack, Route};
 
 /// Everything probe found.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -32,6 +34,9 @@ pub struct Inventory {
     pub netdevs: Vec<Netdev>,
     pub pci: Vec<PciFunction>,
     pub problems: Vec<Problem>,
+    /// The software that makes RDMA usable here: modules, device nodes, providers, limits.
+    #[serde(default)]
+    pub rdma_stack: RdmaStack,
 }
 
 impl Inventory {

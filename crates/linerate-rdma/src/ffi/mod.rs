@@ -451,3 +451,14 @@ unsafe fn sockaddr_read(p: *const c_void, len: usize) -> Option<SocketAddr> {
         None
     }
 }
+
+/// This process's soft `RLIMIT_MEMLOCK` in bytes; `None` when unlimited (or unreadable).
+pub(crate) fn memlock_soft_limit() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct we own.
+    let ret = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &raw mut r) };
+    (ret == 0 && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
+}
