@@ -23,7 +23,7 @@ pub use finding::{Cause, Evidence, Finding, FindingId, FindingOrigin, Severity};
 pub use header::{Tool, SCHEMA_VERSION, TOOL};
 pub use host_facts::{HostFacts, InterfaceView, Unread};
 pub use inventory::{
-    cpulist_string, parse_cpulist, parse_hex_u16, parse_hex_u32, Counter, Dimm, Gid, Host,
+    cpulist_string, parse_cpulist, parse_hex_u16, parse_hex_u32, Bond, Counter, Dimm, Gid, Host,
     IbDevice, IbPort, IbPortFiles, Inventory, IpoibInfo, IpoibMode, LibfabricFacts, LimitsLine,
     LinkLayer, MemlockLimit, Netdev, NetdevKind, NfsMount, NumaNode, OsFamily, PciFunction,
     PcieLinkFiles, PcieSpeedFiles, Port, PortKind, Problem, ProblemKind, RdmaStack, Route,
