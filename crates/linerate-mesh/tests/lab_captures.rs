@@ -212,6 +212,15 @@ fn the_lab_test_run_is_judged_again_the_same() {
     assert!(r.nodes[2]
         .explanation
         .contains("round trips through lab-a/2 are late: 3 of its 3 pairs"));
+    // 0 → 1 lost 2.75 % of its packets and with them a third of its rate: slow, and why.
+    let slow = link(&r, 0, 1);
+    assert_eq!(slow.status, LinkStatus::Slow);
+    assert!(
+        slow.explanation
+            .contains("lab-a/1 is slow receiving; 147 retransmits, 2.75% of the packets sent"),
+        "{}",
+        slow.explanation
+    );
     for l in &r.links {
         let faulty = l.rx == 1 || (l.latency_outlier && through(l, 2));
         assert_eq!(l.status.is_bad(), faulty, "{l:#?}");

@@ -413,7 +413,8 @@ pub(super) fn confirmed_text(
                 }
             })
             .collect();
-        if status == LinkStatus::Lossy {
+        // A slow link that also lost packets says so: the loss is what cost it its rate.
+        if status == LinkStatus::Lossy || rounds.lossy {
             return format!("{measured}: {}; {}", who.join(" and "), loss_phrase(l, rf));
         }
         return format!("{measured}: {}", who.join(" and "));
