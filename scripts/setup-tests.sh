@@ -24,6 +24,9 @@ PACKAGES+=(openmpi-bin pdsh)
 # netns_iperf3_serve.rs), and the stock `iperf3 -s` that `bench --iperf3` and `doctor --iperf3`
 # measure against (crates/linerate-cli/tests/netns_iperf3.rs, ssh_far_end.rs).
 PACKAGES+=(openssh-server openssh-client iperf3)
+# tmux: crates/linerate-cli/tests/watch_tmux.rs runs `linerate watch`'s screen in a tmux server of its
+# own and reads it back with capture-pane (keys, resize, the terminal restored after q and SIGTERM).
+PACKAGES+=(tmux)
 # lintian (with dpkg-dev, binutils: dpkg-parsechangelog, readelf) and systemd-container
 # (systemd-nspawn: the throwaway system the package is installed in): scripts/package-test.sh.
 PACKAGES+=(lintian dpkg-dev binutils systemd-container)

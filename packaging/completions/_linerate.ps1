@@ -35,6 +35,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('disk', 'disk', [CompletionResultType]::ParameterValue, 'Measure a disk: throughput, IOPS and latency')
             [CompletionResult]::new('mesh', 'mesh', [CompletionResultType]::ParameterValue, 'Measure every link of a cluster and explain the bad ones')
             [CompletionResult]::new('soak', 'soak', [CompletionResultType]::ParameterValue, 'Judge a cable by its error counters under steady traffic')
+            [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Show every port live, against its ceiling, errors judged')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write the man pages or a shell''s completion script')
             [CompletionResult]::new('setup', 'setup', [CompletionResultType]::ParameterValue, 'Print or write the configuration that makes links fast')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -293,6 +294,26 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'linerate;watch' {
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'How often to sample (`1s`, `250ms`; at least 100 ms)')
+            [CompletionResult]::new('--interval', '--interval', [CompletionResultType]::ParameterName, 'How often to sample (`1s`, `250ms`; at least 100 ms)')
+            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'Stop after N intervals')
+            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Serve Prometheus metrics at http://ADDR:PORT/metrics while it runs, and no screen (a port alone listens on 127.0.0.1; give an address to listen elsewhere)')
+            [CompletionResult]::new('--max-clients', '--max-clients', [CompletionResultType]::ParameterName, 'With --listen: the most clients served at once; more are answered 503 and closed')
+            [CompletionResult]::new('--client-timeout', '--client-timeout', [CompletionResultType]::ParameterName, 'With --listen: the time a client has to send its request and read the answer')
+            [CompletionResult]::new('--window', '--window', [CompletionResultType]::ParameterName, 'How far back the error counters are judged: soak''s verdict over the last TIME (between half of it and all of it)')
+            [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'Read the ports under this directory instead of `/` (a copy or a fixture tree)')
+            [CompletionResult]::new('--threshold', '--threshold', [CompletionResultType]::ParameterName, 'Set a threshold of soak''s judge (repeatable, each at most once): ber, pre_fec_ber, min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min, xmit_wait_ticks or dip_fraction (docs/soak.md, Thresholds)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
+            [CompletionResult]::new('--json-stream', '--json-stream', [CompletionResultType]::ParameterName, 'One JSON object per interval (schemas/watch-stream.schema.json) instead of the screen')
+            [CompletionResult]::new('--plain', '--plain', [CompletionResultType]::ParameterName, 'One line per port per interval instead of the screen (what a pipe or a file gets)')
+            [CompletionResult]::new('--bytes', '--bytes', [CompletionResultType]::ParameterName, 'Rates in bytes (GB/s = 10^9 byte/s) instead of bits (Gb/s = 10^9 bit/s)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'linerate;generate' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -363,6 +384,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('disk', 'disk', [CompletionResultType]::ParameterValue, 'Measure a disk: throughput, IOPS and latency')
             [CompletionResult]::new('mesh', 'mesh', [CompletionResultType]::ParameterValue, 'Measure every link of a cluster and explain the bad ones')
             [CompletionResult]::new('soak', 'soak', [CompletionResultType]::ParameterValue, 'Judge a cable by its error counters under steady traffic')
+            [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Show every port live, against its ceiling, errors judged')
             [CompletionResult]::new('generate', 'generate', [CompletionResultType]::ParameterValue, 'Write the man pages or a shell''s completion script')
             [CompletionResult]::new('setup', 'setup', [CompletionResultType]::ParameterValue, 'Print or write the configuration that makes links fast')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -393,6 +415,9 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             break
         }
         'linerate;help;soak' {
+            break
+        }
+        'linerate;help;watch' {
             break
         }
         'linerate;help;generate' {

@@ -52,6 +52,9 @@ _linerate() {
             linerate,soak)
                 cmd="linerate__subcmd__soak"
                 ;;
+            linerate,watch)
+                cmd="linerate__subcmd__watch"
+                ;;
             linerate__subcmd__generate,completions)
                 cmd="linerate__subcmd__generate__subcmd__completions"
                 ;;
@@ -106,6 +109,9 @@ _linerate() {
             linerate__subcmd__help,soak)
                 cmd="linerate__subcmd__help__subcmd__soak"
                 ;;
+            linerate__subcmd__help,watch)
+                cmd="linerate__subcmd__help__subcmd__watch"
+                ;;
             linerate__subcmd__help__subcmd__generate,completions)
                 cmd="linerate__subcmd__help__subcmd__generate__subcmd__completions"
                 ;;
@@ -119,7 +125,7 @@ _linerate() {
 
     case "${cmd}" in
         linerate)
-            opts="-h -V --color --help --version probe plan doctor mem serve bench disk mesh soak generate setup help"
+            opts="-h -V --color --help --version probe plan doctor mem serve bench disk mesh soak watch generate setup help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -537,7 +543,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__help)
-            opts="probe plan doctor mem serve bench disk mesh soak generate setup help"
+            opts="probe plan doctor mem serve bench disk mesh soak watch generate setup help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -733,6 +739,20 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__help__subcmd__soak)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        linerate__subcmd__help__subcmd__watch)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1166,6 +1186,60 @@ _linerate() {
                     return 0
                     ;;
                 --ssh-command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        linerate__subcmd__watch)
+            opts="-i -h -V --interval --count --json-stream --plain --bytes --listen --max-clients --client-timeout --window --root --threshold --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -i)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-clients)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --client-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threshold)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

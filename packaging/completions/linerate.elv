@@ -32,6 +32,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand disk 'Measure a disk: throughput, IOPS and latency'
             cand mesh 'Measure every link of a cluster and explain the bad ones'
             cand soak 'Judge a cable by its error counters under steady traffic'
+            cand watch 'Show every port live, against its ceiling, errors judged'
             cand generate 'Write the man pages or a shell''s completion script'
             cand setup 'Print or write the configuration that makes links fast'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -280,6 +281,25 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'linerate;watch'= {
+            cand -i 'How often to sample (`1s`, `250ms`; at least 100 ms)'
+            cand --interval 'How often to sample (`1s`, `250ms`; at least 100 ms)'
+            cand --count 'Stop after N intervals'
+            cand --listen 'Serve Prometheus metrics at http://ADDR:PORT/metrics while it runs, and no screen (a port alone listens on 127.0.0.1; give an address to listen elsewhere)'
+            cand --max-clients 'With --listen: the most clients served at once; more are answered 503 and closed'
+            cand --client-timeout 'With --listen: the time a client has to send its request and read the answer'
+            cand --window 'How far back the error counters are judged: soak''s verdict over the last TIME (between half of it and all of it)'
+            cand --root 'Read the ports under this directory instead of `/` (a copy or a fixture tree)'
+            cand --threshold 'Set a threshold of soak''s judge (repeatable, each at most once): ber, pre_fec_ber, min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min, xmit_wait_ticks or dip_fraction (docs/soak.md, Thresholds)'
+            cand --color 'When to colour the terminal output'
+            cand --json-stream 'One JSON object per interval (schemas/watch-stream.schema.json) instead of the screen'
+            cand --plain 'One line per port per interval instead of the screen (what a pipe or a file gets)'
+            cand --bytes 'Rates in bytes (GB/s = 10^9 byte/s) instead of bits (Gb/s = 10^9 bit/s)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'linerate;generate'= {
             cand --color 'When to colour the terminal output'
             cand -h 'Print help (see more with ''--help'')'
@@ -342,6 +362,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand disk 'Measure a disk: throughput, IOPS and latency'
             cand mesh 'Measure every link of a cluster and explain the bad ones'
             cand soak 'Judge a cable by its error counters under steady traffic'
+            cand watch 'Show every port live, against its ceiling, errors judged'
             cand generate 'Write the man pages or a shell''s completion script'
             cand setup 'Print or write the configuration that makes links fast'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -363,6 +384,8 @@ set edit:completion:arg-completer[linerate] = {|@words|
         &'linerate;help;mesh'= {
         }
         &'linerate;help;soak'= {
+        }
+        &'linerate;help;watch'= {
         }
         &'linerate;help;generate'= {
             cand man 'Write the man pages into a directory'

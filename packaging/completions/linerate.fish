@@ -38,6 +38,7 @@ complete -c linerate -n "__fish_linerate_needs_command" -f -a "bench" -d 'Measur
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "disk" -d 'Measure a disk: throughput, IOPS and latency'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "mesh" -d 'Measure every link of a cluster and explain the bad ones'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "soak" -d 'Judge a cable by its error counters under steady traffic'
+complete -c linerate -n "__fish_linerate_needs_command" -f -a "watch" -d 'Show every port live, against its ceiling, errors judged'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "generate" -d 'Write the man pages or a shell\'s completion script'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "setup" -d 'Print or write the configuration that makes links fast'
 complete -c linerate -n "__fish_linerate_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -259,6 +260,22 @@ complete -c linerate -n "__fish_linerate_using_subcommand soak" -l json -d 'Prin
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l json-stream -d 'Print one JSON line per event (schemas/soak-event.schema.json): start, intervals, end'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -s V -l version -d 'Print version'
+complete -c linerate -n "__fish_linerate_using_subcommand watch" -s i -l interval -d 'How often to sample (`1s`, `250ms`; at least 100 ms)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand watch" -l count -d 'Stop after N intervals' -r
+complete -c linerate -n "__fish_linerate_using_subcommand watch" -l listen -d 'Serve Prometheus metrics at http://ADDR:PORT/metrics while it runs, and no screen (a port alone listens on 127.0.0.1; give an address to listen elsewhere)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand watch" -l max-clients -d 'With --listen: the most clients served at once; more are answered 503 and closed' -r
+complete -c linerate -n "__fish_linerate_using_subcommand watch" -l client-timeout -d 'With --listen: the time a client has to send its request and read the answer' -r
+complete -c linerate -n "__fish_linerate_using_subcommand watch" -l window -d 'How far back the error counters are judged: soak\'s verdict over the last TIME (between half of it and all of it)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand watch" -l root -d 'Read the ports under this directory instead of `/` (a copy or a fixture tree)' -r -F
+complete -c linerate -n "__fish_linerate_using_subcommand watch" -l threshold -d 'Set a threshold of soak\'s judge (repeatable, each at most once): ber, pre_fec_ber, min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min, xmit_wait_ticks or dip_fraction (docs/soak.md, Thresholds)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand watch" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c linerate -n "__fish_linerate_using_subcommand watch" -l json-stream -d 'One JSON object per interval (schemas/watch-stream.schema.json) instead of the screen'
+complete -c linerate -n "__fish_linerate_using_subcommand watch" -l plain -d 'One line per port per interval instead of the screen (what a pipe or a file gets)'
+complete -c linerate -n "__fish_linerate_using_subcommand watch" -l bytes -d 'Rates in bytes (GB/s = 10^9 byte/s) instead of bits (Gb/s = 10^9 bit/s)'
+complete -c linerate -n "__fish_linerate_using_subcommand watch" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c linerate -n "__fish_linerate_using_subcommand watch" -s V -l version -d 'Print version'
 complete -c linerate -n "__fish_linerate_using_subcommand generate; and not __fish_seen_subcommand_from man completions help" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -300,17 +317,18 @@ complete -c linerate -n "__fish_linerate_using_subcommand setup" -l sm-node -d '
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l json -d 'Print one JSON document (schemas/setup.schema.json) instead of the terminal view'
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -s V -l version -d 'Print version'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "probe" -d 'Inventory every port with its ceiling chain and findings'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "plan" -d 'Compute the ceiling chain of hardware you do not have yet'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "doctor" -d 'Explain why a link is slower than its hardware'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "mem" -d 'Measure memory bandwidth: copy, read and write'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "serve" -d 'Serve tests to bench, doctor and soak clients'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "bench" -d 'Measure TCP, UDP, RDMA or latency to a linerate server'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "disk" -d 'Measure a disk: throughput, IOPS and latency'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "mesh" -d 'Measure every link of a cluster and explain the bad ones'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "soak" -d 'Judge a cable by its error counters under steady traffic'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "generate" -d 'Write the man pages or a shell\'s completion script'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "setup" -d 'Print or write the configuration that makes links fast'
-complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak generate setup help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak watch generate setup help" -f -a "probe" -d 'Inventory every port with its ceiling chain and findings'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak watch generate setup help" -f -a "plan" -d 'Compute the ceiling chain of hardware you do not have yet'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak watch generate setup help" -f -a "doctor" -d 'Explain why a link is slower than its hardware'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak watch generate setup help" -f -a "mem" -d 'Measure memory bandwidth: copy, read and write'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak watch generate setup help" -f -a "serve" -d 'Serve tests to bench, doctor and soak clients'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak watch generate setup help" -f -a "bench" -d 'Measure TCP, UDP, RDMA or latency to a linerate server'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak watch generate setup help" -f -a "disk" -d 'Measure a disk: throughput, IOPS and latency'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak watch generate setup help" -f -a "mesh" -d 'Measure every link of a cluster and explain the bad ones'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak watch generate setup help" -f -a "soak" -d 'Judge a cable by its error counters under steady traffic'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak watch generate setup help" -f -a "watch" -d 'Show every port live, against its ceiling, errors judged'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak watch generate setup help" -f -a "generate" -d 'Write the man pages or a shell\'s completion script'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak watch generate setup help" -f -a "setup" -d 'Print or write the configuration that makes links fast'
+complete -c linerate -n "__fish_linerate_using_subcommand help; and not __fish_seen_subcommand_from probe plan doctor mem serve bench disk mesh soak watch generate setup help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c linerate -n "__fish_linerate_using_subcommand help; and __fish_seen_subcommand_from generate" -f -a "man" -d 'Write the man pages into a directory'
 complete -c linerate -n "__fish_linerate_using_subcommand help; and __fish_seen_subcommand_from generate" -f -a "completions" -d 'Print a shell\'s completion script'

@@ -110,6 +110,15 @@ pub enum Command {
     /// Is this cable good? Steady traffic to a `linerate serve` while both ends' error counters
     /// are sampled every interval, then a verdict per port and end with its rule and source.
     Soak(SoakArgs),
+    /// Show every port live, against its ceiling, errors judged
+    ///
+    /// Every port live: Ethernet, IPoIB, InfiniBand, RoCE, iWARP and bonds side by side, each
+    /// with its rates, a bar of the rate against its ceiling from the ceiling chain and the
+    /// stage that sets it, its link state, and its error counters judged as they move by
+    /// soak's rules over a rolling window; flaps and downtrains marked with their time. A full
+    /// screen on a terminal; one line per port per interval in a pipe; one JSON object per
+    /// interval with --json-stream; Prometheus metrics with --listen.
+    Watch(WatchArgs),
     /// Write the man pages or a shell's completion script
     ///
     /// Write the man pages, or a shell's completion script, from these same definitions (for
@@ -521,6 +530,67 @@ pub struct SoakArgs {
     pub threshold: Vec<(linerate_soak::Threshold, f64)>,
     #[command(flatten)]
     pub ssh: SshArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Keys on the screen: arrows or j/k move, Enter details, s sort (rate, utilisation,
+errors, name), / filter, b bits or bytes, p pause, ? help, q, Esc or Ctrl-C quit.
+
+Exit status: 0 ended (q, --count, Ctrl-C, SIGTERM, SIGHUP), 2 could not run.
+
+Examples:
+  # every port on a full screen, refreshed each second
+  linerate watch
+  # ten intervals of 100 ms as JSON lines, for a script
+  linerate watch -i 100ms --count 10 --json-stream
+  # Prometheus metrics on 127.0.0.1:9477/metrics, no screen
+  linerate watch --listen 9477"
+)]
+#[allow(clippy::struct_excessive_bools)]
+pub struct WatchArgs {
+    /// Ports to show: interface names (`eth0`, `ib0`), RDMA ports (`mlx5_0/1`) or RDMA devices
+    /// (`mlx5_0`); every port but loopback when none is given.
+    #[arg(value_name = "PORT")]
+    pub ports: Vec<String>,
+    /// How often to sample (`1s`, `250ms`; at least 100 ms).
+    #[arg(short, long, value_name = "TIME", default_value = "1s", value_parser = duration)]
+    pub interval: std::time::Duration,
+    /// Stop after N intervals.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+    /// One JSON object per interval (schemas/watch-stream.schema.json) instead of the screen.
+    #[arg(long)]
+    pub json_stream: bool,
+    /// One line per port per interval instead of the screen (what a pipe or a file gets).
+    #[arg(long, conflicts_with = "json_stream")]
+    pub plain: bool,
+    /// Rates in bytes (GB/s = 10^9 byte/s) instead of bits (Gb/s = 10^9 bit/s).
+    #[arg(long)]
+    pub bytes: bool,
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics while it runs, and no screen
+    /// (a port alone listens on 127.0.0.1; give an address to listen elsewhere).
+    #[arg(long, value_name = "[ADDR:]PORT")]
+    pub listen: Option<String>,
+    /// With --listen: the most clients served at once; more are answered 503 and closed.
+    #[arg(long, value_name = "N", default_value_t = 8, requires = "listen",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_clients: u32,
+    /// With --listen: the time a client has to send its request and read the answer.
+    #[arg(long, value_name = "TIME", default_value = "10s", requires = "listen", value_parser = duration)]
+    pub client_timeout: std::time::Duration,
+    /// How far back the error counters are judged: soak's verdict over the last TIME (between
+    /// half of it and all of it).
+    #[arg(long, value_name = "TIME", default_value = "5m", value_parser = duration)]
+    pub window: std::time::Duration,
+    /// Read the ports under this directory instead of `/` (a copy or a fixture tree).
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+    /// Set a threshold of soak's judge (repeatable, each at most once): ber, pre_fec_ber,
+    /// min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min,
+    /// xmit_wait_ticks or dip_fraction (docs/soak.md, Thresholds).
+    #[arg(long = "threshold", value_name = "NAME=VALUE", value_parser = soak_threshold)]
+    pub threshold: Vec<(linerate_soak::Threshold, f64)>,
 }
 
 /// `--threshold NAME=VALUE`: a known threshold and a value in its range.

@@ -76,10 +76,14 @@ fn every_kind_produces_valid_json_with_sensible_figures() {
     let t = &d["tests"][0];
     assert_eq!(t["kind"], "udp_bw");
     assert!(t["loss_percent"].as_f64().unwrap() < 0.5, "{t}");
+    // Never above the rate asked for; at it within 3 % unless bench itself says the run was
+    // disturbed (other programs held the CPU the pacer needed: CI runs suites side by side).
     let g = t["gbps"].as_f64().unwrap();
+    assert!(g <= 0.2 * 1.03, "UDP paced at 200M measured {g}");
     assert!(
-        (g - 0.2).abs() / 0.2 < 0.03,
-        "UDP paced at 200M measured {g}"
+        (g - 0.2).abs() / 0.2 < 0.03 || t["disturbance"]["disturbed"] == true,
+        "UDP paced at 200M measured {g} in an undisturbed run: {}",
+        t["disturbance"]
     );
     assert!(t["jitter_us"].as_f64().is_some());
 

@@ -34,6 +34,11 @@ const SERVE_PORT: u16 = 16201;
 const IPERF3_PORT: u16 = 5201;
 /// Two counts of the same bytes at the two ends of a test.
 const COUNT_TOLERANCE: f64 = 0.01;
+/// ... with `-O`: each end times the omitted second on its own clock (iperf3's protocol has no
+/// common instant), so a wake-up late on a busy machine moves the cut. Counting the omitted
+/// second, the bug this guards against, is 50 % off in a 3 s test; 5 % is a 100 ms lag (CI saw
+/// 1.2 %, 37 ms, beside other suites).
+const OMIT_TOLERANCE: f64 = 0.05;
 
 /// The namespaces, or None after a skip (no root, no namespaces, no iperf3).
 fn net() -> Option<Net> {
@@ -150,6 +155,10 @@ fn client(net: &Net, port: u16, args: &[&str]) -> Output {
 }
 
 fn agree(what: &str, client: f64, serve: f64) {
+    agree_within(what, client, serve, COUNT_TOLERANCE);
+}
+
+fn agree_within(what: &str, client: f64, serve: f64, tolerance: f64) {
     assert!(
         client > 0.0 && serve > 0.0,
         "{what}: {client} there, {serve} here"
@@ -160,7 +169,7 @@ fn agree(what: &str, client: f64, serve: f64) {
         off * 100.0
     );
     assert!(
-        off <= COUNT_TOLERANCE,
+        off <= tolerance,
         "{what}: the iperf3 client counted {client}, serve {serve}: {:.2} % apart",
         off * 100.0
     );
@@ -282,10 +291,15 @@ fn stock_client_tests_agree_with_what_serve_counts() {
             logged["iperf3"]["client_version"], "3.12",
             "{what}: {logged}"
         );
-        agree(
+        agree_within(
             what,
             clients_own_bytes(&j, reverse, bidir),
             num(&logged, "/bytes"),
+            if args.contains(&"-O") {
+                OMIT_TOLERANCE
+            } else {
+                COUNT_TOLERANCE
+            },
         );
         if args.contains(&"-u") && !reverse && !bidir {
             // What serve told the client of its datagrams: the highest sequence it saw is

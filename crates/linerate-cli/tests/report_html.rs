@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use linerate_testkit::browser::{chromium, headless, png_size};
 use linerate_units::fmt_sig;
 use serde_json::Value;
 
@@ -62,49 +63,6 @@ fn run(mut cmd: Command, dir: &Path, name: &str, timeout: Duration) -> Ran {
         stdout: String::from_utf8_lossy(&std::fs::read(&out_path).unwrap()).into_owned(),
         stderr: String::from_utf8_lossy(&std::fs::read(&err_path).unwrap()).into_owned(),
     }
-}
-
-/// The Chromium binary: `$CHROMIUM` when set (and then only it), else `chromium` /
-/// `chromium-browser` on the PATH or in /usr/bin.
-fn chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("CHROMIUM").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(p)).filter(|p| p.is_file());
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/bin")])
-        .flat_map(|d| [d.join("chromium"), d.join("chromium-browser")])
-        .find(|p| p.is_file())
-}
-
-/// A headless Chromium with a fresh profile; `extra` and then the page.
-fn browser(bin: &Path, dir: &Path, profile: &str, extra: &[String], page: &Path) -> Command {
-    let home = dir.join(profile);
-    std::fs::create_dir_all(home.join("profile")).unwrap();
-    let mut c = Command::new(bin);
-    c.env("HOME", &home)
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_CACHE_HOME", home.join("cache"))
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            // Any fetch from the network fails outright (the report must not make one).
-            "--host-resolver-rules=MAP * ~NOTFOUND",
-        ])
-        .arg(format!(
-            "--user-data-dir={}",
-            home.join("profile").display()
-        ))
-        .args(extra)
-        .arg(format!("file://{}", page.display()));
-    c
 }
 
 fn logging() -> Vec<String> {
@@ -187,15 +145,6 @@ fn network_references(html: &str) -> Vec<String> {
     v
 }
 
-fn png_size(png: &[u8]) -> (u32, u32) {
-    assert!(
-        png.len() > 24 && png.starts_with(b"\x89PNG\r\n\x1a\n") && &png[12..16] == b"IHDR",
-        "not a PNG"
-    );
-    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-    (be(&png[16..20]), be(&png[20..24]))
-}
-
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -232,7 +181,7 @@ fn assert_console_check_sees_errors(bin: &Path, dir: &Path) {
     )
     .unwrap();
     let c = run(
-        browser(
+        headless(
             bin,
             dir,
             "control",
@@ -255,7 +204,7 @@ fn assert_console_check_sees_errors(bin: &Path, dir: &Path) {
 /// The report's DOM as Chromium built it; the console must stay silent while loading it.
 fn dump_dom(bin: &Path, dir: &Path, report: &Path) -> String {
     let r = run(
-        browser(
+        headless(
             bin,
             dir,
             "dom",
@@ -359,7 +308,7 @@ fn assert_timeline(dom: &str) -> Vec<Vec<(f64, f64)>> {
 fn screenshot(bin: &Path, dir: &Path, report: &Path) -> (usize, PathBuf) {
     let shot = dir.join("report.png");
     let s = run(
-        browser(
+        headless(
             bin,
             dir,
             "shot",

@@ -611,3 +611,71 @@ fn rdma_stack_writes_modules_limits_and_the_serve_drop_in_and_rolls_back() {
     // The backups stay under /var/lib/linerate; /etc is as it was.
     assert_eq!(read_tree(&r.join("etc")), before);
 }
+
+/// A file bind-mounted over (a container's /etc/hosts, virtme's generated /etc/fstab) cannot be
+/// replaced by a rename (EBUSY): apply rewrites it in place, backed up, and the rollback puts it
+/// back the same way. In a private mount namespace, so nothing outside the test sees the mount.
+#[test]
+fn a_bind_mounted_file_is_rewritten_in_place_and_rolled_back() {
+    if !have("unshare") || !have("mount") {
+        linerate_testkit::skip("unshare or mount is not installed (util-linux, mount)");
+        return;
+    }
+    let t = root("cx4-edr-no-sm", "debian12-ifupdown");
+    let r = t.path();
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    fs::write(outside.path(), "UUID=1234 / ext4 defaults 0 1\n").unwrap();
+    fs::write(r.join("etc/fstab"), "placeholder under the mount\n").unwrap();
+    let fstab = r.join("etc/fstab");
+    let script = format!(
+        "mount --bind '{src}' '{dst}' && '{bin}' setup nfs-rdma --nfs-mount st1:/export/data --apply --json --root '{root}' > '{root}/apply.json' && id=$(ls '{root}/var/backups/linerate-setup') && cp '{dst}' '{root}/after' && '{bin}' setup --rollback \"$id\" --root '{root}' >/dev/null && cp '{dst}' '{root}/rolled-back'",
+        src = outside.path().display(),
+        dst = fstab.display(),
+        bin = BIN,
+        root = r.display()
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && (err.contains("unshare:") || err.contains("mount:")) {
+        linerate_testkit::skip(format!(
+            "cannot bind-mount in a private mount namespace: {}",
+            err.trim()
+        ));
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    let v: Value =
+        serde_json::from_str(&fs::read_to_string(r.join("apply.json")).unwrap()).unwrap();
+    // nfs-kernel-server is installed in this root but nothing is exported: a client only.
+    assert_eq!(
+        v["applied"]["written"],
+        serde_json::json!(["/etc/fstab"]),
+        "{v}"
+    );
+    assert!(
+        v["plan"]["notes"]
+            .to_string()
+            .contains("configured as a client only"),
+        "{}",
+        v["plan"]["notes"]
+    );
+    // Written through the mount: the file outside the namespace is the one that changed.
+    let want = "UUID=1234 / ext4 defaults 0 1\nst1:/export/data /mnt/data nfs proto=rdma,port=20049,_netdev 0 0\n";
+    assert_eq!(fs::read_to_string(r.join("after")).unwrap(), want);
+    assert_eq!(
+        fs::read_to_string(r.join("rolled-back")).unwrap(),
+        "UUID=1234 / ext4 defaults 0 1\n"
+    );
+    assert_eq!(
+        fs::read_to_string(outside.path()).unwrap(),
+        "UUID=1234 / ext4 defaults 0 1\n"
+    );
+    // The file under the mount point was never touched.
+    assert_eq!(
+        fs::read_to_string(&fstab).unwrap(),
+        "placeholder under the mount\n"
+    );
+}

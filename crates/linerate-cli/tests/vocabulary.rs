@@ -231,6 +231,36 @@ fn every_schema_enum_is_the_codes_vocabulary() {
             limits,
         ),
         (
+            "watch-stream.schema.json",
+            "/$defs/port/properties/kind",
+            "WatchKind",
+            names::<linerate_watch::WatchKind>(),
+        ),
+        (
+            "watch-stream.schema.json",
+            "/$defs/port/properties/limited_by",
+            "LimitedBy",
+            names::<linerate_model::LimitedBy>(),
+        ),
+        (
+            "watch-stream.schema.json",
+            "/$defs/port/properties/counted_from",
+            "CountedFrom",
+            names::<linerate_watch::CountedFrom>(),
+        ),
+        (
+            "watch-stream.schema.json",
+            "/$defs/counter_source",
+            "CounterSource",
+            names::<linerate_proto::soak::CounterSource>(),
+        ),
+        (
+            "watch-stream.schema.json",
+            "/$defs/change/properties/what",
+            "ChangeKind",
+            names::<linerate_watch::ChangeKind>(),
+        ),
+        (
             "serve-log.schema.json",
             "/$defs/test_ran/properties/kind",
             "TestKind but rdma (rdma_ran)",

@@ -183,6 +183,7 @@ finding_ids! {
     IpoibNoInterface => "ipoib.no_interface", Inventory;
     NfsNoRpcrdma => "nfs.no_rpcrdma", Inventory;
     NfsNoRdmaListener => "nfs.no_rdma_listener", Inventory;
+    NfsOverTcp => "nfs.over_tcp", Inventory;
     FwOutdated => "fw.outdated", Inventory;
     FwOem => "fw.oem", Inventory;
     FwEndOfLife => "fw.end_of_life", Inventory;
@@ -252,6 +253,7 @@ impl FindingId {
             | Self::IpoibNoInterface
             | Self::NfsNoRpcrdma
             | Self::NfsNoRdmaListener
+            | Self::NfsOverTcp
             | Self::FwOutdated
             | Self::FwOem
             | Self::FwEndOfLife => None,

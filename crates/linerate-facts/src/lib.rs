@@ -23,13 +23,13 @@ pub use finding::{Cause, Evidence, Finding, FindingId, FindingOrigin, Severity};
 pub use header::{Tool, SCHEMA_VERSION, TOOL};
 pub use host_facts::{HostFacts, InterfaceView, Unread};
 pub use inventory::{
-    cpulist_string, parse_cpulist, parse_hex_u16, parse_hex_u32, Counter, Dimm, Gid, Host,
+    cpulist_string, parse_cpulist, parse_hex_u16, parse_hex_u32, Bond, Counter, Dimm, Gid, Host,
     IbDevice, IbPort, IbPortFiles, Inventory, IpoibInfo, IpoibMode, LibfabricFacts, LimitsLine,
     LinkLayer, MemlockLimit, Netdev, NetdevKind, NfsMount, NumaNode, OsFamily, PciFunction,
-    PcieLinkFiles, PcieSpeedFiles, Port, PortKind, Problem, ProblemKind, RdmaStack, SocketLimits,
-    UpstreamPort,
+    PcieLinkFiles, PcieSpeedFiles, Port, PortKind, Problem, ProblemKind, RdmaStack, Route,
+    SocketLimits, UpstreamPort,
 };
-pub use probe::{IbDoc, PciDoc, PortDoc, ProbeDoc};
+pub use probe::{IbDoc, NfsDoc, PciDoc, PortDoc, ProbeDoc};
 pub use setup::{
     Applied, Distro, Family, FileAction, FileChange, Note, Plan, PlanCommand, RestartRun,
     RolledBack, SetupRefusal, Step, Topic, When, Why,

@@ -18,6 +18,51 @@ pub struct ProbeDoc {
     pub host: Host,
     pub ports: Vec<PortDoc>,
     pub findings: Vec<Finding>,
+    /// The NFS mounts, each with its transport and the interface that reaches its server.
+    /// Absent when there are none, so a host without NFS says what a release before this
+    /// field said (a peer of that release reads it whole).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nfs: Vec<NfsDoc>,
+}
+
+/// One NFS mount as probe sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NfsDoc {
+    #[serde(flatten)]
+    pub mount: crate::inventory::NfsMount,
+    /// The interface the routing table reaches the server (`addr=`) through.
+    pub via: Option<String>,
+    /// That interface's RDMA device, when it has one.
+    pub rdma_device: Option<String>,
+}
+
+impl NfsDoc {
+    /// Each NFS mount of `inv`, with the interface and RDMA device on its server's route.
+    pub fn of(inv: &Inventory) -> Vec<NfsDoc> {
+        let s = &inv.rdma_stack;
+        s.nfs_mounts
+            .iter()
+            .map(|m| {
+                let via = m
+                    .addr
+                    .as_deref()
+                    .and_then(|a| a.parse().ok())
+                    .and_then(|a| s.route_to(a))
+                    .map(str::to_string);
+                let rdma_device = via.as_deref().and_then(|v| {
+                    inv.ports
+                        .iter()
+                        .find(|p| p.netdev.as_deref() == Some(v) && p.port.is_some())
+                        .and_then(|p| p.device.clone())
+                });
+                NfsDoc {
+                    mount: m.clone(),
+                    via,
+                    rdma_device,
+                }
+            })
+            .collect()
+    }
 }
 
 /// One port: probe's port shape, also bench's `local` and `remote` (with the address).
@@ -124,6 +169,7 @@ impl ProbeDoc {
                 .map(|(p, a)| PortDoc::new(inv, p, &a.ceiling))
                 .collect(),
             findings: analysis.findings.clone(),
+            nfs: NfsDoc::of(inv),
         }
     }
 

@@ -4,14 +4,15 @@
 //! host's `TcpRetransSegs`. Raw values, never reset; a file that is bad or vanished becomes a
 //! named entry in the sample's `problems`, never a failure.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use linerate_facts::{Inventory, LinkLayer, NetdevKind, PortKind};
+use linerate_facts::{Inventory, LinkLayer, NetdevKind, Port, PortKind};
 use linerate_model::IbRate;
 use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
 
 use crate::ethtool::Ethtool;
-use crate::fs::{natural_cmp, Root, MAX_DIR_ENTRIES};
+use crate::fs::{DirReader, Root};
 
 /// Carrier counters of a netdev (`/sys/class/net/<if>/…`).
 const CARRIER_FILES: [&str; 3] = ["carrier_changes", "carrier_up_count", "carrier_down_count"];
@@ -50,14 +51,22 @@ pub struct SoakTarget {
 /// Ethernet), and the netdevs named in `path_netdevs` (the interfaces carrying the soak's
 /// traffic, which may be virtual, a veth in tests) when the inventory has them.
 pub fn soak_targets(inv: &Inventory, path_netdevs: &[String]) -> Vec<SoakTarget> {
-    let mut out: Vec<SoakTarget> = Vec::new();
-    for p in &inv.ports {
+    targets_where(inv, |p| {
         let on_path = p.netdev.as_ref().is_some_and(|n| path_netdevs.contains(n));
         let physical = matches!(
             p.kind,
             PortKind::Infiniband | PortKind::Roce | PortKind::Ethernet
         );
-        if !(physical || on_path) {
+        physical || on_path
+    })
+}
+
+/// The target of each port of the inventory that `keep` keeps (`linerate watch`: every port
+/// but loopback), one per RDMA port or netdev.
+pub fn targets_where(inv: &Inventory, keep: impl Fn(&Port) -> bool) -> Vec<SoakTarget> {
+    let mut out: Vec<SoakTarget> = Vec::new();
+    for p in &inv.ports {
+        if !keep(p) {
             continue;
         }
         let t = match (&p.device, p.port) {
@@ -102,6 +111,7 @@ pub struct CounterSampler {
     ethtool_failed: Vec<String>,
     /// The counters each target had in the previous sample: one gone since is named.
     seen: Vec<Vec<(CounterSource, String)>>,
+    listings: Listings,
 }
 
 impl CounterSampler {
@@ -128,6 +138,7 @@ impl CounterSampler {
             ethtool_note,
             ethtool_failed: Vec::new(),
             seen: Vec::new(),
+            listings: Listings::default(),
         }
     }
 
@@ -167,6 +178,8 @@ impl CounterSampler {
         }
     }
 
+    /// One port's counters. Each directory is opened once and its files read by name: the
+    /// port's directory (through its class symlink) is looked up once per sample.
     fn port(&mut self, r: &mut Root, t: &SoakTarget, problems: &mut Vec<String>) -> PortSample {
         let mut counters = Vec::new();
         let mut kind = SoakPortKind::Ethernet {
@@ -178,48 +191,63 @@ impl CounterSampler {
                 "sys/class/infiniband/{}/ports/{}",
                 t.device, t.port
             ));
-            if t.infiniband {
-                let rate = r.opt_parse(
-                    &dir.join("rate"),
-                    &t.device,
-                    "`40 Gb/sec (4X QDR)`",
-                    IbRate::parse,
+            if let Some(d) = DirReader::open(&dir) {
+                if t.infiniband {
+                    let rate = r.opt_parse_at(
+                        &d,
+                        "rate",
+                        &t.device,
+                        "`40 Gb/sec (4X QDR)`",
+                        IbRate::parse,
+                    );
+                    kind = SoakPortKind::Infiniband {
+                        speed: rate.map(|r| r.speed.name().to_string()),
+                        signalling_gbps: rate.map(|r| r.signalling_gbps()),
+                    };
+                }
+                read_dir_counters(
+                    r,
+                    &mut self.listings,
+                    d.child("counters"),
+                    CounterSource::IbCounters,
+                    &mut counters,
                 );
+                read_dir_counters(
+                    r,
+                    &mut self.listings,
+                    d.child("hw_counters"),
+                    CounterSource::IbHwCounters,
+                    &mut counters,
+                );
+            } else if t.infiniband {
                 kind = SoakPortKind::Infiniband {
-                    speed: rate.map(|r| r.speed.name().to_string()),
-                    signalling_gbps: rate.map(|r| r.signalling_gbps()),
+                    speed: None,
+                    signalling_gbps: None,
                 };
             }
-            read_dir_counters(
-                r,
-                &dir.join("counters"),
-                CounterSource::IbCounters,
-                &mut counters,
-            );
-            read_dir_counters(
-                r,
-                &dir.join("hw_counters"),
-                CounterSource::IbHwCounters,
-                &mut counters,
-            );
         }
         if let Some(nd) = &t.netdev {
-            let dir = r.path(&format!("sys/class/net/{nd}"));
-            if let SoakPortKind::Ethernet { speed_mbps, .. } = &mut kind {
-                *speed_mbps = Root::read_raw(&dir.join("speed"))
-                    .ok()
-                    .flatten()
-                    .and_then(|v| v.parse::<u64>().ok())
-                    .filter(|&s| s > 0 && s < u64::from(u32::MAX));
-            }
-            read_dir_counters(
-                r,
-                &dir.join("statistics"),
-                CounterSource::NetdevStatistics,
-                &mut counters,
-            );
-            for f in CARRIER_FILES {
-                read_counter(r, &dir.join(f), CounterSource::Carrier, f, &mut counters);
+            if let Some(d) = DirReader::open(&r.path(&format!("sys/class/net/{nd}"))) {
+                if let SoakPortKind::Ethernet { speed_mbps, .. } = &mut kind {
+                    *speed_mbps = d
+                        .read_raw("speed")
+                        .ok()
+                        .flatten()
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .filter(|&s| s > 0 && s < u64::from(u32::MAX));
+                }
+                read_dir_counters(
+                    r,
+                    &mut self.listings,
+                    d.child("statistics"),
+                    CounterSource::NetdevStatistics,
+                    &mut counters,
+                );
+                for f in CARRIER_FILES {
+                    if let Some(value) = r.counter_at(&d, f, f) {
+                        counters.push((CounterSource::Carrier, f.to_string(), value));
+                    }
+                }
             }
             if !t.infiniband {
                 self.ethtool_counters(nd, problems, &mut counters);
@@ -292,34 +320,61 @@ fn source_name(s: CounterSource) -> &'static str {
     }
 }
 
-/// Every counter file of a directory, in natural order. A missing directory is silent (not
-/// every port has `hw_counters`); `N/A (no PMA)` on old kernels is no counter, not a fault.
-fn read_dir_counters(
-    r: &mut Root,
-    dir: &Path,
-    source: CounterSource,
-    out: &mut Vec<(CounterSource, String, u64)>,
-) {
-    let mut names = Root::list(dir);
-    names.truncate(MAX_DIR_ENTRIES);
-    names.sort_by(|a, b| natural_cmp(a, b));
-    for name in names {
-        if HW_NOT_COUNTERS.contains(&name.as_str()) {
-            continue;
+/// The names of a directory's counter files, listed again every [`RELIST_EVERY`] samples and
+/// at once after a file vanished: a listing costs as much as several reads, and the files of a
+/// port change only with its driver.
+#[derive(Debug, Default)]
+struct Listings {
+    by_dir: HashMap<PathBuf, (Vec<String>, u32)>,
+}
+
+/// Samples between two listings of a counter directory.
+const RELIST_EVERY: u32 = 10;
+
+impl Listings {
+    fn names(&mut self, d: &DirReader) -> Vec<String> {
+        match self.by_dir.get_mut(d.path()) {
+            Some((names, age)) if *age < RELIST_EVERY => {
+                *age += 1;
+                names.clone()
+            }
+            _ => {
+                let names = d.names();
+                self.by_dir
+                    .insert(d.path().to_path_buf(), (names.clone(), 1));
+                names
+            }
         }
-        read_counter(r, &dir.join(&name), source, &name, out);
+    }
+
+    fn stale(&mut self, d: &DirReader) {
+        self.by_dir.remove(d.path());
     }
 }
 
-fn read_counter(
+/// Every counter file of a directory, in natural order, read by name. A missing directory is
+/// silent (not every port has `hw_counters`); `N/A (no PMA)` on old kernels is no counter, not
+/// a fault.
+fn read_dir_counters(
     r: &mut Root,
-    p: &Path,
+    listings: &mut Listings,
+    dir: Option<DirReader>,
     source: CounterSource,
-    name: &str,
     out: &mut Vec<(CounterSource, String, u64)>,
 ) {
-    if let Some(value) = r.counter(p, name) {
-        out.push((source, name.to_string(), value));
+    let Some(d) = dir else {
+        return;
+    };
+    for name in listings.names(&d) {
+        if HW_NOT_COUNTERS.contains(&name.as_str()) {
+            continue;
+        }
+        if let Some(value) = r.counter_at(&d, &name, &name) {
+            out.push((source, name, value));
+        } else if matches!(d.read_raw(&name), Ok(None)) {
+            // Gone since the listing: list again next time.
+            listings.stale(&d);
+        }
     }
 }
 

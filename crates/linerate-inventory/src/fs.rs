@@ -3,6 +3,7 @@
 
 use std::fs;
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use linerate_facts::{Problem, ProblemKind};
@@ -41,20 +42,18 @@ impl Root {
 
     /// Read a value: `Ok(None)` when missing, `Err(reason)` when unreadable.
     pub fn read_raw(p: &Path) -> Result<Option<String>, String> {
-        let meta = match fs::metadata(p) {
-            Ok(m) => m,
+        // Opened without blocking (a FIFO in a hostile tree must not hang a read), then checked
+        // on the open file: one lookup of the path instead of two.
+        let f = match fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(p)
+        {
+            Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e.to_string()),
         };
-        if !meta.is_file() {
-            return Err("not a regular file".into());
-        }
-        let mut buf = Vec::new();
-        fs::File::open(p)
-            .and_then(|f| f.take(MAX_VALUE_BYTES).read_to_end(&mut buf))
-            .map_err(|e| e.to_string())?;
-        let s = String::from_utf8_lossy(&buf);
-        Ok(Some(s.trim_end_matches(['\n', '\0']).trim().to_string()))
+        read_file(f)
     }
 
     /// Read an optional value: missing is silent, unreadable is recorded.
@@ -127,21 +126,57 @@ impl Root {
     /// `N/A (no PMA)`, which old kernels print for a port without a PMA; an unreadable file or
     /// a value that is not a decimal count is recorded.
     pub fn counter(&mut self, p: &Path, subject: &str) -> Option<u64> {
-        match Self::read_raw(p) {
+        let raw = Self::read_raw(p);
+        self.counter_value(raw, || p.to_path_buf(), subject)
+    }
+
+    /// [`Root::counter`] for the file `name` of a directory opened once.
+    pub fn counter_at(&mut self, dir: &DirReader, name: &str, subject: &str) -> Option<u64> {
+        let raw = dir.read_raw(name);
+        self.counter_value(raw, || dir.path().join(name), subject)
+    }
+
+    fn counter_value(
+        &mut self,
+        raw: Result<Option<String>, String>,
+        path: impl FnOnce() -> PathBuf,
+        subject: &str,
+    ) -> Option<u64> {
+        match raw {
             Ok(Some(v)) if v.starts_with("N/A") => None,
             Ok(Some(v)) => {
                 let n = v.parse::<u64>().ok();
                 if n.is_none() {
-                    self.bad_value(p, subject, &v, "a decimal counter");
+                    self.bad_value(&path(), subject, &v, "a decimal counter");
                 }
                 n
             }
             Ok(None) => None,
             Err(e) => {
-                self.problem(p, subject, ProblemKind::Unreadable, e);
+                self.problem(&path(), subject, ProblemKind::Unreadable, e);
                 None
             }
         }
+    }
+
+    /// [`Root::opt_parse`] for the file `name` of a directory opened once.
+    pub fn opt_parse_at<T>(
+        &mut self,
+        dir: &DirReader,
+        name: &str,
+        subject: &str,
+        expected: &str,
+        f: impl FnOnce(&str) -> Option<T>,
+    ) -> Option<T> {
+        let p = dir.path().join(name);
+        let v = match dir.read_raw(name) {
+            Ok(v) => v,
+            Err(e) => {
+                self.problem(&p, subject, ProblemKind::Unreadable, e);
+                None
+            }
+        };
+        self.parse(&p, subject, v, expected, f)
     }
 
     /// `req` then `parse`.
@@ -220,27 +255,142 @@ impl Root {
     }
 }
 
+/// A value from an open file: at most [`MAX_VALUE_BYTES`], trailing newlines and NULs trimmed;
+/// not a regular file is an error.
+fn read_file(f: fs::File) -> Result<Option<String>, String> {
+    let meta = f.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    // A sysfs attribute comes in one read of at most a page; a shorter read of a regular file
+    // is its end, so most values take one read, not two.
+    let mut buf = vec![0u8; 4096];
+    let mut f = f;
+    let n = loop {
+        match f.read(&mut buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            r => break r.map_err(|e| e.to_string())?,
+        }
+    };
+    if n < buf.len() {
+        buf.truncate(n);
+    } else {
+        f.take(MAX_VALUE_BYTES - buf.len() as u64)
+            .read_to_end(&mut buf)
+            .map_err(|e| e.to_string())?;
+    }
+    let s = String::from_utf8_lossy(&buf);
+    Ok(Some(s.trim_end_matches(['\n', '\0']).trim().to_string()))
+}
+
+/// A directory opened once, its files read relative to it: one lookup of the directory's path
+/// (with its symlinks: `class/infiniband/mlx5_0` leads through `devices/`), then one name per
+/// file. A soak or a watch reads hundreds of counters each interval this way.
+#[derive(Debug)]
+pub struct DirReader {
+    fd: rustix::fd::OwnedFd,
+    path: PathBuf,
+}
+
+impl DirReader {
+    /// `None` when `path` is missing or not a directory (not every port has `hw_counters`).
+    pub fn open(path: &Path) -> Option<Self> {
+        use rustix::fs::{Mode, OFlags};
+        let fd = rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?;
+        Some(Self {
+            fd,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The names in the directory, sorted naturally, at most [`MAX_DIR_ENTRIES`].
+    pub fn names(&self) -> Vec<String> {
+        let Ok(dir) = rustix::fs::Dir::read_from(&self.fd) else {
+            return Vec::new();
+        };
+        let mut v: Vec<String> = dir
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().to_str().ok().map(str::to_string))
+            .filter(|n| n != "." && n != "..")
+            .take(MAX_DIR_ENTRIES)
+            .collect();
+        v.sort_by(|a, b| natural_cmp(a, b));
+        v
+    }
+
+    /// A directory inside this one, opened by name.
+    pub fn child(&self, name: &str) -> Option<Self> {
+        use rustix::fs::{Mode, OFlags};
+        let fd = rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?;
+        Some(Self {
+            fd,
+            path: self.path.join(name),
+        })
+    }
+
+    /// A file of the directory, as [`Root::read_raw`] reads one.
+    pub fn read_raw(&self, name: &str) -> Result<Option<String>, String> {
+        use rustix::fs::{Mode, OFlags};
+        match rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => read_file(fs::File::from(fd)),
+            Err(rustix::io::Errno::NOENT) => Ok(None),
+            Err(e) => Err(std::io::Error::from(e).to_string()),
+        }
+    }
+}
+
 /// Compare strings with embedded numbers naturally (`cpu2` < `cpu10`).
 pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
-    fn key(s: &str) -> Vec<(String, u64)> {
-        let mut out = Vec::new();
-        let mut text = String::new();
-        let mut num = String::new();
-        for c in s.chars() {
-            if c.is_ascii_digit() {
-                num.push(c);
-            } else {
-                if !num.is_empty() {
-                    out.push((std::mem::take(&mut text), num.parse().unwrap_or(u64::MAX)));
-                    num.clear();
+    use std::cmp::Ordering;
+    let (mut x, mut y) = (a.as_bytes(), b.as_bytes());
+    loop {
+        match (x.first(), y.first()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(c), Some(d)) if c.is_ascii_digit() && d.is_ascii_digit() => {
+                let run = |s: &[u8]| s.iter().take_while(|b| b.is_ascii_digit()).count();
+                let (n, m) = (run(x), run(y));
+                // Numerically: leading zeros off, then the longer is larger, then digit by digit.
+                let strip = |s: &[u8]| {
+                    let z = s.iter().take_while(|b| **b == b'0').count();
+                    s[z..].to_vec()
+                };
+                let (p, q) = (strip(&x[..n]), strip(&y[..m]));
+                let o = p.len().cmp(&q.len()).then_with(|| p.cmp(&q));
+                if o != Ordering::Equal {
+                    return o;
                 }
-                text.push(c);
+                (x, y) = (&x[n..], &y[m..]);
+            }
+            (Some(c), Some(d)) => {
+                if c != d {
+                    return c.cmp(d);
+                }
+                (x, y) = (&x[1..], &y[1..]);
             }
         }
-        out.push((text, num.parse().unwrap_or(0)));
-        out
     }
-    key(a).cmp(&key(b))
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -294,6 +444,68 @@ mod tests {
         let mut v = vec!["cpu10", "cpu2", "cpu1"];
         v.sort_by(|a, b| natural_cmp(a, b));
         assert_eq!(v, ["cpu1", "cpu2", "cpu10"]);
+        let mut v = vec![
+            "rx_b",
+            "rx10_a",
+            "rx2_b",
+            "rx2_a",
+            "rx",
+            "mlx5_10",
+            "mlx5_9",
+            "port_rcv_data",
+            "port_rcv_constraint_errors",
+            "a007",
+            "a7b",
+            "a08",
+        ];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            v,
+            [
+                "a007",
+                "a7b",
+                "a08",
+                "mlx5_9",
+                "mlx5_10",
+                "port_rcv_constraint_errors",
+                "port_rcv_data",
+                "rx",
+                "rx2_a",
+                "rx2_b",
+                "rx10_a",
+                "rx_b"
+            ]
+        );
+        assert_eq!(natural_cmp("x01", "x1"), std::cmp::Ordering::Equal);
+    }
+
+    /// A directory read by its names: the same values and failures as a path read, and a FIFO
+    /// (a hostile tree) read without waiting for a writer.
+    #[test]
+    fn a_directory_reads_its_files_by_name() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("symbol_error"), "7\n").unwrap();
+        std::fs::write(d.path().join("bad"), "x\n").unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        let fifo = d.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let dir = DirReader::open(d.path()).expect("a directory");
+        assert_eq!(dir.names(), ["bad", "fifo", "sub", "symbol_error"]);
+        let mut r = Root::new(d.path());
+        assert_eq!(r.counter_at(&dir, "symbol_error", "x"), Some(7));
+        assert_eq!(r.counter_at(&dir, "gone", "x"), None);
+        assert_eq!(r.counter_at(&dir, "bad", "x"), None);
+        assert_eq!(r.counter_at(&dir, "sub", "x"), None);
+        assert!(dir.read_raw("fifo").is_err());
+        assert!(Root::read_raw(&fifo).is_err());
+        let named: Vec<&str> = r.problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(named, ["/bad", "/sub"]);
+        assert!(DirReader::open(&d.path().join("symbol_error")).is_none());
+        assert!(DirReader::open(&d.path().join("missing")).is_none());
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod ethtool;
 mod fs;
 mod host;
 mod ib;
+pub mod links;
 mod net;
 mod pci;
 mod ports;

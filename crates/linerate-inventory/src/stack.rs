@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use linerate_facts::{LimitsLine, MemlockLimit, NfsMount, OsFamily, RdmaStack};
+use linerate_facts::{LimitsLine, MemlockLimit, NfsMount, OsFamily, RdmaStack, Route};
 
 use crate::fs::Root;
 
@@ -97,6 +97,11 @@ pub fn read(r: &Root) -> RdmaStack {
             }),
         exports: exports(r),
         libfabric: None,
+        routes: Root::read_raw(&r.path("proc/net/route"))
+            .ok()
+            .flatten()
+            .map(|t| parse_routes(&t))
+            .unwrap_or_default(),
     }
 }
 
@@ -317,6 +322,31 @@ fn process_running(r: &Root, name: &str) -> bool {
         })
 }
 
+/// `/proc/net/route`: `Iface Destination Gateway Flags RefCnt Use Metric Mask ...`, the
+/// addresses in hex, in the machine's byte order (little-endian on x86 and arm64).
+pub fn parse_routes(text: &str) -> Vec<Route> {
+    let addr = |h: &str| {
+        u32::from_str_radix(h, 16)
+            .ok()
+            .map(|v| std::net::Ipv4Addr::from(v.swap_bytes()))
+    };
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() < 8 {
+                return None;
+            }
+            Some(Route {
+                iface: f[0].to_string(),
+                destination: addr(f[1])?,
+                mask: addr(f[7])?,
+                metric: f[6].parse().ok()?,
+            })
+        })
+        .collect()
+}
+
 /// NFS mounts of `/proc/PID/mountinfo`: `ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE
 /// SOURCE SUPEROPTS`.
 pub fn parse_nfs_mounts(text: &str) -> Vec<NfsMount> {
@@ -440,6 +470,22 @@ mod tests {
         assert_eq!(m[0].addr.as_deref(), Some("198.18.0.2"));
         assert_eq!(m[1].mountpoint, "/mnt/my files");
         assert_eq!(m[1].fstype, "nfs");
+    }
+
+    #[test]
+    fn routes_and_the_interface_that_reaches_an_address() {
+        let t = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\neth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\neth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\nib0\t000A0A0A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
+        let routes = parse_routes(t);
+        assert_eq!(routes.len(), 3);
+        assert_eq!(routes[1].destination, std::net::Ipv4Addr::new(192, 0, 2, 0));
+        let s = RdmaStack {
+            routes,
+            ..RdmaStack::default()
+        };
+        assert_eq!(s.route_to("10.10.10.2".parse().unwrap()), Some("ib0"));
+        assert_eq!(s.route_to("192.0.2.9".parse().unwrap()), Some("eth0"));
+        assert_eq!(s.route_to("8.8.8.8".parse().unwrap()), Some("eth0"));
+        assert_eq!(parse_routes("Iface\nbroken"), []);
     }
 
     #[test]

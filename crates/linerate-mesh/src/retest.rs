@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::judge::{LinkStatus, LinkVerdict, NodeSide, NodeStatus, NodeVerdict, SLOW_FRACTION};
+use crate::judge::{LinkStatus, LinkVerdict, NodeSide, NodeStatus, NodeVerdict};
 use crate::schedule::{Flow, Round};
 use crate::types::RankId;
 
@@ -21,8 +21,9 @@ fn is_link_suspect(l: &LinkVerdict, dead: &BTreeSet<RankId>) -> bool {
 
 /// The retest phase, from the verdicts on the rounds alone: each suspected node against two
 /// good peers on its suspected side (`v → g` as sender, `g → v` as receiver), then each
-/// suspect link no node accounts for, alone (slowest first; with its latency ping-pong when
-/// only its latency stood out), then each link whose measurement failed between two live ranks.
+/// suspect link no node accounts for, alone (slowest first), then each other link whose
+/// latency stood out in its round, then each link whose measurement failed between two live
+/// ranks; every retest of a link whose latency stood out carries its ping-pong.
 /// One flow per round so nothing contends. Good peers are `ok` nodes their rounds did not
 /// suspect, those on the fewest suspect links no node accounts for first (links put down to a
 /// suspected node do not count), then the fastest (by the lower of their tx and rx medians).
@@ -55,9 +56,21 @@ pub fn retest_plan(nodes: &[NodeVerdict], links: &[LinkVerdict], max_rounds: usi
             .then(a.rank.cmp(&b.rank))
     });
     let mut flows: Vec<Flow> = Vec::new();
+    // A latency outlier's retest carries the ping-pong, whatever else it is retested for: its
+    // rate may be contention while its round trip is the fault.
+    let late: BTreeSet<(RankId, RankId)> = links
+        .iter()
+        .filter(|l| l.latency_outlier && !dead.contains(&l.tx) && !dead.contains(&l.rx))
+        .map(|l| (l.tx, l.rx))
+        .collect();
     let push = |f: Flow, flows: &mut Vec<Flow>| {
-        if f.tx != f.rx && !flows.iter().any(|g| g.tx == f.tx && g.rx == f.rx) {
-            flows.push(f);
+        if f.tx == f.rx {
+            return;
+        }
+        let latency = f.latency || late.contains(&(f.tx, f.rx));
+        match flows.iter_mut().find(|g| g.tx == f.tx && g.rx == f.rx) {
+            Some(g) => g.latency |= latency,
+            None => flows.push(Flow { latency, ..f }),
         }
     };
     for n in nodes {
@@ -87,10 +100,12 @@ pub fn retest_plan(nodes: &[NodeVerdict], links: &[LinkVerdict], max_rounds: usi
             .then((a.tx, a.rx).cmp(&(b.tx, b.rx)))
     });
     for l in suspects {
-        // Only its latency stood out: the retest measures the latency too.
-        let latency =
-            l.latency_outlier && l.fraction_of_reference.is_none_or(|f| f >= SLOW_FRACTION);
-        push(flow(l.tx, l.rx, latency), &mut flows);
+        push(flow(l.tx, l.rx, l.latency_outlier), &mut flows);
+    }
+    // Every other round trip that stood out: put down to a suspected node's rate, or slow in
+    // a round its rate was contention in, its latency still needs a retest of its own.
+    for &(tx, rx) in &late {
+        push(flow(tx, rx, true), &mut flows);
     }
     for l in links
         .iter()

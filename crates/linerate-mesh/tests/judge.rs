@@ -952,3 +952,107 @@ fn a_retest_confirms_only_what_its_suspect_was_suspected_of() {
     assert_eq!(l.status, LinkStatus::Contention, "{l:?}");
     assert!(r.healthy);
 }
+
+/// A delay on one node's link lengthens every round trip through it: n−1 of the n(n−1)/2
+/// pairs, half of them at n = 4, so the fleet's typical round trip is its lower quartile, not
+/// its median. Every late pair is put down to that node, its retests alone confirm it, and no
+/// pair without it is blamed.
+#[test]
+fn a_node_whose_every_round_trip_is_late_is_named() {
+    for n in [3u32, 4, 6, 8] {
+        let late = n - 1;
+        let f = Fleet::healthy(n);
+        let r = f.run_with(f.facts(), Vec::new(), |x| {
+            if let Some(l) = &mut x.latency {
+                if x.tx == late || x.rx == late {
+                    l.p50_us = 20_000.0;
+                    l.p99_us = 30_000.0;
+                }
+            }
+        });
+        expect_nodes(&r, &[]);
+        let outliers: Vec<_> = r.links.iter().filter(|l| l.latency_outlier).collect();
+        assert_eq!(outliers.len() as u32, n - 1, "n={n}: {outliers:#?}");
+        for l in &outliers {
+            assert!(l.tx == late || l.rx == late, "n={n}: {l:?}");
+            assert_eq!(l.status, LinkStatus::Slow, "n={n}: {l:?}");
+            assert_eq!(l.explained_by, [late], "n={n}: {l:?}");
+            assert!(
+                l.explanation
+                    .contains("a round trip cannot tell in which direction"),
+                "{}",
+                l.explanation
+            );
+        }
+        assert!(
+            r.links
+                .iter()
+                .filter(|l| l.status.is_bad())
+                .all(|l| l.latency_outlier),
+            "n={n}"
+        );
+        assert!(
+            r.nodes[late as usize].explanation.contains("are late"),
+            "{:?}",
+            r.nodes[late as usize]
+        );
+        assert!(!r.healthy);
+    }
+}
+
+/// Two late nodes are each named; a pair between two healthy nodes is not.
+#[test]
+fn two_late_nodes_are_both_named() {
+    let f = Fleet::healthy(6);
+    let r = f.run_with(f.facts(), Vec::new(), |x| {
+        if let Some(l) = &mut x.latency {
+            if [1, 4].contains(&x.tx) || [1, 4].contains(&x.rx) {
+                l.p50_us = 5_000.0;
+            }
+        }
+    });
+    for l in r.links.iter().filter(|l| l.latency.is_some()) {
+        let through = [1, 4].contains(&l.tx) || [1, 4].contains(&l.rx);
+        assert_eq!(l.latency_outlier, through, "{l:?}");
+        if through {
+            assert!(l.explained_by == [1] || l.explained_by == [4], "{l:?}");
+        }
+    }
+}
+
+/// Retransmits are judged as a share of the packets sent. A fleet whose shaped links all
+/// retransmit about 0.5 % (as tbf makes a real kernel's TCP do, `lab_captures.rs`) is healthy,
+/// and a link losing 2 % of its packets among them is lossy, though its 2 % of a short test's
+/// packets is fewer than the 100 retransmits the earlier rule required.
+#[test]
+fn loss_is_a_share_of_the_packets_sent() {
+    let f = Fleet::healthy(4);
+    // 2 s at ~0.9 Gb/s is ~155,000 packets: 0.5 % is ~780, 2 % ~3,100.
+    let packets = |g: f64| g * 1e9 * 2.0 / 8.0 / 1448.0;
+    let shaped = f.run_with(f.facts(), Vec::new(), |x| {
+        let p = packets(x.gbps.unwrap_or(0.0));
+        x.retransmits = Some((p * 0.005) as u64);
+    });
+    assert!(shaped.healthy, "{:#?}", shaped.worst_links());
+    let lossy = f.run_with(f.facts(), Vec::new(), |x| {
+        let p = packets(x.gbps.unwrap_or(0.0));
+        let share = if (x.tx, x.rx) == (3, 0) { 0.02 } else { 0.005 };
+        x.retransmits = Some((p * share) as u64);
+    });
+    let l = lossy.links.iter().find(|l| (l.tx, l.rx) == (3, 0)).unwrap();
+    assert_eq!(l.status, LinkStatus::Lossy, "{l:#?}");
+    assert!(
+        l.explanation.contains(" 2.00% of the packets sent"),
+        "{}",
+        l.explanation
+    );
+    assert!(
+        lossy
+            .links
+            .iter()
+            .filter(|l| (l.tx, l.rx) != (3, 0))
+            .all(|l| !l.status.is_bad()),
+        "{:#?}",
+        lossy.worst_links()
+    );
+}

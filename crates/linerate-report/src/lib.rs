@@ -11,6 +11,8 @@ pub mod setup;
 pub mod soak;
 pub mod style;
 pub mod text;
+pub mod watch;
+pub mod watch_screen;
 
 pub use bench::{bench_doc, render_bench, BenchDoc};
 pub use doctor::render_doctor;
@@ -24,6 +26,8 @@ pub use soak::{
 };
 pub use style::Style;
 pub use text::{render_plan, render_probe};
+pub use watch::{watch_json_line, watch_lines, watch_metrics};
+pub use watch_screen::WatchScreen;
 
 /// The name of the best TCP result of all (the pyramid's network row: every stream count, both
 /// directions) in every output, text and HTML; the verdict's own figure is named by its test.

@@ -424,6 +424,7 @@ pub fn render_probe(inv: &Inventory, analysis: &Analysis, root: &Path, style: St
         out.push('\n');
     }
     render_host(&mut out, inv, style);
+    render_nfs(&mut out, inv, style);
     for (i, f) in analysis.findings.iter().enumerate() {
         if !used.contains(&i) {
             render_finding(&mut out, f, style, "    ");
@@ -435,6 +436,34 @@ pub fn render_probe(inv: &Inventory, analysis: &Analysis, root: &Path, style: St
     }
     let _ = writeln!(out, "{}", summary_line(&analysis.findings, style));
     out
+}
+
+/// The NFS mounts: their transport, and the interface (and RDMA device) that reaches the server.
+fn render_nfs(out: &mut String, inv: &Inventory, style: Style) {
+    let mounts = linerate_facts::NfsDoc::of(inv);
+    if mounts.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "{}", style.bold("NFS mounts"));
+    for d in &mounts {
+        let m = &d.mount;
+        let transport = match (m.proto.as_deref(), m.port) {
+            (Some("rdma"), Some(p)) => format!("over RDMA (port {p})"),
+            (Some("rdma"), None) => "over RDMA".to_string(),
+            (Some(p), _) => format!("over {}", p.to_uppercase()),
+            (None, _) => "transport unknown".to_string(),
+        };
+        let via = match (&d.via, &d.rdma_device) {
+            (Some(v), Some(dev)) => format!("   via {v} ({dev})"),
+            (Some(v), None) => format!("   via {v}"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "    {:<16} {} {}   {transport}{via}",
+            m.mountpoint, m.fstype, m.source
+        );
+    }
 }
 
 /// `linerate plan` for people.

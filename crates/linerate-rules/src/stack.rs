@@ -239,6 +239,13 @@ fn driver_missing(inv: &Inventory, out: &mut Vec<Finding>) {
 /// program asks for its device: `None` when it does (Linux 5.3 and later load these clients on
 /// demand through RDMA netlink, which rdma-core uses, so a module not loaded yet is no fault).
 fn cannot_autoload(inv: &Inventory, module: &str) -> Option<String> {
+    cannot_load(inv, module, Some((5, 3)))
+}
+
+/// Why `module` does not load when the kernel asks for it (`request_module`, on demand since
+/// kernel `since`, or always when `None`): blocked by modprobe.d, not built, or too old a
+/// kernel; `None` when it loads.
+fn cannot_load(inv: &Inventory, module: &str, since: Option<(u32, u32)>) -> Option<String> {
     let s = &inv.rdma_stack;
     if let Some((_, file)) = s.modules_blocked.iter().find(|(m, _)| m == module) {
         return Some(format!("{file} keeps it from loading"));
@@ -249,6 +256,7 @@ fn cannot_autoload(inv: &Inventory, module: &str) -> Option<String> {
             inv.host.kernel.as_deref().unwrap_or("?")
         ));
     }
+    let since = since?;
     let on_demand = inv
         .host
         .kernel
@@ -257,11 +265,13 @@ fn cannot_autoload(inv: &Inventory, module: &str) -> Option<String> {
             let mut it = k.split(['.', '-']).map(|p| p.parse::<u32>().ok());
             Some((it.next()??, it.next()??))
         })
-        .is_some_and(|v| v >= (5, 3));
+        .is_some_and(|v| v >= since);
     (!on_demand).then(|| {
         format!(
-            "kernel {} predates loading RDMA clients on demand (5.3)",
-            inv.host.kernel.as_deref().unwrap_or("?")
+            "kernel {} predates loading RDMA clients on demand ({}.{})",
+            inv.host.kernel.as_deref().unwrap_or("?"),
+            since.0,
+            since.1
         )
     })
 }
@@ -554,7 +564,12 @@ fn nfs(inv: &Inventory, out: &mut Vec<Finding>) {
         .iter()
         .filter(|m| m.proto.as_deref() != Some("rdma"))
         .collect();
-    if !tcp.is_empty() && !s.loaded("rpcrdma") {
+    // The kernel loads rpcrdma itself for a proto=rdma mount (and nfsd for `rdma` in its
+    // portlist): only a module that cannot load is a fault.
+    let blocked = (!s.loaded("rpcrdma"))
+        .then(|| cannot_load(inv, "rpcrdma", None))
+        .flatten();
+    if let (false, Some(why)) = (tcp.is_empty(), blocked) {
         let mut f = module_evidence(
             Finding::new(FindingId::NfsNoRpcrdma, Severity::Warning, "host"),
             "rpcrdma",
@@ -572,12 +587,13 @@ fn nfs(inv: &Inventory, out: &mut Vec<Finding>) {
         }
         out.push(
             f.message(format!(
-                "NFS is mounted over TCP ({}) on a host with RDMA devices, and rpcrdma, the NFS/RDMA transport, is not loaded: a mount with proto=rdma fails until it is",
+                "NFS is mounted over TCP ({}) on a host with RDMA devices, and rpcrdma, the NFS/RDMA transport, cannot load ({why}): a mount with proto=rdma fails",
                 tcp.iter().map(|m| m.mountpoint.as_str()).collect::<Vec<_>>().join(", ")
             ))
-            .fix(format!("`modprobe rpcrdma`, then mount with `-o proto=rdma,port={NFS_RDMA_PORT}` (`linerate setup nfs-rdma --nfs-mount SERVER:/EXPORT` writes the fstab line and loads it at boot).")),
+            .fix(format!("Let rpcrdma load (remove what keeps it from loading, or install the kernel's modules), then mount with `-o proto=rdma,port={NFS_RDMA_PORT}` (`linerate setup nfs-rdma --nfs-mount SERVER:/EXPORT` writes the fstab line).")),
         );
     }
+    out.extend(over_tcp(inv));
     let Some(ports) = &s.nfsd_portlist else {
         return;
     };
@@ -593,6 +609,46 @@ fn nfs(inv: &Inventory, out: &mut Vec<Finding>) {
                 .fix(format!("`modprobe rpcrdma && echo '{rdma}' > /proc/fs/nfsd/portlist` now; `linerate setup nfs-rdma --apply` makes it persistent (it is lost when nfsd restarts).")),
         );
     }
+}
+
+/// `nfs.over_tcp`: an NFS mount over TCP whose server this host reaches through a port with an
+/// RDMA device.
+fn over_tcp(inv: &Inventory) -> Vec<Finding> {
+    let s = &inv.rdma_stack;
+    s.nfs_mounts
+        .iter()
+        .filter(|m| m.proto.as_deref() != Some("rdma"))
+        .filter_map(|m| {
+            let addr: std::net::Ipv4Addr = m.addr.as_deref()?.parse().ok()?;
+            let via = s.route_to(addr)?;
+            let port = inv
+                .ports
+                .iter()
+                .find(|p| p.netdev.as_deref() == Some(via) && p.port.is_some())?;
+            let dev = port.device.as_deref()?;
+            Some(
+                Finding::new(FindingId::NfsOverTcp, Severity::Warning, &port.name)
+                    .evidence(
+                        format!("/proc/self/mountinfo {}", m.mountpoint),
+                        format!(
+                            "{} {} proto={}",
+                            m.fstype,
+                            m.source,
+                            m.proto.as_deref().unwrap_or("?")
+                        ),
+                    )
+                    .evidence("/proc/net/route", format!("{addr} via {via}"))
+                    .message(format!(
+                        "{} ({} {}) runs NFS over TCP through {via}, which has an RDMA device ({dev}): NFS over RDMA would move its data without the TCP stack and its copies",
+                        m.mountpoint, m.fstype, m.source
+                    ))
+                    .fix(format!(
+                        "Mount it with `-o proto=rdma,port={NFS_RDMA_PORT}` once the server listens for RDMA (`echo 'rdma {NFS_RDMA_PORT}' > /proc/fs/nfsd/portlist` there); `linerate setup nfs-rdma --nfs-mount {}` writes the fstab line.",
+                        m.source
+                    )),
+            )
+        })
+        .collect()
 }
 
 /// The stack findings that stop an RDMA test from running on this host, the most fundamental

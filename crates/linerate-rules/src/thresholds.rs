@@ -87,9 +87,10 @@ pub const IP_STACK_VISIBLE_PERCENT: f64 = 1.0;
 
 /// Retransmits count only from this many, and above [`RETRANSMIT_RATE`] of the segments sent
 /// (`net.retransmits`): TCP retransmits a few segments on every busy path (shapers and switch
-/// buffers drop at the edge of the window). The rate is mesh's `LOSSY_MIN_RATE`, for the same
-/// reason: a tenth of a percent of loss already costs a fast single stream much of its rate,
-/// while healthy paths stay well below it.
+/// buffers drop at the edge of the window). A tenth of a percent of loss already costs a fast
+/// single stream much of its rate, and doctor has one path, no fleet to compare it with. (Mesh
+/// judges a link against its fleet, and from 1 %: its `LOSSY_MIN_RATE`, where a real kernel's
+/// TCP through a tbf shaper retransmitted up to 0.7 % of a healthy path's packets.)
 pub const RETRANSMITS_MIN: u64 = 50;
 
 /// See [`RETRANSMITS_MIN`].

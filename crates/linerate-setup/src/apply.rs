@@ -120,7 +120,20 @@ fn write_atomic(path: &Path, content: &[u8], mode: u32) -> std::io::Result<()> {
         f.write_all(content)?;
         f.set_permissions(fs::Permissions::from_mode(mode))?;
         f.sync_all()?;
-        fs::rename(&tmp, path)
+        match fs::rename(&tmp, path) {
+            // A file bind-mounted over (a container's /etc/hosts, a VM's generated
+            // /etc/fstab) cannot be replaced, only rewritten: in place, the backup taken.
+            Err(e) if e.kind() == std::io::ErrorKind::ResourceBusy => {
+                let mut f = fs::OpenOptions::new()
+                    .write(true)
+                    .truncate(true)
+                    .open(path)?;
+                f.write_all(content)?;
+                f.sync_all()?;
+                fs::remove_file(&tmp)
+            }
+            r => r,
+        }
     })();
     if r.is_err() {
         let _ = fs::remove_file(&tmp);

@@ -225,8 +225,16 @@ pub fn build(inv: &Inventory, s: &Snapshot, o: &Options, plan: &mut Plan) {
         );
         return;
     }
-    let is_server =
-        !exports(s).is_empty() || detect::dpkg_version(s, "nfs-kernel-server").is_some();
+    // A host that exports is a server; one with nfs-kernel-server installed but no export is
+    // one too unless it was asked to mount (the package is in many images that never serve).
+    let installed = detect::dpkg_version(s, "nfs-kernel-server").is_some();
+    let is_server = !exports(s).is_empty() || (installed && o.nfs_mount.is_none());
+    if installed && !is_server {
+        plan.note(
+            Topic::NfsRdma,
+            "nfs-kernel-server is installed but nothing is exported (/etc/exports): this host is configured as a client only; run setup nfs-rdma again once it exports to make it listen for RDMA too",
+        );
+    }
     if is_server {
         server(s, plan);
     }

@@ -188,8 +188,9 @@ fn sufficiency(ctx: &PortCtx, out: &mut Out, observed_fraction: f64) {
     }
 }
 
-/// One port, judged.
-pub(crate) fn judge_port(tracker: &Tracker, info: &PortInfo, jp: &JudgeParams) -> PortReport {
+/// One port of `tracker`, judged: what [`judge`] does for each port, for a caller that judges
+/// some ports only (`linerate watch` judges a port when its error counters move).
+pub fn judge_port(tracker: &Tracker, info: &PortInfo, jp: &JudgeParams) -> PortReport {
     let ctx = PortCtx::new(tracker, info, jp);
     let budget = symbol_budget(&info.kind, jp).map(|mut b| {
         b.limit_per_hour = ctx
@@ -208,6 +209,7 @@ pub(crate) fn judge_port(tracker: &Tracker, info: &PortInfo, jp: &JudgeParams) -
     rules::recovery_rate(&ctx, &mut out);
     rules::ethernet_rules(&ctx, ber.as_ref(), &mut out);
     rules::path_rules(&ctx, &mut out);
+    rules::rdma_transport(&ctx, &mut out);
     rules::counter_notes(&ctx, &mut out);
     let fraction = observed_fraction(&ctx);
     sufficiency(&ctx, &mut out, fraction);

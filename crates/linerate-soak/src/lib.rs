@@ -71,7 +71,7 @@ pub mod tracker;
 pub mod verdict;
 pub mod width;
 
-pub use judge::{judge, symbol_budget};
+pub use judge::{judge, judge_port, symbol_budget};
 pub use port::{data_gbps, fmt_duration, is_pam4};
 pub use report::{
     BerEstimate, BitsBasis, Check, CounterOut, Dip, EndReport, MovedOut, PortReport, SoakEvent,
@@ -79,8 +79,8 @@ pub use report::{
 };
 pub use thresholds::{JudgeParams, Threshold};
 pub use tracker::{
-    is_health_counter, CounterKey, CounterTrack, EndTotals, IntervalRecord, Mark, MovedIdx,
-    PortInfo, Reset, Saturation, Tracker,
+    is_health_counter, CounterKey, CounterStep, CounterTrack, EndTotals, IntervalRecord, Mark,
+    MovedIdx, PortInfo, Reset, Saturation, Tracker,
 };
 pub use verdict::{RuleId, Source, Unit, Verdict, VerdictRule};
 pub use width::{counter_width, CounterWidth};

@@ -608,6 +608,83 @@ pub(crate) fn path_rules(ctx: &PortCtx, out: &mut Out) {
     }
 }
 
+/// The RDMA transport's counters of what this end sent and lost (the requester's view): a
+/// timeout waiting for an acknowledgement, a NAK for a sequence gap (rxe's and mlx5's
+/// `hw_counters` names).
+pub(crate) const RDMA_SENT_LOST: [&str; 6] = [
+    "completer_retry_err",
+    "local_ack_timeout_err",
+    "rcvd_seq_err",
+    "packet_seq_err",
+    "implied_nak_seq_err",
+    "roce_adp_retrans",
+];
+/// ... and of what was sent to this end and arrived out of sequence or twice (the responder's
+/// view: the sender had to retransmit).
+pub(crate) const RDMA_RECEIVED_LOST: [&str; 3] =
+    ["out_of_seq_request", "out_of_sequence", "duplicate_request"];
+
+/// The RDMA transport's own retransmits and sequence errors, per direction: with an error
+/// counter of the port moving, the losses are this link's (`retrans_with_errors`); with none,
+/// they happened on the path beyond it (`rdma_retransmits`).
+pub(crate) fn rdma_transport(ctx: &PortCtx, out: &mut Out) {
+    let moved = |names: &[&str]| -> Vec<&CounterTrack> {
+        names
+            .iter()
+            .filter_map(|n| ctx.get(CounterSource::IbHwCounters, n))
+            .filter(|c| c.delta > 0)
+            .collect()
+    };
+    let errors: Vec<&CounterTrack> = error_counters(ctx)
+        .into_iter()
+        .filter(|c| c.delta > 0)
+        .collect();
+    for (counters, words) in [
+        (
+            moved(&RDMA_SENT_LOST),
+            "packets this end sent (or their acknowledgements) were lost on the way: this end's send direction",
+        ),
+        (
+            moved(&RDMA_RECEIVED_LOST),
+            "packets sent to this end arrived out of sequence or twice, so its peer retransmitted: this end's receive direction",
+        ),
+    ] {
+        for c in counters {
+            match errors.first() {
+                Some(e) => out.check(
+                    RuleId::RetransWithErrors,
+                    Some(c),
+                    c.delta as f64,
+                    0.0,
+                    Unit::Count,
+                    || {
+                        format!(
+                            "the RDMA transport counted {} {} while {} moved on this port: {words}, and the losses are this link's",
+                            count(c),
+                            c.key.name,
+                            e.key.name
+                        )
+                    },
+                ),
+                None => out.check(
+                    RuleId::RdmaRetransmits,
+                    Some(c),
+                    c.delta as f64,
+                    0.0,
+                    Unit::Count,
+                    || {
+                        format!(
+                            "the RDMA transport counted {} {}: {words}; no error counter of this port moved, so they were lost on the path beyond this cable (congestion, a lossy hop, a drop policy), not on it",
+                            count(c),
+                            c.key.name
+                        )
+                    },
+                ),
+            };
+        }
+    }
+}
+
 /// Counters the judge reads: reported even when they did not move.
 pub(crate) fn is_judged(source: CounterSource, name: &str) -> bool {
     match source {
@@ -621,7 +698,9 @@ pub(crate) fn is_judged(source: CounterSource, name: &str) -> bool {
         }
         NetdevStatistics => RCV_ERRORS.contains(&(source, name)) || (source, name) == RX_MISSED,
         Carrier => name != "carrier_up_count",
-        CounterSource::IbHwCounters => false,
+        CounterSource::IbHwCounters => {
+            RDMA_SENT_LOST.contains(&name) || RDMA_RECEIVED_LOST.contains(&name)
+        }
     }
 }
 

@@ -114,6 +114,11 @@ pub struct CounterTrack {
     pub observed_s: f64,
     /// The increase within those seconds (at most `delta`).
     pub observed_delta: u64,
+    /// What the latest sample that read it did: the increase it counted in the interval that
+    /// sample closed, and whether it saturated or was reset there (a live view's per-interval
+    /// rate; `last_mark` says which sample).
+    #[serde(skip)]
+    pub last_step: CounterStep,
 }
 
 impl CounterTrack {
@@ -149,6 +154,11 @@ impl CounterTrack {
             max_interval_delta: 0,
             observed_s: 0.0,
             observed_delta: 0,
+            last_step: CounterStep {
+                delta: 0,
+                saturated: pegged,
+                reset: false,
+            },
         }
     }
 
@@ -172,8 +182,8 @@ impl CounterTrack {
     /// Takes the next raw value, read at `at`; `prev` is the end's previous sample (this
     /// counter was read there too unless it was missing from it). Returns what it did in this
     /// interval.
-    fn update(&mut self, value: u64, at: Mark, prev: Option<Mark>) -> Step {
-        let mut step = Step::default();
+    fn update(&mut self, value: u64, at: Mark, prev: Option<Mark>) -> CounterStep {
+        let mut step = CounterStep::default();
         let contiguous = prev.is_some_and(|p| p.seq == self.last_mark.seq);
         let was_pegged = self.saturated_now;
         let reset = value < self.last;
@@ -230,6 +240,7 @@ impl CounterTrack {
         self.last = value;
         self.last_mark = at;
         step.delta = d;
+        self.last_step = step;
         step
     }
 
@@ -243,11 +254,15 @@ impl CounterTrack {
     }
 }
 
-#[derive(Debug, Default, Clone, Copy)]
-struct Step {
-    delta: u64,
-    saturated: bool,
-    reset: bool,
+/// What one counter did in one interval.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CounterStep {
+    /// The increase counted (after a reset: the value read, counted since the reset).
+    pub delta: u64,
+    /// It reached its all-ones value in this interval (or was at it when first read).
+    pub saturated: bool,
+    /// It was found lower than before: reset by someone else.
+    pub reset: bool,
 }
 
 /// A counter that moved (or saturated, or was reset) in one interval: an index into
@@ -511,7 +526,7 @@ impl Tracker {
         value: u64,
         at: Mark,
         prev: Option<Mark>,
-    ) -> Option<(u32, Step)> {
+    ) -> Option<(u32, CounterStep)> {
         if let Some(&i) = self.index.get(&key) {
             let step = self.counters[i as usize].update(value, at, prev);
             return Some((i, step));
@@ -526,9 +541,9 @@ impl Tracker {
         }
         let i = u32::try_from(self.counters.len()).ok()?;
         let track = CounterTrack::new(key.clone(), value, at);
-        let step = Step {
+        let step = CounterStep {
             saturated: track.saturated_now,
-            ..Step::default()
+            ..CounterStep::default()
         };
         self.counters.push(track);
         self.index.insert(key, i);

@@ -118,6 +118,9 @@ string_enum! {
         RemotePhysicalErrors = "remote_physical_errors",
         /// `rx_missed_errors` rose: the host did not take packets off the ring in time.
         RxMissed = "rx_missed",
+        /// The RDMA transport retransmitted, or received out of sequence, while no error counter
+        /// of the port moved: packets were lost on the path beyond this cable.
+        RdmaRetransmits = "rdma_retransmits",
         Pam4SymbolErrors = "pam4_symbol_errors",
         /// A receive-error counter rose within its budget: the packets lost, said.
         RcvErrors = "rcv_errors",
@@ -146,9 +149,10 @@ impl RuleId {
             | Self::LinkDown
             | Self::RetransWithErrors => Verdict::Bad,
             Self::SymbolWithRecovery | Self::PreFecBer | Self::RcvErrorsBudget => Verdict::Marginal,
-            Self::XmitCongestion | Self::RemotePhysicalErrors | Self::RxMissed => {
-                Verdict::Congested
-            }
+            Self::XmitCongestion
+            | Self::RemotePhysicalErrors
+            | Self::RxMissed
+            | Self::RdmaRetransmits => Verdict::Congested,
             Self::PeggedFromStart | Self::InsufficientTraffic | Self::NoCounters => {
                 Verdict::Insufficient
             }
@@ -183,7 +187,10 @@ impl RuleId {
             Self::PostFecErrors | Self::PreFecBer => Source::Mlx5Counters,
             Self::LinkDown => Source::Ufm,
             Self::RxMissed => Source::KernelStatistics,
-            Self::RetransWithErrors | Self::CounterReset | Self::NoCounters => Source::Linerate,
+            Self::RetransWithErrors
+            | Self::RdmaRetransmits
+            | Self::CounterReset
+            | Self::NoCounters => Source::Linerate,
         }
     }
 }

@@ -358,6 +358,61 @@ fn retransmits_are_bad_only_with_error_counters_moving() {
     assert_eq!(run(0).ends[0].tcp_retrans, Some(180));
 }
 
+#[test]
+fn rdma_transport_losses_name_the_direction_and_blame_the_cable_only_with_errors() {
+    use CounterSource::IbHwCounters;
+    // A RoCE port (rxe over a 40 Gb/s NIC): the transport's own counters, and a port error.
+    let run = |sent: &'static str, n: u64, errors: u64| {
+        soak(
+            TEN_MIN,
+            &[port(End::Local, "rxe0", qdr(), move |s| {
+                vec![
+                    (IbHwCounters, sent, ramp(0, n, 60, s)),
+                    (IbHwCounters, "rdma_sends", ramp(0, 1_000_000, 60, s)),
+                    (IbCounters, "port_rcv_errors", ramp(0, errors, 60, s)),
+                ]
+            })],
+        )
+    };
+    let v = |r: &SoakReport| verdict(r, End::Local, "rxe0");
+    // Nothing moved: clean, and the counter was read and judged (a check that did not fire).
+    let quiet = run("completer_retry_err", 0, 0);
+    assert_eq!(v(&quiet).0, Verdict::Clean);
+    let c = check(&quiet, End::Local, "rxe0", RuleId::RdmaRetransmits);
+    assert!(c.is_none_or(|c| !c.fired), "{c:?}");
+    // The requester retried: this end's send direction, lost beyond the cable.
+    let sent = run("completer_retry_err", 40, 0);
+    assert_eq!(v(&sent), (Verdict::Congested, "rdma_retransmits"));
+    let f = finding(&sent, End::Local, "rxe0", RuleId::RdmaRetransmits);
+    assert!(
+        f.text.contains("40 completer_retry_err")
+            && f.text.contains("send direction")
+            && f.text.contains("not on it"),
+        "{}",
+        f.text
+    );
+    // The responder saw a gap: this end's receive direction.
+    let got = run("out_of_seq_request", 7, 0);
+    let f = finding(&got, End::Local, "rxe0", RuleId::RdmaRetransmits);
+    assert!(
+        f.text.contains("7 out_of_seq_request") && f.text.contains("receive direction"),
+        "{}",
+        f.text
+    );
+    // With the port's own error counter moving the same losses are this link's.
+    let bad = run("local_ack_timeout_err", 40, 2);
+    assert!(fired(&bad, End::Local, "rxe0", RuleId::RetransWithErrors));
+    assert!(!fired(&bad, End::Local, "rxe0", RuleId::RdmaRetransmits));
+    let f = finding(&bad, End::Local, "rxe0", RuleId::RetransWithErrors);
+    assert!(
+        f.text.contains("local_ack_timeout_err") && f.text.contains("port_rcv_errors"),
+        "{}",
+        f.text
+    );
+    // rdma_sends moved by a million in every run: a counter of traffic, never a finding.
+    assert!(!fired(&quiet, End::Local, "rxe0", RuleId::RdmaRetransmits));
+}
+
 fn eth_soak(counters: &'static [Reading]) -> SoakReport {
     soak(
         TEN_MIN,

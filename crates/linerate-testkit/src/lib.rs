@@ -8,6 +8,7 @@
 //! skipped, not passed). Where `LINERATE_REQUIRE_PRIVILEGED` is set (CI, which runs as
 //! root), a skip is a broken setup and [`skip`] panics instead.
 
+pub mod browser;
 pub mod promtool;
 pub mod schema;
 pub mod sshd;

@@ -92,12 +92,31 @@ pub fn test_rules(rules: &str, cases: &[Case]) -> Result<bool, String> {
     result
 }
 
+/// Runs `promtool test rules` on a unit-test file of one's own (`tests`, as JSON: its
+/// `rule_files` must be `["rules.yml"]`, which holds `rules`): for recording rules
+/// (`promql_expr_test`) as much as alerts. Same answers as [`test_rules`].
+pub fn test_rules_file(rules: &str, tests: &Value) -> Result<bool, String> {
+    let dir = std::env::temp_dir().join(format!(
+        "linerate-promtool-{}-{}",
+        std::process::id(),
+        crate::current_test().replace([':', '/'], "_")
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let result = run_file_in(&dir, rules, tests);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
 fn run_in(dir: &Path, rules: &str, cases: &[Case]) -> Result<bool, String> {
+    run_file_in(dir, rules, &test_file(cases))
+}
+
+fn run_file_in(dir: &Path, rules: &str, tests: &Value) -> Result<bool, String> {
     let write = |name: &str, text: &str| {
         std::fs::write(dir.join(name), text).map_err(|e| format!("{name}: {e}"))
     };
     write("rules.yml", rules)?;
-    let tests = serde_json::to_string_pretty(&test_file(cases)).map_err(|e| e.to_string())?;
+    let tests = serde_json::to_string_pretty(tests).map_err(|e| e.to_string())?;
     write("tests.yml", &tests)?;
     let out = match Command::new("promtool")
         .args(["test", "rules", "tests.yml"])

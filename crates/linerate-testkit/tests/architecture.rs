@@ -29,6 +29,7 @@ const PURE: &[&str] = &[
     "linerate-results",
     "linerate-rules",
     "linerate-soak",
+    "linerate-watch",
     "linerate-mesh",
     "linerate-report",
 ];
@@ -47,7 +48,8 @@ const IO: &[&str] = &[
 ];
 const DEV: &[&str] = &["linerate-testkit", "linerate-dist", "linerate-lab"];
 
-/// External crates a pure crate may use: serialization, errors, a histogram, terminal styles.
+/// External crates a pure crate may use: serialization, errors, a histogram, terminal styles
+/// and cells.
 const PURE_EXTERNAL: &[&str] = &[
     "serde",
     "serde_json",
@@ -55,6 +57,10 @@ const PURE_EXTERNAL: &[&str] = &[
     "thiserror",
     "hdrhistogram",
     "anstyle",
+    // Terminal cells and widgets drawn into a buffer (`linerate watch`'s screen); no backend,
+    // no terminal I/O: the binary hands the buffer to the terminal.
+    "ratatui-core",
+    "ratatui-widgets",
 ];
 /// And the codec: the HMAC of its challenge-response, hex, the OS's random source.
 const CODEC_EXTERNAL: &[&str] = &["hmac", "sha2", "hex", "getrandom"];

@@ -144,6 +144,33 @@ pub fn fmt_bytes(b: u64) -> String {
     format!("{b} B")
 }
 
+/// A wall-clock time in UTC, ISO 8601 with milliseconds (`2026-11-29T06:40:01.123Z`), from
+/// milliseconds since the Unix epoch (Howard Hinnant's civil-from-days, proleptic Gregorian).
+pub fn fmt_utc(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{}.{:03}Z",
+        fmt_utc_time(unix_ms),
+        unix_ms % 1000
+    )
+}
+
+/// The time of day in UTC, `06:40:01`, from milliseconds since the Unix epoch.
+pub fn fmt_utc_time(unix_ms: u64) -> String {
+    let s = (unix_ms / 1000) % 86_400;
+    format!("{:02}:{:02}:{:02}", s / 3600, s % 3600 / 60, s % 60)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,5 +241,14 @@ mod tests {
         assert_eq!(fmt_sig(37.04), "37.0");
         assert_eq!(fmt_sig(4.8249), "4.82");
         assert_eq!(fmt_sig(0.5734), "0.573");
+    }
+
+    #[test]
+    fn utc_times() {
+        assert_eq!(fmt_utc(0), "1970-01-01T00:00:00.000Z");
+        // 2024-02-29 (a leap day) 23:59:59.999 UTC.
+        assert_eq!(fmt_utc(1_709_251_199_999), "2024-02-29T23:59:59.999Z");
+        assert_eq!(fmt_utc(1_709_251_200_000), "2024-03-01T00:00:00.000Z");
+        assert_eq!(fmt_utc_time(1_709_251_199_999), "23:59:59");
     }
 }

@@ -17,6 +17,7 @@ mod probe;
 mod serve;
 mod setup;
 mod soak;
+mod watch;
 
 pub const EXIT_FINDINGS: u8 = 1;
 pub const EXIT_CANNOT_RUN: u8 = 2;
@@ -35,6 +36,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Generate(a) => generate::run(&a),
         Command::Setup(a) => setup::run(&a, style),
         Command::Soak(a) => soak::run(&a, style),
+        Command::Watch(a) => watch::run(&a, style),
     };
     match r {
         Ok(code) => ExitCode::from(code),

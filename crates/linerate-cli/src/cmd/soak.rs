@@ -147,10 +147,11 @@ fn check_times(a: &SoakArgs) -> anyhow::Result<()> {
 }
 
 /// The judge's thresholds: the defaults, with each `--threshold` (given at most once) set.
-fn judge_params(a: &SoakArgs) -> anyhow::Result<JudgeParams> {
+/// `linerate watch` takes the same flag.
+pub fn judge_params(set: &[(linerate_soak::Threshold, f64)]) -> anyhow::Result<JudgeParams> {
     let mut jp = JudgeParams::default();
     let mut given = Vec::new();
-    for (t, v) in &a.threshold {
+    for (t, v) in set {
         if given.contains(t) {
             bail!("--threshold {t} is given twice: give each threshold once");
         }
@@ -165,7 +166,7 @@ pub fn run(a: &SoakArgs, style: Style) -> anyhow::Result<u8> {
         bail!("soak --iperf3: a soak judges the port counters of both ends, and iperf3's protocol carries none of the far end's (its results have bytes, loss and CPU only); soak against `linerate serve` on the far host (--ssh starts one there for the run)");
     }
     check_times(a)?;
-    let jp = judge_params(a)?;
+    let jp = judge_params(&a.threshold)?;
     let out = Out {
         style,
         json: a.json,

@@ -221,6 +221,24 @@ impl Stream {
     fn stderr(&self) -> String {
         self.stderr.try_iter().collect::<Vec<_>>().join("\n")
     }
+
+    /// The first line of its stderr holding `text`, within `limit` (a panic otherwise).
+    pub fn stderr_line(&mut self, text: &str, limit: Duration) -> String {
+        let until = Instant::now() + limit;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok(l) if l.contains(text) => return l,
+                Ok(_) => {}
+                Err(e) => panic!("no line with `{text}` on stderr within {limit:?} ({e})"),
+            }
+        }
+    }
+
+    /// The process id of the command started.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for Stream {

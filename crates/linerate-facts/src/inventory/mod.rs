@@ -3,6 +3,7 @@
 //! from sysfs and procfs; everything else (the rules, the renderers, setup, mesh, doctor)
 //! takes it from here.
 
+mod bond;
 mod cpulist;
 mod host;
 mod ib;
@@ -14,6 +15,7 @@ mod stack;
 
 use serde::{Deserialize, Serialize};
 
+pub use bond::Bond;
 pub use cpulist::{cpulist_string, parse_cpulist, parse_hex_u16, parse_hex_u32};
 pub use host::{Dimm, Host, NumaNode, SocketLimits};
 pub use ib::{Counter, Gid, IbDevice, IbPort, IbPortFiles, LinkLayer};
@@ -21,7 +23,7 @@ pub use net::{IpoibInfo, IpoibMode, Netdev, NetdevKind};
 pub use pci::{PciFunction, PcieLinkFiles, PcieSpeedFiles, UpstreamPort};
 pub use ports::{Port, PortKind};
 pub use problem::{Problem, ProblemKind};
-pub use stack::{LibfabricFacts, LimitsLine, MemlockLimit, NfsMount, OsFamily, RdmaStack};
+pub use stack::{LibfabricFacts, LimitsLine, MemlockLimit, NfsMount, OsFamily, RdmaStack, Route};
 
 /// Everything probe found.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

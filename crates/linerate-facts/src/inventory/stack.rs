@@ -123,6 +123,36 @@ pub struct RdmaStack {
     pub exports: usize,
     /// What libfabric offers (filled on a live host only: it is loaded to find out).
     pub libfabric: Option<LibfabricFacts>,
+    /// The IPv4 routing table (`/proc/net/route`): which interface reaches an address.
+    #[serde(default)]
+    pub routes: Vec<Route>,
+}
+
+/// One IPv4 route.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Route {
+    pub iface: String,
+    pub destination: std::net::Ipv4Addr,
+    pub mask: std::net::Ipv4Addr,
+    pub metric: u32,
+}
+
+impl RdmaStack {
+    /// The interface the routing table sends `addr` through (longest prefix, then lowest
+    /// metric), when the table has a route for it.
+    pub fn route_to(&self, addr: std::net::Ipv4Addr) -> Option<&str> {
+        let a = u32::from(addr);
+        self.routes
+            .iter()
+            .filter(|r| a & u32::from(r.mask) == u32::from(r.destination) & u32::from(r.mask))
+            .max_by(|x, y| {
+                u32::from(x.mask)
+                    .count_ones()
+                    .cmp(&u32::from(y.mask).count_ones())
+                    .then(y.metric.cmp(&x.metric))
+            })
+            .map(|r| r.iface.as_str())
+    }
 }
 
 /// libfabric as this host loads it.

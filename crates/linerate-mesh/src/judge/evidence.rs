@@ -8,8 +8,9 @@ use linerate_units::fmt_sig;
 
 use super::{
     is_loaded, is_loaded_for_latency, median, quantile, JudgeInput, NodeSide, Unconfirmed,
-    LATENCY_FACTOR, LATENCY_MIN_EXCESS_US, LOSSY_FACTOR, LOSSY_MIN_RATE, LOSSY_MIN_RETRANSMITS,
-    REFERENCE_QUANTILE, SLOW_FRACTION,
+    LATENCY_FACTOR, LATENCY_MIN_EXCESS_US, LATENCY_REFERENCE_QUANTILE, LOSSY_FACTOR,
+    LOSSY_MIN_RATE, LOSSY_MIN_RETRANSMITS, LOSSY_MIN_RETRANSMITS_UNTIMED, REFERENCE_QUANTILE,
+    SLOW_FRACTION,
 };
 use crate::types::{HostLoad, MeshLatency, NodeFacts, Phase, RankId, Transport};
 
@@ -165,8 +166,13 @@ pub(super) fn collect(
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Reference {
     pub(super) gbps: Option<f64>,
+    /// The fleet's typical ping-pong p50 ([`LATENCY_REFERENCE_QUANTILE`]), µs.
     pub(super) latency_p50_us: Option<f64>,
+    /// Without the test's length: the retransmits above which a link is lossy.
     pub(super) lossy_retransmits: f64,
+    /// The median link's retransmits as a share of the packets it sent (rounds, cleanly
+    /// measured), when the test's length is known.
+    pub(super) loss_rate: Option<f64>,
     pub(super) duration_s: Option<f64>,
 }
 
@@ -187,12 +193,18 @@ impl Reference {
             .values()
             .filter_map(|d| d.retransmits.map(|r| r as f64))
             .collect();
+        let duration_s = duration_s.filter(|d| d.is_finite() && *d > 0.0);
+        let rates: Vec<f64> = links
+            .values()
+            .filter_map(|d| loss_share(d.retransmits?, median(&d.round)?, duration_s?))
+            .collect();
         Reference {
             gbps: quantile(&all, REFERENCE_QUANTILE),
-            latency_p50_us: median(&lat),
+            latency_p50_us: quantile(&lat, LATENCY_REFERENCE_QUANTILE),
             lossy_retransmits: (LOSSY_FACTOR * median(&rtx).unwrap_or(0.0))
-                .max(LOSSY_MIN_RETRANSMITS as f64),
-            duration_s: duration_s.filter(|d| d.is_finite() && *d > 0.0),
+                .max(LOSSY_MIN_RETRANSMITS_UNTIMED as f64),
+            loss_rate: median(&rates),
+            duration_s,
         }
     }
 
@@ -200,17 +212,28 @@ impl Reference {
         self.gbps.is_some_and(|m| g < SLOW_FRACTION * m)
     }
 
-    /// Retransmits above the fleet's and, when the test's length is known, a real share of
-    /// the packets sent (full-size 1448-byte TCP segments: jumbo frames send fewer, so the loss
-    /// rate is underestimated, never overestimated).
+    /// The share of its packets a link retransmitted, when the test's length is known.
+    pub(super) fn share(&self, retransmits: Option<u64>, gbps: Option<f64>) -> Option<f64> {
+        loss_share(retransmits?, gbps?, self.duration_s?)
+    }
+
+    /// The share a link must reach to be lossy: [`LOSSY_MIN_RATE`], or [`LOSSY_FACTOR`] × the
+    /// median link's when that is higher.
+    pub(super) fn lossy_share(&self) -> f64 {
+        (LOSSY_FACTOR * self.loss_rate.unwrap_or(0.0)).max(LOSSY_MIN_RATE)
+    }
+
+    /// Retransmits a real share of the packets sent, far above the fleet's share, and enough
+    /// of them to count ([`LOSSY_FACTOR`]); without the test's length, far above the fleet's
+    /// count.
     pub(super) fn lossy(&self, retransmits: Option<u64>, gbps: Option<f64>) -> bool {
-        let packets = gbps
-            .zip(self.duration_s)
-            .map(|(g, secs)| g * 1e9 * secs / 8.0 / 1448.0);
-        retransmits.is_some_and(|r| {
-            r as f64 > self.lossy_retransmits
-                && packets.is_none_or(|p| r as f64 >= LOSSY_MIN_RATE * p)
-        })
+        let Some(r) = retransmits else {
+            return false;
+        };
+        match self.share(retransmits, gbps) {
+            Some(share) => r >= LOSSY_MIN_RETRANSMITS && share >= self.lossy_share(),
+            None => r as f64 > self.lossy_retransmits,
+        }
     }
 
     pub(super) fn latency_outlier(&self, l: Option<MeshLatency>, rdma: bool) -> bool {
@@ -220,6 +243,14 @@ impl Reference {
             _ => false,
         }
     }
+}
+
+/// Retransmits as a share of the packets `gbps` carried for `secs` (full-size 1448-byte TCP
+/// segments: jumbo frames send fewer, so the share is underestimated, never overestimated);
+/// `None` when nothing was carried.
+pub(super) fn loss_share(retransmits: u64, gbps: f64, secs: f64) -> Option<f64> {
+    let packets = gbps * 1e9 * secs / 8.0 / 1448.0;
+    (packets.is_finite() && packets >= 1.0).then(|| retransmits as f64 / packets)
 }
 
 /// What a link's rounds say: its figure, and whether it is a suspect.

@@ -8,7 +8,8 @@ use linerate_units::{fmt_sig, r3};
 use super::evidence::{grounded, Alone, Check, Ctx, LinkData, Outcome, Reference, Rounds};
 use super::{
     median, Cleared, JudgeInput, LinkStatus, LinkVerdict, NodeSide, NodeStatus, NodeVerdict,
-    Unconfirmed, LATENCY_FACTOR, LOSSY_FACTOR, SLOW_FRACTION,
+    Unconfirmed, LATENCY_FACTOR, LOSSY_FACTOR, LOSSY_MIN_RATE, LOSSY_MIN_RETRANSMITS_UNTIMED,
+    MIN_BAD_PEERS, NODE_BAD_FRACTION, SLOW_FRACTION,
 };
 use crate::fleet::{fmt_rate, others_phrase, FleetAttribute, FleetFinding, FleetId};
 use crate::types::{NodeFacts, RankId};
@@ -135,9 +136,37 @@ pub(super) fn decide(
     } else {
         suspect(&mut v, rounds, own, key, ctx, &measured)
     };
+    let (status, explanation) = match latency_alone(d, rounds, ctx) {
+        Some(Outcome::Confirmed { .. }) if rounds.bw() && lost.is_empty() && !status.is_bad() => {
+            // Its rate was contention (or put down to a node fine alone), but its round trip
+            // stood out in its round and again alone: the latency is the fault.
+            let p50 = d.latency.map_or(0.0, |x| x.p50_us);
+            (
+                LinkStatus::Slow,
+                format!(
+                    "latency p50 {} µs, more than {LATENCY_FACTOR}× the fleet's typical {} µs (lower quartile of the pairs), in its round and alone; its rate: {explanation}",
+                    fmt_sig(p50),
+                    fmt_sig(rf.latency_p50_us.unwrap_or(0.0))
+                ),
+            )
+        }
+        _ => (status, explanation),
+    };
+    if status == LinkStatus::Slow {
+        v.unconfirmed = None;
+        v.cleared_by = None;
+    }
     v.status = status;
     v.explanation = explanation;
     v
+}
+
+/// What a link's retests alone say of its round trip, when it stood out in its round and a
+/// retest measured it.
+pub(super) fn latency_alone(d: &LinkData, rounds: &Rounds, ctx: &Ctx<'_>) -> Option<Outcome> {
+    let alone: Vec<&Alone> = d.alone.iter().filter(|a| a.latency.is_some()).collect();
+    (rounds.latency_outlier && !alone.is_empty())
+        .then(|| ctx.outcome(&alone, Check::Latency, d.rdma))
 }
 
 pub(super) fn gb(x: Option<f64>) -> String {
@@ -319,6 +348,24 @@ pub(super) fn suspect(
     }
 }
 
+/// `84 retransmits, 2.8% of the packets sent (at least 1% and 3× the median link's 0.3% make a
+/// link lossy)`; counts only when the test's length is unknown.
+pub(super) fn loss_phrase(l: &LinkVerdict, rf: &Reference) -> String {
+    let r = l.retransmits.unwrap_or(0);
+    match rf.share(l.retransmits, l.gbps) {
+        Some(share) => format!(
+            "{r} retransmits, {}% of the packets sent (at least {}% and {LOSSY_FACTOR}× the median link's {}% make a link lossy)",
+            fmt_sig(100.0 * share),
+            fmt_sig(100.0 * LOSSY_MIN_RATE),
+            fmt_sig(100.0 * rf.loss_rate.unwrap_or(0.0))
+        ),
+        None => format!(
+            "{r} retransmits, more than {:.0} ({LOSSY_FACTOR}× the median link's, and at least {LOSSY_MIN_RETRANSMITS_UNTIMED})",
+            rf.lossy_retransmits
+        ),
+    }
+}
+
 /// Why a suspect stays unconfirmed, in words.
 pub(super) fn why_text(why: Unconfirmed, gbps: Option<f64>, detail: &str) -> String {
     match why {
@@ -359,17 +406,23 @@ pub(super) fn confirmed_text(
                 } else {
                     NodeSide::Rx
                 };
-                format!("{} is slow {}", ctx.label(r), side.sending())
+                if status == LinkStatus::Lossy {
+                    format!("{} loses packets {}", ctx.label(r), side.sending())
+                } else {
+                    format!("{} is slow {}", ctx.label(r), side.sending())
+                }
             })
             .collect();
+        // A slow link that also lost packets says so: the loss is what cost it its rate.
+        if status == LinkStatus::Lossy || rounds.lossy {
+            return format!("{measured}: {}; {}", who.join(" and "), loss_phrase(l, rf));
+        }
         return format!("{measured}: {}", who.join(" and "));
     }
     if status == LinkStatus::Lossy {
         return format!(
-            "{measured}{alone}; {} retransmits, more than {:.0} ({}× the median link's), in its round and alone: packets are lost on this path",
-            l.retransmits.unwrap_or(0),
-            rf.lossy_retransmits,
-            LOSSY_FACTOR
+            "{measured}{alone}; {}, in its round and alone: packets are lost on this path",
+            loss_phrase(l, rf)
         );
     }
     if let (Some(c), Some(m)) = (l.ceiling_gbps, rf.gbps) {
@@ -389,7 +442,7 @@ pub(super) fn confirmed_text(
     if rounds.latency_outlier && !rounds.bw() {
         let p50 = l.latency.map_or(0.0, |x| x.p50_us);
         return format!(
-            "latency p50 {} µs, more than {LATENCY_FACTOR}× the median {} µs, in its round and alone",
+            "latency p50 {} µs, more than {LATENCY_FACTOR}× the fleet's typical {} µs (lower quartile of the pairs), in its round and alone",
             fmt_sig(p50),
             fmt_sig(rf.latency_p50_us.unwrap_or(0.0))
         );
@@ -532,6 +585,10 @@ pub(super) fn node_explanation(
             let why = cause(v.rank, s, ctx.input).unwrap_or_else(|| {
                 "nothing in its inventory differs from the other nodes: look at shapers, the cable and its switch port".to_string()
             });
+            let why = match losses(s, row, col, rf) {
+                Some(lost) => format!("{lost}; {why}"),
+                None => why,
+            };
             format!(
                 "{label} {}: {why} ({}; alone against good peers {})",
                 s.as_str(),
@@ -540,6 +597,45 @@ pub(super) fn node_explanation(
             )
         }
     }
+}
+
+/// `packets are lost receiving: 3 of its 3 links into it retransmitted 1.3-3.1% of their
+/// packets`, when a degraded node's bad links on its degraded side(s) lose packets.
+pub(super) fn losses(
+    s: NodeStatus,
+    row: &[&LinkVerdict],
+    col: &[&LinkVerdict],
+    rf: &Reference,
+) -> Option<String> {
+    let mut parts = Vec::new();
+    for (side, links, dir) in [(NodeSide::Tx, row, "out of"), (NodeSide::Rx, col, "into")] {
+        if !s.covers(side) {
+            continue;
+        }
+        let peers: Vec<&&LinkVerdict> = links.iter().filter(|l| l.tx != l.rx).collect();
+        let shares: Vec<f64> = peers
+            .iter()
+            .filter(|l| l.status.is_bad() && rf.lossy(l.retransmits, l.gbps))
+            .filter_map(|l| rf.share(l.retransmits, l.gbps))
+            .collect();
+        if shares.is_empty() {
+            continue;
+        }
+        let lo = shares.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = shares.iter().copied().fold(0.0, f64::max);
+        let range = if fmt_sig(100.0 * lo) == fmt_sig(100.0 * hi) {
+            format!("{}%", fmt_sig(100.0 * hi))
+        } else {
+            format!("{}-{}%", fmt_sig(100.0 * lo), fmt_sig(100.0 * hi))
+        };
+        parts.push(format!(
+            "packets are lost {}: {} of its {} links {dir} it retransmitted {range} of their packets",
+            side.sending(),
+            shares.len(),
+            peers.len()
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 pub(super) fn side(node: Option<f64>, fleet: Option<f64>, what: &str) -> String {
@@ -653,4 +749,129 @@ pub(super) fn cause(r: RankId, status: NodeStatus, input: &JudgeInput<'_>) -> Op
     mine.iter()
         .find(|f| matches!(f.id, FleetId::Probe(_)) && 2 * f.ranks.len() < total)
         .map(|f| format!("its probe reports {}: {}", f.id.as_str(), f.message))
+}
+
+/// What a pair's round trips say: it stood out in its round, and what its retests alone said
+/// of it (`Some(true)`: late alone too, `Some(false)`: on time alone, `None`: not retested).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Late {
+    pub(super) tx: RankId,
+    pub(super) rx: RankId,
+    pub(super) outlier: bool,
+    pub(super) alone: Option<bool>,
+}
+
+impl Late {
+    /// Counts against its nodes: late in its round and not on time alone.
+    fn counts(&self) -> bool {
+        self.outlier && self.alone != Some(false)
+    }
+}
+
+/// The nodes every round trip through which is late: greedily, the node with the most
+/// latency outliers among its pairs not yet put down to another (outliers on time alone do
+/// not count), while they are at least [`MIN_BAD_PEERS`] and [`NODE_BAD_FRACTION`] of its pairs
+/// measured, and at least one of them was late alone too (as a degraded node's retests
+/// against good peers confirm its links slow in their rounds). A delay on a node's link
+/// lengthens every round trip through it, while its peers' pairs with each other stay on time;
+/// a round trip cannot tell in which direction the delay is.
+pub(super) fn late_nodes(size: u32, pairs: &[Late]) -> Vec<RankId> {
+    let mut late: Vec<RankId> = Vec::new();
+    loop {
+        let best = (0..size)
+            .filter(|r| !late.contains(r))
+            .map(|r| {
+                let mine: Vec<&Late> = pairs
+                    .iter()
+                    .filter(|p| !late.contains(&p.tx) && !late.contains(&p.rx))
+                    .filter(|p| p.tx == r || p.rx == r)
+                    .collect();
+                let outliers = mine.iter().filter(|p| p.counts()).count();
+                let confirmed = mine.iter().any(|p| p.counts() && p.alone == Some(true));
+                (confirmed, outliers, mine.len(), std::cmp::Reverse(r))
+            })
+            .filter(|&(confirmed, outliers, all, _)| {
+                confirmed
+                    && outliers >= MIN_BAD_PEERS
+                    && outliers as f64 >= NODE_BAD_FRACTION * all as f64
+            })
+            .max_by_key(|&(_, outliers, _, r)| (outliers, r));
+        match best {
+            Some((_, _, _, std::cmp::Reverse(r))) => late.push(r),
+            None => return late,
+        }
+    }
+}
+
+/// Puts each latency outlier of a late node ([`late_nodes`]) down to it: a link not judged
+/// bad otherwise becomes `slow` on its latency, as a degraded node's retests account for its
+/// links slow in their rounds; and says so in the node's explanation.
+pub(super) fn explain_late(
+    late: &[RankId],
+    pairs: &[Late],
+    links: &mut [LinkVerdict],
+    nodes: &mut [NodeVerdict],
+    ctx: &Ctx<'_>,
+) {
+    let mut done: Vec<RankId> = Vec::new();
+    for &r in late {
+        let label = ctx.label(r);
+        let mine: Vec<&Late> = pairs
+            .iter()
+            .filter(|p| (p.tx == r || p.rx == r) && !done.contains(&p.tx) && !done.contains(&p.rx))
+            .collect();
+        let outliers: Vec<(RankId, RankId)> = mine
+            .iter()
+            .filter(|p| p.counts())
+            .map(|p| (p.tx, p.rx))
+            .collect();
+        done.push(r);
+        let pairs_text = format!("{} of its {} pairs", outliers.len(), mine.len());
+        let mut p50s = Vec::new();
+        for l in links
+            .iter_mut()
+            .filter(|l| outliers.contains(&(l.tx, l.rx)))
+        {
+            let p50 = l.latency.map_or(0.0, |x| x.p50_us);
+            p50s.push(p50);
+            if l.status.is_bad() {
+                if !l.explained_by.contains(&r) {
+                    l.explained_by.push(r);
+                }
+            } else {
+                l.explained_by = vec![r];
+                l.explanation = format!(
+                    "latency p50 {} µs, more than {LATENCY_FACTOR}× the fleet's typical {} µs (lower quartile of the pairs), in its round; its rate: {}",
+                    fmt_sig(p50),
+                    fmt_sig(ctx.rf.latency_p50_us.unwrap_or(0.0)),
+                    l.explanation
+                );
+                l.status = LinkStatus::Slow;
+                l.unconfirmed = None;
+                l.cleared_by = None;
+            }
+            l.explanation = format!(
+                "{}; every round trip through {label} is late ({pairs_text}), and no pair without it: the delay is on {label}'s side (a round trip cannot tell in which direction)",
+                l.explanation
+            );
+        }
+        let lo = p50s.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = p50s.iter().copied().fold(0.0, f64::max);
+        let range = if fmt_sig(lo) == fmt_sig(hi) {
+            format!("{} µs", fmt_sig(hi))
+        } else {
+            format!("{}-{} µs", fmt_sig(lo), fmt_sig(hi))
+        };
+        if let Some(n) = nodes.iter_mut().find(|n| n.rank == r) {
+            let text = format!(
+                "round trips through {label} are late: {pairs_text} at p50 {range}, against the fleet's typical {} µs (a round trip cannot tell in which direction its link delays)",
+                fmt_sig(ctx.rf.latency_p50_us.unwrap_or(0.0))
+            );
+            n.explanation = if n.explanation.is_empty() {
+                text
+            } else {
+                format!("{}; {text}", n.explanation)
+            };
+        }
+    }
 }
