@@ -417,12 +417,16 @@ pub(crate) fn run_local(
     // What this host's CPUs did meanwhile; a far end on this host is linerate's own work.
     let cpu = HostCpuMeter::with_far_end(cfg.server);
     let before = cpu.snapshot();
-    // And what the interface carried, this test's traffic and anyone else's.
+    // And what the interface carried, this test's traffic and anyone else's, and what its
+    // qdiscs dropped.
     let link = LinkSnapshot::of(local_ip);
+    let qdiscs = crate::qdiscs::watch(local_ip);
     // This end never answers the far end's transactions: nothing tells it the far end is done.
     let mut run = side::run(plan, wired, &mut sink, abort, &Stop::new());
     run.results.host_load = Some(Box::new(HostCpu::between(&before, &cpu.snapshot()).into()));
     run.results.link = link.and_then(|l| l.since()).map(Box::new);
+    run.results.qdiscs = qdiscs.and_then(|q| q.finish());
+    run.far_end_here = !cpu.peers().is_empty();
     run
 }
 

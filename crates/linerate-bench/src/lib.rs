@@ -13,6 +13,7 @@ mod iperf3_counts;
 mod kind;
 mod outcome;
 pub mod peer;
+mod qdiscs;
 pub mod rdma;
 pub mod results;
 pub mod server;

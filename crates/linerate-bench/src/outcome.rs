@@ -26,6 +26,10 @@ pub struct ClientRun {
     pub iperf3: Option<Iperf3Run>,
     /// Set when the test did not complete; the results above are what was measured.
     pub error: Option<String>,
+    /// The far end runs on this host (its processes were found by the listening socket they
+    /// hold, in this network namespace or another): this end's CPU figures cover both ends, and
+    /// the far end's count this end as someone else's.
+    pub far_end_here: bool,
 }
 
 /// A test against a stock iperf3 server (`bench --iperf3`): the test as iperf3's protocol

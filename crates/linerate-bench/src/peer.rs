@@ -53,6 +53,23 @@ pub fn sanitize(mut r: SideResults, connections: usize) -> SideResults {
         }
         l.seconds = fix(l.seconds);
     }
+    if let Some(q) = &mut r.qdiscs {
+        q.truncate(linerate_inventory::qdisc::MAX_QDISCS_REPORTED);
+        // Names are the kernel's: an interface at most 15 bytes (IFNAMSIZ), a kind as short, a
+        // handle `ffff:ffff`; anything longer is not one.
+        let cut = |s: &mut String, n: usize| {
+            if s.len() > n {
+                *s = s.chars().take(n).collect();
+            }
+        };
+        for d in q.iter_mut() {
+            cut(&mut d.interface, 15);
+            cut(&mut d.kind, 16);
+            cut(&mut d.handle, 10);
+            cut(&mut d.parent, 10);
+            d.tests.clear();
+        }
+    }
     if let Some(st) = &mut r.stalls {
         st.spans.truncate(linerate_proto::MAX_STALL_SPANS);
         st.spans

@@ -640,6 +640,20 @@ fn set_totals(t: &mut TestResult, total: DirStats) {
     t.per_stream = total.per_stream;
 }
 
+/// What the qdiscs of each end's test interface counted during the test. None when neither side
+/// read them. A server on this host reads the same interfaces as this end (loopback): its
+/// figures are this end's, so it counts none of its own.
+pub fn qdiscs(run: &ClientRun) -> Option<linerate_facts::QdiscsSeen> {
+    let local = run.local.qdiscs.clone();
+    let remote = run.remote.as_ref().and_then(|r| r.qdiscs.clone());
+    let remote = if same_interfaces(run) {
+        remote.map(|_| Vec::new())
+    } else {
+        remote
+    };
+    (local.is_some() || remote.is_some()).then_some(linerate_facts::QdiscsSeen { local, remote })
+}
+
 /// What disturbed the test, judged (`linerate_rules::disturbance`): both hosts' CPUs, both
 /// sides' spans with no progress, and the result's intervals after the warm-up. None when
 /// neither side measured its host or its progress (an older server and an RDMA test).
@@ -704,8 +718,15 @@ fn own_bytes(side: &SideResults) -> u64 {
     }))
 }
 
-/// Whether the server runs on this host: a loopback address, or the client's own address.
+/// Whether the server runs on this host: a loopback address, the client's own address, or a
+/// far end whose processes were found here (in another network namespace, say).
 fn same_host(run: &ClientRun) -> bool {
+    same_interfaces(run) || run.far_end_here
+}
+
+/// The server reads the interfaces this end does: its address is loopback or this end's own.
+/// (A far end in another network namespace of this host has interfaces of its own.)
+fn same_interfaces(run: &ClientRun) -> bool {
     let ip = run.server.ip();
     ip.is_loopback() || run.local_addr.is_some_and(|a| a.ip() == ip)
 }
@@ -853,6 +874,7 @@ mod tests {
                 notes: vec!["a note".into()],
             }),
             error: None,
+            far_end_here: false,
         }
     }
 

@@ -207,6 +207,9 @@ pub struct SideRun {
     /// [`SideResults`] carry (iperf3's counts, [`RecvState::iperf3`]); `None` when it received
     /// no UDP.
     pub udp_received: Option<Vec<RecvState>>,
+    /// The far end's processes were found on this host (by the listening socket they hold):
+    /// its CPU is in this side's figures, and its own figures count this side as someone else.
+    pub far_end_here: bool,
 }
 
 /// A stream's counters when the omitted warm-up ended.
@@ -228,6 +231,7 @@ impl SideRun {
             rtt: None,
             omit_marks: None,
             udp_received: None,
+            far_end_here: false,
         }
     }
 }
@@ -877,9 +881,11 @@ pub fn run(
             host_load: None,
             stalls: stalls.map(Box::new),
             link: None,
+            qdiscs: None,
         },
         rtt,
         omit_marks,
         udp_received,
+        far_end_here: false,
     }
 }

@@ -289,6 +289,12 @@ fn every_schema_enum_is_the_codes_vocabulary() {
             names::<linerate_bench::serverlog::Outcome>(),
         ),
         (
+            "bench.schema.json",
+            "/$defs/qdisc_delta/properties/side",
+            "QdiscSide",
+            names::<f::QdiscSide>(),
+        ),
+        (
             "disk.schema.json",
             "/$defs/test/properties/kind",
             "DiskTestKind",

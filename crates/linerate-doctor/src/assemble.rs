@@ -7,11 +7,11 @@ use linerate_engine::hostcpu::HostCpu;
 use linerate_engine::mem;
 use linerate_facts::{
     CounterDelta, EndFacts, Finding, HostFacts, Inventories, Inventory, MemOut, PathFacts,
-    ProbeDoc, Pyramid, Unread,
+    ProbeDoc, Pyramid, QdiscDelta, QdiscsSeen, Unread,
 };
 use linerate_model::{host_stack_ceiling, HostStackCeiling, HostStackInput};
 use linerate_results::disk::DiskReport;
-use linerate_results::{DoctorReport, FarEndOut, JudgedFrom, TestResult};
+use linerate_results::{DoctorReport, FarEndOut, FarEndProcess, JudgedFrom, TestResult};
 use linerate_rules::{diagnose, DiagnoseInput, Measured};
 
 use crate::far::FarEndProtocol;
@@ -35,6 +35,8 @@ pub struct Assembly<'a> {
     pub copy: Option<(TestResult, String)>,
     pub pyramid_notes: Vec<String>,
     pub counter_deltas: Vec<CounterDelta>,
+    /// The far end's processes on this host (pid, program).
+    pub far_end_here: Vec<(u32, String)>,
     pub seconds: f64,
 }
 
@@ -73,7 +75,40 @@ pub fn measured(t: &TestResult, h: HostCpu) -> Measured {
         loss_percent: t.loss_percent,
         error: t.error.clone(),
         discard: t.params.discard,
+        remote_cpu: t.disturbance.as_ref().and_then(|d| d.remote_cpu),
     }
+}
+
+/// What each end's qdiscs counted over the tests: each qdisc once per end, its counters summed
+/// and the tests it counted in named. An end whose qdiscs no test read is `None`.
+pub fn qdiscs_over(tests: &[TestResult]) -> QdiscsSeen {
+    let mut seen = QdiscsSeen::default();
+    for t in tests {
+        let Some(q) = &t.qdiscs else { continue };
+        let words = t.params.words();
+        for (mine, theirs) in [(&mut seen.local, &q.local), (&mut seen.remote, &q.remote)] {
+            let Some(theirs) = theirs else { continue };
+            let all = mine.get_or_insert_with(Vec::new);
+            for d in theirs {
+                match all.iter_mut().find(|x| x.same_qdisc(d)) {
+                    Some(x) => {
+                        x.add(d);
+                        if !x.tests.contains(&words) {
+                            x.tests.push(words.clone());
+                        }
+                    }
+                    None => all.push(QdiscDelta {
+                        tests: vec![words.clone()],
+                        ..d.clone()
+                    }),
+                }
+            }
+        }
+    }
+    for end in [&mut seen.local, &mut seen.remote].into_iter().flatten() {
+        end.sort_by_key(|q| std::cmp::Reverse(q.drops));
+    }
+    seen
 }
 
 pub fn mem_out(r: &mem::MemResult) -> MemOut {
@@ -204,6 +239,14 @@ fn far_end_out(a: &Assembly<'_>, remote_known: bool, runs: &Runs) -> FarEndOut {
             JudgedFrom::ThisEnd
         },
         skipped: runs.skipped.clone(),
+        on_this_host: a
+            .far_end_here
+            .iter()
+            .map(|(pid, program)| FarEndProcess {
+                pid: *pid,
+                program: program.clone(),
+            })
+            .collect(),
     }
 }
 
@@ -243,6 +286,7 @@ pub fn assemble(a: Assembly<'_>, mut runs: Runs) -> DoctorReport {
             .collect(),
         host_stack,
         counter_deltas: a.counter_deltas.clone(),
+        qdiscs: qdiscs_over(&runs.tests),
     };
     let mut d = diagnose(&input);
     if far_end.judged_from == JudgedFrom::ThisEnd {
@@ -290,6 +334,7 @@ pub fn assemble(a: Assembly<'_>, mut runs: Runs) -> DoctorReport {
             local_interface: runs.local_if,
             remote_interface,
             counter_deltas: a.counter_deltas,
+            qdiscs: input.qdiscs.clone(),
             stack_ceiling_gbps,
             stack_basis,
         },
@@ -321,6 +366,7 @@ mod tests {
             tests: Vec::new(),
             host_stack: None,
             counter_deltas: Vec::new(),
+            qdiscs: QdiscsSeen::default(),
         });
         let mut checked = d.checked;
         assert!(

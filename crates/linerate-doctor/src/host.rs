@@ -39,6 +39,13 @@ impl LiveHost {
     }
 }
 
+impl LiveHost {
+    /// The far end's processes on this host (pid, program), whose CPU counts as the far end's.
+    pub fn far_end_here(&self) -> Vec<(u32, String)> {
+        self.meter.peer_programs().to_vec()
+    }
+}
+
 impl ThisHost for LiveHost {
     fn during(&mut self, test: &mut dyn FnMut()) -> HostCpu {
         self.meter.during(test).1

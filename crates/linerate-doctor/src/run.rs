@@ -46,6 +46,7 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
     let protocol = opened.client.protocol();
     let self_check = opened.self_check;
     let mut host = LiveHost::new(addr, self_check, o.bind);
+    let far_end_here = host.far_end_here();
     let watch = host
         .route_interface(addr)
         .and_then(|n| CounterWatch::start(&o.root, &before, &n));
@@ -92,6 +93,7 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
             copy,
             pyramid_notes,
             counter_deltas,
+            far_end_here,
             seconds: t0.elapsed().as_secs_f64(),
         },
         runs,

@@ -16,6 +16,7 @@
 //! at most all of linerate's CPU time ran there; what the core spent in tasks beyond that was
 //! someone else's.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -237,7 +238,9 @@ fn share(part: u64, total: u64) -> f64 {
 /// process ids) as linerate's own.
 #[derive(Debug, Clone, Default)]
 pub struct HostCpuMeter {
-    peers: Vec<u32>,
+    /// The far end's processes on this host, with their program names.
+    peers: Vec<(u32, String)>,
+    pids: Vec<u32>,
 }
 
 impl HostCpuMeter {
@@ -247,22 +250,29 @@ impl HostCpuMeter {
         Self::default()
     }
 
-    /// This process and the linerate processes on this host that serve `far_end` (found by
-    /// [`far_end_pids`]): a `linerate serve` beside the client is linerate's own work, not
-    /// contention.
+    /// This process and the processes on this host that serve `far_end` (found by the
+    /// listening socket they hold: [`far_end_processes`]): a `linerate serve`, an `iperf3 -s`
+    /// or any other server beside the client does the far end's work, not contention.
     pub fn with_far_end(far_end: SocketAddr) -> Self {
+        let peers = far_end_processes(far_end);
         Self {
-            peers: far_end_pids(far_end),
+            pids: peers.iter().map(|(p, _)| *p).collect(),
+            peers,
         }
     }
 
     /// The processes counted as linerate's besides this one.
     pub fn peers(&self) -> &[u32] {
+        &self.pids
+    }
+
+    /// The same, each with its program name (`iperf3`).
+    pub fn peer_programs(&self) -> &[(u32, String)] {
         &self.peers
     }
 
     pub fn snapshot(&self) -> CpuSnapshot {
-        CpuSnapshot::now(&self.peers)
+        CpuSnapshot::now(&self.pids)
     }
 
     /// Runs `f` and says what this host's CPUs did meanwhile.
@@ -273,25 +283,43 @@ impl HostCpuMeter {
     }
 }
 
-/// Processes scanned at most, and sockets read per table.
+/// Processes scanned at most, sockets read per table, and descriptors read per process.
 const MAX_PROCESSES: usize = 65_536;
 const MAX_SOCKET_LINES: usize = 65_536;
+const MAX_FDS: usize = 65_536;
 
-/// The programs a far end may be: `linerate serve`, or a stock `iperf3 -s` (bench's iperf3 wire
-/// protocol). Only their processes are looked at, so finding the far end costs one small read
-/// per process and a socket table only for those.
+/// The programs taken at their word when their files cannot be read (another user's
+/// processes, to a linerate without root): `linerate serve`, or a stock `iperf3 -s`. Any other
+/// program is recognised by the listening socket it holds.
 const FAR_END_PROGRAMS: &[&str] = &["linerate", "iperf3"];
 
-/// The other far-end processes ([`FAR_END_PROGRAMS`]) on this host that listen on `far_end` in
-/// their own network namespace (a `linerate serve` or `iperf3 -s` beside this one, or in another
-/// namespace of this host as in the tests): a listening TCP socket on its port, bound to its
-/// address or to any address while the address is one of that namespace's own. None on another
-/// host.
+/// The processes on this host that hold the far end's listening socket (`far_end`'s port, on
+/// its address or on any address while the address is one of that network namespace's own,
+/// IPv4 through an IPv6 socket too): a `linerate serve`, a stock `iperf3 -s` or any other
+/// server beside this one, or in another namespace of this host as in the tests. Their CPU is
+/// the far end's, not contention. None on another host.
+///
+/// Each network namespace's socket tables are read once (through the first process seen in
+/// it), and only in a namespace that has such a listener are the processes' descriptors
+/// looked at: a far end on another host costs one link read per process. A process whose
+/// namespace cannot be read (another user's, without root) has unreadable descriptors too:
+/// then a far-end program ([`FAR_END_PROGRAMS`]) whose namespace listens there counts.
 pub fn far_end_pids(far_end: SocketAddr) -> Vec<u32> {
+    far_end_processes(far_end)
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// [`far_end_pids`] with each process's program name (`/proc/PID/comm`).
+pub fn far_end_processes(far_end: SocketAddr) -> Vec<(u32, String)> {
     let me = std::process::id();
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
+    // Per network namespace (its `net:[inode]`), the inodes of the sockets listening for
+    // `far_end` there.
+    let mut listening: HashMap<String, Vec<u64>> = HashMap::new();
     let mut out = Vec::new();
     for e in rd.take(MAX_PROCESSES).flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
@@ -301,47 +329,112 @@ pub fn far_end_pids(far_end: SocketAddr) -> Vec<u32> {
             continue;
         }
         let dir = e.path();
-        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-        if !FAR_END_PROGRAMS.contains(&comm.trim_end()) {
-            continue;
-        }
-        if listens_on(&dir, far_end) {
-            out.push(pid);
+        let comm = || {
+            std::fs::read_to_string(dir.join("comm"))
+                .unwrap_or_default()
+                .trim_end()
+                .to_string()
+        };
+        match std::fs::read_link(dir.join("ns/net")) {
+            Ok(ns) => {
+                let socks = listening
+                    .entry(ns.to_string_lossy().into_owned())
+                    .or_insert_with(|| listeners_for(&dir, far_end));
+                if !socks.is_empty() && holds_socket(&dir, socks) {
+                    out.push((pid, comm()));
+                }
+            }
+            Err(_) => {
+                let c = comm();
+                if FAR_END_PROGRAMS.contains(&c.as_str())
+                    && !listeners_for(&dir, far_end).is_empty()
+                {
+                    out.push((pid, c));
+                }
+            }
         }
     }
     out
 }
 
-/// Whether the process whose `/proc` directory is `dir` sees a listening socket for `addr` in
-/// its network namespace. Its threads share the namespace, so the process's own tables answer.
-fn listens_on(dir: &Path, addr: SocketAddr) -> bool {
-    let table = if addr.is_ipv6() {
-        "net/tcp6"
-    } else {
-        "net/tcp"
-    };
-    let Some(text) = listening_part(&dir.join(table)) else {
+/// Whether the process whose `/proc` directory is `dir` holds one of the sockets `inodes`.
+fn holds_socket(dir: &Path, inodes: &[u64]) -> bool {
+    let Ok(fds) = std::fs::read_dir(dir.join("fd")) else {
         return false;
     };
-    let listeners = parse_listeners(&text, addr.is_ipv6());
-    let here = |ip: std::net::IpAddr| -> bool {
-        if ip.is_loopback() {
-            return true;
-        }
-        let own = if addr.is_ipv6() {
-            std::fs::read_to_string(dir.join("net/if_inet6"))
-                .map(|t| parse_if_inet6(&t))
-                .unwrap_or_default()
-        } else {
-            std::fs::read_to_string(dir.join("net/fib_trie"))
-                .map(|t| parse_fib_trie_local(&t))
-                .unwrap_or_default()
-        };
-        own.contains(&ip)
-    };
-    listeners.iter().any(|(ip, port)| {
-        *port == addr.port() && (*ip == addr.ip() || (ip.is_unspecified() && here(addr.ip())))
+    fds.take(MAX_FDS).flatten().any(|fd| {
+        std::fs::read_link(fd.path())
+            .ok()
+            .and_then(|l| socket_inode(&l.to_string_lossy()))
+            .is_some_and(|i| inodes.contains(&i))
     })
+}
+
+/// The inode of a descriptor's link `socket:[12345]`.
+fn socket_inode(link: &str) -> Option<u64> {
+    link.strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
+}
+
+/// The inodes of the sockets listening for `addr` in the network namespace of the process
+/// whose `/proc` directory is `dir` (its threads share it, so the process's own tables
+/// answer). An IPv4 address is also served by an IPv6 socket bound to any address (a
+/// dual-stack `::`, as iperf3 listens by default) or to its mapped form (`::ffff:a.b.c.d`).
+fn listeners_for(dir: &Path, addr: SocketAddr) -> Vec<u64> {
+    let mut tables = vec![(true, "net/tcp6")];
+    if addr.is_ipv4() {
+        tables.insert(0, (false, "net/tcp"));
+    }
+    let mut local: Option<Vec<std::net::IpAddr>> = None;
+    let mut here = |ip: std::net::IpAddr| -> bool {
+        ip.is_loopback()
+            || local
+                .get_or_insert_with(|| namespace_addresses(dir, ip.is_ipv6()))
+                .contains(&ip)
+    };
+    let mut out = Vec::new();
+    for (v6, table) in tables {
+        let Some(text) = listening_part(&dir.join(table)) else {
+            continue;
+        };
+        for l in parse_listeners(&text, v6) {
+            if l.port == addr.port() && serves(l.ip, addr.ip(), &mut here) {
+                out.push(l.inode);
+            }
+        }
+    }
+    out
+}
+
+/// Whether a socket bound to `bound` accepts connections to `to`; `here` says whether an
+/// address is one of the namespace's own.
+fn serves(
+    bound: std::net::IpAddr,
+    to: std::net::IpAddr,
+    here: &mut impl FnMut(std::net::IpAddr) -> bool,
+) -> bool {
+    use std::net::IpAddr;
+    let mapped = match bound {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4),
+        IpAddr::V4(_) => None,
+    };
+    // An unspecified address takes any of the namespace's own; `::` IPv4 too (dual stack).
+    bound == to || mapped == Some(to) || (bound.is_unspecified() && here(to))
+}
+
+/// The addresses of the network namespace of the process whose `/proc` directory is `dir`.
+fn namespace_addresses(dir: &Path, v6: bool) -> Vec<std::net::IpAddr> {
+    if v6 {
+        std::fs::read_to_string(dir.join("net/if_inet6"))
+            .map(|t| parse_if_inet6(&t))
+            .unwrap_or_default()
+    } else {
+        std::fs::read_to_string(dir.join("net/fib_trie"))
+            .map(|t| parse_fib_trie_local(&t))
+            .unwrap_or_default()
+    }
 }
 
 /// The head of a `/proc/net/tcp` or `tcp6` table up to its listening sockets: the kernel
@@ -370,8 +463,16 @@ fn listening_part(path: &Path) -> Option<String> {
     Some(out)
 }
 
-/// The listening sockets (state 0A) of a `/proc/net/tcp` or `tcp6` table: (address, port).
-fn parse_listeners(text: &str, v6: bool) -> Vec<(std::net::IpAddr, u16)> {
+/// A listening socket of a `/proc/net/tcp` or `tcp6` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Listener {
+    ip: std::net::IpAddr,
+    port: u16,
+    inode: u64,
+}
+
+/// The listening sockets (state 0A) of a `/proc/net/tcp` or `tcp6` table.
+fn parse_listeners(text: &str, v6: bool) -> Vec<Listener> {
     text.lines()
         .skip(1)
         .take(MAX_SOCKET_LINES)
@@ -382,7 +483,13 @@ fn parse_listeners(text: &str, v6: bool) -> Vec<(std::net::IpAddr, u16)> {
             }
             let (ip, port) = f.get(1)?.split_once(':')?;
             let port = u16::from_str_radix(port, 16).ok()?;
-            Some((parse_proc_ip(ip, v6)?, port))
+            // sl local rem st tx:rx tr:when retrnsmt uid timeout inode
+            let inode = f.get(9).and_then(|i| i.parse().ok()).unwrap_or(0);
+            Some(Listener {
+                ip: parse_proc_ip(ip, v6)?,
+                port,
+                inode,
+            })
         })
         .collect()
 }
@@ -567,18 +674,22 @@ mod tests {
            0: 00000000:14B5 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0 0 1 1\n\
            1: 0100007F:9C40 0100007F:14B5 01 00000000:00000000 00:00000000 00000000     0 0 2 1\n\
            2: 020012C6:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0 0 3 1\n";
-        let l = parse_listeners(tcp, false);
+        let l: Vec<(std::net::IpAddr, u16, u64)> = parse_listeners(tcp, false)
+            .into_iter()
+            .map(|l| (l.ip, l.port, l.inode))
+            .collect();
         assert_eq!(
             l,
             vec![
-                ("0.0.0.0".parse().unwrap(), 5301),
-                ("198.18.0.2".parse().unwrap(), 22)
+                ("0.0.0.0".parse().unwrap(), 5301, 1),
+                ("198.18.0.2".parse().unwrap(), 22, 3)
             ]
         );
         let tcp6 = "sl local\n 0: 00000000000000000000000001000000:14B5 00000000000000000000000000000000:0000 0A\n";
+        let l = parse_listeners(tcp6, true);
         assert_eq!(
-            parse_listeners(tcp6, true),
-            vec![("::1".parse().unwrap(), 5301)]
+            (l[0].ip, l[0].port, l[0].inode),
+            ("::1".parse().unwrap(), 5301, 0)
         );
         let trie = "Main:\n  +-- 0.0.0.0/0 3 0 5\n     |-- 198.18.0.2\n        /32 host LOCAL\n     |-- 198.18.0.255\n        /32 link BROADCAST\nLocal:\n     |-- 198.18.0.2\n        /32 host LOCAL\n";
         assert_eq!(
@@ -587,7 +698,97 @@ mod tests {
         );
         let inet6 = "00000000000000000000000000000001 01 80 10 80       lo\nfe80000000000000020000fffe000001 02 40 20 80     veth0\nbad\n";
         assert_eq!(parse_if_inet6(inet6).len(), 2);
-        // Nothing listens on port 1 in a process named linerate on this machine.
+        // Nothing listens on port 1 on this machine.
         assert!(far_end_pids("127.0.0.1:1".parse().unwrap()).is_empty());
+    }
+
+    #[test]
+    fn which_bound_address_serves_which_destination() {
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        let mut ours = |a: std::net::IpAddr| a == ip("198.18.0.2") || a == ip("fd00::2");
+        for (bound, to, yes) in [
+            ("198.18.0.2", "198.18.0.2", true),
+            ("0.0.0.0", "198.18.0.2", true),
+            ("0.0.0.0", "192.0.2.9", false),
+            // iperf3's default: one dual-stack socket on `::` takes IPv4 as well.
+            ("::", "198.18.0.2", true),
+            ("::", "fd00::2", true),
+            ("::", "192.0.2.9", false),
+            ("::ffff:198.18.0.2", "198.18.0.2", true),
+            ("::ffff:198.18.0.3", "198.18.0.2", false),
+            ("10.0.0.1", "198.18.0.2", false),
+        ] {
+            assert_eq!(serves(ip(bound), ip(to), &mut ours), yes, "{bound} → {to}");
+        }
+        assert_eq!(socket_inode("socket:[691775]"), Some(691_775));
+        assert_eq!(socket_inode("pipe:[12]"), None);
+        assert_eq!(socket_inode("/dev/null"), None);
+    }
+
+    /// The variable that makes [`listener_child`] listen (it does nothing otherwise).
+    const LISTENER_CHILD_ENV: &str = "LINERATE_HOSTCPU_LISTENER_CHILD";
+
+    /// A program that is neither linerate nor iperf3 (this test binary, run again) listening
+    /// the way a stock `iperf3 -s` does, on a dual-stack `[::]` socket (`0.0.0.0` where this
+    /// host has no IPv6): found as the far end of `127.0.0.1:PORT` by the socket it holds.
+    #[test]
+    fn any_program_listening_on_the_far_ends_port_is_the_far_end() {
+        use std::io::BufRead as _;
+        let exe = std::env::current_exe().expect("the test binary");
+        let mut child = std::process::Command::new(exe)
+            .args(["--exact", "hostcpu::tests::listener_child", "--ignored"])
+            .args(["--nocapture", "--test-threads=1"])
+            .env(LISTENER_CHILD_ENV, "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("starting the listening child");
+        let stdout = child.stdout.take().expect("its stdout");
+        let port: Option<u16> = std::io::BufReader::new(stdout)
+            .lines()
+            .take(100)
+            .map_while(Result::ok)
+            // The harness prints the test's name on the same line first.
+            .find_map(|l| {
+                l.split_once("@@ port=")
+                    .and_then(|(_, p)| p.trim().parse().ok())
+            });
+        let found = port.map(|p| far_end_processes(SocketAddr::from(([127, 0, 0, 1], p))));
+        // Its stdin closing ends it.
+        drop(child.stdin.take());
+        let _ = child.wait();
+        let port = port.expect("the child listened and said its port");
+        let found = found.unwrap_or_default();
+        let pids: Vec<u32> = found.iter().map(|(p, _)| *p).collect();
+        assert_eq!(pids, vec![child.id()], "{found:?}");
+        assert!(
+            !FAR_END_PROGRAMS.contains(&found[0].1.as_str()),
+            "{found:?}"
+        );
+        // Gone with its socket.
+        assert!(far_end_pids(SocketAddr::from(([127, 0, 0, 1], port))).is_empty());
+    }
+
+    /// The child of the test above: listens, says its port, and waits for its stdin to close
+    /// (at most 30 s).
+    #[test]
+    #[ignore = "run by any_program_listening_on_the_far_ends_port_is_the_far_end"]
+    fn listener_child() {
+        use std::io::Read as _;
+        if std::env::var_os(LISTENER_CHILD_ENV).is_none() {
+            return;
+        }
+        let l = std::net::TcpListener::bind("[::]:0")
+            .or_else(|_| std::net::TcpListener::bind("0.0.0.0:0"))
+            .expect("a listening socket");
+        println!("@@ port={}", l.local_addr().unwrap().port());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = std::io::stdin().read_to_end(&mut Vec::new());
+            let _ = tx.send(());
+        });
+        let _ = rx.recv_timeout(Duration::from_secs(30));
+        drop(l);
     }
 }

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Cause, CounterDelta, EndFacts, ProbeDoc};
+use crate::{Cause, CounterDelta, EndFacts, ProbeDoc, QdiscsSeen};
 
 /// The one-line answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -46,6 +46,9 @@ pub struct PathFacts {
     pub local_interface: Option<String>,
     pub remote_interface: Option<String>,
     pub counter_deltas: Vec<CounterDelta>,
+    /// The qdiscs of each end that counted drops, overlimits or requeues during the tests,
+    /// summed over them (each with the tests it counted in).
+    pub qdiscs: QdiscsSeen,
     /// The host stack's upper bound for one TCP stream (one memory copy per byte on each core
     /// the stream runs on), Gb/s: the ceiling of a path without hardware.
     pub stack_ceiling_gbps: Option<f64>,

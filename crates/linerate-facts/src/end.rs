@@ -68,6 +68,113 @@ where
         .collect())
 }
 
+/// Where a queueing discipline sits on its end of the path, and so which of the end's traffic
+/// it queues and drops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QdiscSide {
+    /// The interface's root tree (netem, tbf, htb, fq_codel, pfifo, a policer's filter on a
+    /// classful qdisc): what this end sends.
+    Egress,
+    /// Its `ingress` qdisc (a policer's filters), or the root tree of an ifb its ingress
+    /// redirects to: what this end receives.
+    Ingress,
+    /// `clsact`: its filters see both ways, and one counter counts both.
+    Both,
+    /// A value of a newer peer.
+    #[serde(other)]
+    Unknown,
+}
+
+impl QdiscSide {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Egress => "egress",
+            Self::Ingress => "ingress",
+            Self::Both => "both",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+/// A queueing discipline on an end's test interface, and what its counters (`tc -s qdisc`:
+/// packets sent, dropped, over limit, requeued) rose by during a test, or during doctor's tests.
+/// netem's losses, a tbf's or a full fifo's drops and a policer's all count as `drops`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QdiscDelta {
+    /// The interface it is on: the test's, or an ifb its ingress redirects to.
+    pub interface: String,
+    /// `netem`, `tbf`, `htb`, `fq_codel`, `pfifo`, `ingress`, `clsact`, ...
+    pub kind: String,
+    /// Its handle as tc prints it (`8001:`).
+    pub handle: String,
+    /// `root`, `ingress` (the ingress hook: `ingress` and `clsact`), or the class it hangs
+    /// from (`1:10`).
+    pub parent: String,
+    pub side: QdiscSide,
+    pub packets: u64,
+    pub drops: u64,
+    pub overlimits: u64,
+    pub requeues: u64,
+    /// A counter went back during the test (the qdisc was replaced): the figures count from
+    /// then, a lower bound.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reset: bool,
+    /// doctor: the tests during which its counters rose, in words (`TCP send, 1 stream`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<String>,
+}
+
+impl QdiscDelta {
+    /// The qdisc in words without a colon (the verdict quotes a message up to its first colon):
+    /// `the tbf qdisc 8001 on the local veth0`.
+    pub fn words(&self, end: &str) -> String {
+        format!(
+            "the {} qdisc {} on the {end} {}",
+            self.kind,
+            self.handle.trim_end_matches(':'),
+            self.interface
+        )
+    }
+
+    /// The same qdisc (interface, kind, handle and parent) as `other`.
+    pub fn same_qdisc(&self, other: &QdiscDelta) -> bool {
+        self.interface == other.interface
+            && self.kind == other.kind
+            && self.handle == other.handle
+            && self.parent == other.parent
+    }
+
+    /// Adds what `other`, the same qdisc in a later test, counted (saturating: a peer's
+    /// figures may be hostile).
+    pub fn add(&mut self, other: &QdiscDelta) {
+        self.packets = self.packets.saturating_add(other.packets);
+        self.drops = self.drops.saturating_add(other.drops);
+        self.overlimits = self.overlimits.saturating_add(other.overlimits);
+        self.requeues = self.requeues.saturating_add(other.requeues);
+        self.reset |= other.reset;
+    }
+}
+
+/// The qdiscs of both ends that counted something during doctor's tests. `None`: that end's were
+/// not read (a far end that does not send them: an older `linerate serve`, a stock iperf3
+/// server; or rtnetlink could not be read); empty: read, and none counted a drop, an overlimit
+/// or a requeue.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QdiscsSeen {
+    pub local: Option<Vec<QdiscDelta>>,
+    pub remote: Option<Vec<QdiscDelta>>,
+}
+
+impl QdiscsSeen {
+    /// Each end (`local`, `remote`) with its qdiscs that were read.
+    pub fn ends(&self) -> impl Iterator<Item = (&'static str, &QdiscDelta)> {
+        let l = self.local.iter().flatten().map(|q| ("local", q));
+        let r = self.remote.iter().flatten().map(|q| ("remote", q));
+        l.chain(r)
+    }
+}
+
 /// An error counter that moved during the tests (interface or InfiniBand error counters), as
 /// the soak's tracker reads a pair of samples: a counter that pegged at its maximum or was reset
 /// by someone else says so, and its rise is then a lower bound.

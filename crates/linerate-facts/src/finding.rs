@@ -164,6 +164,7 @@ finding_ids! {
     MtuMismatch => "mtu.mismatch", Measurement;
     NetShaper => "net.shaper", Measurement;
     NetRetransmits => "net.retransmits", Measurement;
+    NetQdiscDrops => "net.qdisc_drops", Measurement;
     PathAsymmetric => "path.asymmetric", Measurement;
     RdmaVsTcp => "rdma.vs_tcp", Measurement;
     CeilingReached => "ceiling.reached", Measurement;
@@ -208,7 +209,9 @@ impl FindingId {
     pub fn cause(self) -> Option<Cause> {
         match self {
             Self::MtuSmall | Self::MtuMismatch => Some(Cause::Mtu),
-            Self::NetRetransmits | Self::LinkErrors => Some(Cause::Retransmits),
+            Self::NetRetransmits | Self::NetQdiscDrops | Self::LinkErrors => {
+                Some(Cause::Retransmits)
+            }
             Self::IbRateBelowCapability => Some(Cause::Link),
             Self::PcieDowntrained => Some(Cause::Pcie),
             Self::TcpBuffersSmall => Some(Cause::TcpBuffers),

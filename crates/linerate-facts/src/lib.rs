@@ -18,7 +18,7 @@ mod setup;
 
 pub use analysis::{Analysis, PortAnalysis};
 pub use doctor::{CopyLimit, DoctorVerdict, Inventories, MemOut, PathFacts, Pyramid, Row};
-pub use end::{CounterDelta, EndFacts, ShaperFact};
+pub use end::{CounterDelta, EndFacts, QdiscDelta, QdiscSide, QdiscsSeen, ShaperFact};
 pub use finding::{Cause, Evidence, Finding, FindingId, FindingOrigin, Severity};
 pub use header::{Tool, SCHEMA_VERSION, TOOL};
 pub use host_facts::{HostFacts, InterfaceView, Unread};

@@ -1,11 +1,17 @@
-//! Traffic shapers on an interface, read over rtnetlink (no `tc` binary, no root).
+//! Traffic shapers on an interface, and what its qdiscs count, read over rtnetlink (no `tc`
+//! binary, no root).
 //!
 //! A dump of qdiscs (RTM_GETQDISC) and classes (RTM_GETTCLASS) for one
 //! interface; the rate limits of tbf, htb, fq (maxrate) and cake are decoded.
-//! The parser is separate from the socket so it is tested on captured bytes.
+//! Each qdisc's statistics (TCA_STATS2: packets, drops, overlimits, requeues; TCA_STATS from
+//! kernels before it) are read before and after a test by [`QdiscWatch`], which also reads the
+//! ifb devices the interface's ingress redirects to: a full queue, netem's losses and a
+//! policer's drops all count as drops of the qdisc that made them.
+//! The parsers are separate from the socket so they are tested on captured bytes.
 
 use std::io::{self, Read, Write};
 
+use linerate_facts::{QdiscDelta, QdiscSide};
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -16,14 +22,27 @@ const RTM_GETTCLASS: u16 = 42;
 const RTM_NEWTCLASS: u16 = 40;
 const RTM_GETTFILTER: u16 = 46;
 const RTM_NEWTFILTER: u16 = 44;
-/// `TC_H_MAKE(TC_H_INGRESS, TC_H_MIN_INGRESS)`: the parent of an interface's ingress filters.
+/// `TC_H_MAKE(TC_H_INGRESS, TC_H_MIN_INGRESS)`: the parent of an interface's ingress filters,
+/// and of its `ingress` and `clsact` qdiscs (`TC_H_INGRESS`).
 const TC_H_INGRESS_PARENT: u32 = 0xFFFF_FFF1;
+/// `TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS)`: the parent of clsact's ingress filters.
+const TC_H_CLSACT_INGRESS: u32 = 0xFFFF_FFF2;
+/// `TC_H_ROOT`: the parent of an interface's root qdisc.
+const TC_H_ROOT: u32 = 0xFFFF_FFFF;
 const NLM_F_REQUEST: u16 = 1;
 const NLM_F_DUMP: u16 = 0x300;
 const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
 const TCA_KIND: u16 = 1;
 const TCA_OPTIONS: u16 = 2;
+/// `struct tc_stats` (kernels before TCA_STATS2, which still send it beside).
+const TCA_STATS: u16 = 3;
+/// Nested: TCA_STATS_BASIC (1: bytes u64, packets u32), TCA_STATS_QUEUE (3: qlen, backlog,
+/// drops, requeues, overlimits, u32 each), TCA_STATS_PKT64 (8: packets u64).
+const TCA_STATS2: u16 = 7;
+const TCA_STATS_BASIC: u16 = 1;
+const TCA_STATS_QUEUE: u16 = 3;
+const TCA_STATS_PKT64: u16 = 8;
 
 /// A rate limit found on an interface.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -265,19 +284,29 @@ fn walk(mut b: &[u8], mut each: impl FnMut(u16, &[u8])) -> Result<bool, String> 
     Ok(false)
 }
 
-/// The interfaces that `ifindex`'s ingress filters redirect packets to (an `ifb` device that
-/// shapes what the interface receives), by index.
+/// The interfaces that `ifindex`'s ingress filters (of an `ingress` or a `clsact` qdisc)
+/// redirect packets to (an `ifb` device that shapes what the interface receives), by index.
+/// The kernel refuses a dump for a hook the interface does not have: only an error on both is
+/// one.
 pub fn ingress_redirects(ifindex: i32) -> io::Result<Vec<i32>> {
     let sock = route_socket()?;
     let mut out = Vec::new();
-    request(
-        &sock,
-        RTM_GETTFILTER,
-        (ifindex, TC_H_INGRESS_PARENT),
-        3,
-        |b| parse_redirects(b, ifindex, &mut out),
-    )?;
-    Ok(out)
+    let mut first_err = None;
+    let mut any = false;
+    for (seq, parent) in [(3, TC_H_INGRESS_PARENT), (4, TC_H_CLSACT_INGRESS)] {
+        match request(&sock, RTM_GETTFILTER, (ifindex, parent), seq, |b| {
+            parse_redirects(b, ifindex, &mut out)
+        }) {
+            Ok(()) => any = true,
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match first_err {
+        Some(e) if !any => Err(e),
+        _ => Ok(out),
+    }
 }
 
 /// Every rate limit on interface `ifindex` (qdiscs and classes).
@@ -319,6 +348,211 @@ pub fn ingress_redirects_of(root: &std::path::Path, name: &str) -> io::Result<Ve
     }
     out.sort();
     Ok(out)
+}
+
+/// One qdisc's counters at one instant, as the kernel dumps them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QdiscStat {
+    pub ifindex: i32,
+    pub kind: String,
+    pub handle: u32,
+    pub parent: u32,
+    pub packets: u64,
+    pub drops: u64,
+    pub overlimits: u64,
+    pub requeues: u64,
+}
+
+impl QdiscStat {
+    /// `root`, `ingress`, or the class it hangs from (`1:10`).
+    fn parent_str(&self) -> String {
+        match self.parent {
+            TC_H_ROOT => "root".into(),
+            TC_H_INGRESS_PARENT => "ingress".into(),
+            p => handle_str(p),
+        }
+    }
+
+    /// Which traffic of its interface it sees; an ifb's qdiscs see what the redirecting
+    /// interface receives.
+    fn side(&self, ifb: bool) -> QdiscSide {
+        match (ifb, self.kind.as_str(), self.parent) {
+            (true, ..) => QdiscSide::Ingress,
+            (false, "clsact", _) => QdiscSide::Both,
+            (false, _, TC_H_INGRESS_PARENT) => QdiscSide::Ingress,
+            _ => QdiscSide::Egress,
+        }
+    }
+}
+
+/// The counters of a qdisc message's attributes: TCA_STATS2 where the kernel sends it, else
+/// TCA_STATS. (packets, drops, overlimits, requeues).
+fn stats_of(a: &[(u16, &[u8])]) -> Option<(u64, u64, u64, u64)> {
+    let find = |t: u16| a.iter().find(|(ty, _)| *ty == t).map(|(_, p)| *p);
+    if let Some(s2) = find(TCA_STATS2) {
+        let n = attrs(s2);
+        let get = |t: u16| n.iter().find(|(ty, _)| *ty == t).map(|(_, p)| *p);
+        let basic = get(TCA_STATS_BASIC);
+        let queue = get(TCA_STATS_QUEUE)?;
+        let packets = get(TCA_STATS_PKT64)
+            .and_then(|p| u64_at(p, 0))
+            .or_else(|| basic.and_then(|b| u32_at(b, 8)).map(u64::from))
+            .unwrap_or(0);
+        return Some((
+            packets,
+            u64::from(u32_at(queue, 8)?),
+            u64::from(u32_at(queue, 16)?),
+            u64::from(u32_at(queue, 12)?),
+        ));
+    }
+    // struct tc_stats: bytes u64, packets u32, drops u32, overlimits u32, bps, pps, qlen, backlog.
+    let s = find(TCA_STATS)?;
+    Some((
+        u64::from(u32_at(s, 8)?),
+        u64::from(u32_at(s, 12)?),
+        u64::from(u32_at(s, 16)?),
+        0,
+    ))
+}
+
+/// Decode a qdisc dump reply: every qdisc of the interfaces `ifindexes` with its counters.
+/// Returns `Ok(true)` when the dump is complete.
+pub fn parse_stats(b: &[u8], ifindexes: &[i32], out: &mut Vec<QdiscStat>) -> Result<bool, String> {
+    walk(b, |ty, body| {
+        if ty != RTM_NEWQDISC || body.len() < 20 {
+            return;
+        }
+        let ifindex = u32_at(body, 4).map_or(0, u32::cast_signed);
+        if !ifindexes.contains(&ifindex) || out.len() >= MAX_QDISCS {
+            return;
+        }
+        let a = attrs(&body[20..]);
+        let kind = a.iter().find(|(t, _)| *t == TCA_KIND).map(|(_, p)| {
+            String::from_utf8_lossy(p)
+                .trim_end_matches('\0')
+                .chars()
+                .take(MAX_KIND_CHARS)
+                .collect::<String>()
+        });
+        if let (Some(kind), Some((packets, drops, overlimits, requeues))) = (kind, stats_of(&a)) {
+            out.push(QdiscStat {
+                ifindex,
+                kind,
+                handle: u32_at(body, 8).unwrap_or(0),
+                parent: u32_at(body, 12).unwrap_or(0),
+                packets,
+                drops,
+                overlimits,
+                requeues,
+            });
+        }
+    })
+}
+
+/// Most qdiscs read per snapshot (a multi-queue NIC has one per queue under its `mq`), and
+/// most reported per test.
+pub const MAX_QDISCS: usize = 1024;
+pub const MAX_QDISCS_REPORTED: usize = 32;
+/// Longest qdisc kind kept (the kernel's are at most 15 bytes: `IFNAMSIZ`).
+const MAX_KIND_CHARS: usize = 16;
+
+/// The qdiscs of the interfaces `ifindexes`, with their counters.
+pub fn qdisc_stats(ifindexes: &[i32]) -> io::Result<Vec<QdiscStat>> {
+    let sock = route_socket()?;
+    let mut out = Vec::new();
+    request(&sock, RTM_GETQDISC, (0, 0), 5, |b| {
+        parse_stats(b, ifindexes, &mut out)
+    })?;
+    Ok(out)
+}
+
+/// The qdiscs of one interface (and of the ifb devices its ingress redirects to) at the start
+/// of a test; [`QdiscWatch::finish`] reads them again and says what each counted meanwhile.
+#[derive(Debug, Clone)]
+pub struct QdiscWatch {
+    /// (ifindex, name, an ifb its ingress redirects to).
+    interfaces: Vec<(i32, String, bool)>,
+    before: Vec<QdiscStat>,
+}
+
+impl QdiscWatch {
+    /// The qdiscs of interface `name` now (its index and the ifb devices from sysfs under
+    /// `/`). None when rtnetlink or the interface cannot be read.
+    pub fn start(name: &str) -> Option<Self> {
+        let root = std::path::Path::new("/");
+        let mut interfaces = vec![(ifindex_of(root, name).ok()?, name.to_string(), false)];
+        for ifb in ingress_redirects_of(root, name).unwrap_or_default() {
+            if let Ok(i) = ifindex_of(root, &ifb) {
+                interfaces.push((i, ifb, true));
+            }
+        }
+        let idx: Vec<i32> = interfaces.iter().map(|i| i.0).collect();
+        let before = qdisc_stats(&idx).ok()?;
+        Some(Self { interfaces, before })
+    }
+
+    /// What each qdisc counted since [`QdiscWatch::start`]; None when they cannot be read now.
+    pub fn finish(&self) -> Option<Vec<QdiscDelta>> {
+        let idx: Vec<i32> = self.interfaces.iter().map(|i| i.0).collect();
+        let after = qdisc_stats(&idx).ok()?;
+        Some(deltas(&self.interfaces, &self.before, &after))
+    }
+}
+
+/// What each qdisc of `after` counted since `before`: those whose drops, overlimits or
+/// requeues rose (at most [`MAX_QDISCS_REPORTED`], the most drops first). A qdisc that was not
+/// there before counts from zero; a counter that went back (the qdisc was replaced under the
+/// same handle) counts from where it restarted, and says so (`reset`). An aggregate `mq` or
+/// `mqprio`, which only sums its children's counters, is left out: the child that dropped is
+/// named.
+pub fn deltas(
+    interfaces: &[(i32, String, bool)],
+    before: &[QdiscStat],
+    after: &[QdiscStat],
+) -> Vec<QdiscDelta> {
+    let mut out: Vec<QdiscDelta> = Vec::new();
+    for a in after {
+        if matches!(a.kind.as_str(), "mq" | "mqprio") {
+            continue;
+        }
+        let Some((_, name, ifb)) = interfaces.iter().find(|i| i.0 == a.ifindex) else {
+            continue;
+        };
+        let b = before.iter().find(|b| {
+            b.ifindex == a.ifindex
+                && b.handle == a.handle
+                && b.parent == a.parent
+                && b.kind == a.kind
+        });
+        let mut reset = false;
+        let mut rise = |after: u64, before: Option<u64>| match before {
+            Some(b) if after >= b => after - b,
+            Some(_) => {
+                reset = true;
+                after
+            }
+            None => after,
+        };
+        let d = QdiscDelta {
+            interface: name.clone(),
+            kind: a.kind.clone(),
+            handle: handle_str(a.handle),
+            parent: a.parent_str(),
+            side: a.side(*ifb),
+            packets: rise(a.packets, b.map(|b| b.packets)),
+            drops: rise(a.drops, b.map(|b| b.drops)),
+            overlimits: rise(a.overlimits, b.map(|b| b.overlimits)),
+            requeues: rise(a.requeues, b.map(|b| b.requeues)),
+            reset,
+            tests: Vec::new(),
+        };
+        if d.drops > 0 || d.overlimits > 0 || d.requeues > 0 {
+            out.push(d);
+        }
+    }
+    out.sort_by_key(|x| std::cmp::Reverse(x.drops));
+    out.truncate(MAX_QDISCS_REPORTED);
+    out
 }
 
 #[cfg(test)]
@@ -427,6 +661,212 @@ mod tests {
         }
     }
 
+    /// A qdisc message with `kind`, parent and statistics attributes `stats`.
+    fn qdisc_msg(ifindex: i32, handle: u32, parent: u32, kind: &str, stats: &[u8]) -> Vec<u8> {
+        let mut body = vec![0u8; 4];
+        body.extend_from_slice(&ifindex.to_ne_bytes());
+        body.extend_from_slice(&handle.to_ne_bytes());
+        body.extend_from_slice(&parent.to_ne_bytes());
+        body.extend_from_slice(&[0u8; 4]);
+        body.extend(rtattr(TCA_KIND, format!("{kind}\0").as_bytes()));
+        body.extend_from_slice(stats);
+        let mut v = Vec::new();
+        v.extend_from_slice(&((16 + body.len()) as u32).to_ne_bytes());
+        v.extend_from_slice(&RTM_NEWQDISC.to_ne_bytes());
+        v.extend_from_slice(&[0u8; 10]);
+        v.extend_from_slice(&body);
+        v
+    }
+
+    /// TCA_STATS2 with basic (packets as u32) and queue counters, and optionally PKT64.
+    fn stats2(
+        packets: u32,
+        drops: u32,
+        requeues: u32,
+        overlimits: u32,
+        pkt64: Option<u64>,
+    ) -> Vec<u8> {
+        let mut basic = vec![0u8; 16];
+        basic[8..12].copy_from_slice(&packets.to_ne_bytes());
+        let mut queue = vec![0u8; 20];
+        queue[8..12].copy_from_slice(&drops.to_ne_bytes());
+        queue[12..16].copy_from_slice(&requeues.to_ne_bytes());
+        queue[16..20].copy_from_slice(&overlimits.to_ne_bytes());
+        let mut nested = rtattr(TCA_STATS_BASIC, &basic);
+        nested.extend(rtattr(TCA_STATS_QUEUE, &queue));
+        if let Some(p) = pkt64 {
+            nested.extend(rtattr(TCA_STATS_PKT64, &p.to_ne_bytes()));
+        }
+        rtattr(TCA_STATS2, &nested)
+    }
+
+    #[test]
+    fn qdisc_counters_from_stats2_and_the_old_stats() {
+        // `tc -s qdisc` of a netem that lost 755 packets, a tbf, an ingress qdisc, and another
+        // interface's pfifo (left out).
+        let mut dump = qdisc_msg(
+            7,
+            0x8001_0000,
+            TC_H_ROOT,
+            "netem",
+            &stats2(40_000, 755, 3, 0, None),
+        );
+        dump.extend(qdisc_msg(
+            7,
+            0x1_0000,
+            0x8001_0001,
+            "tbf",
+            &stats2(1, 2, 0, 9, Some(5_000_000_000)),
+        ));
+        dump.extend(qdisc_msg(
+            7,
+            0xFFFF_0000,
+            TC_H_INGRESS_PARENT,
+            "ingress",
+            &stats2(10, 4, 0, 0, None),
+        ));
+        dump.extend(qdisc_msg(
+            3,
+            0x1_0000,
+            TC_H_ROOT,
+            "pfifo",
+            &stats2(1, 1, 0, 0, None),
+        ));
+        // A kernel before TCA_STATS2: struct tc_stats only.
+        let mut old = vec![0u8; 36];
+        old[8..12].copy_from_slice(&500u32.to_ne_bytes());
+        old[12..16].copy_from_slice(&6u32.to_ne_bytes());
+        old[16..20].copy_from_slice(&8u32.to_ne_bytes());
+        dump.extend(qdisc_msg(
+            9,
+            0x2_0000,
+            TC_H_ROOT,
+            "htb",
+            &rtattr(TCA_STATS, &old),
+        ));
+        dump.extend(msg(NLMSG_DONE, 0, 0, &[]));
+        let mut out = Vec::new();
+        assert_eq!(parse_stats(&dump, &[7, 9], &mut out), Ok(true));
+        let got: Vec<(&str, u64, u64, u64, u64)> = out
+            .iter()
+            .map(|q| {
+                (
+                    q.kind.as_str(),
+                    q.packets,
+                    q.drops,
+                    q.overlimits,
+                    q.requeues,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("netem", 40_000, 755, 0, 3),
+                ("tbf", 5_000_000_000, 2, 9, 0),
+                ("ingress", 10, 4, 0, 0),
+                ("htb", 500, 6, 8, 0)
+            ]
+        );
+        assert_eq!(out[1].parent_str(), "8001:1");
+        assert_eq!(out[2].parent_str(), "ingress");
+        assert_eq!(out[2].side(false), QdiscSide::Ingress);
+        assert_eq!(out[0].side(false), QdiscSide::Egress);
+        assert_eq!(out[0].side(true), QdiscSide::Ingress);
+        // Truncated and nonsense input: an error or nothing, never a panic.
+        for junk in [
+            &[0xffu8; 40][..],
+            &[16, 0, 0, 0, 36, 0, 0, 0],
+            &dump[..dump.len() / 2],
+        ] {
+            let _ = parse_stats(junk, &[7], &mut out);
+        }
+    }
+
+    fn stat(
+        ifindex: i32,
+        kind: &str,
+        handle: u32,
+        parent: u32,
+        c: (u64, u64, u64, u64),
+    ) -> QdiscStat {
+        QdiscStat {
+            ifindex,
+            kind: kind.into(),
+            handle,
+            parent,
+            packets: c.0,
+            drops: c.1,
+            overlimits: c.2,
+            requeues: c.3,
+        }
+    }
+
+    #[test]
+    fn what_each_qdisc_counted_during_a_test() {
+        let ifs = [
+            (4, "veth0".to_string(), false),
+            (9, "ifb0".to_string(), true),
+        ];
+        let before = [
+            stat(4, "tbf", 0x8001_0000, TC_H_ROOT, (1000, 10, 50, 0)),
+            stat(
+                4,
+                "ingress",
+                0xFFFF_0000,
+                TC_H_INGRESS_PARENT,
+                (500, 0, 0, 0),
+            ),
+            stat(9, "pfifo", 0x1_0000, TC_H_ROOT, (300, 7, 0, 0)),
+            stat(4, "mq", 0x2_0000, 0x8001_0001, (0, 0, 0, 0)),
+        ];
+        let after = [
+            stat(4, "tbf", 0x8001_0000, TC_H_ROOT, (9000, 765, 80, 0)),
+            // Nothing but packets moved: not reported.
+            stat(
+                4,
+                "ingress",
+                0xFFFF_0000,
+                TC_H_INGRESS_PARENT,
+                (900, 0, 0, 0),
+            ),
+            // Replaced under the same handle: counted from its restart, and said.
+            stat(9, "pfifo", 0x1_0000, TC_H_ROOT, (40, 3, 0, 0)),
+            // Only sums its children: never named.
+            stat(4, "mq", 0x2_0000, 0x8001_0001, (0, 99, 0, 0)),
+            // New since the start: counted from zero.
+            stat(4, "fq_codel", 0x3_0000, 0x2_0001, (10, 0, 0, 2)),
+        ];
+        let d = deltas(&ifs, &before, &after);
+        let got: Vec<String> = d
+            .iter()
+            .map(|q| {
+                format!(
+                    "{} {} {} {} drops {} overlimits {} requeues {} reset {}",
+                    q.interface,
+                    q.kind,
+                    q.parent,
+                    q.side.as_str(),
+                    q.drops,
+                    q.overlimits,
+                    q.requeues,
+                    q.reset
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "veth0 tbf root egress drops 755 overlimits 30 requeues 0 reset false",
+                "ifb0 pfifo root ingress drops 3 overlimits 0 requeues 0 reset true",
+                "veth0 fq_codel 2:1 egress drops 0 overlimits 0 requeues 2 reset false",
+            ]
+        );
+        assert_eq!(d[0].handle, "8001:");
+        assert_eq!(d[0].packets, 8000);
+        assert_eq!(d[0].words("local"), "the tbf qdisc 8001 on the local veth0");
+    }
+
     /// The real socket: loopback normally has no shaper, and the call works without root.
     /// A real tbf is read through this dump by the namespace tests (`netns_doctor`'s
     /// shaper scenarios install `tbf rate 2gbit` and check doctor's `shapers[].rate_bps`).
@@ -437,5 +877,10 @@ mod tests {
         // Loopback has no ingress qdisc: the kernel answers the filter dump with an error or
         // nothing, never a redirect.
         assert!(ingress_redirects(1).map_or(true, |r| r.is_empty()));
+        // Loopback's qdiscs are read (`noqueue` counts nothing), and nothing moves on it here.
+        let w = QdiscWatch::start("lo").expect("rtnetlink dump of qdiscs");
+        assert!(w.finish().is_some());
+        assert!(qdisc_stats(&[1]).is_ok());
+        assert!(QdiscWatch::start("no-such-if0").is_none());
     }
 }

@@ -3,7 +3,7 @@
 //! (`soak_sample`: only in a test with `params.soak`, which an older server refuses as an
 //! unknown field, and which an older client never asks for).
 
-use linerate_facts::HostFacts;
+use linerate_facts::{HostFacts, QdiscDelta};
 use serde::{Deserialize, Serialize};
 
 use crate::soak::SoakSample;
@@ -340,6 +340,11 @@ pub struct SideResults {
     /// (this test's and anyone else's). None from older peers, or where it cannot be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<Box<LinkTraffic>>,
+    /// The qdiscs of this side's test interface (and of an ifb its ingress redirects to) whose
+    /// drops, overlimits or requeues rose during the test, with what each counted. None from
+    /// older peers, or where rtnetlink cannot be read; empty: read, and none counted anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qdiscs: Option<Vec<QdiscDelta>>,
 }
 
 /// The byte counters of one interface over a test (`/sys/class/net/IF/statistics`).

@@ -213,6 +213,22 @@ fn link() -> Option<Box<LinkTraffic>> {
     }))
 }
 
+fn qdiscs() -> Option<Vec<linerate_facts::QdiscDelta>> {
+    Some(vec![linerate_facts::QdiscDelta {
+        interface: "ifb0".into(),
+        kind: "netem".into(),
+        handle: "8001:".into(),
+        parent: "root".into(),
+        side: linerate_facts::QdiscSide::Ingress,
+        packets: u64::MAX,
+        drops: 755,
+        overlimits: 0,
+        requeues: 3,
+        reset: true,
+        tests: Vec::new(),
+    }])
+}
+
 fn results() -> SideResults {
     SideResults {
         streams: vec![
@@ -295,6 +311,7 @@ fn results() -> SideResults {
         host_load: host_load(),
         stalls: stalls(),
         link: link(),
+        qdiscs: qdiscs(),
         rdma: Some(RdmaTargetStats {
             provider: "verbs".into(),
             domain: "mlx5_0".into(),

@@ -323,8 +323,28 @@ pub fn render_bench(t: &TestResult, style: Style) -> String {
         iperf3_block(&mut out, i, style);
     }
     disturbance_line(&mut out, t, style);
+    qdisc_lines(&mut out, t, style);
     error_line(&mut out, t, style);
     out
+}
+
+/// The qdiscs that dropped packets during the test, each with its end, interface and counter:
+/// "qdisc netem 8001: on local eth0 (egress) dropped 755 of 40000 packets".
+fn qdisc_lines(out: &mut String, t: &TestResult, style: Style) {
+    let Some(q) = &t.qdiscs else { return };
+    for (end, d) in q.ends().filter(|(_, d)| d.drops > 0) {
+        let _ = writeln!(
+            out,
+            "  {} {} {} on {end} {} ({}) dropped {} of {} packets during the test",
+            style.severity(linerate_facts::Severity::Warning, "qdisc:"),
+            d.kind,
+            d.handle,
+            d.interface,
+            d.side.as_str(),
+            d.drops,
+            d.packets.saturating_add(d.drops)
+        );
+    }
 }
 
 /// A test against a stock iperf3 server: what the server counted, by iperf3's definitions,
@@ -615,5 +635,34 @@ mod tests {
         assert!(text.contains("lower bound"), "{text}");
         let quiet = render_bench(&result(false), Style::PLAIN);
         assert!(!quiet.contains("disturbed"), "{quiet}");
+    }
+
+    #[test]
+    fn a_qdisc_that_dropped_is_named_with_its_end_and_counter() {
+        let mut t = result(false);
+        let q = |kind: &str, drops: u64| linerate_facts::QdiscDelta {
+            interface: "eth0".into(),
+            kind: kind.into(),
+            handle: "8001:".into(),
+            parent: "root".into(),
+            side: linerate_facts::QdiscSide::Egress,
+            packets: 39_245,
+            drops,
+            overlimits: 0,
+            requeues: 0,
+            reset: false,
+            tests: Vec::new(),
+        };
+        t.qdiscs = Some(linerate_facts::QdiscsSeen {
+            local: Some(vec![q("netem", 755)]),
+            // Overlimits only (a shaper at work): nothing dropped, nothing said.
+            remote: Some(vec![q("tbf", 0)]),
+        });
+        let text = render_bench(&t, Style::PLAIN);
+        assert!(
+            text.contains("qdisc: netem 8001: on local eth0 (egress) dropped 755 of 40000 packets during the test"),
+            "{text}"
+        );
+        assert!(!text.contains("tbf"), "{text}");
     }
 }

@@ -312,6 +312,21 @@ fn path_section(out: &mut String, r: &DoctorReport, style: Style) {
             c.name, c.delta
         );
     }
+    for (end, q) in r.path.qdiscs.ends() {
+        let _ = writeln!(
+            out,
+            "    qdisc {} {} on {end} {} ({}) dropped {} of {} packets, overlimits {}, requeues {} during the tests{}",
+            q.kind,
+            q.handle,
+            q.interface,
+            q.side.as_str(),
+            q.drops,
+            q.packets.saturating_add(q.drops),
+            q.overlimits,
+            q.requeues,
+            if q.reset { " (at least: replaced meanwhile)" } else { "" }
+        );
+    }
 }
 
 /// What the far end is when it is not `linerate serve`, or did not describe its host; and the
@@ -333,6 +348,19 @@ fn far_end_lines(out: &mut String, r: &DoctorReport, style: Style) {
             ": its hardware is unknown; judged from this end only".into()
         };
         let _ = writeln!(out, "    {:<7} {what}{version}{judged}", "remote");
+    }
+    if !f.on_this_host.is_empty() {
+        let procs: Vec<String> = f
+            .on_this_host
+            .iter()
+            .map(|p| format!("{} (pid {})", p.program, p.pid))
+            .collect();
+        let _ = writeln!(
+            out,
+            "    {} {}: its CPU is counted as the far end's, not as other processes competing",
+            style.dim("far end on this host:"),
+            procs.join(", ")
+        );
     }
     for s in &f.skipped {
         let _ = writeln!(

@@ -55,6 +55,20 @@ pub struct FarEndOut {
     /// Steps of the plan the far end's protocol cannot express, each with the reason: skipped,
     /// never guessed.
     pub skipped: Vec<SkippedStep>,
+    /// The far end runs on this host: its processes, found by the listening socket they hold
+    /// (a `linerate serve`, a stock `iperf3 -s`, any server). Their CPU is the far end's work,
+    /// counted with linerate's own, never as other processes competing. Empty otherwise (and in
+    /// a self-check, whose server runs in doctor's own process).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub on_this_host: Vec<FarEndProcess>,
+}
+
+/// A process of the far end that runs on this host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FarEndProcess {
+    pub pid: u32,
+    /// Its program (`/proc/PID/comm`): `iperf3`, `linerate`.
+    pub program: String,
 }
 
 /// What doctor's verdict is judged from.

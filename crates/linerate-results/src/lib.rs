@@ -9,7 +9,7 @@
 
 use std::ops::AddAssign;
 
-use linerate_facts::InterfaceView;
+use linerate_facts::{InterfaceView, QdiscsSeen};
 use linerate_proto::{Direction, HostCpuLoad, LinkTraffic, Stalls, TestParams};
 use linerate_stats::LatencyUs;
 use serde::Serialize;
@@ -18,7 +18,7 @@ pub mod disk;
 mod doctor;
 pub mod mem;
 
-pub use doctor::{DoctorReport, FarEndOut, JudgedFrom, SkippedStep};
+pub use doctor::{DoctorReport, FarEndOut, FarEndProcess, JudgedFrom, SkippedStep};
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Endpoint {
@@ -181,6 +181,12 @@ pub struct TestResult {
     /// progress, intervals far below the median), and whether that was enough to call the
     /// figures disturbed. None where nothing was measured to judge by.
     pub disturbance: Option<Disturbance>,
+    /// The qdiscs of each end's test interface (and of an ifb its ingress redirects to) whose
+    /// drops, overlimits or requeues rose during the test (netem's losses, a full queue, a
+    /// policer). None where neither end read them; an end's `null`: not read (an older server,
+    /// a stock iperf3 server), empty: read, nothing counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qdiscs: Option<QdiscsSeen>,
 }
 
 /// What disturbed a test: what both hosts' CPUs did, the spans with no progress and the slow
@@ -283,6 +289,7 @@ impl TestResult {
             iperf3: None,
             error: None,
             disturbance: None,
+            qdiscs: None,
         }
     }
 }

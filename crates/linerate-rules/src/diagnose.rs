@@ -11,10 +11,10 @@ use std::fmt::Write as _;
 
 use linerate_facts::{
     Cause, CounterDelta, DoctorVerdict, EndFacts, Finding, FindingId, Inventory, IpoibMode,
-    PortKind, Severity, ShaperFact,
+    PortKind, QdiscDelta, QdiscSide, QdiscsSeen, Severity, ShaperFact,
 };
 use linerate_model::{Ceiling, HostStackCeiling, LimitedBy, StageKind};
-use linerate_proto::{Direction, RdmaOp, TestKind};
+use linerate_proto::{Direction, HostCpuLoad, RdmaOp, TestKind};
 use linerate_units::{bps_to_gbps, fmt_num, fmt_round, r3};
 use serde::{Deserialize, Serialize};
 
@@ -22,7 +22,7 @@ use crate::finding::rank;
 use crate::thresholds::{
     ASYMMETRIC_FRACTION, CEILING_REACHED_FRACTION, CONTENDED_OTHER_CORES, CONTENDED_STEAL_CORES,
     COPY_VISIBLE_RATIO, CORE_SATURATED_PERCENT, IP_STACK_EXPLAINS_PERCENT,
-    IP_STACK_VISIBLE_PERCENT, IP_STACK_WARNING_PERCENT, OTHERS_HELD_CORE_PERCENT,
+    IP_STACK_VISIBLE_PERCENT, IP_STACK_WARNING_PERCENT, OTHERS_HELD_CORE_PERCENT, QDISC_DROPS_MIN,
     QUIET_OTHER_CORES, RDMA_NEAR_CEILING_FRACTION, RETRANSMITS_MIN, RETRANSMIT_RATE,
     SHAPER_REACHED_FRACTION, STACK_BOUND_SHOWN_WITHIN, THREAD_SATURATED_PERCENT, UDP_LOSS_PERCENT,
 };
@@ -80,6 +80,10 @@ pub struct Measured {
     /// the receiver's copy costs ([`receiver_copy`]).
     #[serde(default)]
     pub discard: bool,
+    /// The far end's CPUs during the test, as it reported them (None: an older server, a stock
+    /// iperf3 server, or a far end on this host, whose CPU this host's figures cover).
+    #[serde(default)]
+    pub remote_cpu: Option<HostCpuLoad>,
 }
 
 impl Measured {
@@ -140,6 +144,9 @@ pub struct DiagnoseInput {
     /// path with no hardware ceiling. None when the copy rate was not measured.
     pub host_stack: Option<HostStackCeiling>,
     pub counter_deltas: Vec<CounterDelta>,
+    /// What the qdiscs of each end counted during the tests (drops, overlimits, requeues).
+    #[serde(default)]
+    pub qdiscs: QdiscsSeen,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -979,30 +986,356 @@ fn tcp_buffers_small(c: &Ctx<'_>) -> Option<(Finding, Direction)> {
     Some((f, t.direction))
 }
 
-/// `net.retransmits`: retransmits, UDP loss, and error counters during the tests. Also says
-/// whether a test itself lost packets (the verdict names it then).
-fn retransmits(c: &Ctx<'_>) -> (Vec<Finding>, bool) {
-    let i = c.i;
-    let mut out = Vec::new();
-    for t in &i.tests {
-        let rtx_rate = match (t.retransmits, t.segments) {
+/// A test's loss: its retransmits (count, share of the segments sent) when TCP counted them,
+/// and whether they or the UDP loss cross the rule's lines ([`RETRANSMITS_MIN`] and
+/// [`RETRANSMIT_RATE`], [`UDP_LOSS_PERCENT`]).
+struct Loss {
+    rtx: Option<(u64, f64)>,
+    rtx_over: bool,
+    udp_over: bool,
+}
+
+impl Loss {
+    fn of(t: &Measured) -> Self {
+        let rtx = match (t.retransmits, t.segments) {
             (Some(r), Some(s)) if s > 0 => Some((r, r as f64 / s as f64)),
             _ => None,
         };
-        let bad_rtx =
-            rtx_rate.is_some_and(|(r, rate)| r >= RETRANSMITS_MIN && rate > RETRANSMIT_RATE);
-        let bad_loss =
-            t.kind == TestKind::UdpBw && t.loss_percent.is_some_and(|l| l > UDP_LOSS_PERCENT);
-        if !(bad_rtx || bad_loss) {
-            continue;
+        Self {
+            rtx,
+            rtx_over: rtx.is_some_and(|(r, rate)| r >= RETRANSMITS_MIN && rate > RETRANSMIT_RATE),
+            udp_over: t.kind == TestKind::UdpBw
+                && t.loss_percent.is_some_and(|l| l > UDP_LOSS_PERCENT),
+        }
+    }
+
+    fn lossy(&self) -> bool {
+        self.rtx_over || self.udp_over
+    }
+}
+
+/// The test directions whose packets a qdisc at `end` on `side` handles: what an end sends
+/// leaves through its egress, what it receives comes through its ingress. On loopback (a
+/// self-check, or a far end on this host) one interface carries both.
+fn qdisc_dirs(c: &Ctx<'_>, end: &str, side: QdiscSide) -> &'static [Direction] {
+    const SEND: &[Direction] = &[Direction::Send];
+    const RECEIVE: &[Direction] = &[Direction::Receive];
+    const BOTH: &[Direction] = &[Direction::Send, Direction::Receive];
+    let loopback = c.i.local.port_kind == Some(PortKind::Loopback);
+    match (end, side) {
+        _ if loopback => BOTH,
+        ("local", QdiscSide::Egress) | ("remote", QdiscSide::Ingress) => SEND,
+        ("local", QdiscSide::Ingress) | ("remote", QdiscSide::Egress) => RECEIVE,
+        _ => BOTH,
+    }
+}
+
+/// What a qdisc at `end` on `side` drops, in words: `it sent (the send direction)`.
+fn qdisc_traffic(c: &Ctx<'_>, end: &str, side: QdiscSide) -> String {
+    let dirs = qdisc_dirs(c, end, side);
+    let which = match dirs {
+        [d] => format!("the {} direction", dir_name(*d)),
+        _ => "both directions".into(),
+    };
+    let what = match side {
+        QdiscSide::Egress => "it sent",
+        QdiscSide::Ingress => "it received",
+        QdiscSide::Both | QdiscSide::Unknown => "it sent or received",
+    };
+    format!("{what} ({which})")
+}
+
+/// A qdisc dropped enough of what it passed to cost a stream its rate ([`QDISC_DROPS_MIN`],
+/// and more than [`RETRANSMIT_RATE`] of its packets).
+fn qdisc_lossy(q: &QdiscDelta) -> bool {
+    let passed = q.packets.saturating_add(q.drops).max(1);
+    q.drops >= QDISC_DROPS_MIN && q.drops as f64 / passed as f64 > RETRANSMIT_RATE
+}
+
+/// The qdiscs of either end that dropped packets of direction `d` enough to cost a stream
+/// ([`qdisc_lossy`]), the most drops first.
+fn qdiscs_dropping<'a>(c: &Ctx<'a>, d: Direction) -> Vec<(&'static str, &'a QdiscDelta)> {
+    let mut v: Vec<(&'static str, &QdiscDelta)> =
+        c.i.qdiscs
+            .ends()
+            .filter(|(end, q)| {
+                qdisc_lossy(q) && (d == Direction::Bidir || qdisc_dirs(c, end, q.side).contains(&d))
+            })
+            .collect();
+    v.sort_by_key(|x| std::cmp::Reverse(x.1.drops));
+    v
+}
+
+/// The qdiscs that dropped direction `d`'s packets, in words with their counts: `the tbf qdisc
+/// 8001 on the local veth0 dropped 755 packets it sent (the send direction)`.
+fn qdisc_drop_words(c: &Ctx<'_>, d: Direction) -> Option<String> {
+    let q = qdiscs_dropping(c, d);
+    let words: Vec<String> = q
+        .iter()
+        .map(|(end, q)| {
+            format!(
+                "{} dropped {} packets {}",
+                q.words(end),
+                q.drops,
+                qdisc_traffic(c, end, q.side)
+            )
+        })
+        .collect();
+    (!words.is_empty()).then(|| words.join("; "))
+}
+
+/// What a qdisc of this kind drops for, in words; and what to do about it on `dev`.
+fn qdisc_kind_words(q: &QdiscDelta, end: &str) -> (&'static str, String) {
+    let dev = &q.interface;
+    let del = match q.parent.as_str() {
+        "root" => format!("`tc qdisc del dev {dev} root`"),
+        "ingress" => format!("`tc qdisc del dev {dev} ingress`"),
+        p => format!("`tc qdisc del dev {dev} parent {p}`"),
+    };
+    let on = format!(" (on the {end} host)");
+    match q.kind.as_str() {
+        "netem" => (
+            "netem emulates loss, delay and reordering: a test setup, not a fault",
+            format!("If the emulation is not wanted any more: {del}{on}."),
+        ),
+        "ingress" | "clsact" => (
+            "its filters drop what they match, a policer what exceeds its rate and burst",
+            format!(
+                "Read its filters (`tc -s filter show dev {dev} ingress`{on}): raise the policer's rate and burst, or remove the filter if it is not intended."
+            ),
+        ),
+        "tbf" | "htb" | "hfsc" | "cake" | "cbq" => (
+            "a shaper drops what exceeds its rate once its queue (`limit`, `burst`) is full",
+            format!(
+                "Raise its rate, `burst` and `limit` (`tc qdisc change dev {dev} ...`), or remove it if it is not intended: {del}{on}."
+            ),
+        ),
+        "fq_codel" | "codel" | "pie" | "fq_pie" | "red" | "choke" | "sfq" | "fq" => (
+            "an active queue manager drops to keep its queue short: what leaves through it is slower than what arrives",
+            format!(
+                "This queue is the bottleneck: find what is slower behind it (the link, a shaper, the NIC), or give the queue more room (`tc qdisc change dev {dev} ... limit N`){on}."
+            ),
+        ),
+        _ => (
+            "its queue was full (`limit`): what leaves through it is slower than what arrives, or the queue is too short",
+            format!(
+                "Give the queue more room (`tc qdisc change dev {dev} ... limit N`) or remove it if it is not intended: {del}{on}."
+            ),
+        ),
+    }
+}
+
+/// `net.qdisc_drops`: each qdisc of either end that dropped packets during the tests, with its
+/// counters and the direction it drops. A warning when it dropped enough to cost a stream
+/// ([`qdisc_lossy`]) in a direction that stays below its ceiling; otherwise a note (a queue
+/// that drops at the bottleneck of a path that reaches its ceiling is TCP finding the rate).
+fn qdisc_drops(c: &Ctx<'_>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (end, q) in c.i.qdiscs.ends().filter(|(_, q)| q.drops > 0) {
+        let dirs = qdisc_dirs(c, end, q.side);
+        let reached = dirs.iter().all(|d| direction_reached(c, *d));
+        let passed = q.packets.saturating_add(q.drops).max(1);
+        let rate = q.drops as f64 / passed as f64 * 100.0;
+        let severity = if qdisc_lossy(q) && !reached {
+            Severity::Warning
+        } else {
+            Severity::Info
+        };
+        let (why, fix) = qdisc_kind_words(q, end);
+        let lost: u64 =
+            c.i.tests
+                .iter()
+                .filter(|t| dirs.contains(&t.direction) && Loss::of(t).lossy())
+                .filter_map(|t| t.retransmits)
+                .sum();
+        let mut msg = format!(
+            "{} dropped {} packets {}, {}% of what it passed{}",
+            q.words(end),
+            q.drops,
+            qdisc_traffic(c, end, q.side),
+            fmt_round(rate, 2),
+            if q.reset {
+                " (at least: it was replaced during the tests)"
+            } else {
+                ""
+            }
+        );
+        let _ = write!(msg, ": {why}");
+        if severity == Severity::Warning {
+            msg.push_str(if lost > 0 {
+                "; TCP retransmitted them and backed off: this loss, not the receiver or a cable, holds the rate down"
+            } else {
+                "; TCP backs off from every drop (a sender's own qdisc refuses a packet before it counts as a retransmit): this loss holds the rate down"
+            });
+        } else if reached {
+            msg.push_str("; the path reaches its ceiling, so this is the queue at its bottleneck doing its work");
+        } else {
+            msg.push_str("; too few to cost a stream its rate");
         }
         let mut f = Finding::new(
-            FindingId::NetRetransmits,
+            FindingId::NetQdiscDrops,
+            severity,
+            format!("{end}:{}", q.interface),
+        )
+        .evidence(
+            "qdisc",
+            format!("{} {} parent {}", q.kind, q.handle, q.parent),
+        )
+        .evidence("side", qdisc_traffic(c, end, q.side))
+        .evidence("drops", q.drops)
+        .evidence("packets", q.packets)
+        .evidence("overlimits", q.overlimits)
+        .evidence("requeues", q.requeues)
+        .evidence("drop_rate_percent", format!("{rate:.3}"));
+        if !q.tests.is_empty() {
+            f = f.evidence("tests", q.tests.join("; "));
+        }
+        out.push(f.message(msg).fix(format!(
+            "`tc -s qdisc show dev {}` on the {end} host shows its counters. {fix}",
+            q.interface
+        )));
+    }
+    out
+}
+
+/// The best TCP result in direction `d` reaches that direction's ceiling.
+fn direction_reached(c: &Ctx<'_>, d: Direction) -> bool {
+    let pc = path_ceiling(c.i, d);
+    let best =
+        c.i.tests
+            .iter()
+            .filter(|t| t.is_tcp_bw(d) && t.error.is_none() && (!pc.per_stream || t.streams == 1))
+            .map(|t| t.gbps)
+            .fold(0.0_f64, f64::max);
+    pc.gbps
+        .is_some_and(|g| g > 0.0 && best >= CEILING_REACHED_FRACTION * g)
+}
+
+/// Whether a host's CPUs were taken by others (the lines of `cpu.contended`).
+fn load_contended(h: &HostCpuLoad) -> bool {
+    h.other_cores.is_some_and(|o| o >= CONTENDED_OTHER_CORES)
+        || h.steal_cores.is_some_and(|s| s >= CONTENDED_STEAL_CORES)
+        || h.busiest_core_others_percent
+            .is_some_and(|o| o >= OTHERS_HELD_CORE_PERCENT)
+}
+
+/// The receiver of `t` fell behind for want of CPU, in words with the evidence: its thread
+/// had a whole core, or other processes or the hypervisor took the CPUs of the host it runs
+/// on (this host for a receive; the far end's figures for a send, or this host's when the far
+/// end sent none on a virtual path, where both ends share this host or its hypervisor). None
+/// when the figures show room.
+fn receiver_starved(c: &Ctx<'_>, t: &Measured) -> Option<String> {
+    if let Some(p) = t
+        .receiver_cpu_percent
+        .filter(|p| *p >= THREAD_SATURATED_PERCENT)
+    {
+        return Some(format!("its receiving thread used {p:.0}% of a core"));
+    }
+    let here = || {
+        contended(t).then(|| {
+            format!(
+                "other processes or the hypervisor took {} cores of this host",
+                fmt_round(
+                    t.other_cores.unwrap_or(0.0) + t.steal_cores.unwrap_or(0.0),
+                    2
+                )
+            )
+        })
+    };
+    let there = |h: &HostCpuLoad| {
+        load_contended(h).then(|| {
+            format!(
+                "other processes or the hypervisor took {} cores of the far end",
+                fmt_round(
+                    h.other_cores.unwrap_or(0.0) + h.steal_cores.unwrap_or(0.0),
+                    2
+                )
+            )
+        })
+    };
+    let far = || match (&t.remote_cpu, c.i.remote.is_some()) {
+        (Some(h), _) => there(h),
+        (None, false) => here(),
+        (None, true) if c.virtual_path => here(),
+        (None, true) => None,
+    };
+    match t.direction {
+        Direction::Receive => here(),
+        Direction::Send => far(),
+        Direction::Bidir => here().or_else(far),
+    }
+}
+
+/// Where a test's loss was counted, in words after its figure; the severity (a note only for a
+/// virtual path's receiver short of CPU: a symptom of the CPU findings); and the fix.
+fn loss_cause(c: &Ctx<'_>, t: &Measured, starved: Option<&str>) -> (String, Severity, String) {
+    let i = c.i;
+    let counters = !i.counter_deltas.is_empty();
+    let qdiscs = qdisc_drop_words(c, t.direction);
+    let unread = match (&i.qdiscs.local, &i.qdiscs.remote, &i.remote) {
+        (None, _, _) => "; this end's qdiscs could not be read",
+        (_, None, Some(_)) => "; the far end's qdiscs are unknown (it does not send them)",
+        _ => "",
+    };
+    if counters {
+        (
+            "and error counters rose during the test: a bad cable, transceiver or port (see the counters)".to_string(),
+            Severity::Warning,
+            "Read the interface and InfiniBand error counters (`linerate probe`, `ethtool -S`, `perfquery`); replace the cable if they rise; check switch port drops and flow control / ECN settings.".to_string(),
+        )
+    } else if let Some(q) = &qdiscs {
+        (
+            format!("and {q}: the loss is that qdisc's (see `net.qdisc_drops`), not the receiver's CPU or a cable"),
+            Severity::Warning,
+            "Remove or resize the qdisc that drops (see `net.qdisc_drops`; `tc -s qdisc show dev IF` on that host).".to_string(),
+        )
+    } else if let Some(why) = starved {
+        (
+            format!("and the receiver fell behind ({why}): the CPU, not the path, lost them"),
             if c.virtual_path {
                 Severity::Info
             } else {
                 Severity::Warning
             },
+            if c.virtual_path {
+                "Nothing to replace on a virtual path: free the CPUs the test shares (see the cpu findings) or pin the test's threads away from other work with `linerate bench -A CPUS`.".to_string()
+            } else {
+                "Free the receiving host's CPUs (see the cpu findings), spread the streams over more cores (`-P`), or pin them (`linerate bench -A CPUS`).".to_string()
+            },
+        )
+    } else if c.virtual_path {
+        (
+            format!("with no error counter rising, no qdisc of either end counting a drop and the receiver's CPU not busy{unread}: they were lost between the two ends (a bridge, the hypervisor's switch, a qdisc such as netem on a host in between)"),
+            Severity::Warning,
+            "Look at what carries the path between the ends: `tc -s qdisc` on the hosts and bridges in between (netem, policers), the bridge's and the hypervisor's drop counters (`ip -s link`).".to_string(),
+        )
+    } else {
+        (
+            format!("with no error counters rising and no qdisc of either end counting a drop{unread}: congestion or a queue too small somewhere on the path"),
+            Severity::Warning,
+            "Read the interface and InfiniBand error counters (`linerate probe`, `ethtool -S`, `perfquery`); replace the cable if they rise; check switch port drops and flow control / ECN settings.".to_string(),
+        )
+    }
+}
+
+/// `net.retransmits`: retransmits, UDP loss, and error counters during the tests, each with
+/// where the loss was counted: error counters (a cable, a port), a qdisc on either end (with
+/// its counter: `net.qdisc_drops`), a receiver that fell behind for want of CPU (only when the
+/// CPU figures show it), or, with none of them, the path between the ends. Also says whether a
+/// test itself lost packets that explain its result (a warning; the verdict names it then).
+fn retransmits(c: &Ctx<'_>) -> (Vec<Finding>, bool) {
+    let i = c.i;
+    let mut out = Vec::new();
+    for t in &i.tests {
+        let loss = Loss::of(t);
+        if !loss.lossy() {
+            continue;
+        }
+        let starved = receiver_starved(c, t);
+        let (cause, severity, fix) = loss_cause(c, t, starved.as_deref());
+        let mut f = Finding::new(
+            FindingId::NetRetransmits,
+            severity,
             format!(
                 "test:{} {} {} stream(s)",
                 t.kind_name(),
@@ -1010,7 +1343,7 @@ fn retransmits(c: &Ctx<'_>) -> (Vec<Finding>, bool) {
                 t.streams
             ),
         );
-        if let Some((r, rate)) = rtx_rate {
+        if let Some((r, rate)) = loss.rtx {
             f = f
                 .evidence("retransmits", r)
                 .evidence("retransmit_rate_percent", format!("{:.3}", rate * 100.0));
@@ -1021,32 +1354,37 @@ fn retransmits(c: &Ctx<'_>) -> (Vec<Finding>, bool) {
         for d in &i.counter_deltas {
             f = f.evidence(format!("counter {} rose by", d.name), d.amount());
         }
-        let cause = if !i.counter_deltas.is_empty() {
-            "and error counters rose during the test: a bad cable, transceiver or port (see the counters)"
-        } else if c.virtual_path {
-            "on a virtual path: the receiver fell behind (CPU contention), not a cable"
-        } else {
-            "with no error counters rising: congestion or a queue too small somewhere on the path"
-        };
+        for (end, q) in qdiscs_dropping(c, t.direction) {
+            f = f.evidence(
+                format!("{end} {} qdisc {} {} drops", q.interface, q.kind, q.handle),
+                q.drops,
+            );
+        }
+        if let Some(s) = &starved {
+            f = f.evidence("receiver CPU", s);
+        }
         out.push(
             f.message(format!(
                 "{} {}",
-                if bad_loss {
-                    format!("{:.2}% of datagrams were lost at a rate the path should carry", t.loss_percent.unwrap_or(0.0))
+                if loss.udp_over {
+                    format!(
+                        "{:.2}% of datagrams were lost at a rate the path should carry",
+                        t.loss_percent.unwrap_or(0.0)
+                    )
                 } else {
-                    format!("{} segments were retransmitted ({:.2}%)", rtx_rate.map_or(0, |x| x.0), rtx_rate.map_or(0.0, |x| x.1 * 100.0))
+                    format!(
+                        "{} segments were retransmitted ({:.2}%)",
+                        loss.rtx.map_or(0, |x| x.0),
+                        loss.rtx.map_or(0.0, |x| x.1 * 100.0)
+                    )
                 },
                 cause
             ))
-            .fix(if c.virtual_path && i.counter_deltas.is_empty() {
-                "Nothing to replace on a virtual path: free the CPUs the test shares (see the cpu findings) or pin the test's threads away from other work with `linerate bench -A CPUS`."
-            } else {
-                "Read the interface and InfiniBand error counters (`linerate probe`, `ethtool -S`, `perfquery`); replace the cable if they rise; check switch port drops and flow control / ECN settings."
-            }),
+            .fix(fix),
         );
     }
-    let lossy = !out.is_empty();
-    if !i.counter_deltas.is_empty() && !lossy {
+    let lossy = out.iter().any(|f| f.severity >= Severity::Warning);
+    if !i.counter_deltas.is_empty() && out.is_empty() {
         let mut f = Finding::new(FindingId::NetRetransmits, Severity::Warning, "path");
         for d in &i.counter_deltas {
             f = f.evidence(format!("counter {} rose by", d.name), d.amount());
@@ -1057,6 +1395,16 @@ fn retransmits(c: &Ctx<'_>) -> (Vec<Finding>, bool) {
         );
     }
     (out, lossy)
+}
+
+/// Direction `d` lost packets on the path in a way that explains its rate: a qdisc dropped
+/// them, or a test of it lost them with no CPU to blame. Then the receiving end is not slower.
+fn lost_on_the_path(c: &Ctx<'_>, d: Direction) -> bool {
+    !qdiscs_dropping(c, d).is_empty()
+        || c.i
+            .tests
+            .iter()
+            .any(|t| t.direction == d && Loss::of(t).lossy() && receiver_starved(c, t).is_none())
 }
 
 /// `path.asymmetric`: one direction carries far less than the other, with no shaper to say why.
@@ -1074,7 +1422,11 @@ fn path_asymmetric(c: &Ctx<'_>) -> Option<Finding> {
     let shaped = shaper_end
         .and_then(EndFacts::shaper_goodput)
         .is_some_and(|(g, _)| lo.gbps >= SHAPER_REACHED_FRACTION * g);
-    if !(hi.gbps > 0.0 && lo.gbps < ASYMMETRIC_FRACTION * hi.gbps && !shaped) {
+    // So does loss on the path in that direction (a qdisc that dropped its packets, or loss
+    // no CPU explains): `net.qdisc_drops` and `net.retransmits` say where, and the receiving
+    // end is not slower for it.
+    let lost = lost_on_the_path(c, lo.direction);
+    if hi.gbps <= 0.0 || lo.gbps >= ASYMMETRIC_FRACTION * hi.gbps || shaped || lost {
         return None;
     }
     let slow_receiver = if lo_sends {
@@ -1292,7 +1644,15 @@ fn cause(c: &Ctx<'_>, out: &[Finding], flags: Flags) -> (Cause, String) {
             "TCP socket buffer limits (window / RTT)".into(),
         );
     }
-    if pc.limited_by == Cause::Shaper && out.iter().any(|f| f.id == FindingId::NetShaper) {
+    // A shaper limits only a result that reaches near its rate; far below it, something else
+    // (its drops, say) holds the result down.
+    let at_shaper = pc
+        .gbps
+        .is_some_and(|g| c.best_gbps() >= SHAPER_REACHED_FRACTION * g);
+    if pc.limited_by == Cause::Shaper
+        && at_shaper
+        && out.iter().any(|f| f.id == FindingId::NetShaper)
+    {
         return (Cause::Shaper, pc.why.clone());
     }
     let datagram = c.ends.iter().any(|(_, f)| {
@@ -1307,6 +1667,15 @@ fn cause(c: &Ctx<'_>, out: &[Finding], flags: Flags) -> (Cause, String) {
             "IPoIB datagram mode (small packets, one core per stream)".into(),
         );
     }
+    // Loss a qdisc counted in the judged direction explains the result more directly than a
+    // busy CPU: the drops are counted facts, and TCP backs off from each.
+    let counted = qdisc_drop_words(c, c.dir);
+    if let Some(q) = counted.as_ref().filter(|_| flags.lossy) {
+        return (
+            Cause::Retransmits,
+            format!("packet loss and retransmissions ({q})"),
+        );
+    }
     if flags.contended {
         return (
             Cause::Cpu,
@@ -1317,7 +1686,14 @@ fn cause(c: &Ctx<'_>, out: &[Finding], flags: Flags) -> (Cause, String) {
         return (Cause::Cpu, "one CPU core per stream".into());
     }
     if flags.lossy {
-        return (Cause::Retransmits, "packet loss and retransmissions".into());
+        let r#where = match qdisc_drop_words(c, c.dir) {
+            Some(q) => format!(" ({q})"),
+            None => String::new(),
+        };
+        return (
+            Cause::Retransmits,
+            format!("packet loss and retransmissions{where}"),
+        );
     }
     let quote = |f: &Finding| {
         f.message
@@ -1460,6 +1836,11 @@ pub fn diagnose(i: &DiagnoseInput) -> Diagnosis {
     let (lost, lossy) = retransmits(&c);
     flags.lossy = lossy;
     out.extend(lost);
+
+    checked.push(
+        "drops counted by the qdiscs of both ends (netem, shapers, policers, full queues)".into(),
+    );
+    out.extend(qdisc_drops(&c));
 
     checked.push("both directions of the path".into());
     out.extend(path_asymmetric(&c));

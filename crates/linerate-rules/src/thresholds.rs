@@ -95,6 +95,13 @@ pub const RETRANSMITS_MIN: u64 = 50;
 /// See [`RETRANSMITS_MIN`].
 pub const RETRANSMIT_RATE: f64 = 0.001;
 
+/// A qdisc that dropped at least this many packets during doctor's tests, and more than
+/// [`RETRANSMIT_RATE`] of what it passed, lost enough to cost a stream its rate
+/// (`net.qdisc_drops` is then a warning, and `net.retransmits` names it): the same line as
+/// retransmits, for the same reason. Fewer is the edge of a window a queue clipped once or
+/// twice (info).
+pub const QDISC_DROPS_MIN: u64 = 50;
+
 /// UDP loss above this percentage at a rate the path should carry is loss (`net.retransmits`):
 /// doctor's UDP test runs at half the best TCP result, which a healthy path carries; linerate's
 /// own margin of half a percent is for a receiver that wakes late once or twice.

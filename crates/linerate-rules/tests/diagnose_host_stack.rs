@@ -52,6 +52,7 @@ fn tcp(direction: Direction, streams: u32, gbps: f64, cpu: f64) -> Measured {
         loss_percent: None,
         error: None,
         discard: false,
+        remote_cpu: None,
     }
 }
 
@@ -66,6 +67,7 @@ fn self_check(copy_gb_per_s: f64, cores: usize, tests: Vec<Measured>) -> Diagnos
             cores,
         }),
         counter_deltas: Vec::new(),
+        qdiscs: linerate_facts::QdiscsSeen::default(),
     }
 }
 
@@ -302,6 +304,7 @@ fn nic_path(case: &str, netdev: &str, gbps: f64) -> Diagnosis {
             tests: vec![tcp(Direction::Send, 1, gbps, 100.0)],
             host_stack: None,
             counter_deltas: Vec::new(),
+            qdiscs: linerate_facts::QdiscsSeen::default(),
         },
     )
 }
@@ -512,6 +515,7 @@ fn guests(tests: Vec<Measured>) -> DiagnoseInput {
             cores: 2,
         }),
         counter_deltas: Vec::new(),
+        qdiscs: linerate_facts::QdiscsSeen::default(),
     }
 }
 

@@ -95,6 +95,7 @@ fn tcp(direction: &str, streams: u32, gbps: f64) -> Measured {
         loss_percent: None,
         error: None,
         discard: false,
+        remote_cpu: None,
     }
 }
 
@@ -123,6 +124,7 @@ fn latency() -> Measured {
         loss_percent: None,
         error: None,
         discard: false,
+        remote_cpu: None,
     }
 }
 
@@ -135,6 +137,7 @@ fn input(local: EndFacts, remote: Option<EndFacts>, tests: Vec<Measured>) -> Dia
         // between two cores carries at most 45 Gb/s.
         host_stack: host_stack(5.625, 2),
         counter_deltas: Vec::new(),
+        qdiscs: linerate_facts::QdiscsSeen::default(),
     }
 }
 

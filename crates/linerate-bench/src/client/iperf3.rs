@@ -1202,6 +1202,7 @@ pub(super) fn run(
             notes,
         }),
         error: (!errors.is_empty()).then(|| errors.join("; ")),
+        far_end_here: side.far_end_here,
     })
 }
 
@@ -1555,6 +1556,7 @@ mod tests {
             rtt: None,
             omit_marks: None,
             udp_received: Some(vec![udp::RecvState::default(), rx]),
+            far_end_here: false,
         };
         let r = our_results(&plan, &run, [12.0, 2.0, 10.0]);
         assert_eq!(r.sender_has_retransmits, SenderRetransmits::Unknown);

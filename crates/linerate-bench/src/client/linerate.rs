@@ -100,6 +100,8 @@ fn run_rdma(
         rdma: Some(rr),
         iperf3: None,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
+        // RDMA measures no host CPU of its own here.
+        far_end_here: false,
     })
 }
 
@@ -501,5 +503,6 @@ pub(super) fn run(
         rdma: None,
         iperf3: None,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
+        far_end_here: run.far_end_here,
     })
 }

@@ -97,6 +97,7 @@ pub fn assemble(run: &ClientRun) -> TestResult {
         crate::results::iperf3(&mut t, run, i);
     }
     t.disturbance = crate::results::disturbance(&t, run);
+    t.qdiscs = crate::results::qdiscs(run);
     t
 }
 
