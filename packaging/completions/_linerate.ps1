@@ -362,6 +362,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'Read and write under this directory instead of `/` (a copy or a fixture tree)')
             [CompletionResult]::new('--rollback', '--rollback', [CompletionResultType]::ParameterName, 'Restore the files of an earlier --apply, byte for byte')
             [CompletionResult]::new('--rtt-ms', '--rtt-ms', [CompletionResultType]::ParameterName, 'The round-trip time the TCP buffers are sized for (sysctl), in milliseconds')
+            [CompletionResult]::new('--gbps', '--gbps', [CompletionResultType]::ParameterName, 'The rate the TCP buffers are sized for (sysctl), in Gb/s (10^9 bit/s) [default: the fastest port''s ceiling]; `linerate doctor` quotes it with the round trip it measured')
             [CompletionResult]::new('--nfs-mount', '--nfs-mount', [CompletionResultType]::ParameterName, 'NFS over RDMA: the server''s export (`server:/export`) for a client''s mount and fstab line')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour the terminal output')
             [CompletionResult]::new('--apply', '--apply', [CompletionResultType]::ParameterName, 'Write the files (root needed for `/`): backups first, all or nothing')

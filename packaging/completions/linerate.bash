@@ -1081,7 +1081,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__setup)
-            opts="-h -V --iface --renderer --root --apply --restart --rollback --rtt-ms --sm-node --nfs-mount --json --color --help --version ipoib opensm nfs-rdma sysctl irq governor rdma-stack all"
+            opts="-h -V --iface --renderer --root --apply --restart --rollback --rtt-ms --gbps --sm-node --nfs-mount --json --color --help --version ipoib opensm nfs-rdma sysctl irq governor rdma-stack all"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1104,6 +1104,10 @@ _linerate() {
                     return 0
                     ;;
                 --rtt-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gbps)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

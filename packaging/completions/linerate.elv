@@ -341,6 +341,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand --root 'Read and write under this directory instead of `/` (a copy or a fixture tree)'
             cand --rollback 'Restore the files of an earlier --apply, byte for byte'
             cand --rtt-ms 'The round-trip time the TCP buffers are sized for (sysctl), in milliseconds'
+            cand --gbps 'The rate the TCP buffers are sized for (sysctl), in Gb/s (10^9 bit/s) [default: the fastest port''s ceiling]; `linerate doctor` quotes it with the round trip it measured'
             cand --nfs-mount 'NFS over RDMA: the server''s export (`server:/export`) for a client''s mount and fstab line'
             cand --color 'When to colour the terminal output'
             cand --apply 'Write the files (root needed for `/`): backups first, all or nothing'

@@ -307,6 +307,7 @@ ifcfg\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l root -d 'Read and write under this directory instead of `/` (a copy or a fixture tree)' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l rollback -d 'Restore the files of an earlier --apply, byte for byte' -r
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l rtt-ms -d 'The round-trip time the TCP buffers are sized for (sysctl), in milliseconds' -r
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -l gbps -d 'The rate the TCP buffers are sized for (sysctl), in Gb/s (10^9 bit/s) [default: the fastest port\'s ceiling]; `linerate doctor` quotes it with the round trip it measured' -r
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l nfs-mount -d 'NFS over RDMA: the server\'s export (`server:/export`) for a client\'s mount and fstab line' -r
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''

@@ -1230,6 +1230,10 @@ pub struct SetupArgs {
     /// The round-trip time the TCP buffers are sized for (sysctl), in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 10.0)]
     pub rtt_ms: f64,
+    /// The rate the TCP buffers are sized for (sysctl), in Gb/s (10^9 bit/s) [default: the
+    /// fastest port's ceiling]; `linerate doctor` quotes it with the round trip it measured.
+    #[arg(long, value_name = "GBPS")]
+    pub gbps: Option<f64>,
     /// This node runs the subnet manager (opensm): only then does setup plan one.
     #[arg(long)]
     pub sm_node: bool,
