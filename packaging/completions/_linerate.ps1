@@ -285,6 +285,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('-R', '-R ', [CompletionResultType]::ParameterName, 'Traffic one way only: the server sends, this host receives')
             [CompletionResult]::new('--reverse', '--reverse', [CompletionResultType]::ParameterName, 'Traffic one way only: the server sends, this host receives')
             [CompletionResult]::new('--rdma', '--rdma', [CompletionResultType]::ParameterName, 'Also run RDMA traffic beside the TCP streams (as `bench --rdma`); automatic when the route to HOST leaves through an InfiniBand or RoCE port')
+            [CompletionResult]::new('--no-rdma', '--no-rdma', [CompletionResultType]::ParameterName, 'TCP streams only, also on an InfiniBand or RoCE path')
             [CompletionResult]::new('--passive', '--passive', [CompletionResultType]::ParameterName, 'Sample the local ports only, without traffic (no BER verdict without traffic)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (schemas/soak.schema.json) instead of the terminal view')
             [CompletionResult]::new('--json-stream', '--json-stream', [CompletionResultType]::ParameterName, 'Print one JSON line per event (schemas/soak-event.schema.json): start, intervals, end')

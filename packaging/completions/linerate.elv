@@ -273,6 +273,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand -R 'Traffic one way only: the server sends, this host receives'
             cand --reverse 'Traffic one way only: the server sends, this host receives'
             cand --rdma 'Also run RDMA traffic beside the TCP streams (as `bench --rdma`); automatic when the route to HOST leaves through an InfiniBand or RoCE port'
+            cand --no-rdma 'TCP streams only, also on an InfiniBand or RoCE path'
             cand --passive 'Sample the local ports only, without traffic (no BER verdict without traffic)'
             cand --json 'Print one JSON document (schemas/soak.schema.json) instead of the terminal view'
             cand --json-stream 'Print one JSON line per event (schemas/soak-event.schema.json): start, intervals, end'

@@ -255,6 +255,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand soak" -l both-ways -d 
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l one-way -d 'Traffic one way only: this host sends, the server receives'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -s R -l reverse -d 'Traffic one way only: the server sends, this host receives'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l rdma -d 'Also run RDMA traffic beside the TCP streams (as `bench --rdma`); automatic when the route to HOST leaves through an InfiniBand or RoCE port'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l no-rdma -d 'TCP streams only, also on an InfiniBand or RoCE path'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l passive -d 'Sample the local ports only, without traffic (no BER verdict without traffic)'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l json -d 'Print one JSON document (schemas/soak.schema.json) instead of the terminal view'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l json-stream -d 'Print one JSON line per event (schemas/soak-event.schema.json): start, intervals, end'

@@ -498,8 +498,11 @@ pub struct SoakArgs {
     pub reverse: bool,
     /// Also run RDMA traffic beside the TCP streams (as `bench --rdma`); automatic when the
     /// route to HOST leaves through an InfiniBand or RoCE port.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "no_rdma")]
     pub rdma: bool,
+    /// TCP streams only, also on an InfiniBand or RoCE path.
+    #[arg(long)]
+    pub no_rdma: bool,
     /// Sample the local ports only, without traffic (no BER verdict without traffic).
     #[arg(long, conflicts_with_all = ["rdma", "both_ways", "one_way", "reverse", "psk_file", "ssh"])]
     pub passive: bool,

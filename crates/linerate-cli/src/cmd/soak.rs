@@ -283,7 +283,7 @@ fn soak_server(a: &SoakArgs) -> anyhow::Result<SoakServer> {
     let port = a.port.unwrap_or(linerate_proto::DEFAULT_PORT);
     let mut addr: SocketAddr = super::bench::lookup(&target.host, port)?[0];
     let params = soak_params(a)?;
-    let rdma = a.rdma || path_is_rdma(addr);
+    let rdma = a.rdma || (!a.no_rdma && path_is_rdma(addr));
     let mut psk = a
         .psk_file
         .as_deref()
