@@ -1081,7 +1081,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__setup)
-            opts="-h -V --iface --renderer --root --apply --restart --rollback --rtt-ms --sm-node --nfs-mount --json --color --help --version ipoib opensm nfs-rdma sysctl irq governor rdma-stack all"
+            opts="-h -V --iface --renderer --root --apply --restart --rollback --rtt-ms --gbps --sm-node --nfs-mount --json --color --help --version ipoib opensm nfs-rdma sysctl irq governor rdma-stack all"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1107,6 +1107,10 @@ _linerate() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --gbps)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --nfs-mount)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1123,7 +1127,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__soak)
-            opts="-p -t -i -P -R -h -V --port --iperf3 --duration --interval --parallel --both-ways --one-way --reverse --rdma --passive --json --json-stream --report --textfile --root --psk-file --threshold --ssh --ssh-command --color --help --version"
+            opts="-p -t -i -P -R -h -V --port --iperf3 --duration --interval --parallel --both-ways --one-way --reverse --rdma --no-rdma --passive --json --json-stream --report --textfile --root --psk-file --threshold --ssh --ssh-command --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -244,7 +244,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand soak" -l report -d 'Al
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l textfile -d 'Also write `linerate_soak.prom` into this directory for node_exporter\'s textfile collector (atomically: a temporary file in DIR, then a rename)' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l root -d 'Read this host\'s counters under this directory instead of `/` (a copy or a fixture tree)' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l psk-file -d 'Pre-shared key file, when the server requires one' -r -F
-complete -c linerate -n "__fish_linerate_using_subcommand soak" -l threshold -d 'Set a threshold of the judge (repeatable, each at most once): ber, pre_fec_ber, min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min, xmit_wait_ticks or dip_fraction. Defaults, ranges and sources: docs/soak.md (Thresholds); the ones set are printed with the verdict and listed in the JSON' -r
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l threshold -d 'Set a threshold of the judge (repeatable, each at most once): ber, pre_fec_ber, min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min, xmit_wait_ticks, dip_fraction or tcp_retrans_fraction. Defaults, ranges and sources: docs/soak.md (Thresholds); the ones set are printed with the verdict and listed in the JSON' -r
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l ssh -d 'Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight to HOST, which may be another address of the same machine' -r
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l ssh-command -d 'With --ssh: the program on SSHHOST, `linerate` (with --iperf3: `iperf3`) by default, looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in the login\'s home' -r
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
@@ -255,6 +255,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand soak" -l both-ways -d 
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l one-way -d 'Traffic one way only: this host sends, the server receives'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -s R -l reverse -d 'Traffic one way only: the server sends, this host receives'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l rdma -d 'Also run RDMA traffic beside the TCP streams (as `bench --rdma`); automatic when the route to HOST leaves through an InfiniBand or RoCE port'
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l no-rdma -d 'TCP streams only, also on an InfiniBand or RoCE path'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l passive -d 'Sample the local ports only, without traffic (no BER verdict without traffic)'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l json -d 'Print one JSON document (schemas/soak.schema.json) instead of the terminal view'
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l json-stream -d 'Print one JSON line per event (schemas/soak-event.schema.json): start, intervals, end'
@@ -267,7 +268,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand watch" -l max-clients 
 complete -c linerate -n "__fish_linerate_using_subcommand watch" -l client-timeout -d 'With --listen: the time a client has to send its request and read the answer' -r
 complete -c linerate -n "__fish_linerate_using_subcommand watch" -l window -d 'How far back the error counters are judged: soak\'s verdict over the last TIME (between half of it and all of it)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand watch" -l root -d 'Read the ports under this directory instead of `/` (a copy or a fixture tree)' -r -F
-complete -c linerate -n "__fish_linerate_using_subcommand watch" -l threshold -d 'Set a threshold of soak\'s judge (repeatable, each at most once): ber, pre_fec_ber, min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min, xmit_wait_ticks or dip_fraction (docs/soak.md, Thresholds)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand watch" -l threshold -d 'Set a threshold of soak\'s judge (repeatable, each at most once): ber, pre_fec_ber, min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min, xmit_wait_ticks, dip_fraction or tcp_retrans_fraction (docs/soak.md, Thresholds)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand watch" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -307,6 +308,7 @@ ifcfg\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l root -d 'Read and write under this directory instead of `/` (a copy or a fixture tree)' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l rollback -d 'Restore the files of an earlier --apply, byte for byte' -r
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l rtt-ms -d 'The round-trip time the TCP buffers are sized for (sysctl), in milliseconds' -r
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -l gbps -d 'The rate the TCP buffers are sized for (sysctl), in Gb/s (10^9 bit/s) [default: the fastest port\'s ceiling]; `linerate doctor` quotes it with the round trip it measured' -r
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l nfs-mount -d 'NFS over RDMA: the server\'s export (`server:/export`) for a client\'s mount and fstab line' -r
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''

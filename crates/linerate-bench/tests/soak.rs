@@ -39,6 +39,7 @@ fn scripted(end: End, taken: Arc<AtomicU64>) -> SoakSamplerFn {
                     counters: vec![(CounterSource::NetdevStatistics, "samples".into(), n)],
                 }],
                 tcp_retrans_segs: None,
+                tcp_out_segs: None,
                 bytes_sent: 0,
                 bytes_received: 0,
                 problems: Vec::new(),

@@ -498,8 +498,11 @@ pub struct SoakArgs {
     pub reverse: bool,
     /// Also run RDMA traffic beside the TCP streams (as `bench --rdma`); automatic when the
     /// route to HOST leaves through an InfiniBand or RoCE port.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "no_rdma")]
     pub rdma: bool,
+    /// TCP streams only, also on an InfiniBand or RoCE path.
+    #[arg(long)]
+    pub no_rdma: bool,
     /// Sample the local ports only, without traffic (no BER verdict without traffic).
     #[arg(long, conflicts_with_all = ["rdma", "both_ways", "one_way", "reverse", "psk_file", "ssh"])]
     pub passive: bool,
@@ -524,8 +527,8 @@ pub struct SoakArgs {
     pub psk_file: Option<PathBuf>,
     /// Set a threshold of the judge (repeatable, each at most once): ber, pre_fec_ber,
     /// min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min,
-    /// xmit_wait_ticks or dip_fraction. Defaults, ranges and sources: docs/soak.md
-    /// (Thresholds); the ones set are printed with the verdict and listed in the JSON.
+    /// xmit_wait_ticks, dip_fraction or tcp_retrans_fraction. Defaults, ranges and sources:
+    /// docs/soak.md (Thresholds); the ones set are printed with the verdict and listed in the JSON.
     #[arg(long = "threshold", value_name = "NAME=VALUE", value_parser = soak_threshold)]
     pub threshold: Vec<(linerate_soak::Threshold, f64)>,
     #[command(flatten)]
@@ -588,7 +591,7 @@ pub struct WatchArgs {
     pub root: PathBuf,
     /// Set a threshold of soak's judge (repeatable, each at most once): ber, pre_fec_ber,
     /// min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min,
-    /// xmit_wait_ticks or dip_fraction (docs/soak.md, Thresholds).
+    /// xmit_wait_ticks, dip_fraction or tcp_retrans_fraction (docs/soak.md, Thresholds).
     #[arg(long = "threshold", value_name = "NAME=VALUE", value_parser = soak_threshold)]
     pub threshold: Vec<(linerate_soak::Threshold, f64)>,
 }
@@ -1230,6 +1233,10 @@ pub struct SetupArgs {
     /// The round-trip time the TCP buffers are sized for (sysctl), in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 10.0)]
     pub rtt_ms: f64,
+    /// The rate the TCP buffers are sized for (sysctl), in Gb/s (10^9 bit/s) [default: the
+    /// fastest port's ceiling]; `linerate doctor` quotes it with the round trip it measured.
+    #[arg(long, value_name = "GBPS")]
+    pub gbps: Option<f64>,
     /// This node runs the subnet manager (opensm): only then does setup plan one.
     #[arg(long)]
     pub sm_node: bool,

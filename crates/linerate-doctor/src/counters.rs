@@ -178,6 +178,7 @@ mod tests {
                 counters,
             }],
             tcp_retrans_segs: None,
+            tcp_out_segs: None,
             bytes_sent: 0,
             bytes_received: 0,
             problems: Vec::new(),

@@ -120,6 +120,11 @@ pub struct QdiscDelta {
     /// then, a lower bound.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reset: bool,
+    /// A netem qdisc configured to reorder (`reorder`, or a `gap`): its requeues are then
+    /// mostly the packets it sent ahead of their turn (netem counts each as a requeue; a
+    /// driver whose ring is full also makes any root qdisc requeue).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reorders: bool,
     /// doctor: the tests during which its counters rose, in words (`TCP send, 1 stream`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tests: Vec<String>,
@@ -153,6 +158,7 @@ impl QdiscDelta {
         self.overlimits = self.overlimits.saturating_add(other.overlimits);
         self.requeues = self.requeues.saturating_add(other.requeues);
         self.reset |= other.reset;
+        self.reorders |= other.reorders;
     }
 }
 

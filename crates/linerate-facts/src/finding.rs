@@ -165,6 +165,7 @@ finding_ids! {
     NetShaper => "net.shaper", Measurement;
     NetRetransmits => "net.retransmits", Measurement;
     NetQdiscDrops => "net.qdisc_drops", Measurement;
+    NetReordering => "net.reordering", Measurement;
     PathAsymmetric => "path.asymmetric", Measurement;
     RdmaVsTcp => "rdma.vs_tcp", Measurement;
     CeilingReached => "ceiling.reached", Measurement;
@@ -209,7 +210,10 @@ impl FindingId {
     pub fn cause(self) -> Option<Cause> {
         match self {
             Self::MtuSmall | Self::MtuMismatch => Some(Cause::Mtu),
-            Self::NetRetransmits | Self::NetQdiscDrops | Self::LinkErrors => {
+            Self::NetRetransmits
+            | Self::NetQdiscDrops
+            | Self::NetReordering
+            | Self::LinkErrors => {
                 Some(Cause::Retransmits)
             }
             Self::IbRateBelowCapability => Some(Cause::Link),

@@ -7,6 +7,7 @@
 //! it, `linerate-report` renders it. Every type has one name, here at the crate's root.
 
 mod analysis;
+mod buffers;
 mod doctor;
 mod end;
 mod finding;
@@ -17,6 +18,7 @@ mod probe;
 mod setup;
 
 pub use analysis::{Analysis, PortAnalysis};
+pub use buffers::TcpBufferSizes;
 pub use doctor::{CopyLimit, DoctorVerdict, Inventories, MemOut, PathFacts, Pyramid, Row};
 pub use end::{CounterDelta, EndFacts, QdiscDelta, QdiscSide, QdiscsSeen, ShaperFact};
 pub use finding::{Cause, Evidence, Finding, FindingId, FindingOrigin, Severity};

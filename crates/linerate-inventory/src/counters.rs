@@ -160,7 +160,7 @@ impl CounterSampler {
             .collect();
         self.targets = targets;
         self.note_vanished(&ports, &mut problems);
-        let tcp_retrans_segs = tcp_retrans_segs(&mut r);
+        let (tcp_retrans_segs, tcp_out_segs) = tcp_segs(&mut r);
         problems.extend(
             r.problems
                 .into_iter()
@@ -172,6 +172,7 @@ impl CounterSampler {
             t_s,
             ports,
             tcp_retrans_segs,
+            tcp_out_segs,
             bytes_sent: 0,
             bytes_received: 0,
             problems,
@@ -378,10 +379,13 @@ fn read_dir_counters(
     }
 }
 
-/// `TcpRetransSegs` from the `Tcp:` header and value lines of `/proc/net/snmp`.
-fn tcp_retrans_segs(r: &mut Root) -> Option<u64> {
+/// `TcpRetransSegs` and `TcpOutSegs` from the `Tcp:` header and value lines of
+/// `/proc/net/snmp`.
+fn tcp_segs(r: &mut Root) -> (Option<u64>, Option<u64>) {
     let p = r.path("proc/net/snmp");
-    let text = r.opt(&p, "host")?;
+    let Some(text) = r.opt(&p, "host") else {
+        return (None, None);
+    };
     let parsed = parse_snmp_retrans(&text);
     if parsed.is_none() {
         r.bad_value(
@@ -391,15 +395,20 @@ fn tcp_retrans_segs(r: &mut Root) -> Option<u64> {
             "a `Tcp:` header line with `RetransSegs` and a `Tcp:` value line",
         );
     }
-    parsed
+    (parsed, parsed.and(parse_snmp_tcp(&text, "OutSegs")))
 }
 
 /// The `RetransSegs` column of the two `Tcp:` lines (header, then values).
 pub fn parse_snmp_retrans(text: &str) -> Option<u64> {
+    parse_snmp_tcp(text, "RetransSegs")
+}
+
+/// The column `name` of the two `Tcp:` lines of `/proc/net/snmp` (header, then values).
+pub fn parse_snmp_tcp(text: &str, name: &str) -> Option<u64> {
     let mut tcp = text.lines().filter(|l| l.starts_with("Tcp:"));
     let header = tcp.next()?;
     let values = tcp.next()?;
-    let col = header.split_whitespace().position(|h| h == "RetransSegs")?;
+    let col = header.split_whitespace().position(|h| h == name)?;
     values.split_whitespace().nth(col)?.parse().ok()
 }
 
@@ -414,6 +423,7 @@ mod tests {
     #[test]
     fn retrans_segs_is_found_by_column_name() {
         assert_eq!(parse_snmp_retrans(SNMP), Some(42));
+        assert_eq!(parse_snmp_tcp(SNMP, "OutSegs"), Some(900));
         assert_eq!(parse_snmp_retrans("Tcp: RetransSegs\n"), None);
         assert_eq!(parse_snmp_retrans("Tcp: RetransSegs\nTcp: x\n"), None);
         assert_eq!(parse_snmp_retrans(""), None);

@@ -2,7 +2,7 @@
 //! binary, no root).
 //!
 //! A dump of qdiscs (RTM_GETQDISC) and classes (RTM_GETTCLASS) for one
-//! interface; the rate limits of tbf, htb, fq (maxrate) and cake are decoded.
+//! interface; the rate limits of tbf, htb, fq (maxrate), cake and netem (`rate`) are decoded.
 //! Each qdisc's statistics (TCA_STATS2: packets, drops, overlimits, requeues; TCA_STATS from
 //! kernels before it) are read before and after a test by [`QdiscWatch`], which also reads the
 //! ifb devices the interface's ingress redirects to: a full queue, netem's losses and a
@@ -47,7 +47,7 @@ const TCA_STATS_PKT64: u16 = 8;
 /// A rate limit found on an interface.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Shaper {
-    /// `tbf`, `htb`, `fq`, `cake`.
+    /// `tbf`, `htb`, `fq`, `cake`, `netem` (its `rate`).
     pub kind: String,
     /// `qdisc` or `class`.
     pub object: &'static str,
@@ -122,6 +122,19 @@ fn rate_of(kind: &str, opts: &[u8]) -> Option<u64> {
             .map(u64::from),
         // TCA_CAKE_BASE_RATE64 = 2
         "cake" => find(2).and_then(|p| u64_at(p, 0)),
+        // netem's options are a struct tc_netem_qopt (6 u32, 24 bytes) and then its attributes:
+        // TCA_NETEM_RATE = 6 (struct tc_netem_rate, rate u32 first; ~0 when RATE64 carries it),
+        // TCA_NETEM_RATE64 = 8.
+        "netem" => {
+            let a = attrs(opts.get(24..)?);
+            let find = |t: u16| a.iter().find(|(ty, _)| *ty == t).map(|(_, p)| *p);
+            find(8).and_then(|p| u64_at(p, 0)).or_else(|| {
+                find(6)
+                    .and_then(|p| u32_at(p, 0))
+                    .filter(|r| *r != u32::MAX)
+                    .map(u64::from)
+            })
+        }
         _ => None,
     }?;
     (bytes_per_s > 0).then_some(bytes_per_s * 8)
@@ -361,6 +374,20 @@ pub struct QdiscStat {
     pub drops: u64,
     pub overlimits: u64,
     pub requeues: u64,
+    /// netem configured to reorder ([`netem_reorders`]).
+    pub reorders: bool,
+}
+
+/// A netem qdisc's options ask it to reorder: `reorder P%` (TCA_NETEM_REORDER = 3, struct
+/// tc_netem_reorder: probability u32 first) or a `gap` (struct tc_netem_qopt's fourth u32).
+fn netem_reorders(opts: &[u8]) -> bool {
+    let gap = u32_at(opts, 12).is_some_and(|g| g > 0);
+    let probability = opts.get(24..).is_some_and(|rest| {
+        attrs(rest)
+            .iter()
+            .any(|(t, p)| *t == 3 && u32_at(p, 0).is_some_and(|x| x > 0))
+    });
+    gap || probability
 }
 
 impl QdiscStat {
@@ -435,7 +462,12 @@ pub fn parse_stats(b: &[u8], ifindexes: &[i32], out: &mut Vec<QdiscStat>) -> Res
                 .collect::<String>()
         });
         if let (Some(kind), Some((packets, drops, overlimits, requeues))) = (kind, stats_of(&a)) {
+            let reorders = kind == "netem"
+                && a.iter()
+                    .find(|(t, _)| *t == TCA_OPTIONS)
+                    .is_some_and(|(_, o)| netem_reorders(o));
             out.push(QdiscStat {
+                reorders,
                 ifindex,
                 kind,
                 handle: u32_at(body, 8).unwrap_or(0),
@@ -544,6 +576,7 @@ pub fn deltas(
             overlimits: rise(a.overlimits, b.map(|b| b.overlimits)),
             requeues: rise(a.requeues, b.map(|b| b.requeues)),
             reset,
+            reorders: a.reorders,
             tests: Vec::new(),
         };
         if d.drops > 0 || d.overlimits > 0 || d.requeues > 0 {
@@ -610,6 +643,68 @@ mod tests {
         let mut out = Vec::new();
         parse_dump(&msg(RTM_NEWQDISC, 7, 0x1_0000, &a), 7, &mut out).unwrap();
         assert_eq!(out[0].rate_bps, 100_000_000_000);
+    }
+
+    #[test]
+    fn netem_reorder_is_read_from_its_options() {
+        // `netem delay 10ms reorder 25% 50%` on Linux 6.1: gap 1 in the qopt and
+        // TCA_NETEM_REORDER (probability 25% of u32::MAX, correlation).
+        let mut qopt = vec![0u8; 24];
+        qopt[12..16].copy_from_slice(&1u32.to_ne_bytes());
+        let mut reorder = vec![0u8; 8];
+        reorder[0..4].copy_from_slice(&(u32::MAX / 4).to_ne_bytes());
+        let mut opts = qopt.clone();
+        opts.extend(rtattr(3, &reorder));
+        assert!(netem_reorders(&opts));
+        // Delay only (`netem delay 1ms`): no gap, no reorder attribute.
+        assert!(!netem_reorders(&[0u8; 24]));
+        // A reorder attribute with probability 0 and no gap is no reordering; a gap alone is.
+        let mut opts = vec![0u8; 24];
+        opts.extend(rtattr(3, &[0u8; 8]));
+        assert!(!netem_reorders(&opts));
+        assert!(netem_reorders(&qopt));
+        // Truncated options are read as none.
+        assert!(!netem_reorders(&[1u8; 5]));
+    }
+
+    #[test]
+    fn netem_rate_after_its_qopt() {
+        // `tc qdisc add dev enp1s0 root netem rate 20mbit` on Linux 6.1: struct tc_netem_qopt
+        // (latency, limit 1000, loss, gap, duplicate, jitter), then TCA_NETEM_RATE (rate in
+        // bytes/s, packet_overhead, cell_size, cell_overhead).
+        let mut qopt = vec![0u8; 24];
+        qopt[4..8].copy_from_slice(&1000u32.to_ne_bytes());
+        let mut rate = vec![0u8; 16];
+        rate[0..4].copy_from_slice(&2_500_000u32.to_ne_bytes());
+        let mut opts = qopt.clone();
+        opts.extend(rtattr(6, &rate));
+        let mut a = rtattr(TCA_KIND, b"netem\0");
+        a.extend(rtattr(TCA_OPTIONS, &opts));
+        let mut out = Vec::new();
+        parse_dump(&msg(RTM_NEWQDISC, 2, 0x8005_0000, &a), 2, &mut out).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            (out[0].kind.as_str(), out[0].rate_bps),
+            ("netem", 20_000_000)
+        );
+        // Above 4 GB/s the rate is in TCA_NETEM_RATE64 and the u32 reads ~0.
+        rate[0..4].copy_from_slice(&u32::MAX.to_ne_bytes());
+        let mut opts = qopt.clone();
+        opts.extend(rtattr(6, &rate));
+        opts.extend(rtattr(8, &(12_500_000_000u64).to_ne_bytes()));
+        let mut a = rtattr(TCA_KIND, b"netem\0");
+        a.extend(rtattr(TCA_OPTIONS, &opts));
+        let mut out = Vec::new();
+        parse_dump(&msg(RTM_NEWQDISC, 2, 0x8005_0000, &a), 2, &mut out).unwrap();
+        assert_eq!(out[0].rate_bps, 100_000_000_000);
+        // Delay or loss only: no rate, no shaper; a truncated qopt is no shaper either.
+        for opts in [qopt.clone(), qopt[..10].to_vec()] {
+            let mut a = rtattr(TCA_KIND, b"netem\0");
+            a.extend(rtattr(TCA_OPTIONS, &opts));
+            let mut out = Vec::new();
+            parse_dump(&msg(RTM_NEWQDISC, 2, 0x8005_0000, &a), 2, &mut out).unwrap();
+            assert!(out.is_empty(), "{out:?}");
+        }
     }
 
     #[test]
@@ -799,6 +894,7 @@ mod tests {
             drops: c.1,
             overlimits: c.2,
             requeues: c.3,
+            reorders: false,
         }
     }
 

@@ -498,6 +498,7 @@ mod tests {
                     )],
                 }],
                 tcp_retrans_segs: Some(9),
+                tcp_out_segs: None,
                 bytes_sent: 10,
                 bytes_received: 20,
                 problems: vec![],

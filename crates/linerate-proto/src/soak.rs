@@ -76,6 +76,10 @@ pub struct SoakSample {
     pub ports: Vec<PortSample>,
     /// Host-wide TCP retransmitted segments (`TcpRetransSegs` of /proc/net/snmp), raw.
     pub tcp_retrans_segs: Option<u64>,
+    /// Host-wide TCP segments sent (`TcpOutSegs`, retransmissions excluded), raw: the basis of
+    /// the retransmitted share. Absent from a peer of an earlier release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_out_segs: Option<u64>,
     /// Bytes this end's traffic engines sent and received since the previous sample.
     pub bytes_sent: u64,
     pub bytes_received: u64,

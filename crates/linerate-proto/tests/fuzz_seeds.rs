@@ -225,6 +225,7 @@ fn qdiscs() -> Option<Vec<linerate_facts::QdiscDelta>> {
         overlimits: 0,
         requeues: 3,
         reset: true,
+        reorders: false,
         tests: Vec::new(),
     }])
 }

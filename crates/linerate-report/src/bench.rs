@@ -651,6 +651,7 @@ mod tests {
             overlimits: 0,
             requeues: 0,
             reset: false,
+            reorders: false,
             tests: Vec::new(),
         };
         t.qdiscs = Some(linerate_facts::QdiscsSeen {

@@ -46,6 +46,7 @@ fn sample(seq: u64, data: u64, downed: u64) -> SoakSample {
             ],
         }],
         tcp_retrans_segs: None,
+        tcp_out_segs: None,
         bytes_sent: 0,
         bytes_received: 0,
         problems: Vec::new(),

@@ -100,6 +100,7 @@ fn qdisc(interface: &str, kind: &str, side: QdiscSide, drops: u64) -> QdiscDelta
         overlimits: 0,
         requeues: 0,
         reset: false,
+        reorders: false,
         tests: vec!["TCP send, 1 stream".into(), "TCP send, 2 streams".into()],
     }
 }

@@ -36,6 +36,8 @@ pub struct Options {
     pub root_shown: String,
     /// The round-trip time the socket buffers are sized for, in milliseconds.
     pub rtt_ms: f64,
+    /// The rate the socket buffers are sized for, Gb/s (`--gbps`); `None`: the fastest port's.
+    pub gbps: Option<f64>,
     /// This node is to run the subnet manager (`--sm-node`).
     pub sm_node: bool,
     /// A client's NFS export to mount over RDMA (`server:/export`).
@@ -49,6 +51,7 @@ impl Default for Options {
             renderer: None,
             root_shown: "/".to_string(),
             rtt_ms: 10.0,
+            gbps: None,
             sm_node: false,
             nfs_mount: None,
         }

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use linerate_facts::{Analysis, FindingId, Inventory, Plan, PlanCommand, Step, Topic, When, Why};
+use linerate_facts::{
+    Analysis, FindingId, Inventory, Plan, PlanCommand, Step, TcpBufferSizes, Topic, When, Why,
+};
 use linerate_units::{fmt_num, r2, r3};
 
 use crate::plan;
@@ -13,17 +15,6 @@ use crate::Options;
 
 /// The file setup writes.
 pub const PATH: &str = "/etc/sysctl.d/90-linerate.conf";
-
-/// perfSONAR's `configure_sysctl` tiers (toolkit/perfsonar-toolkit/scripts/configure_sysctl):
-/// (minimum link Gb/s, `net.core.{r,w}mem_max`, maximum of `tcp_{r,w}mem`).
-const TIERS: [(f64, u64, u64); 3] = [
-    (40.0, 536_870_912, 268_435_456),
-    (10.0, 268_435_456, 134_217_728),
-    (0.0, 67_108_864, 33_554_432),
-];
-/// The min and default of perfSONAR's `tcp_rmem` / `tcp_wmem`.
-const TCP_RMEM_LOW: [u64; 2] = [4096, 87380];
-const TCP_WMEM_LOW: [u64; 2] = [4096, 65536];
 
 /// A sysctl value: one number or the triple of `tcp_rmem`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,44 +99,27 @@ fn fastest(analysis: &Analysis) -> Option<(String, f64)> {
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
-/// The proposed values for a rate and round trip.
+/// The proposed values for a rate and round trip (the sizing doctor quotes too).
 fn proposed(gbps: f64, rtt_ms: f64) -> (u64, Vec<(&'static str, Value)>) {
-    let bdp = (gbps * 1e9 / 8.0 * rtt_ms / 1000.0).ceil() as u64;
-    // The kernel keeps part of each buffer for its own overhead (tcp_adv_win_scale): twice the
-    // BDP lets the window reach the BDP.
-    let need = (2 * bdp).next_power_of_two();
-    let (_, core_tier, tcp_tier) = TIERS
-        .iter()
-        .find(|(min, _, _)| gbps >= *min)
-        .copied()
-        .unwrap_or(TIERS[2]);
-    let tcp_max = tcp_tier.max(need);
-    let core_max = core_tier.max(tcp_max);
+    let b = TcpBufferSizes::for_path(gbps, rtt_ms);
     (
-        bdp,
-        vec![
-            ("net.core.rmem_max", Value(vec![core_max])),
-            ("net.core.wmem_max", Value(vec![core_max])),
-            (
-                "net.ipv4.tcp_rmem",
-                Value(vec![TCP_RMEM_LOW[0], TCP_RMEM_LOW[1], tcp_max]),
-            ),
-            (
-                "net.ipv4.tcp_wmem",
-                Value(vec![TCP_WMEM_LOW[0], TCP_WMEM_LOW[1], tcp_max]),
-            ),
-        ],
+        b.bdp,
+        b.sysctls()
+            .into_iter()
+            .map(|(k, v)| (k, Value(v)))
+            .collect(),
     )
 }
 
 pub fn build(inv: &Inventory, analysis: &Analysis, s: &Snapshot, o: &Options, plan: &mut Plan) {
     let _ = inv;
-    let Some((port, gbps)) = fastest(analysis) else {
+    let given = o.gbps.map(|g| ("the path".to_string(), g));
+    let Some((port, gbps)) = given.or_else(|| fastest(analysis)) else {
         plan.refuse(
             Topic::Sysctl,
             "host",
             "no port with a known rate: the buffers are sized to the fastest port's bandwidth-delay product",
-            Some("A port whose link is up (or `linerate plan` for hardware that is not there yet).".to_string()),
+            Some("A port whose link is up, `--gbps RATE` (the rate to size for: what `linerate doctor` quotes), or `linerate plan` for hardware that is not there yet.".to_string()),
         );
         return;
     };

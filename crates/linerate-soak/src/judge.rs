@@ -209,6 +209,7 @@ pub fn judge_port(tracker: &Tracker, info: &PortInfo, jp: &JudgeParams) -> PortR
     rules::recovery_rate(&ctx, &mut out);
     rules::ethernet_rules(&ctx, ber.as_ref(), &mut out);
     rules::path_rules(&ctx, &mut out);
+    rules::tcp_retransmits(&ctx, &mut out);
     rules::rdma_transport(&ctx, &mut out);
     rules::counter_notes(&ctx, &mut out);
     let fraction = observed_fraction(&ctx);
@@ -288,6 +289,7 @@ fn end_report(tracker: &Tracker, end: End, jp: &JudgeParams) -> Option<EndReport
         mean_gbps: linerate_units::gbps(moved_bytes, t.duration_s()),
         median_gbps: linerate_stats::median(&rates).unwrap_or(0.0),
         tcp_retrans: t.tcp_retrans_last.map(|_| t.tcp_retrans),
+        tcp_out_segs: t.tcp_out_segs,
         ports,
         problems: t.problems.clone(),
         problems_total: t.problems_total,

@@ -174,6 +174,10 @@ pub struct EndReport {
     pub mean_gbps: f64,
     pub median_gbps: f64,
     pub tcp_retrans: Option<u64>,
+    /// TCP segments this host sent over the soak (`TcpOutSegs`, host-wide), when both ends of
+    /// every sample read it: the basis of `tcp_retransmits`' share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_out_segs: Option<u64>,
     pub ports: Vec<PortReport>,
     pub problems: Vec<String>,
     pub problems_total: u64,

@@ -608,16 +608,79 @@ pub(crate) fn path_rules(ctx: &PortCtx, out: &mut Out) {
     }
 }
 
+/// The port carried what this end sent: its own sent-bytes counter (`tx_bytes`, or
+/// `port_xmit_data` in 4-byte units) rose by at least half the bytes the engines sent (any rise
+/// when they sent none, a passive soak); a port without such a counter is not excluded.
+fn carried_sends(ctx: &PortCtx) -> bool {
+    let own = ctx
+        .get(NetdevStatistics, "tx_bytes")
+        .map(|c| c.delta)
+        .or_else(|| {
+            ctx.get(IbCounters, "port_xmit_data")
+                .map(|c| c.delta.saturating_mul(4))
+        });
+    match own {
+        None => true,
+        Some(b) if ctx.totals.bytes_sent == 0 => b > 0,
+        Some(b) => b.saturating_mul(2) >= ctx.totals.bytes_sent,
+    }
+}
+
+/// TCP's retransmits without an error counter moving: the share of the segments this host sent
+/// that were sent again (`RetransSegs` ÷ `OutSegs`, host-wide) above `tcp_retrans_fraction`
+/// says this end's send direction lost packets on the path beyond the port. Judged on the ports
+/// that carried what this end sent; with an error counter moving, `retrans_with_errors` names
+/// the same retransmits (the port's loss). Not judged without the segments sent (a peer of an
+/// earlier release).
+pub(crate) fn tcp_retransmits(ctx: &PortCtx, out: &mut Out) {
+    let t = ctx.totals;
+    let (Some(_), Some(sent)) = (t.tcp_retrans_last, t.tcp_out_segs) else {
+        return;
+    };
+    if sent == 0 || !carried_sends(ctx) {
+        return;
+    }
+    if error_counters(ctx).iter().any(|c| c.delta > 0) {
+        return;
+    }
+    let retrans = t.tcp_retrans;
+    let share = retrans as f64 / sent as f64;
+    let limit = ctx.jp.tcp_retrans_fraction;
+    out.check(
+        RuleId::TcpRetransmits,
+        None,
+        share,
+        limit,
+        Unit::Fraction,
+        || {
+            format!(
+                "{retrans} TCP retransmits of {sent} segments this host sent ({}%, above {}%): \
+                 packets this end sent were lost on the way, this end's send direction (host-wide \
+                 counters: every TCP connection of the host); no error counter of this port \
+                 moved, so they were lost on the path beyond this cable (congestion, a lossy hop, \
+                 a drop policy), not on it",
+                fmt_sig(share * 100.0),
+                fmt_sig(limit * 100.0)
+            )
+        },
+    );
+}
+
 /// The RDMA transport's counters of what this end sent and lost (the requester's view): a
-/// timeout waiting for an acknowledgement, a NAK for a sequence gap (rxe's and mlx5's
-/// `hw_counters` names).
-pub(crate) const RDMA_SENT_LOST: [&str; 6] = [
+/// timeout waiting for an acknowledgement, a NAK for a sequence gap, retries run out (rxe's and
+/// mlx5's `hw_counters` names). Linux 6.1's rxe over a link dropping 1 % of one direction
+/// counts `rcvd_seq_err` (each NAK for a gap) and `completer_retry_err` (each go-back-N retry,
+/// NAK or timeout) on the sender, `out_of_seq_request` on the receiver, and nothing when the
+/// other direction drops its acknowledgements (cumulative: the next one covers them);
+/// `retry_exceeded_err` is the retries running out (rxe_comp.c), the queue pair then in error.
+pub(crate) const RDMA_SENT_LOST: [&str; 7] = [
     "completer_retry_err",
     "local_ack_timeout_err",
     "rcvd_seq_err",
     "packet_seq_err",
     "implied_nak_seq_err",
     "roce_adp_retrans",
+    "retry_exceeded_err",
 ];
 /// ... and of what was sent to this end and arrived out of sequence or twice (the responder's
 /// view: the sender had to retransmit).

@@ -52,6 +52,15 @@ pub const XMIT_WAIT_TICKS: u64 = 1000;
 /// a tenth below typical is beyond the interval-to-interval noise of a steady TCP stream).
 pub const DIP_FRACTION: f64 = 0.9;
 
+/// TCP segments retransmitted per segment sent (host-wide, `RetransSegs` ÷ `OutSegs` of
+/// `/proc/net/snmp`) above which an end's send direction is said to lose packets
+/// (`tcp_retransmits`). linerate's own: not zero, because a clean path retransmits a little
+/// (tail-loss probes, a timer that fires while the host is stalled: 4 to 8 in 20,000 to 30,000
+/// segments, 0.02-0.04 %, over the lab's clean emulated link), and a path that loses one packet
+/// in a thousand already holds a single TCP stream far below its line rate (Mathis et al.: rate
+/// ∝ MSS ÷ (RTT × √loss)).
+pub const TCP_RETRANS_FRACTION: f64 = 1e-3;
+
 /// NVSentinel's fixed `symbol_error` budget per hour ("IBTA BER spec violation"), used where the
 /// signalling rate is unknown (the IBTA budget at about 33 Gb/s). Not settable: set `ber`.
 pub const NVSENTINEL_SYMBOL_ERRORS_PER_HOUR: f64 = 120.0;
@@ -67,6 +76,7 @@ string_enum! {
         LinkErrorRecoveryPerMin = "link_error_recovery_per_min",
         XmitWaitTicks = "xmit_wait_ticks",
         DipFraction = "dip_fraction",
+        TcpRetransFraction = "tcp_retrans_fraction",
     }
 }
 
@@ -117,6 +127,7 @@ impl Threshold {
             Self::LinkErrorRecoveryPerMin => LINK_ERROR_RECOVERY_PER_MIN,
             Self::XmitWaitTicks => XMIT_WAIT_TICKS as f64,
             Self::DipFraction => DIP_FRACTION,
+            Self::TcpRetransFraction => TCP_RETRANS_FRACTION,
         }
     }
 
@@ -127,7 +138,7 @@ impl Threshold {
                 ThresholdRange::NonNegative
             }
             Self::XmitWaitTicks => ThresholdRange::WholeNumber,
-            Self::DipFraction => ThresholdRange::Fraction,
+            Self::DipFraction | Self::TcpRetransFraction => ThresholdRange::Fraction,
         }
     }
 
@@ -150,6 +161,9 @@ impl Threshold {
             Self::DipFraction => {
                 "the fraction of the median throughput below which an interval is a dip"
             }
+            Self::TcpRetransFraction => {
+                "TCP segments retransmitted per segment sent above which an end's send direction loses packets"
+            }
         }
     }
 
@@ -160,7 +174,7 @@ impl Threshold {
             Self::PreFecBer => Source::Mlx5Counters,
             Self::PortRcvErrorsPerS | Self::XmitWaitTicks => Source::InfinibandDiags,
             Self::LinkErrorRecoveryPerMin => Source::Nvsentinel,
-            Self::DipFraction => Source::Linerate,
+            Self::DipFraction | Self::TcpRetransFraction => Source::Linerate,
         }
     }
 
@@ -175,6 +189,7 @@ impl Threshold {
             Self::LinkErrorRecoveryPerMin => jp.link_error_recovery_per_min,
             Self::XmitWaitTicks => jp.xmit_wait_ticks as f64,
             Self::DipFraction => jp.dip_fraction,
+            Self::TcpRetransFraction => jp.tcp_retrans_fraction,
         }
     }
 
@@ -188,6 +203,7 @@ impl Threshold {
             Self::LinkErrorRecoveryPerMin => jp.link_error_recovery_per_min = v,
             Self::XmitWaitTicks => jp.xmit_wait_ticks = v as u64,
             Self::DipFraction => jp.dip_fraction = v,
+            Self::TcpRetransFraction => jp.tcp_retrans_fraction = v,
         }
     }
 
@@ -252,6 +268,10 @@ fn default_rcv_errors_per_bit() -> f64 {
     RCV_ERRORS_PER_BIT
 }
 
+fn default_tcp_retrans_fraction() -> f64 {
+    TCP_RETRANS_FRACTION
+}
+
 /// The thresholds the judge used; in the document so a verdict can be checked by hand. One
 /// field per [`Threshold`], named as it is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -266,6 +286,9 @@ pub struct JudgeParams {
     pub link_error_recovery_per_min: f64,
     pub xmit_wait_ticks: u64,
     pub dip_fraction: f64,
+    /// Absent from documents written before it existed: the default then.
+    #[serde(default = "default_tcp_retrans_fraction")]
+    pub tcp_retrans_fraction: f64,
 }
 
 impl Default for JudgeParams {
@@ -279,6 +302,7 @@ impl Default for JudgeParams {
             link_error_recovery_per_min: LINK_ERROR_RECOVERY_PER_MIN,
             xmit_wait_ticks: XMIT_WAIT_TICKS,
             dip_fraction: DIP_FRACTION,
+            tcp_retrans_fraction: TCP_RETRANS_FRACTION,
         }
     }
 }

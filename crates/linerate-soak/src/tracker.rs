@@ -324,6 +324,15 @@ pub struct EndTotals {
     pub tcp_retrans_first: Option<u64>,
     pub tcp_retrans_last: Option<u64>,
     pub tcp_retrans: u64,
+    /// TCP segments sent (`TcpOutSegs`), over the samples that read both it and the
+    /// retransmits: the basis of their share.
+    #[serde(default)]
+    pub tcp_out_last: Option<u64>,
+    #[serde(default)]
+    pub tcp_out_segs: Option<u64>,
+    /// A sample had one of the two without the other: no share for this soak.
+    #[serde(default)]
+    pub tcp_out_unknown: bool,
     pub problems: Vec<String>,
     pub problems_total: u64,
     /// Samples ignored because they were out of order or repeated.
@@ -515,6 +524,22 @@ impl Tracker {
             }
             t.tcp_retrans_last = Some(v);
         }
+        // Segments sent, counted beside the retransmits: a sample that reads one without the
+        // other (a peer of an earlier release) leaves the soak without a share.
+        match (s.tcp_retrans_segs, s.tcp_out_segs) {
+            (Some(_), Some(v)) if !t.tcp_out_unknown => {
+                if let Some(last) = t.tcp_out_last {
+                    let d = if v >= last { v - last } else { v };
+                    t.tcp_out_segs = Some(t.tcp_out_segs.unwrap_or(0).saturating_add(d));
+                }
+                t.tcp_out_last = Some(v);
+            }
+            _ => {
+                t.tcp_out_unknown = true;
+                t.tcp_out_last = None;
+                t.tcp_out_segs = None;
+            }
+        }
         for text in &s.problems {
             t.problem(text.clone());
         }
@@ -615,6 +640,7 @@ mod tests {
                     .collect(),
             }],
             tcp_retrans_segs: Some(100 + seq),
+            tcp_out_segs: None,
             bytes_sent: 1_000,
             bytes_received: 2_000,
             problems: Vec::new(),

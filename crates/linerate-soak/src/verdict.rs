@@ -91,6 +91,8 @@ string_enum! {
         PerHour = "per_hour",
         Ber = "ber",
         Bits = "bits",
+        /// A share of a whole (retransmitted segments per segment sent).
+        Fraction = "fraction",
     }
 }
 
@@ -121,6 +123,10 @@ string_enum! {
         /// The RDMA transport retransmitted, or received out of sequence, while no error counter
         /// of the port moved: packets were lost on the path beyond this cable.
         RdmaRetransmits = "rdma_retransmits",
+        /// TCP retransmitted more than `tcp_retrans_fraction` of the segments this end sent,
+        /// while no error counter of the port moved: its send direction lost packets on the
+        /// path beyond this cable.
+        TcpRetransmits = "tcp_retransmits",
         Pam4SymbolErrors = "pam4_symbol_errors",
         /// A receive-error counter rose within its budget: the packets lost, said.
         RcvErrors = "rcv_errors",
@@ -152,7 +158,8 @@ impl RuleId {
             Self::XmitCongestion
             | Self::RemotePhysicalErrors
             | Self::RxMissed
-            | Self::RdmaRetransmits => Verdict::Congested,
+            | Self::RdmaRetransmits
+            | Self::TcpRetransmits => Verdict::Congested,
             Self::PeggedFromStart | Self::InsufficientTraffic | Self::NoCounters => {
                 Verdict::Insufficient
             }
@@ -189,6 +196,7 @@ impl RuleId {
             Self::RxMissed => Source::KernelStatistics,
             Self::RetransWithErrors
             | Self::RdmaRetransmits
+            | Self::TcpRetransmits
             | Self::CounterReset
             | Self::NoCounters => Source::Linerate,
         }

@@ -118,6 +118,7 @@ fn a_short_soak_needs_more_than_three_errors_and_is_not_called_clean() {
         dt: 1.0,
         bytes: 1_250_000_000,
         retrans: 0,
+        out_segs: None,
     };
     let three = one_counter(short, "symbol_error", 3);
     assert_eq!(
@@ -140,6 +141,7 @@ fn a_short_soak_needs_more_than_three_errors_and_is_not_called_clean() {
         dt: 1.0,
         bytes: 3_750_000_000,
         retrans: 0,
+        out_segs: None,
     };
     assert_eq!(
         verdict(
@@ -411,6 +413,184 @@ fn rdma_transport_losses_name_the_direction_and_blame_the_cable_only_with_errors
     );
     // rdma_sends moved by a million in every run: a counter of traffic, never a finding.
     assert!(!fired(&quiet, End::Local, "rxe0", RuleId::RdmaRetransmits));
+}
+
+/// The counters of a lab run (Linux 6.1 guests, `crates/linerate-cli/tests/lab_soak.rs`):
+/// `soak -P 1` from a to b over rxe, 15 s, `netem loss 2%` on a's egress. What the kernels
+/// counted over the soak, spread over its intervals: a (local) sent 3873 TCP segments and
+/// retransmitted 55, its rxe counted 6 `completer_retry_err` and 7 `rcvd_seq_err` for its RDMA
+/// writes; b (remote) sent 21228 and retransmitted 6 (the clean direction), its rxe counted 6
+/// `out_of_seq_request`. `loss` scales the retransmits and transport counters (0: the same
+/// link without netem).
+fn lab_capture(loss: u64) -> SoakReport {
+    use CounterSource::IbHwCounters;
+    let run = Run {
+        n: 15,
+        dt: 1.0,
+        bytes: 2_000_000,
+        retrans: 0,
+        out_segs: None,
+    };
+    let rxe = || SoakPortKind::Ethernet {
+        speed_mbps: Some(40_000),
+        roce: true,
+    };
+    let jp = JudgeParams {
+        min_bits: 1e6,
+        ..JudgeParams::default()
+    };
+    soak_with(
+        run,
+        &[
+            port(End::Local, "rxe0", rxe(), move |s| {
+                vec![
+                    (
+                        IbHwCounters,
+                        "completer_retry_err",
+                        ramp(0, 6 * loss, 15, s),
+                    ),
+                    (IbHwCounters, "rcvd_seq_err", ramp(0, 7 * loss, 15, s)),
+                    (IbHwCounters, "sent_pkts", ramp(0, 992, 15, s)),
+                    (IbHwCounters, "out_of_seq_request", 0),
+                    (IbHwCounters, "duplicate_request", 0),
+                ]
+            }),
+            port(End::Remote, "rxe0", rxe(), move |s| {
+                vec![
+                    (IbHwCounters, "out_of_seq_request", ramp(0, 6 * loss, 15, s)),
+                    (IbHwCounters, "rcvd_pkts", ramp(0, 846, 15, s)),
+                    (IbHwCounters, "completer_retry_err", 0),
+                    (IbHwCounters, "rcvd_seq_err", 0),
+                ]
+            }),
+        ],
+        &jp,
+        move |sample, seq| {
+            let (retrans, out) = match sample.end {
+                End::Local => (55 * loss, 3873),
+                End::Remote => (6, 21228),
+            };
+            sample.tcp_retrans_segs = Some(35 + ramp(0, retrans, 15, seq));
+            sample.tcp_out_segs = Some(40878 + ramp(0, out, 15, seq));
+        },
+    )
+}
+
+#[test]
+fn a_lab_capture_of_one_lossy_direction_names_that_direction_on_both_ends() {
+    let r = lab_capture(1);
+    // a: TCP's retransmits are 1.4 % of what it sent, its send direction; its rxe's NAKs and
+    // retries name the same direction.
+    let f = finding(&r, End::Local, "rxe0", RuleId::TcpRetransmits);
+    assert!(
+        f.text.contains("55 TCP retransmits of 3873 segments") && f.text.contains("send direction"),
+        "{}",
+        f.text
+    );
+    assert_eq!(f.unit, Unit::Fraction);
+    assert!((f.value.unwrap() - 55.0 / 3873.0).abs() < 1e-12);
+    let named: Vec<(&str, bool)> = r
+        .port(End::Local, "rxe0", "1")
+        .unwrap()
+        .findings
+        .iter()
+        .filter(|f| f.rule == RuleId::RdmaRetransmits)
+        .map(|f| {
+            (
+                f.counter.as_deref().unwrap(),
+                f.text.contains("this end's send direction"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        named,
+        [("completer_retry_err", true), ("rcvd_seq_err", true)]
+    );
+    // b: its send direction was clean (6 of 21228, 0.03 %: a check that did not fire); what
+    // reached it out of sequence is its receive direction, the same a → b.
+    let c = check(&r, End::Remote, "rxe0", RuleId::TcpRetransmits).expect("b's TCP check");
+    assert!(!c.fired && c.value < c.limit, "{c:?}");
+    let f = finding(&r, End::Remote, "rxe0", RuleId::RdmaRetransmits);
+    assert_eq!(f.counter.as_deref(), Some("out_of_seq_request"));
+    assert!(
+        f.text.contains("this end's receive direction"),
+        "{}",
+        f.text
+    );
+    assert!(!r
+        .port(End::Remote, "rxe0", "1")
+        .unwrap()
+        .findings
+        .iter()
+        .any(|f| f.text.contains("this end's send direction")));
+    assert_eq!(r.ends[0].tcp_out_segs, Some(3873));
+    assert_eq!(
+        verdict(&r, End::Local, "rxe0"),
+        (Verdict::Congested, "rdma_retransmits")
+    );
+
+    // The same link without the loss: clean at both ends, both TCP checks below the limit.
+    let clean = lab_capture(0);
+    for end in [End::Local, End::Remote] {
+        assert_eq!(verdict(&clean, end, "rxe0"), (Verdict::Clean, "clean"));
+        let c = check(&clean, end, "rxe0", RuleId::TcpRetransmits).expect("a TCP check");
+        assert!(!c.fired, "{c:?}");
+    }
+}
+
+#[test]
+fn tcp_retransmits_are_judged_on_the_ports_that_carried_the_sends_and_need_segments_sent() {
+    let run = Run {
+        retrans: 20,
+        out_segs: Some(10_000),
+        ..TEN_MIN
+    };
+    // 20 in 10000 a interval (0.2 %): over 0.1 %. eth0 sent the traffic, eth1 (management)
+    // sent a little: only eth0 is judged.
+    let ports = |errors: u64| {
+        [
+            port(End::Local, "eth0", eth(100_000), move |s| {
+                vec![
+                    (
+                        NetdevStatistics,
+                        "tx_bytes",
+                        ramp(0, 600_000_000_000, 60, s),
+                    ),
+                    (NetdevStatistics, "rx_crc_errors", ramp(0, errors, 60, s)),
+                ]
+            }),
+            port(End::Local, "eth1", eth(1_000), |s| {
+                vec![(NetdevStatistics, "tx_bytes", ramp(0, 1_000_000, 60, s))]
+            }),
+        ]
+    };
+    let r = soak(run, &ports(0));
+    assert_eq!(
+        verdict(&r, End::Local, "eth0"),
+        (Verdict::Congested, "tcp_retransmits")
+    );
+    let c = check(&r, End::Local, "eth0", RuleId::TcpRetransmits).unwrap();
+    assert!((c.value - 0.002).abs() < 1e-12 && c.limit == 1e-3, "{c:?}");
+    assert!(check(&r, End::Local, "eth1", RuleId::TcpRetransmits).is_none());
+    // The limit is settable: at 0.5 % the same share does not fire.
+    let mut jp = JudgeParams::default();
+    jp.set(Threshold::TcpRetransFraction, 0.005).unwrap();
+    let r = soak_with(run, &ports(0), &jp, |_, _| {});
+    assert!(!fired(&r, End::Local, "eth0", RuleId::TcpRetransmits));
+    // With the port's own errors moving the retransmits are the cable's, named once.
+    let r = soak(run, &ports(600));
+    assert!(fired(&r, End::Local, "eth0", RuleId::RetransWithErrors));
+    assert!(check(&r, End::Local, "eth0", RuleId::TcpRetransmits).is_none());
+    // Without the segments sent (a peer of an earlier release) no share is claimed.
+    let r = soak(
+        Run {
+            out_segs: None,
+            ..run
+        },
+        &ports(0),
+    );
+    assert!(check(&r, End::Local, "eth0", RuleId::TcpRetransmits).is_none());
+    assert_eq!(r.ends[0].tcp_out_segs, None);
 }
 
 fn eth_soak(counters: &'static [Reading]) -> SoakReport {

@@ -201,6 +201,7 @@ mod tests {
                     .collect(),
             }],
             tcp_retrans_segs: Some(seq * 1000),
+            tcp_out_segs: None,
             bytes_sent: 0,
             bytes_received: 0,
             problems: Vec::new(),

@@ -55,6 +55,7 @@ fn sample(seq: u64, t_s: f64, id: &PortId, counters: &[(CounterSource, &str, u64
                 .collect(),
         }],
         tcp_retrans_segs: Some(seq * 7),
+        tcp_out_segs: None,
         bytes_sent: 0,
         bytes_received: 0,
         problems: Vec::new(),

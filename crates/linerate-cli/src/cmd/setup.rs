@@ -70,6 +70,12 @@ pub fn run(a: &SetupArgs, style: Style) -> anyhow::Result<u8> {
             a.rtt_ms
         );
     }
+    if let Some(g) = a
+        .gbps
+        .filter(|g| !g.is_finite() || *g <= 0.0 || *g > 100_000.0)
+    {
+        bail!("--gbps {g}: expected a rate in Gb/s, above 0 and at most 100000");
+    }
     if let Some(id) = &a.rollback {
         if !a.root.is_dir() {
             bail!("--root {root_shown}: no such directory");
@@ -103,6 +109,7 @@ pub fn run(a: &SetupArgs, style: Style) -> anyhow::Result<u8> {
         renderer: renderer(a.renderer),
         root_shown: root_shown.clone(),
         rtt_ms: a.rtt_ms,
+        gbps: a.gbps,
         sm_node: a.sm_node,
         nfs_mount: a.nfs_mount.clone(),
     };

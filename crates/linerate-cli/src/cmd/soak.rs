@@ -74,6 +74,7 @@ fn build_sampler(root: &Path, ip: Option<IpAddr>) -> SampleFn {
                 t_s,
                 ports: Vec::new(),
                 tcp_retrans_segs: None,
+                tcp_out_segs: None,
                 bytes_sent: 0,
                 bytes_received: 0,
                 problems: vec![format!("no counters read: {why}")],
@@ -183,7 +184,8 @@ pub fn run(a: &SoakArgs, style: Style) -> anyhow::Result<u8> {
         duration_s: a.duration.as_secs_f64(),
         interval_s: a.interval.as_secs_f64(),
         passive: a.passive,
-        rdma: a.rdma,
+        // RDMA traffic ran beside the streams: asked for, or added because the path is RDMA's.
+        rdma: server.as_ref().is_some_and(|s| s.rdma),
         both_ways: !(a.one_way || a.reverse || a.passive),
     };
     if out.human() {
@@ -281,7 +283,7 @@ fn soak_server(a: &SoakArgs) -> anyhow::Result<SoakServer> {
     let port = a.port.unwrap_or(linerate_proto::DEFAULT_PORT);
     let mut addr: SocketAddr = super::bench::lookup(&target.host, port)?[0];
     let params = soak_params(a)?;
-    let rdma = a.rdma || path_is_rdma(addr);
+    let rdma = a.rdma || (!a.no_rdma && path_is_rdma(addr));
     let mut psk = a
         .psk_file
         .as_deref()

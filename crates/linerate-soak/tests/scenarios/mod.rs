@@ -76,6 +76,8 @@ pub struct Run {
     pub dt: f64,
     pub bytes: u64,
     pub retrans: u64,
+    /// Host-wide TCP segments sent per interval, when the end reads them.
+    pub out_segs: Option<u64>,
 }
 
 /// Ten minutes, 60 intervals of 10 s, 10 GB received per interval per end (8 Gb/s, 4.8e12 bits
@@ -85,6 +87,7 @@ pub const TEN_MIN: Run = Run {
     dt: 10.0,
     bytes: 10_000_000_000,
     retrans: 0,
+    out_segs: None,
 };
 
 pub fn soak(run: Run, ports: &[Port]) -> SoakReport {
@@ -119,6 +122,7 @@ pub fn soak_with(
                     })
                     .collect(),
                 tcp_retrans_segs: Some(1000 + seq * run.retrans),
+                tcp_out_segs: run.out_segs.map(|o| 5000 + seq * o),
                 bytes_sent: if seq == 0 { 0 } else { run.bytes },
                 bytes_received: if seq == 0 { 0 } else { run.bytes },
                 problems: Vec::new(),
@@ -224,6 +228,7 @@ pub fn receive_errors_short() -> SoakReport {
         dt: 1.0,
         bytes: 3_000_000_000,
         retrans: 0,
+        out_segs: None,
     };
     soak(
         run,
@@ -239,6 +244,7 @@ pub const EDR_MINUTE: Run = Run {
     dt: 1.0,
     bytes: 10_000_000_000,
     retrans: 0,
+    out_segs: None,
 };
 
 /// Issue #23, case 2: `symbol_error` pegged when the soak began and cleared at 46 s; mlx5_0: 5
@@ -303,6 +309,7 @@ pub fn traffic_beyond_the_port() -> SoakReport {
         dt: 1.0,
         bytes: 6_125_000_000,
         retrans: 0,
+        out_segs: None,
     };
     soak(
         run,

@@ -1,0 +1,240 @@
+//! `linerate soak` and `bench --rdma` over a real lossy link: two guests of Debian's stock
+//! kernel (the lab, docs/lab.md) joined by a wire, soft-RoCE (rxe0) on each. Over the clean link
+//! soak calls both ends clean; with `netem loss` on one guest's egress, the same soak names TCP's
+//! retransmits on the end whose sends were lost, in its send direction, while the other
+//! direction is judged clean in the same run; `bench --rdma` over that link completes and reports
+//! the retries and sequence errors the device counted, as sysfs shows them. The soaks are TCP
+//! only (`--no-rdma`): under TCG soak's RDMA connection and its TCP streams do not both get
+//! through the server's 5 s handshake (open, #30); soak's judgement of rxe's counters is tested
+//! on this lab's captures in linerate-soak's judge.rs. Functional facts only: under TCG the
+//! rates say nothing.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::lab::{self, linerate, linerate_json, sh};
+use linerate_lab::{Bg, Guest, LabSpec};
+use serde_json::Value;
+
+/// The loss netem applies to a's egress: enough that every run loses packets, low enough that
+/// rxe's go-back-N completes writes under TCG (at 2 % a window of 64 KiB writes stalls past
+/// bench's 5 s without a completion).
+const LOSS: &str = "1%";
+
+/// The soak: one TCP stream each way (more streams' handshake can outlast the server's 5 s under
+/// TCG), no RDMA beside them although the path is rxe's, judged with `min_bits` lowered to what
+/// an emulated link carries in seconds.
+const SOAK: &str = "--duration 15s --interval 1s -P 1 --no-rdma --threshold min_bits=1e6 --json";
+
+/// rxe's requester counters that say a packet it sent was lost (Linux 6.1).
+const SENT_LOST: [&str; 2] = ["completer_retry_err", "rcvd_seq_err"];
+
+/// The hw_counters of rxe0 port 1 in guest `g`.
+fn hw(g: &Guest) -> BTreeMap<String, u64> {
+    sh(
+        g,
+        "cd /sys/class/infiniband/rxe0/ports/1/hw_counters && grep -H . *",
+        30,
+    )
+    .lines()
+    .filter_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        Some((k.to_string(), v.trim().parse().ok()?))
+    })
+    .collect()
+}
+
+fn rose(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>, name: &str) -> u64 {
+    after.get(name).copied().unwrap_or(0) - before.get(name).copied().unwrap_or(0)
+}
+
+/// A soak from a to b; its document, which must be complete, with the server's log in the
+/// message otherwise.
+fn soak(a: &Guest, b: &Guest, server: &str, serve: Bg) -> Value {
+    let o = linerate(a, &format!("soak {server} {SOAK}"), 180);
+    let doc: Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "soak: not JSON ({e}); {}; stderr: {}",
+            o.status.describe(),
+            o.stderr
+        )
+    });
+    if !doc["error"].is_null() {
+        let log = b
+            .stop(serve, Duration::from_secs(5))
+            .map_or_else(|e| e.to_string(), |o| format!("{}{}", o.stdout, o.stderr));
+        panic!(
+            "the soak stopped early: {}; its stderr: {}; the server's log:\n{log}",
+            doc["error"], o.stderr
+        );
+    }
+    assert_eq!(doc["params"]["rdma"], false, "--no-rdma: {}", doc["params"]);
+    doc
+}
+
+/// The port of `end` (`local` is a, `remote` is b) that carried its TCP streams: the one soak
+/// judged TCP's retransmits on.
+fn port<'a>(doc: &'a Value, end: &str) -> &'a Value {
+    let e = doc["ends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["end"] == end)
+        .unwrap_or_else(|| panic!("no {end} end in {doc}"));
+    e["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| {
+            p["checks"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["rule"] == "tcp_retransmits"))
+        })
+        .unwrap_or_else(|| panic!("no port with a tcp_retransmits check at the {end} end: {e}"))
+}
+
+fn findings<'a>(p: &'a Value, rule: &str) -> Vec<&'a Value> {
+    p["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == rule)
+        .collect()
+}
+
+/// The port's `tcp_retransmits` check: present (the port carried what its end sent).
+fn tcp_check(p: &Value) -> &Value {
+    p["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["rule"] == "tcp_retransmits")
+        .unwrap_or_else(|| panic!("no tcp_retransmits check on {p}"))
+}
+
+#[test]
+fn soak_and_bench_name_the_lossy_direction_over_rxe() {
+    let Some((lab, _serial)) = lab::boot(&LabSpec::pair()) else {
+        return;
+    };
+    let (a, b) = (lab.guest("a"), lab.guest("b"));
+    let server = b.addr(0).to_string();
+    // The binary read once over 9p before the first timed handshake.
+    linerate(a, "--version", 120);
+    let serve = lab::serve(b, "0.0.0.0");
+    // libfabric and its verbs provider read once over 9p on both guests: the first RDMA
+    // listener of a fresh guest outlasted the server's 5 s handshake under TCG.
+    linerate(a, &format!("bench {server} --rdma -t 1 -J"), 240);
+
+    clean_link_is_clean(a, b, &server, serve);
+    sh(
+        a,
+        &format!("tc qdisc replace dev enp1s0 root netem loss {LOSS}"),
+        30,
+    );
+    lossy_direction_is_named(a, b, &server, serve);
+    bench_reports_the_retries_the_device_counted(a, b, &server, serve);
+    let netem = sh(a, "tc -s qdisc show dev enp1s0", 30);
+    eprintln!("a's egress after the lossy runs: {netem}");
+    assert!(
+        !netem.contains("dropped 0,"),
+        "netem dropped nothing: {netem}"
+    );
+    sh(a, "tc qdisc del dev enp1s0 root", 30);
+    b.stop(serve, Duration::from_secs(5)).unwrap();
+}
+
+/// (1) No netem: the soak's verdict is clean, both ends' TCP checks ran and stayed below their
+/// limit, and no rule fired on either end.
+fn clean_link_is_clean(a: &Guest, b: &Guest, server: &str, serve: Bg) {
+    let doc = soak(a, b, server, serve);
+    assert_eq!(doc["verdict"], "clean", "{doc}");
+    for end in ["local", "remote"] {
+        let p = port(&doc, end);
+        assert_eq!(p["verdict"], "clean", "{end}: {p}");
+        let c = tcp_check(p);
+        assert_eq!(c["fired"], false, "{end}: {c}");
+        assert!(findings(p, "tcp_retransmits").is_empty(), "{end}: {p}");
+    }
+}
+
+/// (2) a's egress drops packets. a's sends were lost: TCP retransmitted above its limit on a,
+/// named as a's send direction. b's own sends were not lost: its check ran and stayed below the
+/// limit, and nothing on either end names b → a.
+fn lossy_direction_is_named(a: &Guest, b: &Guest, server: &str, serve: Bg) {
+    let doc = soak(a, b, server, serve);
+    let (pa, pb) = (port(&doc, "local"), port(&doc, "remote"));
+    assert_ne!(doc["verdict"], "clean", "{doc}");
+
+    let c = tcp_check(pa);
+    assert_eq!(c["fired"], true, "a's TCP: {c}");
+    let f = findings(pa, "tcp_retransmits");
+    assert!(
+        f.len() == 1 && f[0]["text"].as_str().unwrap().contains("send direction"),
+        "{f:?}"
+    );
+    let c = tcp_check(pb);
+    assert_eq!(c["fired"], false, "b's TCP, the clean direction: {c}");
+    assert!(findings(pb, "tcp_retransmits").is_empty(), "{pb}");
+    // Nothing names the clean direction, b → a.
+    for (p, words) in [(pa, "receive direction"), (pb, "send direction")] {
+        for f in p["findings"].as_array().unwrap() {
+            assert!(!f["text"].as_str().unwrap().contains(words), "{f}");
+        }
+    }
+    eprintln!(
+        "lossy soak: a TCP {} of {} segments, b TCP {} of {}",
+        doc["ends"][0]["tcp_retrans"],
+        doc["ends"][0]["tcp_out_segs"],
+        doc["ends"][1]["tcp_retrans"],
+        doc["ends"][1]["tcp_out_segs"],
+    );
+}
+
+/// (3) `bench --rdma` over the lossy link: it completes, and the retries and NAKs it reports for
+/// this end's device are the ones sysfs shows (bench reads them at the test's start and end,
+/// inside the reads here: at most a window of operations, each retried once, apart).
+fn bench_reports_the_retries_the_device_counted(a: &Guest, b: &Guest, server: &str, serve: Bg) {
+    let before = hw(a);
+    let doc = linerate_json(
+        a,
+        &format!("bench {server} --rdma --provider verbs --device rxe0 -t 8 -J"),
+        240,
+    );
+    let after = hw(a);
+    let t = &doc["tests"][0];
+    if !t["error"].is_null() {
+        let log = b
+            .stop(serve, Duration::from_secs(5))
+            .map_or_else(|e| e.to_string(), |o| format!("{}{}", o.stdout, o.stderr));
+        panic!(
+            "bench --rdma over {LOSS} loss did not complete: {}; sysfs on a: {before:?} → \
+             {after:?}; the server's log:\n{log}",
+            t["error"]
+        );
+    }
+    assert_eq!(t["rdma"]["device"], "rxe0", "{t}");
+    let counted: BTreeMap<String, u64> = t["rdma"]["device_counters"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no device_counters in {t}"))
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["delta"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let window = t["rdma"]["window"].as_u64().unwrap_or(16);
+    for name in SENT_LOST {
+        let reported = counted.get(&format!("rxe0/1 {name}")).copied().unwrap_or(0);
+        let moved = rose(&before, &after, name);
+        assert!(
+            reported > 0 && reported <= moved && moved - reported <= window,
+            "{name}: bench reports {reported}, sysfs moved {moved}: {counted:?}"
+        );
+    }
+    eprintln!("bench --rdma over {LOSS}: {counted:?}");
+}
