@@ -445,25 +445,35 @@ fn render_nfs(out: &mut String, inv: &Inventory, style: Style) {
         return;
     }
     let _ = writeln!(out, "{}", style.bold("NFS mounts"));
-    for d in &mounts {
-        let m = &d.mount;
-        let transport = match (m.proto.as_deref(), m.port) {
-            (Some("rdma"), Some(p)) => format!("over RDMA (port {p})"),
-            (Some("rdma"), None) => "over RDMA".to_string(),
-            (Some(p), _) => format!("over {}", p.to_uppercase()),
-            (None, _) => "transport unknown".to_string(),
-        };
-        let via = match (&d.via, &d.rdma_device) {
-            (Some(v), Some(dev)) => format!("   via {v} ({dev})"),
-            (Some(v), None) => format!("   via {v}"),
-            _ => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "    {:<16} {} {}   {transport}{via}",
-            m.mountpoint, m.fstype, m.source
-        );
+    for line in nfs_lines(&mounts) {
+        let _ = writeln!(out, "    {line}");
     }
+}
+
+/// One line per NFS mount: `/mnt/data  nfs4 server:/export   over RDMA (port 20049)   via ib0
+/// (mlx5_0)` (probe's NFS section, doctor's pyramid).
+pub fn nfs_lines(mounts: &[linerate_facts::NfsDoc]) -> Vec<String> {
+    mounts
+        .iter()
+        .map(|d| {
+            let m = &d.mount;
+            let transport = match (m.proto.as_deref(), m.port) {
+                (Some("rdma"), Some(p)) => format!("over RDMA (port {p})"),
+                (Some("rdma"), None) => "over RDMA".to_string(),
+                (Some(p), _) => format!("over {}", p.to_uppercase()),
+                (None, _) => "transport unknown".to_string(),
+            };
+            let via = match (&d.via, &d.rdma_device) {
+                (Some(v), Some(dev)) => format!("   via {v} ({dev})"),
+                (Some(v), None) => format!("   via {v}"),
+                _ => String::new(),
+            };
+            format!(
+                "{:<16} {} {}   {transport}{via}",
+                m.mountpoint, m.fstype, m.source
+            )
+        })
+        .collect()
 }
 
 /// `linerate plan` for people.
