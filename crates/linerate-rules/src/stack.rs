@@ -720,7 +720,7 @@ fn mount_fails_one(inv: &Inventory, e: &NfsFstab) -> Finding {
     {
         f = module_evidence(f, "rpcrdma");
         (
-            format!("rpcrdma, the NFS/RDMA client transport, cannot load ({why}): the mount fails with `Protocol not supported`"),
+            format!("rpcrdma, the NFS/RDMA client transport, cannot load ({why}): the kernel has no `rdma` transport, and `mount` fails (`an incorrect mount option was specified`)"),
             format!("Let rpcrdma load (remove what keeps it from loading, or install the running kernel's modules), `modprobe rpcrdma`, {remount}."),
         )
     } else {
