@@ -71,6 +71,7 @@ pub fn read(r: &Root) -> RdmaStack {
             .is_some_and(|caps| caps & (1 << 14) != 0),
         modules_available: modules_available(r),
         modules_blocked: modules_blocked(r),
+        modules_blocked_by_name: modules_blocked_by_name(r),
         limits_conf: limits_conf(r),
         serve_unit: UNIT_DIRS
             .iter()
@@ -156,6 +157,38 @@ pub fn parse_modprobe_blocks(file: &str, text: &str) -> Vec<(String, String)> {
             }
         })
         .map(|m| (m.replace('-', "_"), file.to_string()))
+        .collect()
+}
+
+/// The modules of `install M /bin/false` (or `/bin/true`) lines of `/etc/modprobe.d/*.conf`:
+/// blocked even when asked for by name.
+pub fn parse_modprobe_installs(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            match f[..] {
+                ["install", m, "/bin/false" | "/bin/true" | "/usr/bin/false" | "/usr/bin/true", ..] => {
+                    Some(m.replace('-', "_"))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+fn modules_blocked_by_name(r: &Root) -> Vec<String> {
+    let dir = r.path("etc/modprobe.d");
+    Root::list(&dir)
+        .into_iter()
+        .filter(|n| ext_is(n, "conf"))
+        .flat_map(|n| {
+            Root::read_raw(&dir.join(&n))
+                .ok()
+                .flatten()
+                .map(|t| parse_modprobe_installs(&t))
+                .unwrap_or_default()
+        })
         .collect()
 }
 
@@ -590,6 +623,12 @@ mod tests {
                     "/etc/modprobe.d/x.conf".to_string()
                 )
             ]
+        );
+        assert_eq!(
+            parse_modprobe_installs(
+                "blacklist rpcrdma\ninstall rpcrdma /bin/false # no NFS/RDMA\n"
+            ),
+            ["rpcrdma"]
         );
     }
 

@@ -511,6 +511,30 @@ mod tests {
         (render_probe(&inv, &a, &root, Style::PLAIN), root)
     }
 
+    /// Each NFS mount with its transport and the port (and RDMA device) on its server's route:
+    /// probe's section and doctor's pyramid lines.
+    #[test]
+    fn nfs_mounts_name_their_transport() {
+        let root = fixture("nfs-rdma-not-ready");
+        let mut inv = linerate_inventory::probe(&root).expect("fixture probes");
+        let mut rdma = inv.rdma_stack.nfs_mounts[0].clone();
+        rdma.mountpoint = "/mnt/fast".into();
+        rdma.proto = Some("rdma".into());
+        rdma.port = Some(20049);
+        inv.rdma_stack.nfs_mounts.push(rdma);
+        let lines = nfs_lines(&linerate_facts::NfsDoc::of(&inv));
+        assert_eq!(
+            lines,
+            [
+                "/mnt/data        nfs4 storage1:/export/data   over TCP   via ib0 (mlx5_0)",
+                "/mnt/fast        nfs4 storage1:/export/data   over RDMA (port 20049)   via ib0 (mlx5_0)",
+            ]
+        );
+        let a = linerate_rules::analyze(&inv);
+        let text = render_probe(&inv, &a, &root, Style::PLAIN);
+        assert!(text.contains("NFS mounts\n    /mnt/data "), "{text}");
+    }
+
     /// Under `--root` the header names the tree it read, not "this host".
     #[test]
     fn header_names_the_root() {

@@ -251,8 +251,24 @@ fn cannot_autoload(inv: &Inventory, module: &str) -> Option<String> {
 /// kernel `since`, or always when `None`): blocked by modprobe.d, not built, or too old a
 /// kernel; `None` when it loads.
 fn cannot_load(inv: &Inventory, module: &str, since: Option<(u32, u32)>) -> Option<String> {
+    cannot_load_as(inv, module, since, false)
+}
+
+/// [`cannot_load`]; `by_name`: the kernel asks for the module by its name, which only an
+/// `install` line of modprobe.d stops.
+fn cannot_load_as(
+    inv: &Inventory,
+    module: &str,
+    since: Option<(u32, u32)>,
+    by_name: bool,
+) -> Option<String> {
     let s = &inv.rdma_stack;
-    if let Some((_, file)) = s.modules_blocked.iter().find(|(m, _)| m == module) {
+    let blocked = |m: &str| !by_name || s.modules_blocked_by_name.iter().any(|b| b == m);
+    if let Some((_, file)) = s
+        .modules_blocked
+        .iter()
+        .find(|(m, _)| m == module && blocked(m))
+    {
         return Some(format!("{file} keeps it from loading"));
     }
     if !s.modules_available.iter().any(|m| m == module) {
@@ -279,6 +295,13 @@ fn cannot_load(inv: &Inventory, module: &str, since: Option<(u32, u32)>) -> Opti
             since.1
         )
     })
+}
+
+/// Why `module` does not load when the kernel asks for it by its name (rpcrdma at an NFS mount
+/// with proto=rdma, `request_module("rpcrdma")`): an `install M /bin/false` line, or not built;
+/// a `blacklist` line, which only hides the module's aliases, does not stop it.
+fn cannot_load_by_name(inv: &Inventory, module: &str) -> Option<String> {
+    cannot_load_as(inv, module, None, true)
 }
 
 /// `rdma.no_uverbs`: RDMA devices, but no user-verbs device node, and none will come.
@@ -572,7 +595,7 @@ fn nfs(inv: &Inventory, out: &mut Vec<Finding>) {
     // The kernel loads rpcrdma itself for a proto=rdma mount (and nfsd for `rdma` in its
     // portlist): only a module that cannot load is a fault.
     let blocked = (!s.loaded("rpcrdma"))
-        .then(|| cannot_load(inv, "rpcrdma", None))
+        .then(|| cannot_load_by_name(inv, "rpcrdma"))
         .flatten();
     if let (false, Some(why)) = (tcp.is_empty(), blocked) {
         let mut f = module_evidence(
@@ -715,7 +738,7 @@ fn mount_fails_one(inv: &Inventory, e: &NfsFstab) -> Finding {
             format!("An RDMA-capable NIC with its driver loaded; or mount over TCP (`proto=tcp` instead of `proto=rdma,port={port}` in /etc/fstab)."),
         )
     } else if let Some(why) = (!s.loaded("rpcrdma"))
-        .then(|| cannot_load(inv, "rpcrdma", None))
+        .then(|| cannot_load_by_name(inv, "rpcrdma"))
         .flatten()
     {
         f = module_evidence(f, "rpcrdma");
@@ -775,11 +798,11 @@ fn knock_cause(e: &NfsFstab, server: &str, port: u16) -> (String, String) {
             format!("`mount {mnt}`; if it fails, `dmesg` says why (the export needs `insecure` for clients over RDMA, whose ports are not reserved, then `exportfs -ra` on {server})."),
         ),
         (None, _) if port != NFS_RDMA_PORT => (
-            format!("the line names port {port}, and nfsd listens for NFS over RDMA on {NFS_RDMA_PORT} unless told otherwise (its server could not be asked from here)"),
+            format!("the line names port {port}, and nfsd listens for NFS over RDMA on {NFS_RDMA_PORT} unless told otherwise (no RDMA connection to the server was tried)"),
             format!("Write `port={NFS_RDMA_PORT}` in the line's options, {remount}."),
         ),
         (None, _) => (
-            format!("whether {server} listens for NFS over RDMA could not be checked from here ({})", if e.addr.is_none() { "its address is not known: not an IPv4 address and not in /etc/hosts" } else { "not a live host" }),
+            format!("whether {server} listens for NFS over RDMA is not known ({})", if e.addr.is_none() { "its address is not known: not an IPv4 address and not in /etc/hosts" } else { "no RDMA connection to it was tried: `linerate probe` on this host tries one" }),
             format!("On the server, `cat /proc/fs/nfsd/portlist` must list `rdma {NFS_RDMA_PORT}` (`linerate setup nfs-rdma --apply` there); {remount} here."),
         ),
     }

@@ -169,7 +169,7 @@ fn without_a_live_check_a_port_other_than_20049_is_named() {
     inv.rdma_stack.nfs_fstab[0].port = None;
     assert!(one(&inv)
         .message
-        .contains("could not be checked from here (not a live host)"));
+        .contains("is not known (no RDMA connection to it was tried"));
 }
 
 #[test]
@@ -186,4 +186,33 @@ fn mounted_or_noauto_lines_and_hosts_without_rdma() {
     inv.rdma_stack.nfs_mounts.pop();
     inv.ib_devices.clear();
     assert!(one(&inv).message.contains("this host has no RDMA device"));
+}
+
+/// The kernel asks for rpcrdma by its name at a mount over RDMA: a `blacklist` line (which
+/// hides aliases only) does not keep it from loading, an `install rpcrdma /bin/false` does.
+#[test]
+fn only_an_install_line_keeps_rpcrdma_from_loading_at_a_mount() {
+    let mut inv = inventory();
+    let s = &mut inv.rdma_stack;
+    s.modules_available.push("rpcrdma".into());
+    s.modules_blocked
+        .push(("rpcrdma".into(), "/etc/modprobe.d/no-nfs.conf".into()));
+    set_knock(&mut inv, None, RdmaKnock::Refused, None);
+    let f = one(&inv);
+    assert!(
+        f.message.contains("the server does not listen"),
+        "blacklisted only: {}",
+        f.message
+    );
+    inv.rdma_stack
+        .modules_blocked_by_name
+        .push("rpcrdma".into());
+    let f = one(&inv);
+    assert!(
+        f.message.contains(
+            "rpcrdma, the NFS/RDMA client transport, cannot load (/etc/modprobe.d/no-nfs.conf keeps it from loading)"
+        ),
+        "{}",
+        f.message
+    );
 }

@@ -144,6 +144,11 @@ pub struct RdmaStack {
     /// demand, or `install M /bin/false`), with the file that says so.
     #[serde(default)]
     pub modules_blocked: Vec<(String, String)>,
+    /// Of those, the ones an `install M /bin/false` line blocks: also when the kernel asks for
+    /// the module by its name (`request_module("rpcrdma")` at an NFS mount), which a
+    /// `blacklist` line does not stop.
+    #[serde(default)]
+    pub modules_blocked_by_name: Vec<String>,
     /// The `memlock` lines of limits.conf and limits.d.
     pub limits_conf: Vec<LimitsLine>,
     /// `linerate-serve.service` is installed (under /usr/lib/systemd/system, /lib/... or /etc/...).
