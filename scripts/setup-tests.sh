@@ -58,6 +58,53 @@ if [ "${LINERATE_NO_LAB:-}" != 1 ]; then
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${lab_need[@]}" >/dev/null
     fi
+    # nfs-kernel-server (rpc.nfsd, rpc.mountd, exportfs, rpcbind, mount.nfs) and fio: NFS over
+    # RDMA in the lab (crates/linerate-cli/tests/lab_nfs.rs, bench/nfs_rdma_fio.sh). The guests
+    # run this root read-only, so the programs are installed here; nothing of NFS may run or be
+    # enabled on this machine: a temporary policy-rc.d (exit 101) keeps the packages' scripts
+    # from starting services (an existing one is left alone), and the units of the packages this
+    # run installed are disabled and stopped afterwards (systemd only; CI is a fresh machine).
+    nfs_need=()
+    for p in nfs-kernel-server fio; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || nfs_need+=("$p")
+    done
+    if ((${#nfs_need[@]})); then
+        echo "setup-tests: installing ${nfs_need[*]} for the lab's NFS (no service started here)" >&2
+        if [ "$(id -u)" -ne 0 ]; then
+            echo "setup-tests: need root to install ${nfs_need[*]} (run as root, or install them yourself)" >&2
+            exit 1
+        fi
+        had=()
+        for p in nfs-kernel-server nfs-common rpcbind; do
+            dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" && had+=("$p")
+        done
+        policy=/usr/sbin/policy-rc.d
+        made_policy=0
+        if [ ! -e "$policy" ]; then
+            printf '#!/bin/sh\n# setup-tests: no service starts while the lab'"'"'s NFS packages install\nexit 101\n' >"$policy"
+            chmod 755 "$policy"
+            made_policy=1
+        fi
+        rc=0
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${nfs_need[@]}" >/dev/null || rc=$?
+        [ "$made_policy" = 1 ] && rm -f "$policy"
+        [ "$rc" = 0 ] || exit "$rc"
+        if [ -d /run/systemd/system ]; then
+            units=()
+            [[ " ${had[*]} " == *" nfs-kernel-server "* ]] || units+=(nfs-server.service nfs-mountd.service nfs-idmapd.service nfsdcld.service)
+            [[ " ${had[*]} " == *" nfs-common "* ]] || units+=(rpc-statd.service nfs-client.target rpc-statd-notify.service)
+            [[ " ${had[*]} " == *" rpcbind "* ]] || units+=(rpcbind.service rpcbind.socket)
+            for u in "${units[@]}"; do
+                systemctl disable --now --quiet "$u" 2>/dev/null || true
+            done
+            for u in nfs-server rpcbind; do
+                if [[ " ${had[*]} " != *" ${u/nfs-server/nfs-kernel-server} "* ]] && systemctl is-active --quiet "$u"; then
+                    echo "setup-tests: $u is still active after its package was installed" >&2
+                    exit 1
+                fi
+            done
+        fi
+    fi
     # virtme-ng from PyPI, pinned, in a virtual environment of its own (the lab looks for
     # /opt/linerate-lab/venv/bin/vng first; LINERATE_LAB_VNG names another).
     VNG_VERSION=1.42

@@ -15,6 +15,7 @@ pub mod counters;
 pub mod far;
 pub mod host;
 pub mod local;
+pub mod nfs;
 pub mod options;
 pub mod plan;
 pub mod run;

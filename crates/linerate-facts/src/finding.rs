@@ -185,6 +185,7 @@ finding_ids! {
     NfsNoRpcrdma => "nfs.no_rpcrdma", Inventory;
     NfsNoRdmaListener => "nfs.no_rdma_listener", Inventory;
     NfsOverTcp => "nfs.over_tcp", Inventory;
+    NfsMountFails => "nfs.mount_fails", Inventory;
     FwOutdated => "fw.outdated", Inventory;
     FwOem => "fw.oem", Inventory;
     FwEndOfLife => "fw.end_of_life", Inventory;
@@ -258,6 +259,7 @@ impl FindingId {
             | Self::NfsNoRpcrdma
             | Self::NfsNoRdmaListener
             | Self::NfsOverTcp
+            | Self::NfsMountFails
             | Self::FwOutdated
             | Self::FwOem
             | Self::FwEndOfLife => None,

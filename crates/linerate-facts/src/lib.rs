@@ -27,9 +27,9 @@ pub use host_facts::{HostFacts, InterfaceView, Unread};
 pub use inventory::{
     cpulist_string, parse_cpulist, parse_hex_u16, parse_hex_u32, Bond, Counter, Dimm, Gid, Host,
     IbDevice, IbPort, IbPortFiles, Inventory, IpoibInfo, IpoibMode, LibfabricFacts, LimitsLine,
-    LinkLayer, MemlockLimit, Netdev, NetdevKind, NfsMount, NumaNode, OsFamily, PciFunction,
-    PcieLinkFiles, PcieSpeedFiles, Port, PortKind, Problem, ProblemKind, RdmaStack, Route,
-    SocketLimits, UpstreamPort,
+    LinkLayer, MemlockLimit, Netdev, NetdevKind, NfsFstab, NfsMount, NumaNode, OsFamily,
+    PciFunction, PcieLinkFiles, PcieSpeedFiles, Port, PortKind, Problem, ProblemKind, RdmaKnock,
+    RdmaStack, Route, SocketLimits, UpstreamPort,
 };
 pub use probe::{IbDoc, NfsDoc, PciDoc, PortDoc, ProbeDoc};
 pub use setup::{

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use linerate_facts::{LimitsLine, MemlockLimit, NfsMount, OsFamily, RdmaStack, Route};
+use linerate_facts::{LimitsLine, MemlockLimit, NfsFstab, NfsMount, OsFamily, RdmaStack, Route};
 
 use crate::fs::Root;
 
@@ -71,6 +71,7 @@ pub fn read(r: &Root) -> RdmaStack {
             .is_some_and(|caps| caps & (1 << 14) != 0),
         modules_available: modules_available(r),
         modules_blocked: modules_blocked(r),
+        modules_blocked_by_name: modules_blocked_by_name(r),
         limits_conf: limits_conf(r),
         serve_unit: UNIT_DIRS
             .iter()
@@ -84,6 +85,17 @@ pub fn read(r: &Root) -> RdmaStack {
             .ok()
             .flatten()
             .map(|t| parse_nfs_mounts(&t))
+            .unwrap_or_default(),
+        nfs_fstab: Root::read_raw(&r.path("etc/fstab"))
+            .ok()
+            .flatten()
+            .map(|t| {
+                let hosts = Root::read_raw(&r.path("etc/hosts"))
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default();
+                parse_nfs_fstab(&t, &hosts)
+            })
             .unwrap_or_default(),
         nfsd_portlist: Root::read_raw(&r.path("proc/fs/nfsd/portlist"))
             .ok()
@@ -145,6 +157,38 @@ pub fn parse_modprobe_blocks(file: &str, text: &str) -> Vec<(String, String)> {
             }
         })
         .map(|m| (m.replace('-', "_"), file.to_string()))
+        .collect()
+}
+
+/// The modules of `install M /bin/false` (or `/bin/true`) lines of `/etc/modprobe.d/*.conf`:
+/// blocked even when asked for by name.
+pub fn parse_modprobe_installs(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            match f[..] {
+                ["install", m, "/bin/false" | "/bin/true" | "/usr/bin/false" | "/usr/bin/true", ..] => {
+                    Some(m.replace('-', "_"))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+fn modules_blocked_by_name(r: &Root) -> Vec<String> {
+    let dir = r.path("etc/modprobe.d");
+    Root::list(&dir)
+        .into_iter()
+        .filter(|n| ext_is(n, "conf"))
+        .flat_map(|n| {
+            Root::read_raw(&dir.join(&n))
+                .ok()
+                .flatten()
+                .map(|t| parse_modprobe_installs(&t))
+                .unwrap_or_default()
+        })
         .collect()
 }
 
@@ -378,6 +422,62 @@ pub fn parse_nfs_mounts(text: &str) -> Vec<NfsMount> {
         .collect()
 }
 
+/// The NFS lines of an fstab that ask for RDMA (`proto=rdma`, or the `rdma` shorthand), with
+/// the server's IPv4 address from the source's host or `hosts` (an `/etc/hosts` text).
+pub fn parse_nfs_fstab(text: &str, hosts: &str) -> Vec<NfsFstab> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or(""))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (source, mountpoint, fstype) = (*f.first()?, *f.get(1)?, *f.get(2)?);
+            if fstype != "nfs" && fstype != "nfs4" {
+                return None;
+            }
+            let opts: Vec<&str> = f.get(3).map_or(Vec::new(), |o| o.split(',').collect());
+            let rdma = opts.iter().any(|o| *o == "rdma" || *o == "proto=rdma");
+            if !rdma {
+                return None;
+            }
+            let port = opts
+                .iter()
+                .find_map(|o| o.strip_prefix("port="))
+                .and_then(|p| p.parse().ok());
+            let host = source.rsplit_once(':').map_or("", |(h, _)| h);
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let addr = if host.parse::<std::net::Ipv4Addr>().is_ok() {
+                Some(host.to_string())
+            } else {
+                host_address(hosts, host)
+            };
+            Some(NfsFstab {
+                source: unescape(source),
+                mountpoint: unescape(mountpoint),
+                fstype: fstype.to_string(),
+                port,
+                noauto: opts.contains(&"noauto"),
+                addr,
+                knock: None,
+                knock_default_port: None,
+            })
+        })
+        .collect()
+}
+
+/// The IPv4 address `/etc/hosts` gives `name`.
+fn host_address(hosts: &str, name: &str) -> Option<String> {
+    if name.is_empty() {
+        return None;
+    }
+    hosts
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or(""))
+        .find_map(|l| {
+            let mut f = l.split_whitespace();
+            let a = f.next()?;
+            (a.parse::<std::net::Ipv4Addr>().is_ok() && f.any(|n| n == name)).then(|| a.to_string())
+        })
+}
+
 /// mountinfo escapes space, tab, newline and backslash as octal (`\040`).
 fn unescape(s: &str) -> String {
     let b = s.as_bytes();
@@ -461,6 +561,26 @@ mod tests {
     }
 
     #[test]
+    fn fstab_lines_that_ask_for_rdma() {
+        let fstab = "# <file system> <mount point>\n/dev/vda1 / ext4 defaults 0 1\n198.18.0.2:/ /mnt/nfs nfs proto=rdma,port=20049,_netdev 0 0\nstorage1:/export/data /mnt/data nfs4 rdma,noauto 0 0\n#198.18.0.2:/x /mnt/x nfs proto=rdma 0 0\ns2:/y /mnt/y nfs proto=tcp 0 0\nnowhere:/z /mnt/my\\040z nfs proto=rdma,port=2049\n";
+        let hosts = "127.0.0.1 localhost\n10.1.2.3 storage1.lab storage1 # the array\n";
+        let e = parse_nfs_fstab(fstab, hosts);
+        assert_eq!(e.len(), 3, "{e:?}");
+        assert_eq!(e[0].source, "198.18.0.2:/");
+        assert_eq!(e[0].mountpoint, "/mnt/nfs");
+        assert_eq!(e[0].port, Some(20049));
+        assert_eq!(e[0].addr.as_deref(), Some("198.18.0.2"));
+        assert!(!e[0].noauto);
+        assert_eq!(e[1].fstype, "nfs4");
+        assert_eq!(e[1].port, None);
+        assert!(e[1].noauto);
+        assert_eq!(e[1].addr.as_deref(), Some("10.1.2.3"));
+        assert_eq!(e[2].mountpoint, "/mnt/my z");
+        assert_eq!(e[2].port, Some(2049));
+        assert_eq!(e[2].addr, None);
+    }
+
+    #[test]
     fn nfs_mounts_with_their_transport() {
         let t = "36 25 0:32 / /mnt/data rw,relatime shared:1 - nfs4 storage1:/export/data rw,vers=4.2,rsize=1048576,proto=rdma,port=20049,addr=198.18.0.2\n37 25 0:33 / /mnt/my\\040files rw - nfs s2:/x rw,vers=3,proto=tcp,addr=10.0.0.2\n38 25 8:1 / / rw - ext4 /dev/sda1 rw\n";
         let m = parse_nfs_mounts(t);
@@ -503,6 +623,12 @@ mod tests {
                     "/etc/modprobe.d/x.conf".to_string()
                 )
             ]
+        );
+        assert_eq!(
+            parse_modprobe_installs(
+                "blacklist rpcrdma\ninstall rpcrdma /bin/false # no NFS/RDMA\n"
+            ),
+            ["rpcrdma"]
         );
     }
 

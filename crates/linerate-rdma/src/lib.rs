@@ -275,6 +275,66 @@ impl Fabric {
     }
 }
 
+/// What an rdma_cm connection attempt to `server` found ([`Fabric::knock`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Knock {
+    /// Something listens there and accepted the connection (closed again at once).
+    Accepted,
+    /// The far host's rdma_cm answered that nothing listens on that port (a CM reject).
+    Refused,
+    /// No answer within the time given.
+    TimedOut,
+    /// The attempt failed before or without an answer: `call` failed with `text` (no route
+    /// or no RDMA device towards the address, no verbs provider, ...).
+    Failed { call: String, text: String },
+}
+
+impl Fabric {
+    /// Opens an RDMA connection (rdma_cm, provider `verbs`) to `server` and closes it at once:
+    /// whether anything listens for RDMA there. The local end is the address this host's
+    /// routing table sends `server`'s packets from. No data moves; the listener sees a
+    /// connection open and close (an NFS server's svcrdma accepts it and drops it).
+    pub fn knock(&self, server: SocketAddr, timeout: Duration) -> Knock {
+        let failed = |call: &str, text: String| Knock::Failed {
+            call: call.to_string(),
+            text,
+        };
+        let local = match std::net::UdpSocket::bind(SocketAddr::new(
+            if server.is_ipv4() {
+                IpAddr::from([0, 0, 0, 0])
+            } else {
+                IpAddr::from([0u16; 8])
+            },
+            0,
+        ))
+        .and_then(|s| s.connect(server).and_then(|()| s.local_addr()))
+        {
+            Ok(a) => a.ip(),
+            Err(e) => return failed("route lookup", format!("no route to {}: {e}", server.ip())),
+        };
+        let mut conn = match Conn::prepare_active(
+            &self.lib,
+            Some("verbs"),
+            None,
+            SocketAddr::new(local, 0),
+            server,
+            4096,
+        ) {
+            Ok(c) => c,
+            Err(e) => return failed(e.call, e.text),
+        };
+        match conn.connect(&[], timeout) {
+            Ok(_) => {
+                conn.shutdown();
+                Knock::Accepted
+            }
+            Err(e) if e.code == ffi::bindings::FI_ECONNREFUSED => Knock::Refused,
+            Err(e) if e.code == ffi::bindings::FI_ETIMEDOUT => Knock::TimedOut,
+            Err(e) => failed(e.call, e.text),
+        }
+    }
+}
+
 /// The window plus the control messages must fit the provider's transmit queue.
 fn check_queue(conn: &Conn, window: usize) -> Result<(), RdmaError> {
     let need = window + params::CTRL_EXTRA;

@@ -186,6 +186,9 @@ fn pyramid_section(out: &mut String, r: &DoctorReport, style: Style) {
         );
     }
     render_disks(out, r, style);
+    for line in crate::text::nfs_lines(&r.inventory.local.nfs) {
+        let _ = writeln!(out, "    NFS {line}");
+    }
     file_copy_row(out, r);
     if let Some(c) = &r.pyramid.copy {
         let _ = writeln!(out, "    {}", c.sentence);

@@ -445,25 +445,35 @@ fn render_nfs(out: &mut String, inv: &Inventory, style: Style) {
         return;
     }
     let _ = writeln!(out, "{}", style.bold("NFS mounts"));
-    for d in &mounts {
-        let m = &d.mount;
-        let transport = match (m.proto.as_deref(), m.port) {
-            (Some("rdma"), Some(p)) => format!("over RDMA (port {p})"),
-            (Some("rdma"), None) => "over RDMA".to_string(),
-            (Some(p), _) => format!("over {}", p.to_uppercase()),
-            (None, _) => "transport unknown".to_string(),
-        };
-        let via = match (&d.via, &d.rdma_device) {
-            (Some(v), Some(dev)) => format!("   via {v} ({dev})"),
-            (Some(v), None) => format!("   via {v}"),
-            _ => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "    {:<16} {} {}   {transport}{via}",
-            m.mountpoint, m.fstype, m.source
-        );
+    for line in nfs_lines(&mounts) {
+        let _ = writeln!(out, "    {line}");
     }
+}
+
+/// One line per NFS mount: `/mnt/data  nfs4 server:/export   over RDMA (port 20049)   via ib0
+/// (mlx5_0)` (probe's NFS section, doctor's pyramid).
+pub fn nfs_lines(mounts: &[linerate_facts::NfsDoc]) -> Vec<String> {
+    mounts
+        .iter()
+        .map(|d| {
+            let m = &d.mount;
+            let transport = match (m.proto.as_deref(), m.port) {
+                (Some("rdma"), Some(p)) => format!("over RDMA (port {p})"),
+                (Some("rdma"), None) => "over RDMA".to_string(),
+                (Some(p), _) => format!("over {}", p.to_uppercase()),
+                (None, _) => "transport unknown".to_string(),
+            };
+            let via = match (&d.via, &d.rdma_device) {
+                (Some(v), Some(dev)) => format!("   via {v} ({dev})"),
+                (Some(v), None) => format!("   via {v}"),
+                _ => String::new(),
+            };
+            format!(
+                "{:<16} {} {}   {transport}{via}",
+                m.mountpoint, m.fstype, m.source
+            )
+        })
+        .collect()
 }
 
 /// `linerate plan` for people.
@@ -499,6 +509,30 @@ mod tests {
         edit(&mut inv);
         let a = linerate_rules::analyze(&inv);
         (render_probe(&inv, &a, &root, Style::PLAIN), root)
+    }
+
+    /// Each NFS mount with its transport and the port (and RDMA device) on its server's route:
+    /// probe's section and doctor's pyramid lines.
+    #[test]
+    fn nfs_mounts_name_their_transport() {
+        let root = fixture("nfs-rdma-not-ready");
+        let mut inv = linerate_inventory::probe(&root).expect("fixture probes");
+        let mut rdma = inv.rdma_stack.nfs_mounts[0].clone();
+        rdma.mountpoint = "/mnt/fast".into();
+        rdma.proto = Some("rdma".into());
+        rdma.port = Some(20049);
+        inv.rdma_stack.nfs_mounts.push(rdma);
+        let lines = nfs_lines(&linerate_facts::NfsDoc::of(&inv));
+        assert_eq!(
+            lines,
+            [
+                "/mnt/data        nfs4 storage1:/export/data   over TCP   via ib0 (mlx5_0)",
+                "/mnt/fast        nfs4 storage1:/export/data   over RDMA (port 20049)   via ib0 (mlx5_0)",
+            ]
+        );
+        let a = linerate_rules::analyze(&inv);
+        let text = render_probe(&inv, &a, &root, Style::PLAIN);
+        assert!(text.contains("NFS mounts\n    /mnt/data "), "{text}");
     }
 
     /// Under `--root` the header names the tree it read, not "this host".

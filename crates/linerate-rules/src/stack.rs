@@ -1,7 +1,9 @@
 //! The RDMA software stack: one finding per missing piece, with the exact fix for this
 //! distribution. Pure: from the inventory's [`RdmaStack`] and its devices and ports.
 
-use linerate_facts::{Finding, FindingId, Inventory, LinkLayer, OsFamily, RdmaStack, Severity};
+use linerate_facts::{
+    Finding, FindingId, Inventory, LinkLayer, NfsFstab, OsFamily, RdmaKnock, RdmaStack, Severity,
+};
 use linerate_model::{IbPhysState, IbState};
 use linerate_units::fmt_bytes;
 
@@ -94,6 +96,9 @@ pub fn rules(inv: &Inventory, out: &mut Vec<Finding>) {
         out.extend(memlock_low(s));
         out.extend(serve_unit_memlock(s));
         nfs(inv, out);
+    }
+    if s.known {
+        out.extend(mount_fails(inv));
     }
     ipoib(inv, out);
     no_opensm(inv, out);
@@ -246,8 +251,24 @@ fn cannot_autoload(inv: &Inventory, module: &str) -> Option<String> {
 /// kernel `since`, or always when `None`): blocked by modprobe.d, not built, or too old a
 /// kernel; `None` when it loads.
 fn cannot_load(inv: &Inventory, module: &str, since: Option<(u32, u32)>) -> Option<String> {
+    cannot_load_as(inv, module, since, false)
+}
+
+/// [`cannot_load`]; `by_name`: the kernel asks for the module by its name, which only an
+/// `install` line of modprobe.d stops.
+fn cannot_load_as(
+    inv: &Inventory,
+    module: &str,
+    since: Option<(u32, u32)>,
+    by_name: bool,
+) -> Option<String> {
     let s = &inv.rdma_stack;
-    if let Some((_, file)) = s.modules_blocked.iter().find(|(m, _)| m == module) {
+    let blocked = |m: &str| !by_name || s.modules_blocked_by_name.iter().any(|b| b == m);
+    if let Some((_, file)) = s
+        .modules_blocked
+        .iter()
+        .find(|(m, _)| m == module && blocked(m))
+    {
         return Some(format!("{file} keeps it from loading"));
     }
     if !s.modules_available.iter().any(|m| m == module) {
@@ -274,6 +295,13 @@ fn cannot_load(inv: &Inventory, module: &str, since: Option<(u32, u32)>) -> Opti
             since.1
         )
     })
+}
+
+/// Why `module` does not load when the kernel asks for it by its name (rpcrdma at an NFS mount
+/// with proto=rdma, `request_module("rpcrdma")`): an `install M /bin/false` line, or not built;
+/// a `blacklist` line, which only hides the module's aliases, does not stop it.
+fn cannot_load_by_name(inv: &Inventory, module: &str) -> Option<String> {
+    cannot_load_as(inv, module, None, true)
 }
 
 /// `rdma.no_uverbs`: RDMA devices, but no user-verbs device node, and none will come.
@@ -567,7 +595,7 @@ fn nfs(inv: &Inventory, out: &mut Vec<Finding>) {
     // The kernel loads rpcrdma itself for a proto=rdma mount (and nfsd for `rdma` in its
     // portlist): only a module that cannot load is a fault.
     let blocked = (!s.loaded("rpcrdma"))
-        .then(|| cannot_load(inv, "rpcrdma", None))
+        .then(|| cannot_load_by_name(inv, "rpcrdma"))
         .flatten();
     if let (false, Some(why)) = (tcp.is_empty(), blocked) {
         let mut f = module_evidence(
@@ -649,6 +677,135 @@ fn over_tcp(inv: &Inventory) -> Vec<Finding> {
             )
         })
         .collect()
+}
+
+/// `nfs.mount_fails`: a line of `/etc/fstab` mounts NFS over RDMA, and nothing is mounted
+/// there. The cause, from what this host can read: no RDMA device, rpcrdma unable to load, or
+/// the server's answer to an RDMA connection on the line's port (nothing listening there, but
+/// something on 20049: the wrong port; nothing on either: the server does not listen for RDMA;
+/// no answer; no way to the server over RDMA).
+fn mount_fails(inv: &Inventory) -> Vec<Finding> {
+    let s = &inv.rdma_stack;
+    s.nfs_fstab
+        .iter()
+        .filter(|e| !e.noauto)
+        .filter(|e| !s.nfs_mounts.iter().any(|m| m.mountpoint == e.mountpoint))
+        .map(|e| mount_fails_one(inv, e))
+        .collect()
+}
+
+fn mount_fails_one(inv: &Inventory, e: &NfsFstab) -> Finding {
+    let s = &inv.rdma_stack;
+    let port = e.port.unwrap_or(NFS_RDMA_PORT);
+    let mnt = &e.mountpoint;
+    let server = e.addr.clone().unwrap_or_else(|| {
+        e.source
+            .rsplit_once(':')
+            .map_or(e.source.clone(), |(h, _)| h.to_string())
+    });
+    let at = format!("{server}:{port}");
+    let remount = format!("then `mount {mnt}`");
+    let mut f = Finding::new(FindingId::NfsMountFails, Severity::Warning, mnt.as_str())
+        .evidence(
+            "/etc/fstab",
+            format!(
+                "{} {mnt} {} port={}",
+                e.source,
+                e.fstype,
+                e.port
+                    .map_or_else(|| "(default 20049)".to_string(), |p| p.to_string())
+            ),
+        )
+        .evidence("/proc/self/mountinfo", format!("nothing mounted on {mnt}"));
+    let knock_words = |k: &RdmaKnock| match k {
+        RdmaKnock::Accepted => "accepted".to_string(),
+        RdmaKnock::Refused => "refused (nothing listens)".to_string(),
+        RdmaKnock::TimedOut => "no answer".to_string(),
+        RdmaKnock::Failed { call, text } => format!("{call} failed: {text}"),
+    };
+    if let Some(k) = &e.knock {
+        f = f.evidence(format!("RDMA connection to {at}"), knock_words(k));
+    }
+    if let Some(k) = &e.knock_default_port {
+        f = f.evidence(
+            format!("RDMA connection to {server}:{NFS_RDMA_PORT}"),
+            knock_words(k),
+        );
+    }
+    let (cause, fix) = if inv.ib_devices.is_empty() {
+        (
+            "this host has no RDMA device (/sys/class/infiniband is empty), so a mount with proto=rdma fails".to_string(),
+            format!("An RDMA-capable NIC with its driver loaded; or mount over TCP (`proto=tcp` instead of `proto=rdma,port={port}` in /etc/fstab)."),
+        )
+    } else if let Some(why) = (!s.loaded("rpcrdma"))
+        .then(|| cannot_load_by_name(inv, "rpcrdma"))
+        .flatten()
+    {
+        f = module_evidence(f, "rpcrdma");
+        (
+            format!("rpcrdma, the NFS/RDMA client transport, cannot load ({why}): the kernel has no `rdma` transport, and `mount` fails (`an incorrect mount option was specified`)"),
+            format!("Let rpcrdma load (remove what keeps it from loading, or install the running kernel's modules), `modprobe rpcrdma`, {remount}."),
+        )
+    } else {
+        knock_cause(e, &server, port)
+    };
+    f.message(format!(
+        "{mnt} ({} over RDMA, in /etc/fstab) is not mounted: {cause}",
+        e.source
+    ))
+    .fix(fix)
+}
+
+/// The cause of an unmounted NFS-over-RDMA line, from the server's answers to an RDMA
+/// connection (rpcrdma and the device being there).
+fn knock_cause(e: &NfsFstab, server: &str, port: u16) -> (String, String) {
+    let mnt = &e.mountpoint;
+    let at = format!("{server}:{port}");
+    let remount = format!("then `mount {mnt}`");
+    match (&e.knock, &e.knock_default_port) {
+        (Some(RdmaKnock::Refused), Some(RdmaKnock::Accepted)) => (
+            format!("the wrong port: {server} listens for NFS over RDMA on {NFS_RDMA_PORT}, and refuses an RDMA connection on port {port}, the one the line names (`mount` says `Connection refused`)"),
+            format!("Write `port={NFS_RDMA_PORT}` in the line's options (`linerate setup nfs-rdma --nfs-mount {} --apply` rewrites it), {remount}.", e.source),
+        ),
+        (Some(RdmaKnock::Refused), other) => (
+            format!(
+                "the server does not listen for NFS over RDMA: {server} refuses an RDMA connection on port {port}{} (`mount` says `Connection refused`)",
+                if matches!(other, Some(RdmaKnock::Refused)) {
+                    format!(" and on {NFS_RDMA_PORT}")
+                } else {
+                    String::new()
+                }
+            ),
+            format!(
+                "On {server}: `echo 'rdma {NFS_RDMA_PORT}' > /proc/fs/nfsd/portlist` (nfsd running, rpcrdma loaded), and `linerate setup nfs-rdma --apply` to keep it across restarts of nfs-server{}; {remount} here.",
+                if port == NFS_RDMA_PORT {
+                    String::new()
+                } else {
+                    format!("; and `port={NFS_RDMA_PORT}` in this line")
+                }
+            ),
+        ),
+        (Some(RdmaKnock::TimedOut), _) => (
+            format!("{server} does not answer an RDMA connection on port {port} (down, unreachable, or RoCE's UDP port 4791 filtered on the way)"),
+            format!("Check that {server} is up and reached through an interface with an RDMA device (`ip route get {server}`, `linerate probe` on both ends), {remount}."),
+        ),
+        (Some(RdmaKnock::Failed { call, text }), _) => (
+            format!("an RDMA connection to {at} cannot be opened from this host ({call}: {text}): no RDMA device on the way to the server, or no verbs provider"),
+            format!("The route to {server} must leave through an interface with an RDMA device and an IP address (`ip route get {server}`; `linerate probe` lists each port's RDMA device), {remount}."),
+        ),
+        (Some(RdmaKnock::Accepted), _) => (
+            format!("nothing found here stops it: rpcrdma can load and {server} accepts RDMA connections on port {port}; the mount was not made or was refused by the export"),
+            format!("`mount {mnt}`; if it fails, `dmesg` says why (the export needs `insecure` for clients over RDMA, whose ports are not reserved, then `exportfs -ra` on {server})."),
+        ),
+        (None, _) if port != NFS_RDMA_PORT => (
+            format!("the line names port {port}, and nfsd listens for NFS over RDMA on {NFS_RDMA_PORT} unless told otherwise (no RDMA connection to the server was tried)"),
+            format!("Write `port={NFS_RDMA_PORT}` in the line's options, {remount}."),
+        ),
+        (None, _) => (
+            format!("whether {server} listens for NFS over RDMA is not known ({})", if e.addr.is_none() { "its address is not known: not an IPv4 address and not in /etc/hosts" } else { "no RDMA connection to it was tried: `linerate probe` on this host tries one" }),
+            format!("On the server, `cat /proc/fs/nfsd/portlist` must list `rdma {NFS_RDMA_PORT}` (`linerate setup nfs-rdma --apply` there); {remount} here."),
+        ),
+    }
 }
 
 /// The stack findings that stop an RDMA test from running on this host, the most fundamental

@@ -120,7 +120,7 @@ fn server(s: &Snapshot, plan: &mut Plan) {
         why: vec![why],
         files,
         commands,
-        undo: vec![format!("the rollback restores the files; at run time: `echo '-rdma {PORT}' > /proc/fs/nfsd/portlist`")],
+        undo: vec!["the rollback restores the files; `systemctl restart nfs-server` then drops the RDMA listener (a running nfsd keeps its listeners: writing `-rdma` to /proc/fs/nfsd/portlist fails with an I/O error)".to_string()],
     });
 }
 

@@ -25,17 +25,25 @@ pub struct MountEntry {
     pub source: String,
     /// Mounted read-only (per-mount `ro`, as a `mount -o bind,ro` shows).
     pub read_only: bool,
+    /// The transport of a network file system (NFS's `proto=` super option: `rdma`, `tcp`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proto: Option<String>,
 }
 
 impl MountEntry {
-    /// `tmpfs`, `ext4 /dev/vda`, `nfs4 server:/export`: the type, then the source unless it
-    /// says nothing more (`tmpfs tmpfs`, `none`).
+    /// `tmpfs`, `ext4 /dev/vda`, `nfs4 server:/export (proto=rdma)`: the type, then the source
+    /// unless it says nothing more (`tmpfs tmpfs`, `none`), then a network file system's
+    /// transport.
     pub fn describe(&self) -> String {
         let s = self.source.as_str();
-        if s.is_empty() || s == "none" || s == self.fstype {
+        let d = if s.is_empty() || s == "none" || s == self.fstype {
             self.fstype.clone()
         } else {
             format!("{} {s}", self.fstype)
+        };
+        match &self.proto {
+            Some(p) => format!("{d} (proto={p})"),
+            None => d,
         }
     }
 
@@ -103,6 +111,12 @@ pub fn parse(text: &str) -> Vec<MountEntry> {
                 fstype: unescape(fields[sep + 1]),
                 source: unescape(fields[sep + 2]),
                 read_only: fields[5].split(',').any(|o| o == "ro"),
+                proto: ["nfs", "nfs4"]
+                    .contains(&fields[sep + 1])
+                    .then(|| fields.get(sep + 3))
+                    .flatten()
+                    .and_then(|o| o.split(',').find_map(|o| o.strip_prefix("proto=")))
+                    .map(str::to_string),
             })
         })
         .collect()
@@ -139,7 +153,7 @@ mod tests {
 25 24 0:23 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=24684096k
 27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard
 42 27 254:0 /run/netns /run/netns rw,relatime shared:1 - ext4 /dev/vda rw,discard
-60 27 0:50 / /mnt/nfs rw,relatime shared:7 master:3 - nfs4 server:/export rw,vers=4.2
+60 27 0:50 / /mnt/nfs rw,relatime shared:7 master:3 - nfs4 server:/export rw,vers=4.2,proto=rdma,port=20049,addr=10.0.0.2
 61 27 0:51 / /mnt/with\\040space rw - cifs //nas/share rw
 62 27 254:0 /data /srv/ro ro,relatime - ext4 /dev/vda rw
 63 25 0:60 / /dev/shm rw - tmpfs none rw,size=1024k
@@ -153,7 +167,7 @@ bad line
         assert_eq!(m[2].mount_point, Path::new("/"));
         assert_eq!(m[2].describe(), "ext4 /dev/vda");
         assert_eq!(m[1].describe(), "tmpfs");
-        assert_eq!(m[4].describe(), "nfs4 server:/export");
+        assert_eq!(m[4].describe(), "nfs4 server:/export (proto=rdma)");
         assert!(m[4].is_network() && !m[2].is_network());
         assert_eq!(m[5].mount_point, Path::new("/mnt/with space"));
         assert!(m[6].read_only && !m[2].read_only);
@@ -164,7 +178,10 @@ bad line
     fn finds_longest_prefix_by_component() {
         let m = parse(SAMPLE);
         let f = |p: &str| find(&m, Path::new(p)).map(MountEntry::describe);
-        assert_eq!(f("/mnt/nfs/a/b").as_deref(), Some("nfs4 server:/export"));
+        assert_eq!(
+            f("/mnt/nfs/a/b").as_deref(),
+            Some("nfs4 server:/export (proto=rdma)")
+        );
         assert_eq!(f("/mnt/nfsx").as_deref(), Some("ext4 /dev/vda"));
         assert_eq!(f("/srv/ro/x").as_deref(), Some("ext4 /dev/vda"));
         assert!(find(&m, Path::new("/srv/ro/x")).unwrap().read_only);

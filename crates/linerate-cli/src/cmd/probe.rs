@@ -129,6 +129,9 @@ pub fn run(a: &ProbeArgs, style: Style) -> anyhow::Result<u8> {
                     provider_filter: std::env::var("FI_PROVIDER").ok().filter(|v| !v.is_empty()),
                 });
     }
+    if live {
+        linerate_doctor::nfs::knock_unmounted(&mut inv);
+    }
     let analysis = linerate_rules::analyze(&inv);
     if a.json {
         let doc = linerate_facts::ProbeDoc::new(&inv, &analysis, &root);

@@ -23,7 +23,10 @@ pub use net::{IpoibInfo, IpoibMode, Netdev, NetdevKind};
 pub use pci::{PciFunction, PcieLinkFiles, PcieSpeedFiles, UpstreamPort};
 pub use ports::{Port, PortKind};
 pub use problem::{Problem, ProblemKind};
-pub use stack::{LibfabricFacts, LimitsLine, MemlockLimit, NfsMount, OsFamily, RdmaStack, Route};
+pub use stack::{
+    LibfabricFacts, LimitsLine, MemlockLimit, NfsFstab, NfsMount, OsFamily, RdmaKnock, RdmaStack,
+    Route,
+};
 
 /// Everything probe found.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

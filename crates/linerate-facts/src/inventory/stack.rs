@@ -76,6 +76,45 @@ pub struct NfsMount {
     pub addr: Option<String>,
 }
 
+/// An NFS line of `/etc/fstab` that asks for RDMA (`proto=rdma` or `rdma`): a mount this host
+/// is meant to have over RDMA, whether or not it is mounted now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NfsFstab {
+    /// `server:/export`.
+    pub source: String,
+    pub mountpoint: String,
+    /// `nfs` or `nfs4`.
+    pub fstype: String,
+    /// `port=` of its options (`None`: the kernel's default for RDMA, 20049).
+    pub port: Option<u16>,
+    /// `noauto`: not mounted at boot, on purpose.
+    pub noauto: bool,
+    /// The server's IPv4 address: the source's host when it is one, or its `/etc/hosts` entry.
+    pub addr: Option<String>,
+    /// What an RDMA connection to the server's port found (a live host only, and only for a
+    /// line that is not mounted): whether anything listens for RDMA there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knock: Option<RdmaKnock>,
+    /// The same at the NFS/RDMA port 20049, when the line names another port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knock_default_port: Option<RdmaKnock>,
+}
+
+/// What an rdma_cm connection attempt to a server's port found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "result")]
+pub enum RdmaKnock {
+    /// Something listens for RDMA there.
+    Accepted,
+    /// The server's rdma_cm answered that nothing listens on that port.
+    Refused,
+    /// No answer in time.
+    TimedOut,
+    /// The attempt failed without an answer (no route, no RDMA device towards the server,
+    /// no libfabric or verbs provider): the call that failed and why.
+    Failed { call: String, text: String },
+}
+
 /// What probe read about the host's RDMA software.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RdmaStack {
@@ -105,6 +144,11 @@ pub struct RdmaStack {
     /// demand, or `install M /bin/false`), with the file that says so.
     #[serde(default)]
     pub modules_blocked: Vec<(String, String)>,
+    /// Of those, the ones an `install M /bin/false` line blocks: also when the kernel asks for
+    /// the module by its name (`request_module("rpcrdma")` at an NFS mount), which a
+    /// `blacklist` line does not stop.
+    #[serde(default)]
+    pub modules_blocked_by_name: Vec<String>,
     /// The `memlock` lines of limits.conf and limits.d.
     pub limits_conf: Vec<LimitsLine>,
     /// `linerate-serve.service` is installed (under /usr/lib/systemd/system, /lib/... or /etc/...).
@@ -116,6 +160,9 @@ pub struct RdmaStack {
     /// An `opensm` process runs here (`/proc/PID/comm`).
     pub opensm_running: bool,
     pub nfs_mounts: Vec<NfsMount>,
+    /// The NFS lines of `/etc/fstab` that ask for RDMA.
+    #[serde(default)]
+    pub nfs_fstab: Vec<NfsFstab>,
     /// nfsd's listeners (`/proc/fs/nfsd/portlist`: `rdma 20049`, `tcp 2049`); `None`: nfsd is
     /// not running (no nfsd file system).
     pub nfsd_portlist: Option<Vec<String>>,
