@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use linerate_facts::{
     Cause, CounterDelta, DoctorVerdict, EndFacts, Finding, FindingId, Inventory, IpoibMode,
-    PortKind, QdiscDelta, QdiscSide, QdiscsSeen, Severity, ShaperFact, TcpBufferSizes,
+    PortKind, QdiscDelta, QdiscSide, QdiscsSeen, Severity, ShaperFact, TcpBufferSizes, SYSCTL_FILE,
 };
 use linerate_model::{Ceiling, HostStackCeiling, LimitedBy, StageKind};
 use linerate_proto::{Direction, HostCpuLoad, RdmaOp, TestKind};
@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::finding::rank;
 use crate::thresholds::{
-    ASYMMETRIC_FRACTION, CEILING_REACHED_FRACTION, CONTENDED_OTHER_CORES, CONTENDED_STEAL_CORES,
-    COPY_VISIBLE_RATIO, CORE_SATURATED_PERCENT, IP_STACK_EXPLAINS_PERCENT,
+    ASYMMETRIC_FRACTION, BUFFER_MARGIN, CEILING_REACHED_FRACTION, CONTENDED_OTHER_CORES,
+    CONTENDED_STEAL_CORES, COPY_VISIBLE_RATIO, CORE_SATURATED_PERCENT, IP_STACK_EXPLAINS_PERCENT,
     IP_STACK_VISIBLE_PERCENT, IP_STACK_WARNING_PERCENT, OTHERS_HELD_CORE_PERCENT, QDISC_DROPS_MIN,
     QUIET_OTHER_CORES, RDMA_NEAR_CEILING_FRACTION, RETRANSMITS_MIN, RETRANSMIT_RATE,
     SHAPER_REACHED_FRACTION, STACK_BOUND_SHOWN_WITHIN, THREAD_SATURATED_PERCENT, UDP_LOSS_PERCENT,
@@ -970,6 +970,17 @@ impl WindowBound {
     }
 }
 
+/// The best TCP bandwidth result of any direction (not a `--discard` run, not a failed one).
+fn best_tcp_gbps(i: &DiagnoseInput) -> f64 {
+    i.tests
+        .iter()
+        .filter(|t| {
+            (t.is_tcp_bw(Direction::Send) || t.is_tcp_bw(Direction::Receive)) && t.error.is_none()
+        })
+        .map(|t| t.gbps)
+        .fold(0.0, f64::max)
+}
+
 /// `tcp.buffers_small`: the kernel's own accounting when it has it, else the measured RTT.
 /// The judged direction's test first (the verdict names the window only for it), else the
 /// other's. Returns the finding, the direction of the test it explains and its bound.
@@ -986,9 +997,20 @@ fn tcp_buffers_small(c: &Ctx<'_>) -> Option<(Finding, Direction, WindowBound)> {
     // Unacknowledged data stays in the send buffer, so no more than it can be in flight: an
     // estimate above it (rate × a smoothed RTT inflated by stalls) is shown as the buffer.
     let inflight = wmem.map_or(inflight, |w| inflight.min(w as f64));
-    // Sized for the path's ceiling (4 times the result when none is known) at the round trip
-    // measured, in whole milliseconds up: the sizes `linerate setup sysctl` writes for them.
-    let target = c.pc.gbps.unwrap_or(t.gbps * 4.0).max(t.gbps);
+    // Sized for the path's hardware ceiling at the round trip measured, in whole milliseconds
+    // up: the sizes `linerate setup sysctl` writes for them. A path with no hardware ceiling
+    // (virtio, veth, a bridge) is sized for what it was seen to carry, with a margin: its
+    // ceiling is only the host stack's bound, which may be far above what the hypervisor's
+    // path carries (17-25 Gb/s of memory copies on a 0.13 Gb/s emulated link would ask for
+    // 128-256 MiB of buffers).
+    let target = match c.pc.gbps {
+        Some(g) if !c.pc.per_stream => g,
+        bound => {
+            let seen = best_tcp_gbps(c.i) * BUFFER_MARGIN;
+            bound.map_or(seen, |b| seen.min(b))
+        }
+    }
+    .max(t.gbps);
     let target = if target >= 1.0 {
         target.ceil()
     } else {
@@ -1050,7 +1072,7 @@ fn tcp_buffers_small(c: &Ctx<'_>) -> Option<(Finding, Direction, WindowBound)> {
             fmt_round(per_stream, 2)
         ))
         .fix(format!(
-            "On both ends: `{}` writes buffers for {} Gb/s at a {} ms round trip to /etc/sysctl.d/ and loads them (or now only: {})",
+            "On both ends: `{}` writes buffers for {} Gb/s at a {} ms round trip to {SYSCTL_FILE}, which load at boot, and `sysctl -p {SYSCTL_FILE}` loads them now (or now only, without the file: {})",
             bound.setup_command(),
             fmt_num(bound.target_gbps),
             bound.rtt_ms,
@@ -1094,6 +1116,37 @@ impl Loss {
     fn lossy(&self) -> bool {
         self.rtx_over || self.udp_over
     }
+}
+
+/// A UDP test's loss that the path did not cause: every TCP test of the same direction
+/// retransmitted under a tenth of its loss rate (and under the line of [`RETRANSMITS_MIN`] and
+/// [`RETRANSMIT_RATE`]), one of them at least at its rate. What the path carries for TCP it
+/// carries for UDP; a UDP sender is not paced by its receiver as TCP's is, so a slow receiver
+/// (the lab's emulated guests: 3% of datagrams with TCP losing none) overflows its socket
+/// buffer or its receive ring. Returns the fastest such TCP test.
+fn udp_loss_at_receiver<'a>(c: &Ctx<'a>, t: &Measured) -> Option<&'a Measured> {
+    let loss = t.loss_percent.filter(|_| t.kind == TestKind::UdpBw)?;
+    let tcp: Vec<&Measured> =
+        c.i.tests
+            .iter()
+            .filter(|x| x.is_tcp_bw(t.direction) && x.error.is_none())
+            .collect();
+    let clean = |x: &Measured| {
+        let l = Loss::of(x);
+        !l.rtx_over && l.rtx.is_some_and(|(_, rate)| rate * 100.0 < loss / 10.0)
+    };
+    if !tcp.iter().all(|x| clean(x)) {
+        return None;
+    }
+    tcp.into_iter()
+        .filter(|x| x.gbps >= t.gbps)
+        .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
+}
+
+/// A test lost packets on the path (not only at a UDP receiver: [`udp_loss_at_receiver`]).
+fn path_lossy(c: &Ctx<'_>, t: &Measured) -> bool {
+    let l = Loss::of(t);
+    l.rtx_over || (l.udp_over && udp_loss_at_receiver(c, t).is_none())
 }
 
 /// The test directions whose packets a qdisc at `end` on `side` handles: what an end sends
@@ -1142,7 +1195,7 @@ fn qdisc_lossy(c: &Ctx<'_>, end: &str, q: &QdiscDelta) -> bool {
             || c.i
                 .tests
                 .iter()
-                .any(|t| dirs.contains(&t.direction) && Loss::of(t).lossy()))
+                .any(|t| dirs.contains(&t.direction) && path_lossy(c, t)))
 }
 
 /// The qdiscs of either end that dropped packets of direction `d` enough to cost a stream
@@ -1239,7 +1292,7 @@ fn qdisc_drops(c: &Ctx<'_>) -> Vec<Finding> {
         let lost: u64 =
             c.i.tests
                 .iter()
-                .filter(|t| dirs.contains(&t.direction) && Loss::of(t).lossy())
+                .filter(|t| dirs.contains(&t.direction) && path_lossy(c, t))
                 .filter_map(|t| t.retransmits)
                 .sum();
         let mut msg = format!(
@@ -1516,6 +1569,16 @@ fn loss_cause(c: &Ctx<'_>, t: &Measured, starved: Option<&str>) -> (String, Seve
                 "Free the receiving host's CPUs (see the cpu findings), spread the streams over more cores (`-P`), or pin them (`linerate bench -A CPUS`).".to_string()
             },
         )
+    } else if let Some(tcp) = udp_loss_at_receiver(c, t) {
+        (
+            format!(
+                "while TCP in the same direction carried {} Gb/s and retransmitted {}: the receiving end dropped them, not the path (a UDP sender is not paced by its receiver as TCP's is, so a slow receiver overflows its socket buffer or receive ring)",
+                fmt_round(tcp.gbps, 3),
+                Loss::of(tcp).rtx.map_or_else(String::new, |(r, rate)| format!("{r} segments ({:.2}%)", rate * 100.0))
+            ),
+            Severity::Info,
+            "Nothing to fix on the path. If UDP matters here, give the receiver a larger socket buffer (`net.core.rmem_max`, `SO_RCVBUF`) or more CPU.".to_string(),
+        )
     } else if c.virtual_path {
         (
             format!("with no error counter rising, no qdisc of either end counting a drop and the receiver's CPU not busy{unread}: they were lost between the two ends (a bridge, the hypervisor's switch, a qdisc such as netem on a host in between)"),
@@ -1623,7 +1686,7 @@ fn lost_on_the_path(c: &Ctx<'_>, d: Direction) -> bool {
         || c.i
             .tests
             .iter()
-            .any(|t| t.direction == d && Loss::of(t).lossy() && receiver_starved(c, t).is_none())
+            .any(|t| t.direction == d && path_lossy(c, t) && receiver_starved(c, t).is_none())
 }
 
 /// `path.asymmetric`: one direction carries far less than the other, with no shaper to say why.
