@@ -1352,14 +1352,27 @@ fn qdiscs_reordering<'a>(c: &Ctx<'a>, d: Direction) -> Vec<(&'static str, &'a Qd
         c.i.qdiscs
             .ends()
             .filter(|(end, q)| {
-                q.kind == "netem"
-                    && q.reorders
-                    && q.requeues > 0
-                    && (d == Direction::Bidir || qdisc_dirs(c, end, q.side).contains(&d))
+                reorders(q) && (d == Direction::Bidir || qdisc_dirs(c, end, q.side).contains(&d))
             })
             .collect();
     v.sort_by_key(|x| std::cmp::Reverse(x.1.requeues));
     v
+}
+
+/// A netem qdisc that reordered what it passed: requeues it counted under `reorder`, or
+/// packets it passed with delay jitter (which no counter counts).
+fn reorders(q: &QdiscDelta) -> bool {
+    q.kind == "netem" && q.reorders && (q.requeues > 0 || q.packets > 0)
+}
+
+/// What a reordering netem did, in words: the packets it counted sending ahead of their turn,
+/// or, having counted none, that its jitter reorders.
+fn reordered_words(q: &QdiscDelta) -> String {
+    if q.requeues > 0 {
+        format!("sent {} packets out of their order", q.requeues)
+    } else {
+        "reordered what it sent by its delay jitter".to_string()
+    }
 }
 
 /// The reordering of direction `d`, in words: `the netem qdisc 8007 on the remote enp1s0 sent
@@ -1369,9 +1382,9 @@ fn reorder_words(c: &Ctx<'_>, d: Direction) -> Option<String> {
         .iter()
         .map(|(end, q)| {
             format!(
-                "{} sent {} packets out of their order ({})",
+                "{} {} ({})",
                 q.words(end),
-                q.requeues,
+                reordered_words(q),
                 match qdisc_dirs(c, end, q.side) {
                     [one] => format!("the {} direction", dir_name(*one)),
                     _ => "both directions".into(),
@@ -1400,11 +1413,7 @@ fn reordered_costs(c: &Ctx<'_>, d: Direction) -> (u64, bool) {
 /// it reorders stays below its ceiling and retransmitted; else a note.
 fn reordering(c: &Ctx<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
-    for (end, q) in
-        c.i.qdiscs
-            .ends()
-            .filter(|(_, q)| q.kind == "netem" && q.reorders && q.requeues > 0)
-    {
+    for (end, q) in c.i.qdiscs.ends().filter(|(_, q)| reorders(q)) {
         let dirs = qdisc_dirs(c, end, q.side);
         let (rtx, below) = dirs
             .iter()
@@ -1419,10 +1428,15 @@ fn reordering(c: &Ctx<'_>) -> Vec<Finding> {
             [one] => format!("the {} direction", dir_name(*one)),
             _ => "both directions".into(),
         };
+        let how = if q.requeues > 0 {
+            "netem counts each packet it sends ahead of its turn as a requeue"
+        } else {
+            "netem queues each packet by its own time to send, so one given less delay leaves before one sent earlier; it counts none of them"
+        };
         let mut msg = format!(
-            "{} sent {} packets out of their order ({which}; netem counts each packet it sends ahead of its turn as a requeue) and dropped {}",
+            "{} {} ({which}; {how}) and dropped {}",
             q.words(end),
-            q.requeues,
+            reordered_words(q),
             q.drops
         );
         if severity == Severity::Warning {
@@ -1451,7 +1465,7 @@ fn reordering(c: &Ctx<'_>) -> Vec<Finding> {
             f = f.evidence("tests", q.tests.join("; "));
         }
         out.push(f.message(msg).fix(format!(
-            "`tc -s qdisc show dev {dev}` on the {end} host shows it (`reorder` in its options). netem emulates reordering: a test setup, not a fault; if it is not wanted any more: `tc qdisc del dev {dev} root` (on the {end} host). On a real path, reordering comes from packets of one flow spread over several links (ECMP, bonding with a per-packet policy): hash flows to one link.",
+            "`tc -s qdisc show dev {dev}` on the {end} host shows it (`reorder`, `gap` or a delay jitter in its options; `rate` or a pfifo child keeps jittered packets in order). netem emulates reordering: a test setup, not a fault; if it is not wanted any more: `tc qdisc del dev {dev} root` (on the {end} host). On a real path, reordering comes from packets of one flow spread over several links (ECMP, bonding with a per-packet policy): hash flows to one link.",
             dev = q.interface
         )));
     }
@@ -1701,9 +1715,14 @@ fn path_asymmetric(c: &Ctx<'_>) -> Option<Finding> {
     } else {
         c.i.remote.as_ref()
     };
+    // It does too when its rate alone is far enough below the faster direction's result to
+    // make the two differ this much (the lab under load: a netem rate's direction at 77% of
+    // it, stalled).
     let shaped = shaper_end
         .and_then(EndFacts::shaper_goodput)
-        .is_some_and(|(g, _)| lo.gbps >= SHAPER_REACHED_FRACTION * g);
+        .is_some_and(|(g, _)| {
+            lo.gbps >= SHAPER_REACHED_FRACTION * g || g < ASYMMETRIC_FRACTION * hi.gbps
+        });
     // So does loss on the path in that direction (a qdisc that dropped its packets, or loss
     // no CPU explains): `net.qdisc_drops` and `net.retransmits` say where, and the receiving
     // end is not slower for it.
@@ -2018,9 +2037,21 @@ fn cause(c: &Ctx<'_>, out: &[Finding], flags: Flags, quotes: &Quotes) -> (Cause,
             .unwrap_or(f.id.as_str())
             .to_string()
     };
+    // A shaper limits only what leaves its end: one on the far end's egress says nothing of
+    // the send direction (the lab under load: both directions at 0.015 Gb/s, the send direction
+    // judged by a stall, and a netem rate on b's egress was its verdict).
+    let shapes_judged = |f: &Finding| {
+        f.id != FindingId::NetShaper
+            || c.i.remote.is_none()
+            || match c.dir {
+                Direction::Send => f.subject.starts_with("local:"),
+                Direction::Receive => f.subject.starts_with("remote:"),
+                Direction::Bidir => true,
+            }
+    };
     if let Some((f, lb)) = out
         .iter()
-        .filter(|f| f.severity >= Severity::Warning)
+        .filter(|f| f.severity >= Severity::Warning && shapes_judged(f))
         .filter_map(|f| Some((f, f.id.cause()?)))
         .max_by_key(|(f, _)| f.severity)
     {
@@ -2091,11 +2122,22 @@ fn verdict(c: &Ctx<'_>, out: &[Finding], flags: Flags, quotes: &Quotes) -> Docto
                 fmt_round(m.gbps, 2)
             ))
         ),
-        (Some(t), Some(g)) => format!(
-            "limited by {why}: {dir_prefix}{} Gb/s of a {} Gb/s ceiling",
-            fmt_round(t.gbps, 2),
-            fmt_round(g, 2),
-        ),
+        (Some(t), Some(g)) => {
+            // Hundredths, or three significant digits below 0.1 Gb/s (a netem rate of 5 Mbit/s
+            // read "0.01 Gb/s of a 0 Gb/s ceiling").
+            let figure = |x: f64| {
+                if x < 0.1 {
+                    linerate_units::fmt_sig(x)
+                } else {
+                    fmt_round(x, 2)
+                }
+            };
+            format!(
+                "limited by {why}: {dir_prefix}{} Gb/s of a {} Gb/s ceiling",
+                figure(t.gbps),
+                figure(g),
+            )
+        }
         (Some(t), None) => format!(
             "limited by {why}: {} Gb/s; no ceiling is known for this path",
             fmt_round(t.gbps, 2)

@@ -416,3 +416,120 @@ fn a_clean_link_names_no_loss_reordering_or_shaper() {
         d.verdict.summary
     );
 }
+
+#[test]
+fn netem_loss_on_this_ends_egress_is_the_send_directions_and_udp_lost_it_too() {
+    // `netem loss 5%` on a's egress: 195 drops of 6 874 packets; the send tests retransmitted
+    // 86 and 191 segments and the UDP test (send) lost 5.4%: TCP lost as much, so the path
+    // (the qdisc) lost the datagrams, not the receiving guest.
+    let c = Capture::load("loss5a");
+    let d = run("netem loss 5% on the local egress", &c.input());
+    let q = with_id(&d, "net.qdisc_drops");
+    assert_eq!(q.len(), 1);
+    assert_eq!(q[0].severity, Severity::Warning);
+    assert_eq!(q[0].subject, "local:enp1s0");
+    assert!(
+        q[0].message.starts_with(
+            "the netem qdisc 8001 on the local enp1s0 dropped 195 packets it sent (the send direction)"
+        ),
+        "{}",
+        q[0].message
+    );
+    let r = with_id(&d, "net.retransmits");
+    assert_eq!(r.len(), 3, "{r:?}");
+    for f in r {
+        assert_eq!(f.severity, Severity::Warning, "{}", f.message);
+        assert!(f.subject.contains(" send "), "{}", f.subject);
+        assert!(
+            f.message
+                .contains("the netem qdisc 8001 on the local enp1s0 dropped 195 packets"),
+            "{}",
+            f.message
+        );
+    }
+    assert_eq!(d.verdict.limited_by, Cause::Retransmits);
+    assert!(
+        d.verdict.summary.starts_with(
+            "limited by packet loss and retransmissions (the netem qdisc 8001 on the local enp1s0 dropped 195 packets it sent (the send direction)): send direction"
+        ),
+        "{}",
+        d.verdict.summary
+    );
+}
+
+#[test]
+fn a_shaper_on_the_far_ends_egress_is_no_verdict_for_the_send_direction() {
+    // `netem rate 20mbit` on b's egress with the machine loaded (load average 5-7 on 2 cores):
+    // stalls brought both directions to 0.015 Gb/s and the send direction was judged. The
+    // shaper is named on b, but it limits only what b sends: before, the verdict put the send
+    // direction down to it.
+    let c = Capture::load("rate-loaded");
+    let d = run("netem rate on the remote egress, send judged", &c.input());
+    assert!(
+        d.verdict.summary.contains(": send direction (the slower)"),
+        "{}",
+        d.verdict.summary
+    );
+    let s = with_id(&d, "net.shaper");
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0].subject, "remote:enp1s0");
+    assert_ne!(d.verdict.limited_by, Cause::Shaper, "{}", d.verdict.summary);
+    assert!(
+        !d.verdict.summary.contains("netem"),
+        "{}",
+        d.verdict.summary
+    );
+
+    // Judged on the receive direction (the send one faster), it is the verdict.
+    let mut i = c.input();
+    for t in &mut i.tests {
+        if t.kind == TestKind::TcpBw && t.direction == Direction::Send {
+            t.gbps = 0.05;
+        }
+    }
+    let d = run("the shaped direction judged", &i);
+    assert_eq!(d.verdict.limited_by, Cause::Shaper, "{}", d.verdict.summary);
+    assert!(
+        d.verdict
+            .summary
+            .contains(": receive direction (the slower)"),
+        "{}",
+        d.verdict.summary
+    );
+}
+
+#[test]
+fn netem_delay_jitter_is_named_as_reordering() {
+    // `netem delay 20ms 5ms` on b's egress under 128 KiB / 256 KiB buffer limits: netem sends
+    // each packet at its own time, so the jitter reorders what b sends; it counted no requeue,
+    // and b reported the qdisc for its options (`reorders`) with 6 142 packets passed. The
+    // receive test retransmitted 23 segments. Before, the receive direction was put on a slower
+    // end (`path.asymmetric`: "this host receives slower").
+    let c = Capture::load("delay20-jitter");
+    let i = c.input();
+    let q = &i.qdiscs.remote.as_ref().unwrap()[0];
+    assert!(q.reorders && q.requeues == 0 && q.drops == 0, "{q:?}");
+    let d = run("netem delay 20ms 5ms on the remote egress", &i);
+    assert!(with_id(&d, "path.asymmetric").is_empty());
+    assert!(with_id(&d, "net.qdisc_drops").is_empty());
+    let r = with_id(&d, "net.reordering");
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].severity, Severity::Warning);
+    assert_eq!(r[0].subject, "remote:enp1s0");
+    assert!(
+        r[0].message.starts_with(
+            "the netem qdisc 8007 on the remote enp1s0 reordered what it sent by its delay jitter (the receive direction;"
+        ) && r[0].message.contains("retransmitted 23 segments"),
+        "{}",
+        r[0].message
+    );
+    blames_no_cpu(&d);
+    // The kernel counted the receive test waiting on the window (16% + 1%, 75 kB of a 128 KiB
+    // window in flight): the window is the verdict, with the reordering named beside it.
+    assert_eq!(
+        d.verdict.limited_by,
+        Cause::TcpBuffers,
+        "{}",
+        d.verdict.summary
+    );
+}
