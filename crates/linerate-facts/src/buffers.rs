@@ -1,6 +1,9 @@
 //! The TCP socket buffers a path needs: the one sizing rule that `doctor` quotes in
 //! `tcp.buffers_small` and `linerate setup sysctl` writes, so the two always agree. Pure.
 
+/// The file `linerate setup sysctl --apply` writes the buffers to (and doctor's fix names).
+pub const SYSCTL_FILE: &str = "/etc/sysctl.d/90-linerate.conf";
+
 /// perfSONAR's `configure_sysctl` tiers (toolkit/perfsonar-toolkit/scripts/configure_sysctl):
 /// (minimum link Gb/s, `net.core.{r,w}mem_max`, maximum of `tcp_{r,w}mem`).
 const TIERS: [(f64, u64, u64); 3] = [

@@ -378,16 +378,21 @@ pub struct QdiscStat {
     pub reorders: bool,
 }
 
-/// A netem qdisc's options ask it to reorder: `reorder P%` (TCA_NETEM_REORDER = 3, struct
-/// tc_netem_reorder: probability u32 first) or a `gap` (struct tc_netem_qopt's fourth u32).
+/// A netem qdisc's options make it reorder: `reorder P%` (TCA_NETEM_REORDER = 3, struct
+/// tc_netem_reorder: probability u32 first), a `gap` (struct tc_netem_qopt's fourth u32), or
+/// delay jitter without a rate (`delay 20ms 5ms`: the qopt's sixth u32, or TCA_NETEM_JITTER64
+/// = 11 in ns): netem queues each packet by its own time to send, so one given less delay
+/// leaves before one sent earlier; with a `rate` each waits for the one before it.
 fn netem_reorders(opts: &[u8]) -> bool {
     let gap = u32_at(opts, 12).is_some_and(|g| g > 0);
-    let probability = opts.get(24..).is_some_and(|rest| {
-        attrs(rest)
-            .iter()
-            .any(|(t, p)| *t == 3 && u32_at(p, 0).is_some_and(|x| x > 0))
-    });
-    gap || probability
+    let a = opts.get(24..).map(attrs).unwrap_or_default();
+    let probability = a
+        .iter()
+        .any(|(t, p)| *t == 3 && u32_at(p, 0).is_some_and(|x| x > 0));
+    let jitter = u32_at(opts, 20).is_some_and(|j| j > 0)
+        || a.iter()
+            .any(|(t, p)| *t == 11 && u64_at(p, 0).is_some_and(|x| x > 0 && x < 1 << 63));
+    gap || probability || (jitter && rate_of("netem", opts).is_none())
 }
 
 impl QdiscStat {
@@ -579,7 +584,9 @@ pub fn deltas(
             reorders: a.reorders,
             tests: Vec::new(),
         };
-        if d.drops > 0 || d.overlimits > 0 || d.requeues > 0 {
+        // A netem that reorders and passed packets is kept though it counted nothing: what its
+        // jitter reorders, no counter counts.
+        if d.drops > 0 || d.overlimits > 0 || d.requeues > 0 || (d.reorders && d.packets > 0) {
             out.push(d);
         }
     }
@@ -665,6 +672,20 @@ mod tests {
         assert!(netem_reorders(&qopt));
         // Truncated options are read as none.
         assert!(!netem_reorders(&[1u8; 5]));
+        // `netem delay 20ms 5ms`: jitter in the qopt (and TCA_NETEM_JITTER64 in ns) reorders;
+        // with a rate (TCA_NETEM_RATE) each packet waits for the one before it, and it does not.
+        let mut qopt = vec![0u8; 24];
+        qopt[20..24].copy_from_slice(&5_000u32.to_ne_bytes());
+        let mut opts = qopt.clone();
+        opts.extend(rtattr(11, &5_000_000u64.to_ne_bytes()));
+        assert!(netem_reorders(&opts));
+        let mut only64 = vec![0u8; 24];
+        only64.extend(rtattr(11, &5_000_000u64.to_ne_bytes()));
+        assert!(netem_reorders(&only64));
+        let mut rate = vec![0u8; 16];
+        rate[0..4].copy_from_slice(&2_500_000u32.to_ne_bytes());
+        opts.extend(rtattr(6, &rate));
+        assert!(!netem_reorders(&opts));
     }
 
     #[test]

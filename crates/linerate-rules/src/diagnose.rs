@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use linerate_facts::{
     Cause, CounterDelta, DoctorVerdict, EndFacts, Finding, FindingId, Inventory, IpoibMode,
-    PortKind, QdiscDelta, QdiscSide, QdiscsSeen, Severity, ShaperFact, TcpBufferSizes,
+    PortKind, QdiscDelta, QdiscSide, QdiscsSeen, Severity, ShaperFact, TcpBufferSizes, SYSCTL_FILE,
 };
 use linerate_model::{Ceiling, HostStackCeiling, LimitedBy, StageKind};
 use linerate_proto::{Direction, HostCpuLoad, RdmaOp, TestKind, TestParams};
@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::finding::rank;
 use crate::thresholds::{
-    ASYMMETRIC_FRACTION, CEILING_REACHED_FRACTION, CONTENDED_OTHER_CORES, CONTENDED_STEAL_CORES,
-    COPY_VISIBLE_RATIO, CORE_SATURATED_PERCENT, IP_STACK_EXPLAINS_PERCENT,
+    ASYMMETRIC_FRACTION, BUFFER_MARGIN, CEILING_REACHED_FRACTION, CONTENDED_OTHER_CORES,
+    CONTENDED_STEAL_CORES, COPY_VISIBLE_RATIO, CORE_SATURATED_PERCENT, IP_STACK_EXPLAINS_PERCENT,
     IP_STACK_VISIBLE_PERCENT, IP_STACK_WARNING_PERCENT, OTHERS_HELD_CORE_PERCENT, QDISC_DROPS_MIN,
     QUIET_OTHER_CORES, RDMA_NEAR_CEILING_FRACTION, RETRANSMITS_MIN, RETRANSMIT_RATE,
     SHAPER_REACHED_FRACTION, STACK_BOUND_SHOWN_WITHIN, THREAD_SATURATED_PERCENT, UDP_LOSS_PERCENT,
@@ -1006,6 +1006,17 @@ impl WindowBound {
     }
 }
 
+/// The best TCP bandwidth result of any direction (not a `--discard` run, not a failed one).
+fn best_tcp_gbps(i: &DiagnoseInput) -> f64 {
+    i.tests
+        .iter()
+        .filter(|t| {
+            (t.is_tcp_bw(Direction::Send) || t.is_tcp_bw(Direction::Receive)) && t.error.is_none()
+        })
+        .map(|t| t.gbps)
+        .fold(0.0, f64::max)
+}
+
 /// `tcp.buffers_small`: the kernel's own accounting when it has it, else the measured RTT.
 /// The judged direction's test first (the verdict names the window only for it), else the
 /// other's. Returns the finding, the direction of the test it explains and its bound.
@@ -1022,9 +1033,20 @@ fn tcp_buffers_small(c: &Ctx<'_>) -> Option<(Finding, Direction, WindowBound)> {
     // Unacknowledged data stays in the send buffer, so no more than it can be in flight: an
     // estimate above it (rate × a smoothed RTT inflated by stalls) is shown as the buffer.
     let inflight = wmem.map_or(inflight, |w| inflight.min(w as f64));
-    // Sized for the path's ceiling (4 times the result when none is known) at the round trip
-    // measured, in whole milliseconds up: the sizes `linerate setup sysctl` writes for them.
-    let target = c.pc.gbps.unwrap_or(t.gbps * 4.0).max(t.gbps);
+    // Sized for the path's hardware ceiling at the round trip measured, in whole milliseconds
+    // up: the sizes `linerate setup sysctl` writes for them. A path with no hardware ceiling
+    // (virtio, veth, a bridge) is sized for what it was seen to carry, with a margin: its
+    // ceiling is only the host stack's bound, which may be far above what the hypervisor's
+    // path carries (17-25 Gb/s of memory copies on a 0.13 Gb/s emulated link would ask for
+    // 128-256 MiB of buffers).
+    let target = match c.pc.gbps {
+        Some(g) if !c.pc.per_stream => g,
+        bound => {
+            let seen = best_tcp_gbps(c.i) * BUFFER_MARGIN;
+            bound.map_or(seen, |b| seen.min(b))
+        }
+    }
+    .max(t.gbps);
     let target = if target >= 1.0 {
         target.ceil()
     } else {
@@ -1086,7 +1108,7 @@ fn tcp_buffers_small(c: &Ctx<'_>) -> Option<(Finding, Direction, WindowBound)> {
             fmt_round(per_stream, 2)
         ))
         .fix(format!(
-            "On both ends: `{}` writes buffers for {} Gb/s at a {} ms round trip to /etc/sysctl.d/ and loads them (or now only: {})",
+            "On both ends: `{}` writes buffers for {} Gb/s at a {} ms round trip to {SYSCTL_FILE}, which load at boot, and `sysctl -p {SYSCTL_FILE}` loads them now (or now only, without the file: {})",
             bound.setup_command(),
             fmt_num(bound.target_gbps),
             bound.rtt_ms,
@@ -1130,6 +1152,37 @@ impl Loss {
     fn lossy(&self) -> bool {
         self.rtx_over || self.udp_over
     }
+}
+
+/// A UDP test's loss that the path did not cause: every TCP test of the same direction
+/// retransmitted under a tenth of its loss rate (and under the line of [`RETRANSMITS_MIN`] and
+/// [`RETRANSMIT_RATE`]), one of them at least at its rate. What the path carries for TCP it
+/// carries for UDP; a UDP sender is not paced by its receiver as TCP's is, so a slow receiver
+/// (the lab's emulated guests: 3% of datagrams with TCP losing none) overflows its socket
+/// buffer or its receive ring. Returns the fastest such TCP test.
+fn udp_loss_at_receiver<'a>(c: &Ctx<'a>, t: &Measured) -> Option<&'a Measured> {
+    let loss = t.loss_percent.filter(|_| t.kind == TestKind::UdpBw)?;
+    let tcp: Vec<&Measured> =
+        c.i.tests
+            .iter()
+            .filter(|x| x.is_tcp_bw(t.direction) && x.error.is_none())
+            .collect();
+    let clean = |x: &Measured| {
+        let l = Loss::of(x);
+        !l.rtx_over && l.rtx.is_some_and(|(_, rate)| rate * 100.0 < loss / 10.0)
+    };
+    if !tcp.iter().all(|x| clean(x)) {
+        return None;
+    }
+    tcp.into_iter()
+        .filter(|x| x.gbps >= t.gbps)
+        .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
+}
+
+/// A test lost packets on the path (not only at a UDP receiver: [`udp_loss_at_receiver`]).
+fn path_lossy(c: &Ctx<'_>, t: &Measured) -> bool {
+    let l = Loss::of(t);
+    l.rtx_over || (l.udp_over && udp_loss_at_receiver(c, t).is_none())
 }
 
 /// The test directions whose packets a qdisc at `end` on `side` handles: what an end sends
@@ -1178,7 +1231,7 @@ fn qdisc_lossy(c: &Ctx<'_>, end: &str, q: &QdiscDelta) -> bool {
             || c.i
                 .tests
                 .iter()
-                .any(|t| dirs.contains(&t.direction) && Loss::of(t).lossy()))
+                .any(|t| dirs.contains(&t.direction) && path_lossy(c, t)))
 }
 
 /// The qdiscs of either end that dropped packets of direction `d` enough to cost a stream
@@ -1275,7 +1328,7 @@ fn qdisc_drops(c: &Ctx<'_>) -> Vec<Finding> {
         let lost: u64 =
             c.i.tests
                 .iter()
-                .filter(|t| dirs.contains(&t.direction) && Loss::of(t).lossy())
+                .filter(|t| dirs.contains(&t.direction) && path_lossy(c, t))
                 .filter_map(|t| t.retransmits)
                 .sum();
         let mut msg = format!(
@@ -1335,14 +1388,27 @@ fn qdiscs_reordering<'a>(c: &Ctx<'a>, d: Direction) -> Vec<(&'static str, &'a Qd
         c.i.qdiscs
             .ends()
             .filter(|(end, q)| {
-                q.kind == "netem"
-                    && q.reorders
-                    && q.requeues > 0
-                    && (d == Direction::Bidir || qdisc_dirs(c, end, q.side).contains(&d))
+                reorders(q) && (d == Direction::Bidir || qdisc_dirs(c, end, q.side).contains(&d))
             })
             .collect();
     v.sort_by_key(|x| std::cmp::Reverse(x.1.requeues));
     v
+}
+
+/// A netem qdisc that reordered what it passed: requeues it counted under `reorder`, or
+/// packets it passed with delay jitter (which no counter counts).
+fn reorders(q: &QdiscDelta) -> bool {
+    q.kind == "netem" && q.reorders && (q.requeues > 0 || q.packets > 0)
+}
+
+/// What a reordering netem did, in words: the packets it counted sending ahead of their turn,
+/// or, having counted none, that its jitter reorders.
+fn reordered_words(q: &QdiscDelta) -> String {
+    if q.requeues > 0 {
+        format!("sent {} packets out of their order", q.requeues)
+    } else {
+        "reordered what it sent by its delay jitter".to_string()
+    }
 }
 
 /// The reordering of direction `d`, in words: `the netem qdisc 8007 on the remote enp1s0 sent
@@ -1352,9 +1418,9 @@ fn reorder_words(c: &Ctx<'_>, d: Direction) -> Option<String> {
         .iter()
         .map(|(end, q)| {
             format!(
-                "{} sent {} packets out of their order ({})",
+                "{} {} ({})",
                 q.words(end),
-                q.requeues,
+                reordered_words(q),
                 match qdisc_dirs(c, end, q.side) {
                     [one] => format!("the {} direction", dir_name(*one)),
                     _ => "both directions".into(),
@@ -1383,11 +1449,7 @@ fn reordered_costs(c: &Ctx<'_>, d: Direction) -> (u64, bool) {
 /// it reorders stays below its ceiling and retransmitted; else a note.
 fn reordering(c: &Ctx<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
-    for (end, q) in
-        c.i.qdiscs
-            .ends()
-            .filter(|(_, q)| q.kind == "netem" && q.reorders && q.requeues > 0)
-    {
+    for (end, q) in c.i.qdiscs.ends().filter(|(_, q)| reorders(q)) {
         let dirs = qdisc_dirs(c, end, q.side);
         let (rtx, below) = dirs
             .iter()
@@ -1402,10 +1464,15 @@ fn reordering(c: &Ctx<'_>) -> Vec<Finding> {
             [one] => format!("the {} direction", dir_name(*one)),
             _ => "both directions".into(),
         };
+        let how = if q.requeues > 0 {
+            "netem counts each packet it sends ahead of its turn as a requeue"
+        } else {
+            "netem queues each packet by its own time to send, so one given less delay leaves before one sent earlier; it counts none of them"
+        };
         let mut msg = format!(
-            "{} sent {} packets out of their order ({which}; netem counts each packet it sends ahead of its turn as a requeue) and dropped {}",
+            "{} {} ({which}; {how}) and dropped {}",
             q.words(end),
-            q.requeues,
+            reordered_words(q),
             q.drops
         );
         if severity == Severity::Warning {
@@ -1434,7 +1501,7 @@ fn reordering(c: &Ctx<'_>) -> Vec<Finding> {
             f = f.evidence("tests", q.tests.join("; "));
         }
         out.push(f.message(msg).fix(format!(
-            "`tc -s qdisc show dev {dev}` on the {end} host shows it (`reorder` in its options). netem emulates reordering: a test setup, not a fault; if it is not wanted any more: `tc qdisc del dev {dev} root` (on the {end} host). On a real path, reordering comes from packets of one flow spread over several links (ECMP, bonding with a per-packet policy): hash flows to one link.",
+            "`tc -s qdisc show dev {dev}` on the {end} host shows it (`reorder`, `gap` or a delay jitter in its options; `rate` or a pfifo child keeps jittered packets in order). netem emulates reordering: a test setup, not a fault; if it is not wanted any more: `tc qdisc del dev {dev} root` (on the {end} host). On a real path, reordering comes from packets of one flow spread over several links (ECMP, bonding with a per-packet policy): hash flows to one link.",
             dev = q.interface
         )));
     }
@@ -1551,6 +1618,16 @@ fn loss_cause(c: &Ctx<'_>, t: &Measured, starved: Option<&str>) -> (String, Seve
             } else {
                 "Free the receiving host's CPUs (see the cpu findings), spread the streams over more cores (`-P`), or pin them (`linerate bench -A CPUS`).".to_string()
             },
+        )
+    } else if let Some(tcp) = udp_loss_at_receiver(c, t) {
+        (
+            format!(
+                "while TCP in the same direction carried {} Gb/s and retransmitted {}: the receiving end dropped them, not the path (a UDP sender is not paced by its receiver as TCP's is, so a slow receiver overflows its socket buffer or receive ring)",
+                fmt_round(tcp.gbps, 3),
+                Loss::of(tcp).rtx.map_or_else(String::new, |(r, rate)| format!("{r} segments ({:.2}%)", rate * 100.0))
+            ),
+            Severity::Info,
+            "Nothing to fix on the path. If UDP matters here, give the receiver a larger socket buffer (`net.core.rmem_max`, `SO_RCVBUF`) or more CPU.".to_string(),
         )
     } else if c.virtual_path {
         (
@@ -1686,7 +1763,7 @@ fn lost_on_the_path(c: &Ctx<'_>, d: Direction) -> bool {
         || c.i
             .tests
             .iter()
-            .any(|t| t.direction == d && Loss::of(t).lossy() && receiver_starved(c, t).is_none())
+            .any(|t| t.direction == d && path_lossy(c, t) && receiver_starved(c, t).is_none())
 }
 
 /// `path.asymmetric`: one direction carries far less than the other, with no shaper to say why.
@@ -1701,9 +1778,14 @@ fn path_asymmetric(c: &Ctx<'_>) -> Option<Finding> {
     } else {
         c.i.remote.as_ref()
     };
+    // It does too when its rate alone is far enough below the faster direction's result to
+    // make the two differ this much (the lab under load: a netem rate's direction at 77% of
+    // it, stalled).
     let shaped = shaper_end
         .and_then(EndFacts::shaper_goodput)
-        .is_some_and(|(g, _)| lo.gbps >= SHAPER_REACHED_FRACTION * g);
+        .is_some_and(|(g, _)| {
+            lo.gbps >= SHAPER_REACHED_FRACTION * g || g < ASYMMETRIC_FRACTION * hi.gbps
+        });
     // So does loss on the path in that direction (a qdisc that dropped its packets, or loss
     // no CPU explains): `net.qdisc_drops` and `net.retransmits` say where, and the receiving
     // end is not slower for it.
@@ -2019,9 +2101,21 @@ fn cause(c: &Ctx<'_>, out: &[Finding], flags: Flags, quotes: &Quotes) -> (Cause,
             .unwrap_or(f.id.as_str())
             .to_string()
     };
+    // A shaper limits only what leaves its end: one on the far end's egress says nothing of
+    // the send direction (the lab under load: both directions at 0.015 Gb/s, the send direction
+    // judged by a stall, and a netem rate on b's egress was its verdict).
+    let shapes_judged = |f: &Finding| {
+        f.id != FindingId::NetShaper
+            || c.i.remote.is_none()
+            || match c.dir {
+                Direction::Send => f.subject.starts_with("local:"),
+                Direction::Receive => f.subject.starts_with("remote:"),
+                Direction::Bidir => true,
+            }
+    };
     if let Some((f, lb)) = out
         .iter()
-        .filter(|f| f.severity >= Severity::Warning && !loss_elsewhere(c, f))
+        .filter(|f| f.severity >= Severity::Warning && !loss_elsewhere(c, f) && shapes_judged(f))
         .filter_map(|f| Some((f, f.id.cause()?)))
         .max_by_key(|(f, _)| f.severity)
     {
@@ -2092,12 +2186,23 @@ fn verdict(c: &Ctx<'_>, out: &[Finding], flags: Flags, quotes: &Quotes) -> Docto
                 fmt_round(m.gbps, 2)
             ))
         ),
-        (Some(t), Some(g)) => format!(
-            "limited by {why}: {dir_prefix}{} Gb/s ({}) of a {} Gb/s ceiling",
-            fmt_round(t.gbps, 2),
-            t.words(),
-            fmt_round(g, 2),
-        ),
+        (Some(t), Some(g)) => {
+            // Hundredths, or three significant digits below 0.1 Gb/s (a netem rate of 5 Mbit/s
+            // read "0.01 Gb/s of a 0 Gb/s ceiling").
+            let figure = |x: f64| {
+                if x < 0.1 {
+                    linerate_units::fmt_sig(x)
+                } else {
+                    fmt_round(x, 2)
+                }
+            };
+            format!(
+                "limited by {why}: {dir_prefix}{} Gb/s ({}) of a {} Gb/s ceiling",
+                figure(t.gbps),
+                t.words(),
+                figure(g),
+            )
+        }
         (Some(t), None) => format!(
             "limited by {why}: {} Gb/s ({}); no ceiling is known for this path",
             fmt_round(t.gbps, 2),

@@ -155,3 +155,11 @@ pub const COMPETING_TRAFFIC_FRACTION: f64 = 0.1;
 /// Other traffic below this rate is the host's own chatter (ssh, monitoring, name lookups),
 /// never a competitor worth naming, whatever the test's rate: 10 Mb/s.
 pub const COMPETING_TRAFFIC_MIN_GBPS: f64 = 0.01;
+
+/// `tcp.buffers_small` on a path with no hardware ceiling (virtio, veth, a bridge) sizes the
+/// buffers it quotes for this many times the best TCP rate measured on it (either direction,
+/// any number of streams), at most the host stack's bound: room for the rate to grow once the
+/// window no longer holds it, where the host stack's bound alone (17-25 Gb/s of memory copies
+/// in the lab's guests, whose emulated path carries 0.13 Gb/s) would ask for 128-256 MiB of
+/// buffers. linerate's own margin; below 10 Gb/s perfSONAR's 32 MiB tier is the floor anyway.
+pub const BUFFER_MARGIN: f64 = 4.0;

@@ -675,3 +675,57 @@ fn the_best_tcp_result_of_all_is_chosen_once_by_the_rules() {
     i.tests.clear();
     assert!(diagnose(&i).best_tcp.is_none());
 }
+
+#[test]
+fn udp_loss_is_the_receivers_when_tcp_in_that_direction_lost_nothing_faster() {
+    // The send direction lost 2 % of TCP's segments and 2.1 % of UDP's datagrams, no qdisc
+    // counting: the path's loss, both findings warnings.
+    let i = lossy_send(Vec::new(), Some(Vec::new()));
+    let d = run("TCP and UDP lose alike", &i);
+    let udp_finding = |d: &Diagnosis| {
+        with_id(d, "net.retransmits")
+            .into_iter()
+            .find(|f| f.subject == "test:udp_bw send 1 stream(s)")
+            .cloned()
+            .unwrap_or_else(|| panic!("no UDP net.retransmits"))
+    };
+    let u = udp_finding(&d);
+    assert_eq!(u.severity, Severity::Warning, "{}", u.message);
+    assert!(
+        u.message.contains("lost between the two ends"),
+        "{}",
+        u.message
+    );
+    assert_eq!(d.verdict.limited_by, Cause::Retransmits);
+
+    // TCP in the send direction retransmitted nothing, at two and three times the UDP test's rate: what the
+    // path carried for TCP it carried for UDP; the receiving end dropped the datagrams.
+    let mut clean = i.clone();
+    for t in &mut clean.tests {
+        if t.kind == TestKind::TcpBw {
+            t.retransmits = Some(0);
+        }
+    }
+    let d = run("UDP loses, TCP does not", &clean);
+    let u = udp_finding(&d);
+    assert_eq!(u.severity, Severity::Info, "{}", u.message);
+    assert!(
+        u.message
+            .contains("TCP in the same direction carried 1.4 Gb/s and retransmitted 0 segments (0.00%): the receiving end dropped them, not the path"),
+        "{}",
+        u.message
+    );
+    assert_ne!(
+        d.verdict.limited_by,
+        Cause::Retransmits,
+        "{}",
+        d.verdict.summary
+    );
+    assert!(with_id(&d, "path.asymmetric").len() <= 1);
+
+    // TCP lost a tenth of UDP's rate or more: the path may have lost both, a warning again.
+    let mut some = clean;
+    some.tests[0].retransmits = Some(some.tests[0].segments.unwrap() / 400);
+    let d = run("TCP loses a quarter of UDP's rate", &some);
+    assert_eq!(udp_finding(&d).severity, Severity::Warning);
+}

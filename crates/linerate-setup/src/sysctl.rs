@@ -14,7 +14,7 @@ use crate::snapshot::Snapshot;
 use crate::Options;
 
 /// The file setup writes.
-pub const PATH: &str = "/etc/sysctl.d/90-linerate.conf";
+pub const PATH: &str = linerate_facts::SYSCTL_FILE;
 
 /// A sysctl value: one number or the triple of `tcp_rmem`.
 #[derive(Debug, Clone, PartialEq, Eq)]
