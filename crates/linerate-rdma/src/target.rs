@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::link::{ctx, Ev, Link, K_LAT};
 use crate::params::{Op, Params};
@@ -71,16 +71,22 @@ impl Target {
         deadline: Instant,
     ) -> Result<TargetStats, (TargetStats, RdmaError)> {
         let mut evs = Vec::with_capacity(64);
+        let started = Instant::now();
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Ok(self.stats);
             }
             if Instant::now() >= deadline {
+                // Said with the time this target served, not "0.0 s".
                 return Err((
                     self.stats,
                     RdmaError::Timeout {
-                        what: format!("serving {}: the initiator did not finish", self.link.peer),
-                        after: Duration::ZERO,
+                        what: format!(
+                            "serving {}: the initiator did not finish by the test's end and its \
+                             grace",
+                            self.link.peer
+                        ),
+                        after: started.elapsed(),
                     },
                 ));
             }
