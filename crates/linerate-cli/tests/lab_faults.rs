@@ -228,17 +228,25 @@ fn loss_named(doc: &Value, end: &str, percent: &str) {
             );
         }
     } else {
-        assert!(
-            tcp_rtx.iter().all(|f| f["severity"] != "warning"),
-            "loss {percent}: {tcp_rtx:?}"
-        );
-        assert_ne!(
-            doc["verdict"]["limited_by"], "retransmits",
-            "loss {percent}: {summary}"
-        );
+        // Below the line the qdisc is named (above) but accused of nothing: no TCP loss
+        // finding and no verdict puts a test's retransmits on it. (Retransmits it did not
+        // cause are another matter: under TCG a guest stalled past TCP's timer retransmits
+        // what was never lost, 80 segments of 17 000 in one CI run with netem dropping none
+        // of that test's; doctor then puts them on the path, said in docs/lab.md.)
+        let accused = format!("the netem qdisc {handle} on the {end} {IF}");
+        for f in &tcp_rtx {
+            assert!(
+                !text(&f["message"]).contains(&accused),
+                "loss {percent}: {f}"
+            );
+        }
+        assert!(!summary.contains(&accused), "loss {percent}: {summary}");
     }
     if judged(doc) != dir {
-        assert!(!summary.contains("loss"), "loss {percent}: {summary}");
+        assert!(
+            !summary.contains(&format!("the netem qdisc {handle}")),
+            "loss {percent}: {summary}"
+        );
     }
 }
 
