@@ -39,6 +39,8 @@ const YIELD_AFTER: Duration = Duration::from_micros(50);
 
 /// How often the event queue is checked for a disconnect while polling completions.
 const EQ_CHECK: Duration = Duration::from_millis(20);
+/// How long a link takes the peer's last control messages after its disconnect was seen.
+const DRAIN_AFTER_SHUTDOWN: Duration = Duration::from_millis(50);
 
 #[derive(Debug)]
 pub(crate) struct Link {
@@ -198,16 +200,51 @@ impl Link {
             self.last_eq = Instant::now();
             match self.conn.poll_eq() {
                 Ok(Some(EqEvent::Shutdown)) => {
+                    // The peer's last control message (its Done) can complete on this side
+                    // after its disconnect is already on the event queue: rxe under a loaded
+                    // emulator delivered them in that order. Take what the completion queue
+                    // still holds before saying the peer is gone.
+                    self.drain_ctrl(out);
                     return Err(RdmaError::PeerGone(format!(
                         "connection {} shut down (provider {})",
                         self.peer, self.conn.provider
-                    )))
+                    )));
                 }
                 Ok(_) => {}
                 Err(e) => return Err(self.err(e)),
             }
         }
         Ok(())
+    }
+
+    /// After the peer disconnected: the control messages still in the completion queue, for
+    /// up to [`DRAIN_AFTER_SHUTDOWN`] (receives are not posted again, data is dropped; a
+    /// completion in error ends the drain: the queue pair is flushing).
+    fn drain_ctrl(&mut self, out: &mut Vec<Ev>) {
+        let until = Instant::now() + DRAIN_AFTER_SHUTDOWN;
+        let mut comps = Vec::new();
+        while Instant::now() < until {
+            comps.clear();
+            match self.conn.poll_cq(&mut comps) {
+                Ok(0) => std::thread::sleep(Duration::from_millis(1)),
+                Ok(_) => {
+                    for c in &comps {
+                        let cq_data = c.flags & sys::FI_REMOTE_CQ_DATA as u64 != 0;
+                        if c.ctx >> 56 == K_RX && cq_data && c.data & CTRL_IMM != 0 {
+                            let idx = (c.ctx & VALUE_MASK) as usize;
+                            if let Ok(m) = self.conn.with_bytes(
+                                self.layout.rx(idx),
+                                CTRL_SIZE.min(c.len),
+                                Ctrl::decode,
+                            ) {
+                                out.push(Ev::Ctrl(m));
+                            }
+                        }
+                    }
+                }
+                Err(_) => return,
+            }
+        }
     }
 
     fn dispatch(&mut self, c: Completion, out: &mut Vec<Ev>) -> Result<(), RdmaError> {

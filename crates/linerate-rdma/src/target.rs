@@ -92,6 +92,8 @@ impl Target {
             }
             evs.clear();
             if let Err(e) = self.link.poll(&mut evs) {
+                // The initiator's Done may come with its disconnect (see Link::poll).
+                self.done |= evs.iter().any(|e| matches!(e, Ev::Ctrl(Ctrl::Done)));
                 return if self.done {
                     Ok(self.stats)
                 } else {
