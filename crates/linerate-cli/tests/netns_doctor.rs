@@ -513,7 +513,12 @@ fn qdisc_drops_are_named_with_their_end_direction_and_counter() {
     }
     assert!(with_id(doc, "net.qdisc_drops").is_empty(), "{:?}", ids(doc));
     for f in findings(doc) {
-        let m = f["message"].as_str().unwrap_or("");
+        // No qdisc is named as a cause (a retransmit finding may say that none counted a drop:
+        // on this shared machine a neighbour's load can make a clean veth retransmit).
+        let m = f["message"]
+            .as_str()
+            .unwrap_or("")
+            .replace("no qdisc of either end counting a drop", "");
         assert!(!m.contains(" qdisc "), "a clean link: {m}");
     }
     net.tc(&[
