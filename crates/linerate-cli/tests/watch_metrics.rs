@@ -98,6 +98,12 @@ fn scrape_until(addr: SocketAddr, what: &str, pred: impl Fn(&str) -> bool) -> St
 fn what_it_serves_passes_promtool_check_metrics() {
     let t = tree(FIXTURE, DEV, &["mlx4_1"]);
     let w = start(t.path(), &[]);
+    // The counter moves after the watch's first sample, which is its baseline (written
+    // before it, the error would be part of where the watch started: no increase).
+    let first = scrape_until(w.addr, "the first sample", |b| {
+        sample(b, "linerate_watch_samples_total", "").is_some_and(|n| n >= 1.0)
+    });
+    let after = sample(&first, "linerate_watch_samples_total", "").unwrap();
     set(
         t.path(),
         DEV,
@@ -105,7 +111,7 @@ fn what_it_serves_passes_promtool_check_metrics() {
         get(t.path(), DEV, "symbol_error") + 1,
     );
     let body = scrape_until(w.addr, "an interval and a verdict", |b| {
-        sample(b, "linerate_watch_samples_total", "").is_some_and(|n| n >= 3.0)
+        sample(b, "linerate_watch_samples_total", "").is_some_and(|n| n >= after + 2.0)
             && b.contains("linerate_watch_verdict{")
     });
     let Ok(mut check) = Command::new("promtool")
@@ -390,8 +396,21 @@ fn hostile_clients_are_bounded_and_the_sampling_goes_on() {
     assert!(body.contains("linerate_watch_samples_total"));
     // The sampling never waited: the intervals kept coming at 200 ms through all of it
     // (at least 70% of the intervals the elapsed time holds: margin for a loaded machine).
-    // Every interval written so far (the reader thread kept them), the last one's number.
-    while w.stream.next(Duration::from_millis(300)).is_some() {}
+    // Every interval written so far (the reader thread queued them), the last one's number:
+    // the queue is drained when an interval takes a good part of its 200 ms to arrive. (Not
+    // "until none comes for a while": a live watch keeps writing, and that waited for its
+    // --count to end it, then read the memory of a process that had exited.)
+    let drained_by = Instant::now() + Duration::from_secs(30);
+    loop {
+        let asked = Instant::now();
+        assert!(
+            w.stream.next(Duration::from_secs(5)).is_some(),
+            "the watch stopped writing intervals"
+        );
+        if asked.elapsed() >= Duration::from_millis(100) || Instant::now() >= drained_by {
+            break;
+        }
+    }
     let seq1 = w.stream.events.last().unwrap()["seq"].as_u64().unwrap();
     let expected = started.elapsed().as_secs_f64() / 0.2;
     let got = (seq1 - seq0) as f64;
