@@ -20,12 +20,12 @@ const NFS_RDMA_PORT: u16 = 20049;
 /// NFS over RDMA, is not mounted, is mounted at boot (no `noauto`) and names a server address.
 /// Without libfabric each such line records why no connection could be tried.
 pub fn knock_unmounted(inv: &mut Inventory) {
-    let s = &mut inv.rdma_stack;
-    let mounted: Vec<String> = s.nfs_mounts.iter().map(|m| m.mountpoint.clone()).collect();
-    let mut todo = s
+    let stack = &mut inv.rdma_stack;
+    let mounts = &stack.nfs_mounts;
+    let mut todo = stack
         .nfs_fstab
         .iter_mut()
-        .filter(|e| !e.noauto && !mounted.contains(&e.mountpoint))
+        .filter(|e| e.awaits_mount(mounts))
         .filter_map(|e| {
             let ip: IpAddr = e.addr.as_deref()?.parse().ok()?;
             Some((ip, e))

@@ -411,9 +411,8 @@ impl<'a> Steps<'a> {
     pub fn rdma(&mut self, mode: &RdmaMode, before: &Inventory) {
         let rdma_port = self.runs.local_if.as_deref().is_some_and(|n| {
             before
-                .ports
-                .iter()
-                .any(|p| p.netdev.as_deref() == Some(n) && p.device.is_some() && p.port.is_some())
+                .rdma_port_of_netdev(n)
+                .is_some_and(|p| p.device.is_some())
         });
         let provider = match mode {
             RdmaMode::Off => None,

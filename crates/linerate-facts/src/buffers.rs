@@ -28,6 +28,13 @@ pub struct TcpBufferSizes {
     pub tcp_wmem: [u64; 3],
 }
 
+/// The window send and receive buffer limits (`tcp_wmem`'s and `tcp_rmem`'s maximum, bytes)
+/// allow one stream: Linux gives about half of the receive buffer to the window;
+/// unacknowledged data stays in the send buffer.
+pub fn window_of(wmem: u64, rmem: u64) -> u64 {
+    wmem.min(rmem / 2)
+}
+
 impl TcpBufferSizes {
     /// Buffers for `gbps` (10^9 bit/s) over a round trip of `rtt_ms` milliseconds: twice the
     /// bandwidth-delay product rounded up to a power of two (the kernel keeps part of each
@@ -69,7 +76,7 @@ impl TcpBufferSizes {
     /// The window these limits allow one stream (Linux gives about half of the receive buffer
     /// to the window; unacknowledged data stays in the send buffer), bytes.
     pub fn window(&self) -> u64 {
-        self.tcp_wmem[2].min(self.tcp_rmem[2] / 2)
+        window_of(self.tcp_wmem[2], self.tcp_rmem[2])
     }
 
     /// `sysctl -w` of every key, for a fix's words.

@@ -142,6 +142,16 @@ impl QdiscDelta {
         )
     }
 
+    /// The packets it was handed: those it passed on and those it dropped.
+    pub fn passed(&self) -> u64 {
+        self.packets.saturating_add(self.drops)
+    }
+
+    /// The share of what it was handed that it dropped (0 when it was handed nothing).
+    pub fn drop_fraction(&self) -> f64 {
+        self.drops as f64 / self.passed().max(1) as f64
+    }
+
     /// The same qdisc (interface, kind, handle and parent) as `other`.
     pub fn same_qdisc(&self, other: &QdiscDelta) -> bool {
         self.interface == other.interface

@@ -18,7 +18,7 @@ mod probe;
 mod setup;
 
 pub use analysis::{Analysis, PortAnalysis};
-pub use buffers::{TcpBufferSizes, SYSCTL_FILE};
+pub use buffers::{window_of, TcpBufferSizes, SYSCTL_FILE};
 pub use doctor::{CopyLimit, DoctorVerdict, Inventories, MemOut, PathFacts, Pyramid, Row};
 pub use end::{CounterDelta, EndFacts, QdiscDelta, QdiscSide, QdiscsSeen, ShaperFact};
 pub use finding::{Cause, Evidence, Finding, FindingId, FindingOrigin, Severity};

@@ -49,12 +49,10 @@ impl NfsDoc {
                     .and_then(|a| a.parse().ok())
                     .and_then(|a| s.route_to(a))
                     .map(str::to_string);
-                let rdma_device = via.as_deref().and_then(|v| {
-                    inv.ports
-                        .iter()
-                        .find(|p| p.netdev.as_deref() == Some(v) && p.port.is_some())
-                        .and_then(|p| p.device.clone())
-                });
+                let rdma_device = via
+                    .as_deref()
+                    .and_then(|v| inv.rdma_port_of_netdev(v))
+                    .and_then(|p| p.device.clone());
                 NfsDoc {
                     mount: m.clone(),
                     via,

@@ -342,7 +342,7 @@ fn qdisc_lines(out: &mut String, t: &TestResult, style: Style) {
             d.interface,
             d.side.as_str(),
             d.drops,
-            d.packets.saturating_add(d.drops)
+            d.passed()
         );
     }
 }

@@ -326,7 +326,7 @@ fn path_section(out: &mut String, r: &DoctorReport, style: Style) {
             q.interface,
             q.side.as_str(),
             q.drops,
-            q.packets.saturating_add(q.drops),
+            q.passed(),
             q.overlimits,
             q.requeues,
             if q.reset { " (at least: replaced meanwhile)" } else { "" }

@@ -92,6 +92,13 @@ impl Measured {
         self.kind == TestKind::TcpBw && self.direction == d && !self.discard
     }
 
+    /// A TCP bandwidth result of one direction that counts as "best TCP": not `--discard`,
+    /// not failed.
+    fn is_tcp_result(&self) -> bool {
+        (self.is_tcp_bw(Direction::Send) || self.is_tcp_bw(Direction::Receive))
+            && self.error.is_none()
+    }
+
     /// The `--discard` twin of a single stream in direction `d`, if doctor ran one.
     fn is_discard_twin(&self, d: Direction) -> bool {
         self.kind == TestKind::TcpBw
@@ -368,9 +375,7 @@ pub struct BestTcp {
 pub fn best_tcp(i: &DiagnoseInput) -> Option<BestTcp> {
     i.tests
         .iter()
-        .filter(|t| {
-            (t.is_tcp_bw(Direction::Send) || t.is_tcp_bw(Direction::Receive)) && t.error.is_none()
-        })
+        .filter(|t| t.is_tcp_result())
         .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
         .map(|t| BestTcp {
             gbps: t.gbps,
@@ -784,10 +789,15 @@ fn cpu_saturated(c: &Ctx<'_>) -> Vec<Finding> {
 /// A test during which other processes or the hypervisor took CPU: the results are a lower
 /// bound.
 fn contended(t: &Measured) -> bool {
-    t.other_cores.is_some_and(|o| o >= CONTENDED_OTHER_CORES)
-        || t.steal_cores.is_some_and(|s| s >= CONTENDED_STEAL_CORES)
-        || t.busiest_core_others_percent
-            .is_some_and(|o| o >= OTHERS_HELD_CORE_PERCENT)
+    cpu_taken(t.other_cores, t.steal_cores, t.busiest_core_others_percent)
+}
+
+/// Other processes or the hypervisor took the CPU: [`CONTENDED_OTHER_CORES`] cores or more,
+/// [`CONTENDED_STEAL_CORES`] of steal, or [`OTHERS_HELD_CORE_PERCENT`] of the busiest core.
+fn cpu_taken(other: Option<f64>, steal: Option<f64>, busiest_others: Option<f64>) -> bool {
+    other.is_some_and(|o| o >= CONTENDED_OTHER_CORES)
+        || steal.is_some_and(|s| s >= CONTENDED_STEAL_CORES)
+        || busiest_others.is_some_and(|o| o >= OTHERS_HELD_CORE_PERCENT)
 }
 
 /// `cpu.contended`: someone else used the CPU while we measured. When other processes held the
@@ -1010,9 +1020,7 @@ impl WindowBound {
 fn best_tcp_gbps(i: &DiagnoseInput) -> f64 {
     i.tests
         .iter()
-        .filter(|t| {
-            (t.is_tcp_bw(Direction::Send) || t.is_tcp_bw(Direction::Receive)) && t.error.is_none()
-        })
+        .filter(|t| t.is_tcp_result())
         .map(|t| t.gbps)
         .fold(0.0, f64::max)
 }
@@ -1054,7 +1062,7 @@ fn tcp_buffers_small(c: &Ctx<'_>) -> Option<(Finding, Direction, WindowBound)> {
     };
     let rtt_ms = (rtt / 1000.0).ceil().max(1.0) as u64;
     let sizes = TcpBufferSizes::for_path(target, rtt_ms as f64);
-    let window = wmem.zip(rmem).map(|(w, r)| w.min(r / 2));
+    let window = wmem.zip(rmem).map(|(w, r)| linerate_facts::window_of(w, r));
     let bound = WindowBound {
         window,
         rtt_us: rtt,
@@ -1201,13 +1209,39 @@ fn qdisc_dirs(c: &Ctx<'_>, end: &str, side: QdiscSide) -> &'static [Direction] {
     }
 }
 
-/// What a qdisc at `end` on `side` drops, in words: `it sent (the send direction)`.
-fn qdisc_traffic(c: &Ctx<'_>, end: &str, side: QdiscSide) -> String {
-    let dirs = qdisc_dirs(c, end, side);
-    let which = match dirs {
+/// The directions a qdisc carries, in words: `the send direction`, `both directions`.
+fn dirs_words(dirs: &[Direction]) -> String {
+    match dirs {
         [d] => format!("the {} direction", dir_name(*d)),
         _ => "both directions".into(),
-    };
+    }
+}
+
+/// A finding about qdisc `q` at `end`: its subject (`local:veth0`), the qdisc, what it
+/// handles and the tests during which it counted.
+fn qdisc_finding(
+    c: &Ctx<'_>,
+    id: FindingId,
+    severity: Severity,
+    end: &str,
+    q: &QdiscDelta,
+) -> Finding {
+    let f = Finding::new(id, severity, format!("{end}:{}", q.interface))
+        .evidence(
+            "qdisc",
+            format!("{} {} parent {}", q.kind, q.handle, q.parent),
+        )
+        .evidence("side", qdisc_traffic(c, end, q.side));
+    if q.tests.is_empty() {
+        f
+    } else {
+        f.evidence("tests", q.tests.join("; "))
+    }
+}
+
+/// What a qdisc at `end` on `side` drops, in words: `it sent (the send direction)`.
+fn qdisc_traffic(c: &Ctx<'_>, end: &str, side: QdiscSide) -> String {
+    let which = dirs_words(qdisc_dirs(c, end, side));
     let what = match side {
         QdiscSide::Egress => "it sent",
         QdiscSide::Ingress => "it received",
@@ -1223,10 +1257,9 @@ fn qdisc_traffic(c: &Ctx<'_>, end: &str, side: QdiscSide) -> String {
 /// than twice: a tail-loss probe, then a timeout), so the loss rule's line is crossed well
 /// before the qdisc's own.
 fn qdisc_lossy(c: &Ctx<'_>, end: &str, q: &QdiscDelta) -> bool {
-    let passed = q.packets.saturating_add(q.drops).max(1);
     let dirs = qdisc_dirs(c, end, q.side);
     q.drops > 0
-        && q.drops as f64 / passed as f64 > RETRANSMIT_RATE
+        && q.drop_fraction() > RETRANSMIT_RATE
         && (q.drops >= QDISC_DROPS_MIN
             || c.i
                 .tests
@@ -1237,15 +1270,25 @@ fn qdisc_lossy(c: &Ctx<'_>, end: &str, q: &QdiscDelta) -> bool {
 /// The qdiscs of either end that dropped packets of direction `d` enough to cost a stream
 /// ([`qdisc_lossy`]), the most drops first.
 fn qdiscs_dropping<'a>(c: &Ctx<'a>, d: Direction) -> Vec<(&'static str, &'a QdiscDelta)> {
+    qdiscs_of(c, d, |end, q| qdisc_lossy(c, end, q), |q| q.drops)
+}
+
+/// The qdiscs of either end that `keep` keeps and that carry direction `d` (any, for
+/// [`Direction::Bidir`]), the largest `count` first.
+fn qdiscs_of<'a>(
+    c: &Ctx<'a>,
+    d: Direction,
+    keep: impl Fn(&str, &QdiscDelta) -> bool,
+    count: impl Fn(&QdiscDelta) -> u64,
+) -> Vec<(&'static str, &'a QdiscDelta)> {
     let mut v: Vec<(&'static str, &QdiscDelta)> =
         c.i.qdiscs
             .ends()
             .filter(|(end, q)| {
-                qdisc_lossy(c, end, q)
-                    && (d == Direction::Bidir || qdisc_dirs(c, end, q.side).contains(&d))
+                keep(end, q) && (d == Direction::Bidir || qdisc_dirs(c, end, q.side).contains(&d))
             })
             .collect();
-    v.sort_by_key(|x| std::cmp::Reverse(x.1.drops));
+    v.sort_by_key(|x| std::cmp::Reverse(count(x.1)));
     v
 }
 
@@ -1317,8 +1360,7 @@ fn qdisc_drops(c: &Ctx<'_>) -> Vec<Finding> {
     for (end, q) in c.i.qdiscs.ends().filter(|(_, q)| q.drops > 0) {
         let dirs = qdisc_dirs(c, end, q.side);
         let reached = dirs.iter().all(|d| direction_reached(c, *d));
-        let passed = q.packets.saturating_add(q.drops).max(1);
-        let rate = q.drops as f64 / passed as f64 * 100.0;
+        let rate = q.drop_fraction() * 100.0;
         let severity = if qdisc_lossy(c, end, q) && !reached {
             Severity::Warning
         } else {
@@ -1355,24 +1397,12 @@ fn qdisc_drops(c: &Ctx<'_>) -> Vec<Finding> {
         } else {
             msg.push_str("; too few to cost a stream its rate");
         }
-        let mut f = Finding::new(
-            FindingId::NetQdiscDrops,
-            severity,
-            format!("{end}:{}", q.interface),
-        )
-        .evidence(
-            "qdisc",
-            format!("{} {} parent {}", q.kind, q.handle, q.parent),
-        )
-        .evidence("side", qdisc_traffic(c, end, q.side))
-        .evidence("drops", q.drops)
-        .evidence("packets", q.packets)
-        .evidence("overlimits", q.overlimits)
-        .evidence("requeues", q.requeues)
-        .evidence("drop_rate_percent", format!("{rate:.3}"));
-        if !q.tests.is_empty() {
-            f = f.evidence("tests", q.tests.join("; "));
-        }
+        let f = qdisc_finding(c, FindingId::NetQdiscDrops, severity, end, q)
+            .evidence("drops", q.drops)
+            .evidence("packets", q.packets)
+            .evidence("overlimits", q.overlimits)
+            .evidence("requeues", q.requeues)
+            .evidence("drop_rate_percent", format!("{rate:.3}"));
         out.push(f.message(msg).fix(format!(
             "`tc -s qdisc show dev {}` on the {end} host shows its counters. {fix}",
             q.interface
@@ -1384,15 +1414,7 @@ fn qdisc_drops(c: &Ctx<'_>) -> Vec<Finding> {
 /// The netem qdiscs of either end that sent packets of direction `d` out of their order: netem
 /// counts each packet it sends ahead of its turn (`reorder`) as a requeue.
 fn qdiscs_reordering<'a>(c: &Ctx<'a>, d: Direction) -> Vec<(&'static str, &'a QdiscDelta)> {
-    let mut v: Vec<(&'static str, &QdiscDelta)> =
-        c.i.qdiscs
-            .ends()
-            .filter(|(end, q)| {
-                reorders(q) && (d == Direction::Bidir || qdisc_dirs(c, end, q.side).contains(&d))
-            })
-            .collect();
-    v.sort_by_key(|x| std::cmp::Reverse(x.1.requeues));
-    v
+    qdiscs_of(c, d, |_, q| reorders(q), |q| q.requeues)
 }
 
 /// A netem qdisc that reordered what it passed: requeues it counted under `reorder`, or
@@ -1421,26 +1443,11 @@ fn reorder_words(c: &Ctx<'_>, d: Direction) -> Option<String> {
                 "{} {} ({})",
                 q.words(end),
                 reordered_words(q),
-                match qdisc_dirs(c, end, q.side) {
-                    [one] => format!("the {} direction", dir_name(*one)),
-                    _ => "both directions".into(),
-                }
+                dirs_words(qdisc_dirs(c, end, q.side))
             )
         })
         .collect();
     (!words.is_empty()).then(|| words.join("; "))
-}
-
-/// Direction `d`'s TCP tests retransmitted (any count) and none of its results reached its
-/// ceiling: what reordering costs it.
-fn reordered_costs(c: &Ctx<'_>, d: Direction) -> (u64, bool) {
-    let rtx: u64 =
-        c.i.tests
-            .iter()
-            .filter(|t| t.is_tcp_bw(d))
-            .filter_map(|t| t.retransmits)
-            .sum();
-    (rtx, !direction_reached(c, d))
 }
 
 /// `net.reordering`: a netem qdisc of either end reordered packets (`reorder`): TCP takes a
@@ -1451,19 +1458,21 @@ fn reordering(c: &Ctx<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     for (end, q) in c.i.qdiscs.ends().filter(|(_, q)| reorders(q)) {
         let dirs = qdisc_dirs(c, end, q.side);
-        let (rtx, below) = dirs
-            .iter()
-            .map(|d| reordered_costs(c, *d))
-            .fold((0, false), |(r, b), (r2, b2)| (r + r2, b || b2));
+        // What reordering cost: the TCP tests of its directions retransmitted, and one of
+        // those directions stays below its ceiling.
+        let rtx: u64 =
+            c.i.tests
+                .iter()
+                .filter(|t| dirs.iter().any(|d| t.is_tcp_bw(*d)))
+                .filter_map(|t| t.retransmits)
+                .sum();
+        let below = dirs.iter().any(|d| !direction_reached(c, *d));
         let severity = if rtx > 0 && below {
             Severity::Warning
         } else {
             Severity::Info
         };
-        let which = match dirs {
-            [one] => format!("the {} direction", dir_name(*one)),
-            _ => "both directions".into(),
-        };
+        let which = dirs_words(dirs);
         let how = if q.requeues > 0 {
             "netem counts each packet it sends ahead of its turn as a requeue"
         } else {
@@ -1483,23 +1492,11 @@ fn reordering(c: &Ctx<'_>) -> Vec<Finding> {
         } else {
             msg.push_str(": TCP absorbed it");
         }
-        let mut f = Finding::new(
-            FindingId::NetReordering,
-            severity,
-            format!("{end}:{}", q.interface),
-        )
-        .evidence(
-            "qdisc",
-            format!("{} {} parent {}", q.kind, q.handle, q.parent),
-        )
-        .evidence("side", qdisc_traffic(c, end, q.side))
-        .evidence("requeues", q.requeues)
-        .evidence("drops", q.drops)
-        .evidence("packets", q.packets)
-        .evidence("tcp_retransmits", rtx);
-        if !q.tests.is_empty() {
-            f = f.evidence("tests", q.tests.join("; "));
-        }
+        let f = qdisc_finding(c, FindingId::NetReordering, severity, end, q)
+            .evidence("requeues", q.requeues)
+            .evidence("drops", q.drops)
+            .evidence("packets", q.packets)
+            .evidence("tcp_retransmits", rtx);
         out.push(f.message(msg).fix(format!(
             "`tc -s qdisc show dev {dev}` on the {end} host shows it (`reorder`, `gap` or a delay jitter in its options; `rate` or a pfifo child keeps jittered packets in order). netem emulates reordering: a test setup, not a fault; if it is not wanted any more: `tc qdisc del dev {dev} root` (on the {end} host). On a real path, reordering comes from packets of one flow spread over several links (ECMP, bonding with a per-packet policy): hash flows to one link.",
             dev = q.interface
@@ -1521,14 +1518,6 @@ fn direction_reached(c: &Ctx<'_>, d: Direction) -> bool {
         .is_some_and(|g| g > 0.0 && best >= CEILING_REACHED_FRACTION * g)
 }
 
-/// Whether a host's CPUs were taken by others (the lines of `cpu.contended`).
-fn load_contended(h: &HostCpuLoad) -> bool {
-    h.other_cores.is_some_and(|o| o >= CONTENDED_OTHER_CORES)
-        || h.steal_cores.is_some_and(|s| s >= CONTENDED_STEAL_CORES)
-        || h.busiest_core_others_percent
-            .is_some_and(|o| o >= OTHERS_HELD_CORE_PERCENT)
-}
-
 /// The receiver of `t` fell behind for want of CPU, in words with the evidence: its thread
 /// had a whole core, or other processes or the hypervisor took the CPUs of the host it runs
 /// on (this host for a receive; the far end's figures for a send, or this host's when the far
@@ -1541,27 +1530,29 @@ fn receiver_starved(c: &Ctx<'_>, t: &Measured) -> Option<String> {
     {
         return Some(format!("its receiving thread used {p:.0}% of a core"));
     }
-    let here = || {
-        contended(t).then(|| {
+    let taken = |other: Option<f64>, steal: Option<f64>, busiest: Option<f64>, whose: &str| {
+        cpu_taken(other, steal, busiest).then(|| {
             format!(
-                "other processes or the hypervisor took {} cores of this host",
-                fmt_round(
-                    t.other_cores.unwrap_or(0.0) + t.steal_cores.unwrap_or(0.0),
-                    2
-                )
+                "other processes or the hypervisor took {} cores of {whose}",
+                fmt_round(other.unwrap_or(0.0) + steal.unwrap_or(0.0), 2)
             )
         })
     };
+    let here = || {
+        taken(
+            t.other_cores,
+            t.steal_cores,
+            t.busiest_core_others_percent,
+            "this host",
+        )
+    };
     let there = |h: &HostCpuLoad| {
-        load_contended(h).then(|| {
-            format!(
-                "other processes or the hypervisor took {} cores of the far end",
-                fmt_round(
-                    h.other_cores.unwrap_or(0.0) + h.steal_cores.unwrap_or(0.0),
-                    2
-                )
-            )
-        })
+        taken(
+            h.other_cores,
+            h.steal_cores,
+            h.busiest_core_others_percent,
+            "the far end",
+        )
     };
     let far = || match (&t.remote_cpu, c.i.remote.is_some()) {
         (Some(h), _) => there(h),
@@ -1575,6 +1566,9 @@ fn receiver_starved(c: &Ctx<'_>, t: &Measured) -> Option<String> {
         Direction::Bidir => here().or_else(far),
     }
 }
+
+/// The fix for loss that error counters may explain.
+const COUNTERS_FIX: &str = "Read the interface and InfiniBand error counters (`linerate probe`, `ethtool -S`, `perfquery`); replace the cable if they rise; check switch port drops and flow control / ECN settings.";
 
 /// Where a test's loss was counted, in words after its figure; the severity (a note only for a
 /// virtual path's receiver short of CPU: a symptom of the CPU findings); and the fix.
@@ -1591,7 +1585,7 @@ fn loss_cause(c: &Ctx<'_>, t: &Measured, starved: Option<&str>) -> (String, Seve
         (
             "and error counters rose during the test: a bad cable, transceiver or port (see the counters)".to_string(),
             Severity::Warning,
-            "Read the interface and InfiniBand error counters (`linerate probe`, `ethtool -S`, `perfquery`); replace the cable if they rise; check switch port drops and flow control / ECN settings.".to_string(),
+            COUNTERS_FIX.to_string(),
         )
     } else if let Some(q) = &qdiscs {
         (
@@ -1639,7 +1633,7 @@ fn loss_cause(c: &Ctx<'_>, t: &Measured, starved: Option<&str>) -> (String, Seve
         (
             format!("with no error counters rising and no qdisc of either end counting a drop{unread}: congestion or a queue too small somewhere on the path"),
             Severity::Warning,
-            "Read the interface and InfiniBand error counters (`linerate probe`, `ethtool -S`, `perfquery`); replace the cable if they rise; check switch port drops and flow control / ECN settings.".to_string(),
+            COUNTERS_FIX.to_string(),
         )
     }
 }
@@ -2008,10 +2002,7 @@ fn port_state(c: &Ctx<'_>) -> Option<(String, Cause, String)> {
 /// as the verdict's cause: counted facts, which explain the result more directly than a busy
 /// CPU (TCP backs off from each).
 fn counted_loss(c: &Ctx<'_>, out: &[Finding], flags: Flags) -> Option<(Cause, String)> {
-    // Loss a qdisc counted in the judged direction explains the result more directly than a
-    // busy CPU: the drops are counted facts, and TCP backs off from each.
-    let counted = qdisc_drop_words(c, c.dir);
-    if let Some(q) = counted.as_ref().filter(|_| flags.lossy) {
+    if let Some(q) = flags.lossy.then(|| qdisc_drop_words(c, c.dir)).flatten() {
         return Some((
             Cause::Retransmits,
             format!("packet loss and retransmissions ({q})"),
@@ -2085,14 +2076,8 @@ fn cause(c: &Ctx<'_>, out: &[Finding], flags: Flags, quotes: &Quotes) -> (Cause,
         return (Cause::Cpu, "one CPU core per stream".into());
     }
     if flags.lossy {
-        let r#where = match qdisc_drop_words(c, c.dir) {
-            Some(q) => format!(" ({q})"),
-            None => String::new(),
-        };
-        return (
-            Cause::Retransmits,
-            format!("packet loss and retransmissions{where}"),
-        );
+        // A qdisc that counted the loss was named above (`counted_loss`).
+        return (Cause::Retransmits, "packet loss and retransmissions".into());
     }
     let quote = |f: &Finding| {
         f.message

@@ -244,18 +244,13 @@ fn driver_missing(inv: &Inventory, out: &mut Vec<Finding>) {
 /// program asks for its device: `None` when it does (Linux 5.3 and later load these clients on
 /// demand through RDMA netlink, which rdma-core uses, so a module not loaded yet is no fault).
 fn cannot_autoload(inv: &Inventory, module: &str) -> Option<String> {
-    cannot_load(inv, module, Some((5, 3)))
+    cannot_load_as(inv, module, Some((5, 3)), false)
 }
 
 /// Why `module` does not load when the kernel asks for it (`request_module`, on demand since
 /// kernel `since`, or always when `None`): blocked by modprobe.d, not built, or too old a
-/// kernel; `None` when it loads.
-fn cannot_load(inv: &Inventory, module: &str, since: Option<(u32, u32)>) -> Option<String> {
-    cannot_load_as(inv, module, since, false)
-}
-
-/// [`cannot_load`]; `by_name`: the kernel asks for the module by its name, which only an
-/// `install` line of modprobe.d stops.
+/// kernel; `None` when it loads. `by_name`: the kernel asks for the module by its name, which
+/// only an `install` line of modprobe.d stops.
 fn cannot_load_as(
     inv: &Inventory,
     module: &str,
@@ -297,11 +292,15 @@ fn cannot_load_as(
     })
 }
 
-/// Why `module` does not load when the kernel asks for it by its name (rpcrdma at an NFS mount
-/// with proto=rdma, `request_module("rpcrdma")`): an `install M /bin/false` line, or not built;
-/// a `blacklist` line, which only hides the module's aliases, does not stop it.
-fn cannot_load_by_name(inv: &Inventory, module: &str) -> Option<String> {
-    cannot_load_as(inv, module, None, true)
+/// Why rpcrdma, not loaded, will not load when the kernel asks for it by its name (at an NFS
+/// mount with proto=rdma, `request_module("rpcrdma")`): an `install rpcrdma /bin/false` line,
+/// or not built; a `blacklist` line, which only hides the module's aliases, does not stop it.
+/// `None` when it is loaded or loads.
+fn rpcrdma_blocked(inv: &Inventory) -> Option<String> {
+    if inv.rdma_stack.loaded("rpcrdma") {
+        return None;
+    }
+    cannot_load_as(inv, "rpcrdma", None, true)
 }
 
 /// `rdma.no_uverbs`: RDMA devices, but no user-verbs device node, and none will come.
@@ -594,9 +593,7 @@ fn nfs(inv: &Inventory, out: &mut Vec<Finding>) {
         .collect();
     // The kernel loads rpcrdma itself for a proto=rdma mount (and nfsd for `rdma` in its
     // portlist): only a module that cannot load is a fault.
-    let blocked = (!s.loaded("rpcrdma"))
-        .then(|| cannot_load_by_name(inv, "rpcrdma"))
-        .flatten();
+    let blocked = rpcrdma_blocked(inv);
     if let (false, Some(why)) = (tcp.is_empty(), blocked) {
         let mut f = module_evidence(
             Finding::new(FindingId::NfsNoRpcrdma, Severity::Warning, "host"),
@@ -649,10 +646,7 @@ fn over_tcp(inv: &Inventory) -> Vec<Finding> {
         .filter_map(|m| {
             let addr: std::net::Ipv4Addr = m.addr.as_deref()?.parse().ok()?;
             let via = s.route_to(addr)?;
-            let port = inv
-                .ports
-                .iter()
-                .find(|p| p.netdev.as_deref() == Some(via) && p.port.is_some())?;
+            let port = inv.rdma_port_of_netdev(via)?;
             let dev = port.device.as_deref()?;
             Some(
                 Finding::new(FindingId::NfsOverTcp, Severity::Warning, &port.name)
@@ -688,14 +682,12 @@ fn mount_fails(inv: &Inventory) -> Vec<Finding> {
     let s = &inv.rdma_stack;
     s.nfs_fstab
         .iter()
-        .filter(|e| !e.noauto)
-        .filter(|e| !s.nfs_mounts.iter().any(|m| m.mountpoint == e.mountpoint))
+        .filter(|e| e.awaits_mount(&s.nfs_mounts))
         .map(|e| mount_fails_one(inv, e))
         .collect()
 }
 
 fn mount_fails_one(inv: &Inventory, e: &NfsFstab) -> Finding {
-    let s = &inv.rdma_stack;
     let port = e.port.unwrap_or(NFS_RDMA_PORT);
     let mnt = &e.mountpoint;
     let server = e.addr.clone().unwrap_or_else(|| {
@@ -737,10 +729,7 @@ fn mount_fails_one(inv: &Inventory, e: &NfsFstab) -> Finding {
             "this host has no RDMA device (/sys/class/infiniband is empty), so a mount with proto=rdma fails".to_string(),
             format!("An RDMA-capable NIC with its driver loaded; or mount over TCP (`proto=tcp` instead of `proto=rdma,port={port}` in /etc/fstab)."),
         )
-    } else if let Some(why) = (!s.loaded("rpcrdma"))
-        .then(|| cannot_load_by_name(inv, "rpcrdma"))
-        .flatten()
-    {
+    } else if let Some(why) = rpcrdma_blocked(inv) {
         f = module_evidence(f, "rpcrdma");
         (
             format!("rpcrdma, the NFS/RDMA client transport, cannot load ({why}): the kernel has no `rdma` transport, and `mount` fails (`an incorrect mount option was specified`)"),

@@ -6,6 +6,10 @@
 //! agrees with the verdict. All on constructed data: two guests' virtio NICs (the QEMU
 //! lab, 2 % netem loss on one guest's egress), and veth ends.
 
+mod common;
+
+use common::{blames_no_cpu, run, with_id};
+
 use linerate_facts::{
     Cause, EndFacts, Finding, PortKind, QdiscDelta, QdiscSide, QdiscsSeen, Severity, SocketLimits,
 };
@@ -127,35 +131,6 @@ fn lossy_send(local: Vec<QdiscDelta>, remote: Option<Vec<QdiscDelta>>) -> Diagno
             remote,
         },
     }
-}
-
-fn run(name: &str, i: &DiagnoseInput) -> Diagnosis {
-    let d = diagnose(i);
-    println!("[{name}] verdict: {}", d.verdict.summary);
-    for f in &d.findings {
-        println!(
-            "[{name}]   {} {} {} {}",
-            f.severity.as_str(),
-            f.id,
-            f.subject,
-            f.message
-        );
-    }
-    d
-}
-
-fn with_id<'a>(d: &'a Diagnosis, id: &str) -> Vec<&'a Finding> {
-    d.findings.iter().filter(|f| f.id.as_str() == id).collect()
-}
-
-/// No finding and not the verdict put the loss on the CPU.
-fn blames_no_cpu(d: &Diagnosis) {
-    for f in &d.findings {
-        for words in ["CPU contention", "fell behind", "receives slower"] {
-            assert!(!f.message.contains(words), "{}: {}", f.id, f.message);
-        }
-    }
-    assert_ne!(d.verdict.limited_by, Cause::Cpu, "{}", d.verdict.summary);
 }
 
 #[test]

@@ -10,12 +10,16 @@
 //! window limits the judged direction, with the bound and the buffers that lift it, sized for
 //! what the path carried (a virtual path has no hardware ceiling).
 
+mod common;
+
+use common::{blames_no_cpu, run, with_id};
+
 use std::path::PathBuf;
 
-use linerate_facts::{Cause, EndFacts, Finding, QdiscsSeen, Severity, TcpBufferSizes};
+use linerate_facts::{Cause, EndFacts, QdiscsSeen, Severity, TcpBufferSizes};
 use linerate_model::HostStackCeiling;
 use linerate_proto::{Direction, HostCpuLoad, RdmaOp, TestKind};
-use linerate_rules::{diagnose, DiagnoseInput, Diagnosis, Measured};
+use linerate_rules::{DiagnoseInput, Measured};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -118,35 +122,6 @@ impl Capture {
             remote_cpu: self.field(&t["disturbance"]["remote_cpu"], "disturbance.remote_cpu"),
         }
     }
-}
-
-fn run(name: &str, i: &DiagnoseInput) -> Diagnosis {
-    let d = diagnose(i);
-    println!("[{name}] verdict: {}", d.verdict.summary);
-    for f in &d.findings {
-        println!(
-            "[{name}]   {} {} {} {}",
-            f.severity.as_str(),
-            f.id,
-            f.subject,
-            f.message
-        );
-    }
-    d
-}
-
-fn with_id<'a>(d: &'a Diagnosis, id: &str) -> Vec<&'a Finding> {
-    d.findings.iter().filter(|f| f.id.as_str() == id).collect()
-}
-
-/// No finding and not the verdict put the reordering on the CPU.
-fn blames_no_cpu(d: &Diagnosis) {
-    for f in &d.findings {
-        for words in ["CPU contention", "fell behind", "receives slower"] {
-            assert!(!f.message.contains(words), "{}: {}", f.id, f.message);
-        }
-    }
-    assert_ne!(d.verdict.limited_by, Cause::Cpu, "{}", d.verdict.summary);
 }
 
 /// The best TCP bandwidth result of the capture, either direction.

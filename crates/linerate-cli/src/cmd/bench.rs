@@ -547,9 +547,7 @@ fn check_device(
     match route {
         Some(r) if !carries.contains(&r.as_str()) => {
             let other = inv
-                .ports
-                .iter()
-                .find(|p| p.netdev.as_deref() == Some(r.as_str()) && p.port.is_some())
+                .rdma_port_of_netdev(&r)
                 .and_then(|p| p.device.as_deref());
             bail!(
                 "--device {name} does not carry the path to {}: the kernel routes it through {r}{}; {name} runs over {}. Test from an address of {name}'s interface (-B ADDRESS), or use {}",

@@ -77,4 +77,11 @@ impl Inventory {
             .iter()
             .find(|p| p.netdev.as_deref() == Some(netdev))
     }
+
+    /// The RDMA port (an InfiniBand, RoCE or iWARP device's port) whose netdev is `netdev`.
+    pub fn rdma_port_of_netdev(&self, netdev: &str) -> Option<&Port> {
+        self.ports
+            .iter()
+            .find(|p| p.netdev.as_deref() == Some(netdev) && p.port.is_some())
+    }
 }

@@ -100,6 +100,14 @@ pub struct NfsFstab {
     pub knock_default_port: Option<RdmaKnock>,
 }
 
+impl NfsFstab {
+    /// The line should be mounted (at boot: no `noauto`) and nothing of `mounts` is mounted at
+    /// its mount point: a mount that failed or was never made.
+    pub fn awaits_mount(&self, mounts: &[NfsMount]) -> bool {
+        !self.noauto && !mounts.iter().any(|m| m.mountpoint == self.mountpoint)
+    }
+}
+
 /// What an rdma_cm connection attempt to a server's port found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "result")]
