@@ -370,11 +370,14 @@ fn read_dir_counters(
         if HW_NOT_COUNTERS.contains(&name.as_str()) {
             continue;
         }
-        if let Some(value) = r.counter_at(&d, &name, &name) {
-            out.push((source, name, value));
-        } else if matches!(d.read_raw(&name), Ok(None)) {
+        let raw = d.read_raw(&name);
+        if matches!(raw, Ok(None)) {
             // Gone since the listing: list again next time.
             listings.stale(&d);
+            continue;
+        }
+        if let Some(value) = r.counter_value(raw, || d.path().join(&name), &name) {
+            out.push((source, name, value));
         }
     }
 }
@@ -386,8 +389,8 @@ fn tcp_segs(r: &mut Root) -> (Option<u64>, Option<u64>) {
     let Some(text) = r.opt(&p, "host") else {
         return (None, None);
     };
-    let parsed = parse_snmp_retrans(&text);
-    if parsed.is_none() {
+    let [retrans, out] = parse_snmp_tcp_columns(&text, ["RetransSegs", "OutSegs"]);
+    if retrans.is_none() {
         r.bad_value(
             &p,
             "host",
@@ -395,7 +398,7 @@ fn tcp_segs(r: &mut Root) -> (Option<u64>, Option<u64>) {
             "a `Tcp:` header line with `RetransSegs` and a `Tcp:` value line",
         );
     }
-    (parsed, parsed.and(parse_snmp_tcp(&text, "OutSegs")))
+    (retrans, retrans.and(out))
 }
 
 /// The `RetransSegs` column of the two `Tcp:` lines (header, then values).
@@ -405,11 +408,21 @@ pub fn parse_snmp_retrans(text: &str) -> Option<u64> {
 
 /// The column `name` of the two `Tcp:` lines of `/proc/net/snmp` (header, then values).
 pub fn parse_snmp_tcp(text: &str, name: &str) -> Option<u64> {
+    let [v] = parse_snmp_tcp_columns(text, [name]);
+    v
+}
+
+/// The columns `names` of the two `Tcp:` lines of `/proc/net/snmp`, found in one pass over
+/// the text.
+fn parse_snmp_tcp_columns<const N: usize>(text: &str, names: [&str; N]) -> [Option<u64>; N] {
     let mut tcp = text.lines().filter(|l| l.starts_with("Tcp:"));
-    let header = tcp.next()?;
-    let values = tcp.next()?;
-    let col = header.split_whitespace().position(|h| h == name)?;
-    values.split_whitespace().nth(col)?.parse().ok()
+    let (Some(header), Some(values)) = (tcp.next(), tcp.next()) else {
+        return [None; N];
+    };
+    names.map(|name| {
+        let col = header.split_whitespace().position(|h| h == name)?;
+        values.split_whitespace().nth(col)?.parse().ok()
+    })
 }
 
 #[cfg(test)]

@@ -136,7 +136,9 @@ impl Root {
         self.counter_value(raw, || dir.path().join(name), subject)
     }
 
-    fn counter_value(
+    /// [`Root::counter`] for a value already read (`raw`, as `read_raw` gives it) from the file
+    /// at `path`.
+    pub(crate) fn counter_value(
         &mut self,
         raw: Result<Option<String>, String>,
         path: impl FnOnce() -> PathBuf,
@@ -264,7 +266,9 @@ fn read_file(f: fs::File) -> Result<Option<String>, String> {
     }
     // A sysfs attribute comes in one read of at most a page; a shorter read of a regular file
     // is its end, so most values take one read, not two.
-    let mut buf = vec![0u8; 4096];
+    // The first read goes to the stack; only a value that fills it is copied to the heap to be
+    // read on.
+    let mut buf = [0u8; 4096];
     let mut f = f;
     let n = loop {
         match f.read(&mut buf) {
@@ -272,14 +276,18 @@ fn read_file(f: fs::File) -> Result<Option<String>, String> {
             r => break r.map_err(|e| e.to_string())?,
         }
     };
-    if n < buf.len() {
-        buf.truncate(n);
+    let more;
+    let bytes: &[u8] = if n < buf.len() {
+        &buf[..n]
     } else {
+        let mut v = buf.to_vec();
         f.take(MAX_VALUE_BYTES - buf.len() as u64)
-            .read_to_end(&mut buf)
+            .read_to_end(&mut v)
             .map_err(|e| e.to_string())?;
-    }
-    let s = String::from_utf8_lossy(&buf);
+        more = v;
+        &more
+    };
+    let s = String::from_utf8_lossy(bytes);
     Ok(Some(s.trim_end_matches(['\n', '\0']).trim().to_string()))
 }
 
@@ -362,6 +370,11 @@ impl DirReader {
 /// Compare strings with embedded numbers naturally (`cpu2` < `cpu10`).
 pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     use std::cmp::Ordering;
+    /// A digit run without its leading zeros.
+    fn strip(s: &[u8]) -> &[u8] {
+        let z = s.iter().take_while(|b| **b == b'0').count();
+        &s[z..]
+    }
     let (mut x, mut y) = (a.as_bytes(), b.as_bytes());
     loop {
         match (x.first(), y.first()) {
@@ -372,12 +385,8 @@ pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
                 let run = |s: &[u8]| s.iter().take_while(|b| b.is_ascii_digit()).count();
                 let (n, m) = (run(x), run(y));
                 // Numerically: leading zeros off, then the longer is larger, then digit by digit.
-                let strip = |s: &[u8]| {
-                    let z = s.iter().take_while(|b| **b == b'0').count();
-                    s[z..].to_vec()
-                };
                 let (p, q) = (strip(&x[..n]), strip(&y[..m]));
-                let o = p.len().cmp(&q.len()).then_with(|| p.cmp(&q));
+                let o = p.len().cmp(&q.len()).then_with(|| p.cmp(q));
                 if o != Ordering::Equal {
                     return o;
                 }

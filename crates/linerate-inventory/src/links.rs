@@ -73,11 +73,6 @@ impl LinkWatch {
         w
     }
 
-    /// How many files one read takes (the cost of a check).
-    pub fn files(&self) -> usize {
-        self.files.iter().map(|(_, names)| names.len()).sum()
-    }
-
     fn read_values(&self) -> Vec<Option<String>> {
         // A file that cannot be read (EINVAL from `speed` on a link that is down) reads as
         // `None`, like a missing one: what matters is that it differs from before.

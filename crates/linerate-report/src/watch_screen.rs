@@ -5,7 +5,7 @@
 //! rate), the log of link events, the keys, and the help. Pure: the binary hands the buffer to
 //! the terminal. Without colour (`NO_COLOR`, `--color never`) only bold and reverse remain.
 
-use linerate_units::{fmt_num, fmt_sig, fmt_utc_time};
+use linerate_units::{fmt_round, fmt_sig, fmt_utc_time};
 use linerate_watch::{Frame, PortFrame, RateUnit, ViewState, Watcher};
 use ratatui_core::buffer::Buffer;
 use ratatui_core::layout::{Constraint, Layout, Rect};
@@ -203,7 +203,7 @@ impl WatchScreen<'_> {
             RateUnit::Bits => "bits (Gb/s = 10^9 bit/s)",
             RateUnit::Bytes => "bytes (GB/s = 10^9 byte/s)",
         };
-        let every = fmt_num(linerate_units::round(self.interval_s, 3));
+        let every = fmt_round(self.interval_s, 3);
         let mut spans = vec![
             Span::styled("linerate watch", Style::default().add_modifier(Modifier::BOLD)),
             Span::raw(format!(
@@ -524,7 +524,7 @@ impl WatchScreen<'_> {
                     c.counter,
                     c.value,
                     c.per_s
-                        .map_or("-".into(), |r| fmt_num(linerate_units::round(r, 1))),
+                        .map_or("-".into(), |r| fmt_round(r, 1)),
                 ),
                 style,
             ));

@@ -58,16 +58,16 @@ impl SymbolBudget {
     }
 }
 
-/// The shortest share of the soak any judged error counter was observed (1 when all were
-/// throughout). A counter pegged from the start and never cleared is left out: it has a
-/// rule of its own.
-fn observed_fraction(ctx: &PortCtx) -> f64 {
+/// The shortest share of the soak any judged error counter (`errors`, as
+/// [`rules::error_counters`] gives them) was observed (1 when all were throughout). A counter
+/// pegged from the start and never cleared is left out: it has a rule of its own.
+fn observed_fraction(ctx: &PortCtx, errors: &[&CounterTrack]) -> f64 {
     let d = ctx.duration_s();
     if d <= 0.0 {
         return 1.0;
     }
-    rules::error_counters(ctx)
-        .into_iter()
+    errors
+        .iter()
         .filter(|c| !(c.saturated_now && c.saturations.first().is_some_and(|s| s.from_start)))
         .map(|c| c.observed_s / d)
         .map(|f| if f >= 1.0 - 1e-9 { 1.0 } else { f })
@@ -199,6 +199,7 @@ pub fn judge_port(tracker: &Tracker, info: &PortInfo, jp: &JudgeParams) -> PortR
         b
     });
     let ber = ber_estimate(&ctx);
+    let errors = rules::error_counters(&ctx);
     let mut out = Out::default();
     rules::any_increase(&ctx, &mut out);
     if let Some(b) = &budget {
@@ -208,11 +209,11 @@ pub fn judge_port(tracker: &Tracker, info: &PortInfo, jp: &JudgeParams) -> PortR
     rules::rx_missed(&ctx, &mut out);
     rules::recovery_rate(&ctx, &mut out);
     rules::ethernet_rules(&ctx, ber.as_ref(), &mut out);
-    rules::path_rules(&ctx, &mut out);
-    rules::tcp_retransmits(&ctx, &mut out);
-    rules::rdma_transport(&ctx, &mut out);
+    rules::path_rules(&ctx, &errors, &mut out);
+    rules::tcp_retransmits(&ctx, &errors, &mut out);
+    rules::rdma_transport(&ctx, &errors, &mut out);
     rules::counter_notes(&ctx, &mut out);
-    let fraction = observed_fraction(&ctx);
+    let fraction = observed_fraction(&ctx, &errors);
     sufficiency(&ctx, &mut out, fraction);
     let worst = out
         .findings

@@ -543,12 +543,10 @@ pub(crate) fn error_counters<'a>(ctx: &PortCtx<'a>) -> Vec<&'a CounterTrack> {
     out
 }
 
-/// Retransmits with errors, and congestion (only when no error counter moved).
-pub(crate) fn path_rules(ctx: &PortCtx, out: &mut Out) {
-    let moved: Vec<&CounterTrack> = error_counters(ctx)
-        .into_iter()
-        .filter(|c| c.delta > 0)
-        .collect();
+/// Retransmits with errors, and congestion (only when no error counter moved). `errors`: the
+/// port's [`error_counters`].
+pub(crate) fn path_rules(ctx: &PortCtx, errors: &[&CounterTrack], out: &mut Out) {
+    let moved: Vec<&CounterTrack> = errors.iter().copied().filter(|c| c.delta > 0).collect();
     if let (Some(c), Some(_)) = (moved.first(), ctx.totals.tcp_retrans_last) {
         let retrans = ctx.totals.tcp_retrans;
         out.check(
@@ -631,8 +629,8 @@ fn carried_sends(ctx: &PortCtx) -> bool {
 /// says this end's send direction lost packets on the path beyond the port. Judged on the ports
 /// that carried what this end sent; with an error counter moving, `retrans_with_errors` names
 /// the same retransmits (the port's loss). Not judged without the segments sent (a peer of an
-/// earlier release).
-pub(crate) fn tcp_retransmits(ctx: &PortCtx, out: &mut Out) {
+/// earlier release). `errors`: the port's [`error_counters`].
+pub(crate) fn tcp_retransmits(ctx: &PortCtx, errors: &[&CounterTrack], out: &mut Out) {
     let t = ctx.totals;
     let (Some(_), Some(sent)) = (t.tcp_retrans_last, t.tcp_out_segs) else {
         return;
@@ -640,7 +638,7 @@ pub(crate) fn tcp_retransmits(ctx: &PortCtx, out: &mut Out) {
     if sent == 0 || !carried_sends(ctx) {
         return;
     }
-    if error_counters(ctx).iter().any(|c| c.delta > 0) {
+    if errors.iter().any(|c| c.delta > 0) {
         return;
     }
     let retrans = t.tcp_retrans;
@@ -689,8 +687,9 @@ pub(crate) const RDMA_RECEIVED_LOST: [&str; 3] =
 
 /// The RDMA transport's own retransmits and sequence errors, per direction: with an error
 /// counter of the port moving, the losses are this link's (`retrans_with_errors`); with none,
-/// they happened on the path beyond it (`rdma_retransmits`).
-pub(crate) fn rdma_transport(ctx: &PortCtx, out: &mut Out) {
+/// they happened on the path beyond it (`rdma_retransmits`). `errors`: the port's
+/// [`error_counters`].
+pub(crate) fn rdma_transport(ctx: &PortCtx, errors: &[&CounterTrack], out: &mut Out) {
     let moved = |names: &[&str]| -> Vec<&CounterTrack> {
         names
             .iter()
@@ -698,10 +697,12 @@ pub(crate) fn rdma_transport(ctx: &PortCtx, out: &mut Out) {
             .filter(|c| c.delta > 0)
             .collect()
     };
-    let errors: Vec<&CounterTrack> = error_counters(ctx)
-        .into_iter()
-        .filter(|c| c.delta > 0)
-        .collect();
+    let moved_error = errors.iter().find(|c| c.delta > 0);
+    let rule = if moved_error.is_some() {
+        RuleId::RetransWithErrors
+    } else {
+        RuleId::RdmaRetransmits
+    };
     for (counters, words) in [
         (
             moved(&RDMA_SENT_LOST),
@@ -713,37 +714,19 @@ pub(crate) fn rdma_transport(ctx: &PortCtx, out: &mut Out) {
         ),
     ] {
         for c in counters {
-            match errors.first() {
-                Some(e) => out.check(
-                    RuleId::RetransWithErrors,
-                    Some(c),
-                    c.delta as f64,
-                    0.0,
-                    Unit::Count,
-                    || {
-                        format!(
-                            "the RDMA transport counted {} {} while {} moved on this port: {words}, and the losses are this link's",
-                            count(c),
-                            c.key.name,
-                            e.key.name
-                        )
-                    },
+            out.check(rule, Some(c), c.delta as f64, 0.0, Unit::Count, || match moved_error {
+                Some(e) => format!(
+                    "the RDMA transport counted {} {} while {} moved on this port: {words}, and the losses are this link's",
+                    count(c),
+                    c.key.name,
+                    e.key.name
                 ),
-                None => out.check(
-                    RuleId::RdmaRetransmits,
-                    Some(c),
-                    c.delta as f64,
-                    0.0,
-                    Unit::Count,
-                    || {
-                        format!(
-                            "the RDMA transport counted {} {}: {words}; no error counter of this port moved, so they were lost on the path beyond this cable (congestion, a lossy hop, a drop policy), not on it",
-                            count(c),
-                            c.key.name
-                        )
-                    },
+                None => format!(
+                    "the RDMA transport counted {} {}: {words}; no error counter of this port moved, so they were lost on the path beyond this cable (congestion, a lossy hop, a drop policy), not on it",
+                    count(c),
+                    c.key.name
                 ),
-            };
+            });
         }
     }
 }

@@ -30,17 +30,6 @@ pub enum ChangeKind {
 }
 
 impl ChangeKind {
-    pub const ALL: [ChangeKind; 8] = [
-        Self::Appeared,
-        Self::Gone,
-        Self::State,
-        Self::Rate,
-        Self::Width,
-        Self::Pcie,
-        Self::Mtu,
-        Self::Flap,
-    ];
-
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Appeared => "appeared",
@@ -205,7 +194,6 @@ mod tests {
                 up,
                 state: state.into(),
                 rate: width.map(|w| format!("{w} EDR")),
-                rate_gbps: up.then_some(100.0),
                 width: width.map(str::to_string),
                 pcie: Some(pcie.into()),
                 mtu: None,

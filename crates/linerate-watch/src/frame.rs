@@ -87,10 +87,15 @@ pub struct PortFrame {
 impl PortFrame {
     /// The larger of the two directions, Gb/s.
     pub fn peak_gbps(&self) -> Option<f64> {
-        match (self.rx_gbps, self.tx_gbps) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        }
+        peak_gbps(self.rx_gbps, self.tx_gbps)
+    }
+}
+
+/// The larger of two directions' rates, or the one known.
+pub(crate) fn peak_gbps(rx: Option<f64>, tx: Option<f64>) -> Option<f64> {
+    match (rx, tx) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
     }
 }
 

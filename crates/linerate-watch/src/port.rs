@@ -90,8 +90,6 @@ pub struct LinkFacts {
     pub state: String,
     /// The link's rate, as its port reports it (`4X EDR`, `25GbE`); `None` while it has none.
     pub rate: Option<String>,
-    /// The link's data rate, Gb/s (after its line code).
-    pub rate_gbps: Option<f64>,
     /// InfiniBand lanes (`4X`).
     pub width: Option<String>,
     /// The PCIe link data crosses (`PCIe 3.0 x8`): the function's, narrowed by any upstream
@@ -278,28 +276,21 @@ fn link_facts(
             "unknown".into(),
         ),
     };
-    let (rate, rate_gbps, width) = match (ib_link.and_then(linerate_facts::IbPort::link_rate), nd) {
-        (Some(r), _) => (
-            Some(r.label()),
-            Some(r.data_gbps()),
-            Some(format!("{}X", r.width)),
-        ),
+    let (rate, width) = match (ib_link.and_then(linerate_facts::IbPort::link_rate), nd) {
+        (Some(r), _) => (Some(r.label()), Some(format!("{}X", r.width))),
         // A software device's `speed` is the driver's constant (veth: 10000), no link.
-        (None, Some(_)) if kind == WatchKind::Virtual => (None, None, None),
-        (None, Some(n)) => match n.link_speed_mbps() {
-            Some(m) => {
-                let e = linerate_model::EthSpeed::from_mbps(m);
-                (Some(e.label()), Some(e.data_gbps()), None)
-            }
-            None => (None, None, None),
-        },
-        (None, None) => (None, None, None),
+        (None, Some(_)) if kind == WatchKind::Virtual => (None, None),
+        (None, Some(n)) => (
+            n.link_speed_mbps()
+                .map(|m| linerate_model::EthSpeed::from_mbps(m).label()),
+            None,
+        ),
+        (None, None) => (None, None),
     };
     LinkFacts {
         up,
         state,
         rate,
-        rate_gbps,
         width,
         pcie: pcie.and_then(|f| f.current.clone()),
         mtu: nd.and_then(|n| n.mtu),

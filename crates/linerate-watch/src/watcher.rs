@@ -10,6 +10,7 @@ use linerate_soak::{is_health_counter, CounterTrack, JudgeParams, PortReport};
 
 use crate::changes::{self, ChangeKind, LinkChange, Tick, LINK_DOWN_COUNTERS};
 use crate::frame::{
+    self,
     CountedFrom, CounterRate, Frame, Moved, PortFrame, WindowCounter, WindowFinding, WindowMark,
 };
 use crate::history::{RatePoint, Ring};
@@ -178,10 +179,7 @@ impl Watcher {
             if !state_changed {
                 flaps.extend(changes::flap(f, &step.link_down, at));
             }
-            let peak = match (rx, tx) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                (a, b) => a.or(b),
-            };
+            let peak = frame::peak_gbps(rx, tx);
             ports.push(PortFrame {
                 id: f.id.clone(),
                 name: f.name.clone(),

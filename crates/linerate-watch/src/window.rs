@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 
 use linerate_proto::soak::{CounterSource, SoakSample};
 use linerate_soak::{
-    is_health_counter, judge_port, CounterTrack, IntervalRecord, JudgeParams, PortReport, Tracker,
+    is_health_counter, judge_port, CounterTrack, JudgeParams, PortReport, Tracker,
 };
 
 use crate::port::PortId;
@@ -38,14 +38,19 @@ impl Span {
         }
     }
 
-    fn push(&mut self, s: &SoakSample) -> Option<IntervalRecord> {
-        let r = self.tracker.push(s)?.clone();
+    fn push(&mut self, s: &SoakSample) {
+        if self.tracker.push(s).is_none() {
+            return;
+        }
+        // The interval just closed, read again without the tracker's mutable borrow.
+        let Some(r) = self.tracker.timeline().last() else {
+            return;
+        };
         for m in &r.moved {
             if let Some(c) = self.tracker.counter(m.counter) {
                 self.moved.insert(PortId::new(&c.key.device, &c.key.port));
             }
         }
-        Some(r)
     }
 }
 
@@ -78,8 +83,8 @@ impl WindowJudge {
     }
 
     /// Takes a sample (its bytes, retransmits and ethtool per-queue counters are left out:
-    /// see [`judged_sample`]). Returns the interval it closed in the judged tracker.
-    pub fn push(&mut self, s: SoakSample) -> Option<IntervalRecord> {
+    /// see [`judged_sample`]).
+    pub fn push(&mut self, s: SoakSample) {
         let s = judged_sample(s);
         let due = self
             .new
@@ -92,10 +97,11 @@ impl WindowJudge {
             }
             self.new = Some(Span::new(s.t_s));
         }
-        let from_new = self.new.as_mut().and_then(|n| n.push(&s));
-        match self.old.as_mut() {
-            Some(o) => o.push(&s),
-            None => from_new,
+        if let Some(n) = self.new.as_mut() {
+            n.push(&s);
+        }
+        if let Some(o) = self.old.as_mut() {
+            o.push(&s);
         }
     }
 
@@ -113,11 +119,6 @@ impl WindowJudge {
         self.tracker().map_or(0.0, |t| {
             t.totals(linerate_proto::soak::End::Local).duration_s()
         })
-    }
-
-    /// The ports whose health counters moved (or saturated, or were reset) in the span judged.
-    pub fn moved(&self) -> impl Iterator<Item = &PortId> {
-        self.judged().into_iter().flat_map(|s| s.moved.iter())
     }
 
     pub fn has_moved(&self, id: &PortId) -> bool {

@@ -12,7 +12,7 @@
 //! cannot grow the memory or delay the sampling, which never waits for the endpoint.
 
 use std::fmt::Write as _;
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, IoSlice, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -113,30 +113,20 @@ fn accept(listener: &TcpListener, body: &Arc<Mutex<Arc<str>>>, limits: ClientLim
 fn refuse(mut stream: TcpStream, max: usize) {
     let _ = stream.set_write_timeout(Some(REFUSAL_TIMEOUT));
     let text = format!("busy: {max} clients are being served (--max-clients); try again\n");
-    let _ = stream.write_all(
-        response(
-            "503 Service Unavailable",
-            &text,
-            &[("Retry-After", "1")],
-            false,
-        )
-        .as_bytes(),
-    );
+    let mut r = response_head("503 Service Unavailable", text.len(), &[("Retry-After", "1")]);
+    r.push_str(&text);
+    let _ = stream.write_all(r.as_bytes());
 }
 
-/// A response head (and body, unless `head_only`).
-fn response(status: &str, body: &str, extra: &[(&str, &str)], head_only: bool) -> String {
+/// A response head, for a body of `body_len` bytes.
+fn response_head(status: &str, body_len: usize, extra: &[(&str, &str)]) -> String {
     let mut r = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {body_len}\r\nConnection: close\r\n"
     );
     for (k, v) in extra {
         let _ = write!(r, "{k}: {v}\r\n");
     }
     r.push_str("\r\n");
-    if !head_only {
-        r.push_str(body);
-    }
     r
 }
 
@@ -211,15 +201,22 @@ fn read_head(stream: &mut TcpStream, deadline: Instant) -> Result<Vec<u8>, Optio
     }
 }
 
-/// Writes all of `bytes` before `deadline`, or gives up.
-fn write_within(stream: &mut TcpStream, bytes: &[u8], deadline: Instant) {
+/// Writes all of `head`, then all of `body`, before `deadline`, or gives up. The two go out
+/// in one write while the head is not all sent (one segment for a small answer, as when they
+/// were one buffer), and the body is written from where it lies: a metrics body is the one the
+/// sampler published, never copied for a client.
+fn write_within(stream: &mut TcpStream, head: &[u8], body: &[u8], deadline: Instant) {
     let mut sent = 0;
-    while sent < bytes.len() {
+    while sent < head.len() + body.len() {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() || stream.set_write_timeout(Some(left)).is_err() {
             return;
         }
-        match stream.write(&bytes[sent..]) {
+        let wrote = match head.get(sent..).filter(|h| !h.is_empty()) {
+            Some(h) => stream.write_vectored(&[IoSlice::new(h), IoSlice::new(body)]),
+            None => stream.write(&body[sent - head.len()..]),
+        };
+        match wrote {
             Ok(0) => return,
             Ok(k) => sent += k,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -230,41 +227,49 @@ fn write_within(stream: &mut TcpStream, bytes: &[u8], deadline: Instant) {
 
 fn serve(mut stream: TcpStream, body: &Mutex<Arc<str>>, timeout: Duration) {
     let deadline = Instant::now() + timeout;
-    let text = match read_head(&mut stream, deadline) {
-        Ok(head) => match parse(&head) {
-            Request::Metrics { head } => {
-                let b = Arc::clone(&body.lock().unwrap_or_else(PoisonError::into_inner));
-                response("200 OK", &b, &[], head)
+    let shared: Arc<str>;
+    let refused: String;
+    let (status, text, extra, head_only): (&str, &str, &[(&str, &str)], bool) =
+        match read_head(&mut stream, deadline) {
+            Ok(head) => match parse(&head) {
+                Request::Metrics { head } => {
+                    shared = Arc::clone(&body.lock().unwrap_or_else(PoisonError::into_inner));
+                    ("200 OK", &*shared, &[], head)
+                }
+                Request::Index { head } => (
+                    "200 OK",
+                    "linerate watch: the metrics are at /metrics\n",
+                    &[],
+                    head,
+                ),
+                Request::NotFound => (
+                    "404 Not Found",
+                    "not found: the metrics are at /metrics\n",
+                    &[],
+                    false,
+                ),
+                Request::BadMethod => (
+                    "405 Method Not Allowed",
+                    "only GET and HEAD\n",
+                    &[("Allow", "GET, HEAD")],
+                    false,
+                ),
+                Request::Bad => (
+                    "400 Bad Request",
+                    "expected an HTTP/1.x request line\n",
+                    &[],
+                    false,
+                ),
+            },
+            Err(Some(status)) => {
+                refused = format!("{status}\n");
+                (status, refused.as_str(), &[], false)
             }
-            Request::Index { head } => response(
-                "200 OK",
-                "linerate watch: the metrics are at /metrics\n",
-                &[],
-                head,
-            ),
-            Request::NotFound => response(
-                "404 Not Found",
-                "not found: the metrics are at /metrics\n",
-                &[],
-                false,
-            ),
-            Request::BadMethod => response(
-                "405 Method Not Allowed",
-                "only GET and HEAD\n",
-                &[("Allow", "GET, HEAD")],
-                false,
-            ),
-            Request::Bad => response(
-                "400 Bad Request",
-                "expected an HTTP/1.x request line\n",
-                &[],
-                false,
-            ),
-        },
-        Err(Some(status)) => response(status, &format!("{status}\n"), &[], false),
-        Err(None) => return,
-    };
-    write_within(&mut stream, text.as_bytes(), deadline);
+            Err(None) => return,
+        };
+    let head = response_head(status, text.len(), extra);
+    let text = if head_only { "" } else { text };
+    write_within(&mut stream, head.as_bytes(), text.as_bytes(), deadline);
     let _ = stream.shutdown(std::net::Shutdown::Both);
 }
 
