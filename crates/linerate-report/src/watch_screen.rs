@@ -523,8 +523,7 @@ impl WatchScreen<'_> {
                     "  {:<32} {:>14} {:>12}/s{note}",
                     c.counter,
                     c.value,
-                    c.per_s
-                        .map_or("-".into(), |r| fmt_round(r, 1)),
+                    c.per_s.map_or("-".into(), |r| fmt_round(r, 1)),
                 ),
                 style,
             ));

@@ -10,8 +10,8 @@ use linerate_soak::{is_health_counter, CounterTrack, JudgeParams, PortReport};
 
 use crate::changes::{self, ChangeKind, LinkChange, Tick, LINK_DOWN_COUNTERS};
 use crate::frame::{
-    self,
-    CountedFrom, CounterRate, Frame, Moved, PortFrame, WindowCounter, WindowFinding, WindowMark,
+    self, CountedFrom, CounterRate, Frame, Moved, PortFrame, WindowCounter, WindowFinding,
+    WindowMark,
 };
 use crate::history::{RatePoint, Ring};
 use crate::port::{PortId, WatchedPort};

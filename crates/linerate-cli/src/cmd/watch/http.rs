@@ -113,7 +113,11 @@ fn accept(listener: &TcpListener, body: &Arc<Mutex<Arc<str>>>, limits: ClientLim
 fn refuse(mut stream: TcpStream, max: usize) {
     let _ = stream.set_write_timeout(Some(REFUSAL_TIMEOUT));
     let text = format!("busy: {max} clients are being served (--max-clients); try again\n");
-    let mut r = response_head("503 Service Unavailable", text.len(), &[("Retry-After", "1")]);
+    let mut r = response_head(
+        "503 Service Unavailable",
+        text.len(),
+        &[("Retry-After", "1")],
+    );
     r.push_str(&text);
     let _ = stream.write_all(r.as_bytes());
 }
@@ -321,8 +325,12 @@ mod tests {
     }
 
     #[test]
-    fn the_head_is_bounded() {
-        let r = response("200 OK", "abc", &[], true);
-        assert!(r.ends_with("\r\n\r\n") && r.contains("Content-Length: 3"));
+    fn the_head_ends_with_a_blank_line_and_counts_the_body() {
+        let r = response_head("200 OK", 3, &[("Retry-After", "1")]);
+        assert!(
+            r.ends_with("\r\n\r\n") && r.contains("Content-Length: 3"),
+            "{r}"
+        );
+        assert!(r.contains("\r\nRetry-After: 1\r\n"), "{r}");
     }
 }
