@@ -80,6 +80,10 @@ pub struct ClientConfig {
     pub protocol: WireProtocol,
     /// RDMA tests: this end's device (libfabric domain); None: the one the route gives.
     pub rdma_device: Option<String>,
+    /// This host's CPU meter, with the far end's processes on this host already found (a
+    /// caller running many tests against one far end finds them once); None: each test looks
+    /// for them ([`HostCpuMeter::with_far_end`]).
+    pub cpu_meter: Option<HostCpuMeter>,
 }
 
 impl ClientConfig {
@@ -101,6 +105,7 @@ impl ClientConfig {
             soak: None,
             protocol: WireProtocol::Linerate,
             rdma_device: None,
+            cpu_meter: None,
         }
     }
 }
@@ -415,7 +420,14 @@ pub(crate) fn run_local(
         between(events);
     };
     // What this host's CPUs did meanwhile; a far end on this host is linerate's own work.
-    let cpu = HostCpuMeter::with_far_end(cfg.server);
+    let scanned;
+    let cpu = match &cfg.cpu_meter {
+        Some(m) => m,
+        None => {
+            scanned = HostCpuMeter::with_far_end(cfg.server);
+            &scanned
+        }
+    };
     let before = cpu.snapshot();
     // And what the interface carried, this test's traffic and anyone else's, and what its
     // qdiscs dropped.
@@ -426,7 +438,7 @@ pub(crate) fn run_local(
     run.results.host_load = Some(Box::new(HostCpu::between(&before, &cpu.snapshot()).into()));
     run.results.link = link.and_then(|l| l.since()).map(Box::new);
     run.results.qdiscs = qdiscs.and_then(|q| q.finish());
-    run.far_end_here = !cpu.peers().is_empty();
+    run.far_end_here = cpu.has_far_end();
     run
 }
 

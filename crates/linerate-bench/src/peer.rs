@@ -46,22 +46,19 @@ pub fn sanitize(mut r: SideResults, connections: usize) -> SideResults {
         h.other_cores = c(h.other_cores);
         h.steal_cores = c(h.steal_cores);
     }
-    if let Some(l) = &mut r.link {
-        // An interface name is at most 15 bytes (IFNAMSIZ); anything else is not one.
-        if l.interface.len() > 15 {
-            l.interface = l.interface.chars().take(15).collect();
+    // Names are the kernel's: an interface at most 15 bytes (IFNAMSIZ), a kind as short, a
+    // handle `ffff:ffff`; anything longer is not one.
+    let cut = |s: &mut String, n: usize| {
+        if s.len() > n {
+            *s = s.chars().take(n).collect();
         }
+    };
+    if let Some(l) = &mut r.link {
+        cut(&mut l.interface, 15);
         l.seconds = fix(l.seconds);
     }
     if let Some(q) = &mut r.qdiscs {
         q.truncate(linerate_inventory::qdisc::MAX_QDISCS_REPORTED);
-        // Names are the kernel's: an interface at most 15 bytes (IFNAMSIZ), a kind as short, a
-        // handle `ffff:ffff`; anything longer is not one.
-        let cut = |s: &mut String, n: usize| {
-            if s.len() > n {
-                *s = s.chars().take(n).collect();
-            }
-        };
         for d in q.iter_mut() {
             cut(&mut d.interface, 15);
             cut(&mut d.kind, 16);

@@ -28,7 +28,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::lab::{self, linerate_json, sh};
+use common::lab::{self, findings, linerate_json, sh};
 use common::BIN;
 use linerate_lab::{Guest, LabSpec, NicSpec};
 use linerate_rules::thresholds::{
@@ -79,15 +79,6 @@ fn doctor(a: &Guest, on: Option<(&Guest, &str)>, name: &str) -> Value {
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
     doc
-}
-
-fn findings<'a>(doc: &'a Value, id: &str) -> Vec<&'a Value> {
-    doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["id"] == id)
-        .collect()
 }
 
 fn text(v: &Value) -> &str {
@@ -357,11 +348,8 @@ fn buffers(gs: &[&Guest], wmem: u64, rmem: u64) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The window case: `tcp.buffers_small` on the judged direction, the verdict quoting the bound
-/// of the capped window and the buffers that lift it, sized for what the path carried (a
-/// virtual path: not the host stack's bound), and `linerate setup sysctl` with the quoted
-/// round trip and rate writing exactly those sizes under a fixture root.
-fn window_named(doc: &Value, verdict: bool) -> String {
+/// The one `tcp.buffers_small` finding of `doc`, and the direction it names.
+fn window_finding(doc: &Value) -> (&Value, String) {
     let w = findings(doc, "tcp.buffers_small");
     assert_eq!(w.len(), 1, "{doc}");
     let w = w[0];
@@ -370,6 +358,15 @@ fn window_named(doc: &Value, verdict: bool) -> String {
         .and_then(|s| s.split(' ').next())
         .unwrap_or_else(|| panic!("{w}"))
         .to_string();
+    (w, dir)
+}
+
+/// The window case: `tcp.buffers_small` on the judged direction, the verdict quoting the bound
+/// of the capped window and the buffers that lift it, sized for what the path carried (a
+/// virtual path: not the host stack's bound), and `linerate setup sysctl` with the quoted
+/// round trip and rate writing exactly those sizes under a fixture root.
+fn window_named(doc: &Value, verdict: bool) -> String {
+    let (w, dir) = window_finding(doc);
     let e = &w["evidence"];
     let num = |k: &str| -> f64 {
         text(&e[k])
@@ -493,8 +490,8 @@ fn doctor_names_netem_faults_on_a_real_kernel() {
             d1["verdict"]
         );
     } else {
-        let dir = window_named(&d1, false);
-        window_named(&d1, dir == judged(&d1));
+        let verdict = window_finding(&d1).1 == judged(&d1);
+        window_named(&d1, verdict);
     }
     // At 20 ms the window holds the stream: the verdict, with its bound and sizes.
     window_named(&doctor(a, Some((b, "delay 20ms")), "delay-20-b"), true);
@@ -511,12 +508,13 @@ fn doctor_names_netem_faults_on_a_real_kernel() {
         "{}",
         r[0]
     );
-    let windowed =
-        (!findings(&dj, "tcp.buffers_small").is_empty()).then(|| window_named(&dj, false));
     // Both may hold the receive direction: TCP_INFO's wait on the window decides first.
     let v = &dj["verdict"];
-    if v["limited_by"] == "tcp_buffers" {
-        window_named(&dj, true);
+    let by_window = v["limited_by"] == "tcp_buffers";
+    let windowed = (by_window || !findings(&dj, "tcp.buffers_small").is_empty())
+        .then(|| window_named(&dj, by_window));
+    if by_window {
+        // window_named checked the verdict.
     } else if judged(&dj) == "receive" && r[0]["severity"] == "warning" {
         assert!(
             text(&v["summary"]).starts_with(

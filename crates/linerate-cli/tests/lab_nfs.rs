@@ -15,7 +15,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::lab::{self, linerate, linerate_json, sh};
+use common::lab::{self, findings, linerate, linerate_json, sh};
 use common::BIN;
 use linerate_lab::{Guest, LabSpec};
 use serde_json::Value;
@@ -35,16 +35,6 @@ fn start_nfsd(b: &Guest, first: bool) -> String {
         "rpc.nfsd 0 && rpc.nfsd"
     };
     sh(b, &format!("{start} && cat /proc/fs/nfsd/portlist"), 60)
-}
-
-/// The findings of `id` in a probe document.
-fn findings<'a>(doc: &'a Value, id: &str) -> Vec<&'a Value> {
-    doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["id"] == id)
-        .collect()
 }
 
 /// The one `nfs.mount_fails` finding of `doc`, on `mnt`: its message and fix.
@@ -100,6 +90,33 @@ fn line(text: &str, start: &str) -> String {
         .to_string()
 }
 
+/// The rollback id `linerate setup ... --apply` printed in `out`.
+fn rollback_id(out: &str) -> String {
+    out.lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("undo with: linerate setup --rollback ")
+        })
+        .unwrap_or_else(|| panic!("no rollback id in: {out}"))
+        .trim()
+        .to_string()
+}
+
+/// `bench ADDR --file SRC --file-name NAME` from `from` to a `linerate serve -B ADDR
+/// --write-dir DIR` on `to`, which is stopped after.
+fn copy_file(from: &Guest, to: &Guest, addr: &str, dir: &str, src: &str, name: &str) {
+    let serve = to
+        .spawn(&format!("exec {BIN} serve -B {addr} --write-dir {dir}"))
+        .unwrap();
+    let out = linerate(
+        from,
+        &format!("bench {addr} --file {src} --file-name {name}"),
+        240,
+    );
+    assert!(out.success(), "{out:?}");
+    to.stop(serve, Duration::from_secs(5)).unwrap();
+}
+
 /// The lab's RDMA device on `g`'s NIC.
 fn rxe(g: &Guest) -> String {
     g.rxe[0].clone().expect("the lab made rxe on the NIC")
@@ -148,15 +165,7 @@ fn server(b: &Guest) -> String {
     );
     let out = sh(b, &format!("{BIN} setup nfs-rdma --apply"), 60);
     assert!(out.contains("/etc/nfs.conf"), "{out}");
-    let server_rollback = out
-        .lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix("undo with: linerate setup --rollback ")
-        })
-        .unwrap_or_else(|| panic!("no rollback id in: {out}"))
-        .trim()
-        .to_string();
+    let server_rollback = rollback_id(&out);
     let conf = sh(b, "cat /etc/nfs.conf", 10);
     assert!(
         conf.contains("rdma=y") && conf.contains("rdma-port=20049"),
@@ -185,15 +194,7 @@ fn client(a: &Guest, b: &Guest) -> String {
         &format!("{BIN} setup nfs-rdma --nfs-mount {EXPORT_V4} --apply"),
         60,
     );
-    let client_rollback = out
-        .lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix("undo with: linerate setup --rollback ")
-        })
-        .unwrap_or_else(|| panic!("no rollback id in: {out}"))
-        .trim()
-        .to_string();
+    let client_rollback = rollback_id(&out);
     let fstab = sh(a, "cat /etc/fstab", 10);
     assert!(
         fstab.contains(&format!(
@@ -293,36 +294,28 @@ fn disk_and_bench(a: &Guest, b: &Guest) {
     // bench --file from the mount (a reads it over RDMA) to b, and onto it (a's server writes
     // what b sends into the mount, which lands on b's export over RDMA).
     sh(b, "mkdir -p /srv/nfs/in", 10);
-    let serve_b = b
-        .spawn(&format!(
-            "exec {BIN} serve -B {SERVER} --write-dir /srv/nfs/in"
-        ))
-        .unwrap();
-    let out = linerate(
+    copy_file(
         a,
-        &format!("bench {SERVER} --file /mnt/nfs/from-a.bin --file-name copy.bin"),
-        240,
+        b,
+        SERVER,
+        "/srv/nfs/in",
+        "/mnt/nfs/from-a.bin",
+        "copy.bin",
     );
-    assert!(out.success(), "{out:?}");
-    b.stop(serve_b, Duration::from_secs(5)).unwrap();
     assert_eq!(
         sha(b, "/srv/nfs/in/copy.bin"),
         sha(b, "/srv/nfs/from-a.bin")
     );
     sh(a, "mkdir -p /mnt/nfs/up", 30);
     let client = a.addr(0).to_string();
-    let serve_a = a
-        .spawn(&format!(
-            "exec {BIN} serve -B {client} --write-dir /mnt/nfs/up"
-        ))
-        .unwrap();
-    let out = linerate(
+    copy_file(
         b,
-        &format!("bench {client} --file /srv/nfs/from-a.bin --file-name up.bin"),
-        240,
+        a,
+        &client,
+        "/mnt/nfs/up",
+        "/srv/nfs/from-a.bin",
+        "up.bin",
     );
-    assert!(out.success(), "{out:?}");
-    a.stop(serve_a, Duration::from_secs(5)).unwrap();
     assert_eq!(sha(b, "/srv/nfs/up/up.bin"), sha(b, "/srv/nfs/from-a.bin"));
 }
 

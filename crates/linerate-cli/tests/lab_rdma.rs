@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::lab::{self, linerate, linerate_json, sh};
+use common::lab::{self, hw, linerate, linerate_json, rose};
 use linerate_lab::{Bg, Guest, LabSpec, NicSpec};
 use serde_json::Value;
 
@@ -20,22 +20,6 @@ const RXE_MTU: u64 = 1024;
 fn spec() -> LabSpec {
     let nic = NicSpec::parse_short("virtio:40000@5x4").unwrap();
     LabSpec::build(2, &[nic, nic], true)
-}
-
-/// The hw_counters of `dev` port 1 in guest `g`.
-fn hw(g: &Guest, dev: &str) -> BTreeMap<String, u64> {
-    let dir = format!("/sys/class/infiniband/{dev}/ports/1/hw_counters");
-    sh(g, &format!("cd {dir} && grep -H . *"), 30)
-        .lines()
-        .filter_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            Some((k.to_string(), v.trim().parse().ok()?))
-        })
-        .collect()
-}
-
-fn rose(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>, name: &str) -> u64 {
-    after[name] - before[name]
 }
 
 /// The data packets a receiving rxe device took in: received, less duplicates of packets it
@@ -52,9 +36,7 @@ fn taken_in(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> u6
 fn result<'a>(doc: &'a Value, b: &Guest, serve: Bg) -> &'a Value {
     let t = &doc["tests"][0];
     if !t["error"].is_null() {
-        let log = b
-            .stop(serve, Duration::from_secs(5))
-            .map_or_else(|e| e.to_string(), |o| format!("{}{}", o.stdout, o.stderr));
+        let log = lab::server_log(b, serve);
         panic!("the test failed: {}; the server's log:\n{log}", t["error"]);
     }
     assert_eq!(t["rdma"]["provider"], "verbs", "{t}");

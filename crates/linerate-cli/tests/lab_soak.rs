@@ -14,7 +14,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::lab::{self, linerate, linerate_json, sh};
+use common::lab::{self, hw, linerate, linerate_json, rose, sh};
 use linerate_lab::{Bg, Guest, LabSpec};
 use serde_json::Value;
 
@@ -31,25 +31,6 @@ const SOAK: &str = "--duration 15s --interval 1s -P 1 --no-rdma --threshold min_
 /// rxe's requester counters that say a packet it sent was lost (Linux 6.1).
 const SENT_LOST: [&str; 2] = ["completer_retry_err", "rcvd_seq_err"];
 
-/// The hw_counters of rxe0 port 1 in guest `g`.
-fn hw(g: &Guest) -> BTreeMap<String, u64> {
-    sh(
-        g,
-        "cd /sys/class/infiniband/rxe0/ports/1/hw_counters && grep -H . *",
-        30,
-    )
-    .lines()
-    .filter_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        Some((k.to_string(), v.trim().parse().ok()?))
-    })
-    .collect()
-}
-
-fn rose(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>, name: &str) -> u64 {
-    after.get(name).copied().unwrap_or(0) - before.get(name).copied().unwrap_or(0)
-}
-
 /// A soak from a to b; its document, which must be complete, with the server's log in the
 /// message otherwise.
 fn soak(a: &Guest, b: &Guest, server: &str, serve: Bg) -> Value {
@@ -62,9 +43,7 @@ fn soak(a: &Guest, b: &Guest, server: &str, serve: Bg) -> Value {
         )
     });
     if !doc["error"].is_null() {
-        let log = b
-            .stop(serve, Duration::from_secs(5))
-            .map_or_else(|e| e.to_string(), |o| format!("{}{}", o.stdout, o.stderr));
+        let log = lab::server_log(b, serve);
         panic!(
             "the soak stopped early: {}; its stderr: {}; the server's log:\n{log}",
             doc["error"], o.stderr
@@ -197,7 +176,7 @@ fn lossy_direction_is_named(a: &Guest, b: &Guest, server: &str, serve: Bg) {
 /// this end's device are the ones sysfs shows (bench reads them at the test's start and end,
 /// inside the reads here: at most a window of operations, each retried once, apart).
 fn bench_reports_the_retries_the_device_counted(a: &Guest, b: &Guest, server: &str, serve: Bg) {
-    let before = hw(a);
+    let before = hw(a, "rxe0");
     // Four writes in flight, not sixteen: a loss rxe learns of by a sequence NAK costs a
     // go-back-N of the window, one at the tail of a write its retransmit timer; the drain at
     // the test's end stays well inside the server's grace on a loaded machine (with sixteen
@@ -207,12 +186,10 @@ fn bench_reports_the_retries_the_device_counted(a: &Guest, b: &Guest, server: &s
         &format!("bench {server} --rdma --provider verbs --device rxe0 -t 6 -w 4 -J"),
         240,
     );
-    let after = hw(a);
+    let after = hw(a, "rxe0");
     let t = &doc["tests"][0];
     if !t["error"].is_null() {
-        let log = b
-            .stop(serve, Duration::from_secs(5))
-            .map_or_else(|e| e.to_string(), |o| format!("{}{}", o.stdout, o.stderr));
+        let log = lab::server_log(b, serve);
         panic!(
             "bench --rdma over {LOSS} loss did not complete: {}; sysfs on a: {before:?} → \
              {after:?}; the server's log:\n{log}",

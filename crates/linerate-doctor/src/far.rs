@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use linerate_bench::client::{iperf3_plan, Iperf3Options};
 use linerate_bench::{ClientConfig, ClientError, InventoryFn, ServerConfig, WireProtocol};
+use linerate_engine::hostcpu::HostCpuMeter;
 use linerate_facts::HostFacts;
 use linerate_iperf3::{Feature, Version, VersionRange};
 use linerate_proto::{Direction, TestKind};
@@ -48,6 +49,10 @@ pub trait FarEndClient {
         params: &TestParams,
         file: Option<Arc<File>>,
     ) -> Result<FarEndRun, ClientError>;
+
+    /// Measures this host's CPU in each test with `meter` (the far end's processes on this
+    /// host found once for every test) rather than looking for them in each.
+    fn use_cpu_meter(&mut self, _meter: HostCpuMeter) {}
 }
 
 /// One test against the far end: the result, and what each end said about itself.
@@ -97,6 +102,7 @@ pub struct LinerateServe {
     bind: Option<IpAddr>,
     psk: Option<Psk>,
     inventory: InventoryFn,
+    cpu_meter: Option<HostCpuMeter>,
 }
 
 impl std::fmt::Debug for LinerateServe {
@@ -120,6 +126,7 @@ impl LinerateServe {
             bind,
             psk,
             inventory,
+            cpu_meter: None,
         }
     }
 }
@@ -151,6 +158,7 @@ impl FarEndClient for LinerateServe {
             psk: self.psk.clone(),
             inventory: Some(self.inventory.clone()),
             file,
+            cpu_meter: self.cpu_meter.clone(),
             ..ClientConfig::new(self.addr, params.clone())
         };
         let run = linerate_bench::run_client(&cfg, &mut |_| {})?;
@@ -159,6 +167,10 @@ impl FarEndClient for LinerateServe {
             local: run.local_inventory,
             remote: run.remote_inventory,
         })
+    }
+
+    fn use_cpu_meter(&mut self, meter: HostCpuMeter) {
+        self.cpu_meter = Some(meter);
     }
 }
 
@@ -175,6 +187,7 @@ pub struct Iperf3Serve {
     seen: VersionRange,
     /// A test ran against it already.
     served: bool,
+    cpu_meter: Option<HostCpuMeter>,
 }
 
 /// How long a stock iperf3 server may take to listen again after a test: it closes its
@@ -207,6 +220,7 @@ impl Iperf3Serve {
             known,
             seen,
             served: false,
+            cpu_meter: None,
         }
     }
 
@@ -273,6 +287,7 @@ impl FarEndClient for Iperf3Serve {
             inventory: Some(self.inventory.clone()),
             file,
             protocol: WireProtocol::Iperf3(self.options()),
+            cpu_meter: self.cpu_meter.clone(),
             ..ClientConfig::new(self.addr, params.clone())
         };
         let until = std::time::Instant::now() + IPERF3_RELISTEN;
@@ -297,6 +312,10 @@ impl FarEndClient for Iperf3Serve {
             local: run.local_inventory,
             remote: None,
         })
+    }
+
+    fn use_cpu_meter(&mut self, meter: HostCpuMeter) {
+        self.cpu_meter = Some(meter);
     }
 }
 

@@ -44,6 +44,11 @@ impl LiveHost {
     pub fn far_end_here(&self) -> Vec<(u32, String)> {
         self.meter.peer_programs().to_vec()
     }
+
+    /// The meter of this host's CPU, with the far end's processes found once.
+    pub fn cpu_meter(&self) -> &HostCpuMeter {
+        &self.meter
+    }
 }
 
 impl ThisHost for LiveHost {

@@ -50,6 +50,8 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
     let self_check = opened.self_check;
     let mut host = LiveHost::new(addr, self_check, o.bind);
     let far_end_here = host.far_end_here();
+    // Each test counts the far end's processes found here, instead of looking for them again.
+    opened.client.use_cpu_meter(host.cpu_meter().clone());
     let watch = host
         .route_interface(addr)
         .and_then(|n| CounterWatch::start(&o.root, &before, &n));

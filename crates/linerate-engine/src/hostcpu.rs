@@ -115,11 +115,11 @@ pub struct CpuSnapshot {
 
 impl CpuSnapshot {
     /// Now, counting the processes `peers` (a far end on this host) as linerate's own.
-    pub fn now(peers: &[u32]) -> Self {
+    pub fn now(peers: impl IntoIterator<Item = u32>) -> Self {
         let (u, s) = crate::sys::process_cpu();
         let ticks = crate::sys::clock_ticks_per_s();
         let peers_s: f64 = peers
-            .iter()
+            .into_iter()
             .filter_map(|p| process_ticks(Path::new(&format!("/proc/{p}/stat"))))
             .map(|t| t as f64 / ticks)
             .sum();
@@ -240,7 +240,6 @@ fn share(part: u64, total: u64) -> f64 {
 pub struct HostCpuMeter {
     /// The far end's processes on this host, with their program names.
     peers: Vec<(u32, String)>,
-    pids: Vec<u32>,
 }
 
 impl HostCpuMeter {
@@ -254,25 +253,24 @@ impl HostCpuMeter {
     /// listening socket they hold: [`far_end_processes`]): a `linerate serve`, an `iperf3 -s`
     /// or any other server beside the client does the far end's work, not contention.
     pub fn with_far_end(far_end: SocketAddr) -> Self {
-        let peers = far_end_processes(far_end);
         Self {
-            pids: peers.iter().map(|(p, _)| *p).collect(),
-            peers,
+            peers: far_end_processes(far_end),
         }
     }
 
-    /// The processes counted as linerate's besides this one.
-    pub fn peers(&self) -> &[u32] {
-        &self.pids
+    /// Processes besides this one are counted as linerate's (a far end on this host).
+    pub fn has_far_end(&self) -> bool {
+        !self.peers.is_empty()
     }
 
-    /// The same, each with its program name (`iperf3`).
+    /// The processes counted as linerate's besides this one, each with its program name
+    /// (`iperf3`).
     pub fn peer_programs(&self) -> &[(u32, String)] {
         &self.peers
     }
 
     pub fn snapshot(&self) -> CpuSnapshot {
-        CpuSnapshot::now(&self.pids)
+        CpuSnapshot::now(self.peers.iter().map(|(pid, _)| *pid))
     }
 
     /// Runs `f` and says what this host's CPUs did meanwhile.
@@ -304,14 +302,8 @@ const FAR_END_PROGRAMS: &[&str] = &["linerate", "iperf3"];
 /// looked at: a far end on another host costs one link read per process. A process whose
 /// namespace cannot be read (another user's, without root) has unreadable descriptors too:
 /// then a far-end program ([`FAR_END_PROGRAMS`]) whose namespace listens there counts.
-pub fn far_end_pids(far_end: SocketAddr) -> Vec<u32> {
-    far_end_processes(far_end)
-        .into_iter()
-        .map(|(pid, _)| pid)
-        .collect()
-}
-
-/// [`far_end_pids`] with each process's program name (`/proc/PID/comm`).
+///
+/// Each process with its program name (`/proc/PID/comm`).
 pub fn far_end_processes(far_end: SocketAddr) -> Vec<(u32, String)> {
     let me = std::process::id();
     let Ok(rd) = std::fs::read_dir("/proc") else {
@@ -699,7 +691,7 @@ mod tests {
         let inet6 = "00000000000000000000000000000001 01 80 10 80       lo\nfe80000000000000020000fffe000001 02 40 20 80     veth0\nbad\n";
         assert_eq!(parse_if_inet6(inet6).len(), 2);
         // Nothing listens on port 1 on this machine.
-        assert!(far_end_pids("127.0.0.1:1".parse().unwrap()).is_empty());
+        assert!(far_end_processes("127.0.0.1:1".parse().unwrap()).is_empty());
     }
 
     #[test]
@@ -767,7 +759,7 @@ mod tests {
             "{found:?}"
         );
         // Gone with its socket.
-        assert!(far_end_pids(SocketAddr::from(([127, 0, 0, 1], port))).is_empty());
+        assert!(far_end_processes(SocketAddr::from(([127, 0, 0, 1], port))).is_empty());
     }
 
     /// The child of the test above: listens, says its port, and waits for its stdin to close

@@ -66,8 +66,8 @@ pub fn read(r: &mut Root) -> Host {
         ("wmem_max", &mut h.sockets.wmem_max),
     ] {
         let p = r.path(&format!("proc/sys/net/core/{name}"));
-        *slot = if per_netns && !p.exists() {
-            None
+        *slot = if per_netns {
+            r.opt_parse(&p, HOST, "a byte count", num)
         } else {
             r.req_parse(&p, HOST, "a byte count", num)
         };

@@ -99,10 +99,24 @@ fn attrs(mut b: &[u8]) -> Vec<(u16, &[u8])> {
     out
 }
 
+/// The payload of the first attribute of type `t` in `a`.
+fn attr<'a>(a: &[(u16, &'a [u8])], t: u16) -> Option<&'a [u8]> {
+    a.iter().find(|(ty, _)| *ty == t).map(|(_, p)| *p)
+}
+
+/// A qdisc's or class's kind (TCA_KIND: `tbf`, `netem`) from its message's attributes `a`.
+fn kind_of(a: &[(u16, &[u8])]) -> Option<String> {
+    attr(a, TCA_KIND).map(|p| {
+        String::from_utf8_lossy(p)
+            .trim_end_matches('\0')
+            .to_string()
+    })
+}
+
 /// Rate in bit/s from a qdisc's or class's options.
 fn rate_of(kind: &str, opts: &[u8]) -> Option<u64> {
     let a = attrs(opts);
-    let find = |t: u16| a.iter().find(|(ty, _)| *ty == t).map(|(_, p)| *p);
+    let find = |t: u16| attr(&a, t);
     let bytes_per_s = match kind {
         // TCA_TBF_PARMS (struct tc_tbf_qopt: rate.rate at offset 8), TCA_TBF_RATE64 = 4
         "tbf" => find(4)
@@ -127,7 +141,7 @@ fn rate_of(kind: &str, opts: &[u8]) -> Option<u64> {
         // TCA_NETEM_RATE64 = 8.
         "netem" => {
             let a = attrs(opts.get(24..)?);
-            let find = |t: u16| a.iter().find(|(ty, _)| *ty == t).map(|(_, p)| *p);
+            let find = |t: u16| attr(&a, t);
             find(8).and_then(|p| u64_at(p, 0)).or_else(|| {
                 find(6)
                     .and_then(|p| u32_at(p, 0))
@@ -142,20 +156,14 @@ fn rate_of(kind: &str, opts: &[u8]) -> Option<u64> {
 
 /// Decode a netlink dump reply (one or more messages) into shapers of `ifindex`.
 /// Returns `Ok(true)` in the second field when the dump is complete.
-pub fn parse_dump(b: &[u8], ifindex: i32, out: &mut Vec<Shaper>) -> Result<bool, String> {
+fn parse_dump(b: &[u8], ifindex: i32, out: &mut Vec<Shaper>) -> Result<bool, String> {
     walk(b, |ty, body| {
         if matches!(ty, RTM_NEWQDISC | RTM_NEWTCLASS) && body.len() >= 20 {
             let idx = u32_at(body, 4).map_or(0, u32::cast_signed);
             let handle = u32_at(body, 8).unwrap_or(0);
             if idx == ifindex {
                 let a = attrs(&body[20..]);
-                let kind = a.iter().find(|(t, _)| *t == TCA_KIND).map(|(_, p)| {
-                    String::from_utf8_lossy(p)
-                        .trim_end_matches('\0')
-                        .to_string()
-                });
-                let opts = a.iter().find(|(t, _)| *t == TCA_OPTIONS).map(|(_, p)| *p);
-                if let (Some(kind), Some(opts)) = (kind, opts) {
+                if let (Some(kind), Some(opts)) = (kind_of(&a), attr(&a, TCA_OPTIONS)) {
                     if let Some(rate_bps) = rate_of(&kind, opts) {
                         out.push(Shaper {
                             kind,
@@ -227,14 +235,8 @@ fn mirred_targets(b: &[u8], depth: u32, out: &mut Vec<i32>) {
         return;
     }
     let a = attrs(b);
-    let kind = a.iter().find(|(t, _)| *t == 1).map(|(_, p)| *p);
-    if kind.is_some_and(|k| k.strip_suffix(b"\0").unwrap_or(k) == b"mirred") {
-        let parms = a
-            .iter()
-            .find(|(t, _)| *t == 2)
-            .and_then(|(_, o)| attrs(o).into_iter().find(|(t, _)| *t == 2))
-            .map(|(_, p)| p);
-        if let Some(p) = parms {
+    if attr(&a, 1).is_some_and(|k| k.strip_suffix(b"\0").unwrap_or(k) == b"mirred") {
+        if let Some(p) = attr(&a, 2).and_then(|o| attr(&attrs(o), 2)) {
             let eaction = u32_at(p, 20).map(u32::cast_signed);
             let target = u32_at(p, 24).map(u32::cast_signed);
             if let (Some(1 | 2), Some(t)) = (eaction, target) {
@@ -254,14 +256,13 @@ fn mirred_targets(b: &[u8], depth: u32, out: &mut Vec<i32>) {
 
 /// Decode a filter dump reply: the devices `ifindex`'s filters redirect or mirror packets to.
 /// Returns `Ok(true)` when the dump is complete.
-pub fn parse_redirects(b: &[u8], ifindex: i32, out: &mut Vec<i32>) -> Result<bool, String> {
+fn parse_redirects(b: &[u8], ifindex: i32, out: &mut Vec<i32>) -> Result<bool, String> {
     walk(b, |ty, body| {
         if ty == RTM_NEWTFILTER
             && body.len() >= 20
             && u32_at(body, 4).map(u32::cast_signed) == Some(ifindex)
         {
-            let a = attrs(&body[20..]);
-            if let Some((_, opts)) = a.iter().find(|(t, _)| *t == TCA_OPTIONS) {
+            if let Some(opts) = attr(&attrs(&body[20..]), TCA_OPTIONS) {
                 mirred_targets(opts, 0, out);
             }
         }
@@ -301,7 +302,7 @@ fn walk(mut b: &[u8], mut each: impl FnMut(u16, &[u8])) -> Result<bool, String> 
 /// redirect packets to (an `ifb` device that shapes what the interface receives), by index.
 /// The kernel refuses a dump for a hook the interface does not have: only an error on both is
 /// one.
-pub fn ingress_redirects(ifindex: i32) -> io::Result<Vec<i32>> {
+fn ingress_redirects(ifindex: i32) -> io::Result<Vec<i32>> {
     let sock = route_socket()?;
     let mut out = Vec::new();
     let mut first_err = None;
@@ -323,7 +324,7 @@ pub fn ingress_redirects(ifindex: i32) -> io::Result<Vec<i32>> {
 }
 
 /// Every rate limit on interface `ifindex` (qdiscs and classes).
-pub fn shapers(ifindex: i32) -> io::Result<Vec<Shaper>> {
+fn shapers(ifindex: i32) -> io::Result<Vec<Shaper>> {
     let sock = route_socket()?;
     let mut out = Vec::new();
     dump(&sock, RTM_GETQDISC, ifindex, 1, &mut out)?;
@@ -347,7 +348,12 @@ pub fn shapers_of(root: &std::path::Path, name: &str) -> io::Result<Vec<Shaper>>
 /// The interfaces (by name, from sysfs under `root`) that the ingress filters of `name`
 /// redirect its received packets to: where a shaper of what `name` receives sits.
 pub fn ingress_redirects_of(root: &std::path::Path, name: &str) -> io::Result<Vec<String>> {
-    let targets = ingress_redirects(ifindex_of(root, name)?)?;
+    redirect_names(root, ifindex_of(root, name)?)
+}
+
+/// [`ingress_redirects_of`] the interface of index `ifindex`.
+fn redirect_names(root: &std::path::Path, ifindex: i32) -> io::Result<Vec<String>> {
+    let targets = ingress_redirects(ifindex)?;
     if targets.is_empty() {
         return Ok(Vec::new());
     }
@@ -365,7 +371,7 @@ pub fn ingress_redirects_of(root: &std::path::Path, name: &str) -> io::Result<Ve
 
 /// One qdisc's counters at one instant, as the kernel dumps them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QdiscStat {
+struct QdiscStat {
     pub ifindex: i32,
     pub kind: String,
     pub handle: u32,
@@ -420,10 +426,9 @@ impl QdiscStat {
 /// The counters of a qdisc message's attributes: TCA_STATS2 where the kernel sends it, else
 /// TCA_STATS. (packets, drops, overlimits, requeues).
 fn stats_of(a: &[(u16, &[u8])]) -> Option<(u64, u64, u64, u64)> {
-    let find = |t: u16| a.iter().find(|(ty, _)| *ty == t).map(|(_, p)| *p);
-    if let Some(s2) = find(TCA_STATS2) {
+    if let Some(s2) = attr(a, TCA_STATS2) {
         let n = attrs(s2);
-        let get = |t: u16| n.iter().find(|(ty, _)| *ty == t).map(|(_, p)| *p);
+        let get = |t: u16| attr(&n, t);
         let basic = get(TCA_STATS_BASIC);
         let queue = get(TCA_STATS_QUEUE)?;
         let packets = get(TCA_STATS_PKT64)
@@ -438,7 +443,7 @@ fn stats_of(a: &[(u16, &[u8])]) -> Option<(u64, u64, u64, u64)> {
         ));
     }
     // struct tc_stats: bytes u64, packets u32, drops u32, overlimits u32, bps, pps, qlen, backlog.
-    let s = find(TCA_STATS)?;
+    let s = attr(a, TCA_STATS)?;
     Some((
         u64::from(u32_at(s, 8)?),
         u64::from(u32_at(s, 12)?),
@@ -449,7 +454,7 @@ fn stats_of(a: &[(u16, &[u8])]) -> Option<(u64, u64, u64, u64)> {
 
 /// Decode a qdisc dump reply: every qdisc of the interfaces `ifindexes` with its counters.
 /// Returns `Ok(true)` when the dump is complete.
-pub fn parse_stats(b: &[u8], ifindexes: &[i32], out: &mut Vec<QdiscStat>) -> Result<bool, String> {
+fn parse_stats(b: &[u8], ifindexes: &[i32], out: &mut Vec<QdiscStat>) -> Result<bool, String> {
     walk(b, |ty, body| {
         if ty != RTM_NEWQDISC || body.len() < 20 {
             return;
@@ -459,18 +464,9 @@ pub fn parse_stats(b: &[u8], ifindexes: &[i32], out: &mut Vec<QdiscStat>) -> Res
             return;
         }
         let a = attrs(&body[20..]);
-        let kind = a.iter().find(|(t, _)| *t == TCA_KIND).map(|(_, p)| {
-            String::from_utf8_lossy(p)
-                .trim_end_matches('\0')
-                .chars()
-                .take(MAX_KIND_CHARS)
-                .collect::<String>()
-        });
+        let kind = kind_of(&a).map(|k| k.chars().take(MAX_KIND_CHARS).collect::<String>());
         if let (Some(kind), Some((packets, drops, overlimits, requeues))) = (kind, stats_of(&a)) {
-            let reorders = kind == "netem"
-                && a.iter()
-                    .find(|(t, _)| *t == TCA_OPTIONS)
-                    .is_some_and(|(_, o)| netem_reorders(o));
+            let reorders = kind == "netem" && attr(&a, TCA_OPTIONS).is_some_and(netem_reorders);
             out.push(QdiscStat {
                 reorders,
                 ifindex,
@@ -488,13 +484,13 @@ pub fn parse_stats(b: &[u8], ifindexes: &[i32], out: &mut Vec<QdiscStat>) -> Res
 
 /// Most qdiscs read per snapshot (a multi-queue NIC has one per queue under its `mq`), and
 /// most reported per test.
-pub const MAX_QDISCS: usize = 1024;
+const MAX_QDISCS: usize = 1024;
 pub const MAX_QDISCS_REPORTED: usize = 32;
 /// Longest qdisc kind kept (the kernel's are at most 15 bytes: `IFNAMSIZ`).
 const MAX_KIND_CHARS: usize = 16;
 
 /// The qdiscs of the interfaces `ifindexes`, with their counters.
-pub fn qdisc_stats(ifindexes: &[i32]) -> io::Result<Vec<QdiscStat>> {
+fn qdisc_stats(ifindexes: &[i32]) -> io::Result<Vec<QdiscStat>> {
     let sock = route_socket()?;
     let mut out = Vec::new();
     request(&sock, RTM_GETQDISC, (0, 0), 5, |b| {
@@ -517,8 +513,9 @@ impl QdiscWatch {
     /// `/`). None when rtnetlink or the interface cannot be read.
     pub fn start(name: &str) -> Option<Self> {
         let root = std::path::Path::new("/");
-        let mut interfaces = vec![(ifindex_of(root, name).ok()?, name.to_string(), false)];
-        for ifb in ingress_redirects_of(root, name).unwrap_or_default() {
+        let ifindex = ifindex_of(root, name).ok()?;
+        let mut interfaces = vec![(ifindex, name.to_string(), false)];
+        for ifb in redirect_names(root, ifindex).unwrap_or_default() {
             if let Ok(i) = ifindex_of(root, &ifb) {
                 interfaces.push((i, ifb, true));
             }
@@ -542,7 +539,7 @@ impl QdiscWatch {
 /// same handle) counts from where it restarted, and says so (`reset`). An aggregate `mq` or
 /// `mqprio`, which only sums its children's counters, is left out: the child that dropped is
 /// named.
-pub fn deltas(
+fn deltas(
     interfaces: &[(i32, String, bool)],
     before: &[QdiscStat],
     after: &[QdiscStat],

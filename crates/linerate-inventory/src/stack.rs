@@ -46,6 +46,7 @@ const UNIT_DIRS: &[&str] = &[
 const SERVE_UNIT: &str = "linerate-serve.service";
 
 pub fn read(r: &Root) -> RdmaStack {
+    let (modules_blocked, modules_blocked_by_name) = modules_blocked(r);
     RdmaStack {
         known: r.path("sys/module").is_dir(),
         os_family: os_family(r),
@@ -70,8 +71,8 @@ pub fn read(r: &Root) -> RdmaStack {
             .and_then(|s| parse_cap_eff(&s))
             .is_some_and(|caps| caps & (1 << 14) != 0),
         modules_available: modules_available(r),
-        modules_blocked: modules_blocked(r),
-        modules_blocked_by_name: modules_blocked_by_name(r),
+        modules_blocked,
+        modules_blocked_by_name,
         limits_conf: limits_conf(r),
         serve_unit: UNIT_DIRS
             .iter()
@@ -142,69 +143,47 @@ fn modules_available(r: &Root) -> Vec<String> {
         .collect()
 }
 
-/// `blacklist M` and `install M /bin/false` (or `/bin/true`) lines of `/etc/modprobe.d/*.conf`.
-pub fn parse_modprobe_blocks(file: &str, text: &str) -> Vec<(String, String)> {
-    text.lines()
-        .map(|l| l.split('#').next().unwrap_or("").trim())
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            match f[..] {
-                ["blacklist", m]
-                | ["install", m, "/bin/false" | "/bin/true" | "/usr/bin/false" | "/usr/bin/true", ..] => {
-                    Some(m)
-                }
-                _ => None,
-            }
-        })
-        .map(|m| (m.replace('-', "_"), file.to_string()))
-        .collect()
+/// The module a line of `/etc/modprobe.d/*.conf` blocks, `blacklist M` or `install M
+/// /bin/false` (or `/bin/true`), and whether by an `install` line: blocked even when asked for
+/// by name.
+fn modprobe_block(line: &str) -> Option<(String, bool)> {
+    let f: Vec<&str> = line.split('#').next().unwrap_or("").split_whitespace().collect();
+    let (m, by_name) = match f[..] {
+        ["blacklist", m] => (m, false),
+        ["install", m, "/bin/false" | "/bin/true" | "/usr/bin/false" | "/usr/bin/true", ..] => {
+            (m, true)
+        }
+        _ => return None,
+    };
+    Some((m.replace('-', "_"), by_name))
 }
 
-/// The modules of `install M /bin/false` (or `/bin/true`) lines of `/etc/modprobe.d/*.conf`:
-/// blocked even when asked for by name.
-pub fn parse_modprobe_installs(text: &str) -> Vec<String> {
-    text.lines()
-        .map(|l| l.split('#').next().unwrap_or("").trim())
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            match f[..] {
-                ["install", m, "/bin/false" | "/bin/true" | "/usr/bin/false" | "/usr/bin/true", ..] => {
-                    Some(m.replace('-', "_"))
-                }
-                _ => None,
-            }
-        })
-        .collect()
+/// The blocking lines of a file of `/etc/modprobe.d` (named `file`): each module blocked
+/// (with the file), and the modules blocked even when asked for by name (`install` lines).
+pub fn parse_modprobe(file: &str, text: &str) -> (Vec<(String, String)>, Vec<String>) {
+    let mut blocked = Vec::new();
+    let mut by_name = Vec::new();
+    for (m, install) in text.lines().filter_map(modprobe_block) {
+        if install {
+            by_name.push(m.clone());
+        }
+        blocked.push((m, file.to_string()));
+    }
+    (blocked, by_name)
 }
 
-fn modules_blocked_by_name(r: &Root) -> Vec<String> {
+/// [`parse_modprobe`] of every `/etc/modprobe.d/*.conf`.
+fn modules_blocked(r: &Root) -> (Vec<(String, String)>, Vec<String>) {
     let dir = r.path("etc/modprobe.d");
-    Root::list(&dir)
-        .into_iter()
-        .filter(|n| ext_is(n, "conf"))
-        .flat_map(|n| {
-            Root::read_raw(&dir.join(&n))
-                .ok()
-                .flatten()
-                .map(|t| parse_modprobe_installs(&t))
-                .unwrap_or_default()
-        })
-        .collect()
-}
-
-fn modules_blocked(r: &Root) -> Vec<(String, String)> {
-    let dir = r.path("etc/modprobe.d");
-    Root::list(&dir)
-        .into_iter()
-        .filter(|n| ext_is(n, "conf"))
-        .flat_map(|n| {
-            Root::read_raw(&dir.join(&n))
-                .ok()
-                .flatten()
-                .map(|t| parse_modprobe_blocks(&format!("/etc/modprobe.d/{n}"), &t))
-                .unwrap_or_default()
-        })
-        .collect()
+    let (mut blocked, mut by_name) = (Vec::new(), Vec::new());
+    for n in Root::list(&dir).into_iter().filter(|n| ext_is(n, "conf")) {
+        if let Ok(Some(t)) = Root::read_raw(&dir.join(&n)) {
+            let (b, i) = parse_modprobe(&format!("/etc/modprobe.d/{n}"), &t);
+            blocked.extend(b);
+            by_name.extend(i);
+        }
+    }
+    (blocked, by_name)
 }
 
 /// A file name ends in `.EXT` (as the tools that read these directories want it: lower case).
@@ -610,7 +589,7 @@ mod tests {
 
     #[test]
     fn modprobe_blocks() {
-        let b = parse_modprobe_blocks(
+        let (b, _) = parse_modprobe(
             "/etc/modprobe.d/x.conf",
             "# no RDMA here\nblacklist rdma_ucm\ninstall ib-uverbs /bin/false\ninstall mlx5_ib /sbin/modprobe --ignore-install mlx5_ib\noptions mlx4_core log_num_mgm_entry_size=-1\n",
         );
@@ -625,9 +604,11 @@ mod tests {
             ]
         );
         assert_eq!(
-            parse_modprobe_installs(
+            parse_modprobe(
+                "/etc/modprobe.d/x.conf",
                 "blacklist rpcrdma\ninstall rpcrdma /bin/false # no NFS/RDMA\n"
-            ),
+            )
+            .1,
             ["rpcrdma"]
         );
     }

@@ -222,29 +222,33 @@ impl Link {
     /// completion in error ends the drain: the queue pair is flushing).
     fn drain_ctrl(&mut self, out: &mut Vec<Ev>) {
         let until = Instant::now() + DRAIN_AFTER_SHUTDOWN;
-        let mut comps = Vec::new();
+        let mut comps = std::mem::take(&mut self.comps);
         while Instant::now() < until {
             comps.clear();
             match self.conn.poll_cq(&mut comps) {
                 Ok(0) => std::thread::sleep(Duration::from_millis(1)),
                 Ok(_) => {
-                    for c in &comps {
-                        let cq_data = c.flags & sys::FI_REMOTE_CQ_DATA as u64 != 0;
-                        if c.ctx >> 56 == K_RX && cq_data && c.data & CTRL_IMM != 0 {
-                            let idx = (c.ctx & VALUE_MASK) as usize;
-                            if let Ok(m) = self.conn.with_bytes(
-                                self.layout.rx(idx),
-                                CTRL_SIZE.min(c.len),
-                                Ctrl::decode,
-                            ) {
-                                out.push(Ev::Ctrl(m));
-                            }
+                    for c in comps.iter().filter(|c| c.ctx >> 56 == K_RX) {
+                        if let Some(Ok(m)) = self.rx_ctrl(c, (c.ctx & VALUE_MASK) as usize) {
+                            out.push(Ev::Ctrl(m));
                         }
                     }
                 }
-                Err(_) => return,
+                Err(_) => break,
             }
         }
+        self.comps = comps;
+    }
+
+    /// The control message a receive completion `c` brought into receive buffer `idx`, when
+    /// it brought one (remote CQ data with [`CTRL_IMM`]); None for a data message or a write.
+    #[inline]
+    fn rx_ctrl(&self, c: &Completion, idx: usize) -> Option<Result<Ctrl, RdmaError>> {
+        let cq_data = c.flags & sys::FI_REMOTE_CQ_DATA as u64 != 0;
+        (cq_data && c.data & CTRL_IMM != 0).then(|| {
+            self.conn
+                .with_bytes(self.layout.rx(idx), CTRL_SIZE.min(c.len), Ctrl::decode)
+        })
     }
 
     fn dispatch(&mut self, c: Completion, out: &mut Vec<Ev>) -> Result<(), RdmaError> {
@@ -255,12 +259,8 @@ impl Link {
         match kind {
             K_RX => {
                 let idx = value as usize;
-                if cq_data && c.data & CTRL_IMM != 0 {
-                    let m = self.conn.with_bytes(
-                        self.layout.rx(idx),
-                        CTRL_SIZE.min(c.len),
-                        Ctrl::decode,
-                    )?;
+                if let Some(m) = self.rx_ctrl(&c, idx) {
+                    let m = m?;
                     self.repost_rx(idx)?;
                     out.push(Ev::Ctrl(m));
                 } else if remote_write {

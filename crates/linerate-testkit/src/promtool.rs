@@ -81,15 +81,7 @@ fn test_file(cases: &[Case]) -> Value {
 /// alert fired exactly as expected; `Ok(false)`: promtool is not installed (the caller records a
 /// skip); `Err`: promtool's report of what differed.
 pub fn test_rules(rules: &str, cases: &[Case]) -> Result<bool, String> {
-    let dir = std::env::temp_dir().join(format!(
-        "linerate-promtool-{}-{}",
-        std::process::id(),
-        crate::current_test().replace([':', '/'], "_")
-    ));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let result = run_in(&dir, rules, cases);
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    test_rules_file(rules, &test_file(cases))
 }
 
 /// Runs `promtool test rules` on a unit-test file of one's own (`tests`, as JSON: its
@@ -105,10 +97,6 @@ pub fn test_rules_file(rules: &str, tests: &Value) -> Result<bool, String> {
     let result = run_file_in(&dir, rules, tests);
     let _ = std::fs::remove_dir_all(&dir);
     result
-}
-
-fn run_in(dir: &Path, rules: &str, cases: &[Case]) -> Result<bool, String> {
-    run_file_in(dir, rules, &test_file(cases))
 }
 
 fn run_file_in(dir: &Path, rules: &str, tests: &Value) -> Result<bool, String> {

@@ -2,6 +2,7 @@
 //! docs/lab.md). A machine without the lab's pieces records a skip (a failure in CI); any other
 //! failure to boot fails the test with its one line.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use linerate_lab::{Bg, Guest, Lab, LabError, LabSpec};
@@ -63,4 +64,38 @@ pub fn linerate_json(g: &Guest, args: &str, secs: u64) -> Value {
 pub fn serve(g: &Guest, addr: &str) -> Bg {
     g.spawn(&format!("exec {BIN} serve -B {addr}"))
         .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Stop `bg` in `g` (a server, for a failure's message): what it wrote, or why that could not
+/// be had.
+pub fn server_log(g: &Guest, bg: Bg) -> String {
+    g.stop(bg, Duration::from_secs(5))
+        .map_or_else(|e| e.to_string(), |o| format!("{}{}", o.stdout, o.stderr))
+}
+
+/// The hw_counters of RDMA device `dev` port 1 in guest `g`.
+pub fn hw(g: &Guest, dev: &str) -> BTreeMap<String, u64> {
+    let dir = format!("/sys/class/infiniband/{dev}/ports/1/hw_counters");
+    sh(g, &format!("cd {dir} && grep -H . *"), 30)
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            Some((k.to_string(), v.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// How far counter `name` rose from `before` to `after` (a counter absent is 0).
+pub fn rose(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>, name: &str) -> u64 {
+    after.get(name).copied().unwrap_or(0) - before.get(name).copied().unwrap_or(0)
+}
+
+/// The findings of `id` in a probe or doctor document.
+pub fn findings<'a>(doc: &'a Value, id: &str) -> Vec<&'a Value> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == id)
+        .collect()
 }
