@@ -147,7 +147,12 @@ fn modules_available(r: &Root) -> Vec<String> {
 /// /bin/false` (or `/bin/true`), and whether by an `install` line: blocked even when asked for
 /// by name.
 fn modprobe_block(line: &str) -> Option<(String, bool)> {
-    let f: Vec<&str> = line.split('#').next().unwrap_or("").split_whitespace().collect();
+    let f: Vec<&str> = line
+        .split('#')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
     let (m, by_name) = match f[..] {
         ["blacklist", m] => (m, false),
         ["install", m, "/bin/false" | "/bin/true" | "/usr/bin/false" | "/usr/bin/true", ..] => {
