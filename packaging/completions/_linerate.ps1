@@ -271,6 +271,7 @@ Register-ArgumentCompleter -Native -CommandName 'linerate' -ScriptBlock {
             [CompletionResult]::new('--interval', '--interval', [CompletionResultType]::ParameterName, 'How often both ends sample their counters (`1s`, `500ms`; at least 100 ms)')
             [CompletionResult]::new('-P', '-P ', [CompletionResultType]::ParameterName, 'TCP streams per direction')
             [CompletionResult]::new('--parallel', '--parallel', [CompletionResultType]::ParameterName, 'TCP streams per direction')
+            [CompletionResult]::new('--rdma-window', '--rdma-window', [CompletionResultType]::ParameterName, 'The RDMA traffic''s writes in flight (default 16). On a lossy path without flow control (RoCE without PFC) the transport goes back N on each loss and a large window can stall it; a smaller one keeps it moving, and the soak still judges what the device counted')
             [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Also write a self-contained HTML report with the timeline to this file')
             [CompletionResult]::new('--textfile', '--textfile', [CompletionResultType]::ParameterName, 'Also write `linerate_soak.prom` into this directory for node_exporter''s textfile collector (atomically: a temporary file in DIR, then a rename)')
             [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'Read this host''s counters under this directory instead of `/` (a copy or a fixture tree)')

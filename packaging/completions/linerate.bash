@@ -1127,7 +1127,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__soak)
-            opts="-p -t -i -P -R -h -V --port --iperf3 --duration --interval --parallel --both-ways --one-way --reverse --rdma --no-rdma --passive --json --json-stream --report --textfile --root --psk-file --threshold --ssh --ssh-command --color --help --version"
+            opts="-p -t -i -P -R -h -V --port --iperf3 --duration --interval --parallel --both-ways --one-way --reverse --rdma --no-rdma --rdma-window --passive --json --json-stream --report --textfile --root --psk-file --threshold --ssh --ssh-command --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1162,6 +1162,10 @@ _linerate() {
                     return 0
                     ;;
                 -P)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rdma-window)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -259,6 +259,7 @@ set edit:completion:arg-completer[linerate] = {|@words|
             cand --interval 'How often both ends sample their counters (`1s`, `500ms`; at least 100 ms)'
             cand -P 'TCP streams per direction'
             cand --parallel 'TCP streams per direction'
+            cand --rdma-window 'The RDMA traffic''s writes in flight (default 16). On a lossy path without flow control (RoCE without PFC) the transport goes back N on each loss and a large window can stall it; a smaller one keeps it moving, and the soak still judges what the device counted'
             cand --report 'Also write a self-contained HTML report with the timeline to this file'
             cand --textfile 'Also write `linerate_soak.prom` into this directory for node_exporter''s textfile collector (atomically: a temporary file in DIR, then a rename)'
             cand --root 'Read this host''s counters under this directory instead of `/` (a copy or a fixture tree)'

@@ -240,6 +240,7 @@ complete -c linerate -n "__fish_linerate_using_subcommand soak" -s p -l port -d 
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -s t -l duration -d 'How long to soak (`10m`, `90s`, `1h`, or seconds)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -s i -l interval -d 'How often both ends sample their counters (`1s`, `500ms`; at least 100 ms)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -s P -l parallel -d 'TCP streams per direction' -r
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l rdma-window -d 'The RDMA traffic\'s writes in flight (default 16). On a lossy path without flow control (RoCE without PFC) the transport goes back N on each loss and a large window can stall it; a smaller one keeps it moving, and the soak still judges what the device counted' -r
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l report -d 'Also write a self-contained HTML report with the timeline to this file' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l textfile -d 'Also write `linerate_soak.prom` into this directory for node_exporter\'s textfile collector (atomically: a temporary file in DIR, then a rename)' -r -F
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l root -d 'Read this host\'s counters under this directory instead of `/` (a copy or a fixture tree)' -r -F

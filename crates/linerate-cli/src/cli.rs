@@ -503,8 +503,13 @@ pub struct SoakArgs {
     /// TCP streams only, also on an InfiniBand or RoCE path.
     #[arg(long)]
     pub no_rdma: bool,
+    /// The RDMA traffic's writes in flight (default 16). On a lossy path without flow control
+    /// (RoCE without PFC) the transport goes back N on each loss and a large window can stall
+    /// it; a smaller one keeps it moving, and the soak still judges what the device counted.
+    #[arg(long, value_name = "N", conflicts_with = "no_rdma", value_parser = clap::value_parser!(u32).range(1..=i64::from(linerate_proto::RDMA_MAX_WINDOW)))]
+    pub rdma_window: Option<u32>,
     /// Sample the local ports only, without traffic (no BER verdict without traffic).
-    #[arg(long, conflicts_with_all = ["rdma", "both_ways", "one_way", "reverse", "psk_file", "ssh"])]
+    #[arg(long, conflicts_with_all = ["rdma", "rdma_window", "both_ways", "one_way", "reverse", "psk_file", "ssh"])]
     pub passive: bool,
     /// Print one JSON document (schemas/soak.schema.json) instead of the terminal view.
     #[arg(long, conflicts_with = "json_stream")]

@@ -316,13 +316,12 @@ fn shaper_named(doc: &Value) {
     let v = &doc["verdict"];
     assert_eq!(v["limited_by"], "shaper", "{v}");
     // Reached (90% of its rate): "a netem shaper at 0.005 Gbit/s on the remote enp1s0"; below
-    // it, the `net.shaper` finding's words: "a netem qdisc limits enp1s0 on the remote end".
+    // it, the `net.shaper` finding's noun: "a netem shaper at 0.005 Gbit/s on the wire on the
+    // remote enp1s0 (see the `net.shaper` finding)".
     let summary = text(&v["summary"]);
     assert!(
-        summary.starts_with("limited by a netem ")
-            && summary.contains("0.005 Gbit/s")
-            && (summary.contains(&format!("on the remote {IF}"))
-                || summary.contains(&format!("{IF} on the remote end")))
+        summary.starts_with("limited by a netem shaper at 0.005 Gbit/s on ")
+            && summary.contains(&format!("on the remote {IF}"))
             && summary.contains(": receive direction (the slower)"),
         "{v}"
     );

@@ -186,6 +186,23 @@ fn bad_options_name_themselves() {
         ],
         &["--threshold min_bits is given twice"],
     );
+    // The RDMA traffic's window: its range, and only where there is RDMA traffic.
+    refused(
+        &["soak", "198.18.0.2", "--rdma-window", "0"],
+        &["--rdma-window", "1..=1024"],
+    );
+    refused(
+        &["soak", "198.18.0.2", "--rdma-window", "many"],
+        &["--rdma-window", "many"],
+    );
+    refused(
+        &["soak", "198.18.0.2", "--rdma-window", "4", "--no-rdma"],
+        &["--rdma-window", "--no-rdma", "cannot be used"],
+    );
+    refused(
+        &["soak", "--passive", "--rdma-window", "4"],
+        &["--rdma-window", "--passive", "cannot be used"],
+    );
 }
 
 #[test]

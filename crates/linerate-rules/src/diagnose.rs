@@ -622,12 +622,14 @@ fn shapers(c: &Ctx<'_>) -> Vec<Finding> {
             out.push(
                 Finding::new(FindingId::NetShaper, Severity::Warning, format!("{end}:{}", f.netdev.as_deref().unwrap_or("?")))
                     .evidence("qdisc", format!("{} {} rate {} bit/s", s.kind, s.handle, s.rate_bps))
+                    // A noun first (the verdict quotes what comes before the first colon as
+                    // what limits the result), then what it does.
                     .message(format!(
-                        "a {} qdisc limits {} on the {end} end to {} Gbit/s on the wire{}",
+                        "a {} shaper at {} Gbit/s on the wire on the {end} {}: it limits what the {end} end sends{}",
                         s.kind,
-                        f.netdev.as_deref().unwrap_or("the interface"),
                         fmt_num(g),
-                        if limits { format!(": it is what limits the {} direction (measured {} Gb/s of TCP payload)", dir_name(shaped_dir), fmt_round(shaped_best, 2)) } else { String::new() }
+                        f.netdev.as_deref().unwrap_or("interface"),
+                        if limits { format!(", and it is what limits the {} direction (measured {} Gb/s of TCP payload)", dir_name(shaped_dir), fmt_round(shaped_best, 2)) } else { String::new() }
                     ))
                     .fix(format!(
                         "If it is not intended: `tc qdisc del dev {} root` (check `tc -s qdisc show dev {0}` and any tc setup in the network configuration).",

@@ -464,8 +464,13 @@ fn a_shaper_on_the_far_ends_egress_is_no_verdict_for_the_send_direction() {
     }
     let d = run("the shaped direction judged", &i);
     assert_eq!(d.verdict.limited_by, Cause::Shaper, "{}", d.verdict.summary);
+    // Below the shaper's rate the verdict quotes the finding's noun (it once read "limited by
+    // a netem qdisc limits enp1s0 ...").
     assert!(
-        d.verdict
+        d.verdict.summary.starts_with(
+            "limited by a netem shaper at 0.02 Gbit/s on the wire on the remote enp1s0 (see the `net.shaper` finding): "
+        ) && d
+            .verdict
             .summary
             .contains(": receive direction (the slower)"),
         "{}",

@@ -185,7 +185,7 @@ pub fn run(a: &SoakArgs, style: Style) -> anyhow::Result<u8> {
         interval_s: a.interval.as_secs_f64(),
         passive: a.passive,
         // RDMA traffic ran beside the streams: asked for, or added because the path is RDMA's.
-        rdma: server.as_ref().is_some_and(|s| s.rdma),
+        rdma: server.as_ref().is_some_and(|s| s.rdma.is_some()),
         both_ways: !(a.one_way || a.reverse || a.passive),
     };
     if out.human() {
@@ -269,8 +269,8 @@ struct SoakServer {
     psk: Option<linerate_proto::Psk>,
     /// The soak's TCP test.
     params: TestParams,
-    /// RDMA traffic beside it.
-    rdma: bool,
+    /// RDMA traffic beside it: its writes in flight, or None for none.
+    rdma: Option<u32>,
     root: PathBuf,
     /// The far end started over ssh (`--ssh`); it ends when this is dropped.
     far: Option<super::far::Started>,
@@ -283,7 +283,8 @@ fn soak_server(a: &SoakArgs) -> anyhow::Result<SoakServer> {
     let port = a.port.unwrap_or(linerate_proto::DEFAULT_PORT);
     let mut addr: SocketAddr = super::bench::lookup(&target.host, port)?[0];
     let params = soak_params(a)?;
-    let rdma = a.rdma || (!a.no_rdma && path_is_rdma(addr));
+    let rdma = (a.rdma || a.rdma_window.is_some() || (!a.no_rdma && path_is_rdma(addr)))
+        .then(|| a.rdma_window.unwrap_or(defaults::RDMA_WINDOW));
     let mut psk = a
         .psk_file
         .as_deref()
@@ -292,8 +293,8 @@ fn soak_server(a: &SoakArgs) -> anyhow::Result<SoakServer> {
     let far = match &target.ssh {
         Some(ssh) => {
             let mut tests = vec![params.clone()];
-            if rdma {
-                tests.push(rdma_params(params.duration_ms));
+            if let Some(window) = rdma {
+                tests.push(rdma_params(params.duration_ms, window));
             }
             let started = ssh.start(
                 addr.ip(),
@@ -361,7 +362,7 @@ fn active(
     };
     let rdma = s
         .rdma
-        .then(|| rdma_start(server, cfg.psk.clone(), s.params.duration_ms));
+        .map(|window| rdma_start(server, cfg.psk.clone(), s.params.duration_ms, window));
     let run = linerate_bench::run_client(&cfg, &mut |e| match e {
         Event::LocalSoak(s) | Event::RemoteSoak(s) => feed.push(&s),
         _ => {}
@@ -411,18 +412,19 @@ fn rdma_start(
     server: SocketAddr,
     psk: Option<linerate_proto::Psk>,
     duration_ms: u64,
+    window: u32,
 ) -> std::thread::JoinHandle<Result<linerate_bench::ClientRun, String>> {
     let cfg = ClientConfig {
         psk,
-        ..ClientConfig::new(server, rdma_params(duration_ms))
+        ..ClientConfig::new(server, rdma_params(duration_ms, window))
     };
     std::thread::spawn(move || {
         linerate_bench::run_client(&cfg, &mut |_| {}).map_err(|e| e.to_string())
     })
 }
 
-/// The RDMA write bandwidth test beside the soak's streams.
-fn rdma_params(duration_ms: u64) -> TestParams {
+/// The RDMA write bandwidth test beside the soak's streams, `window` writes in flight.
+fn rdma_params(duration_ms: u64, window: u32) -> TestParams {
     TestParams {
         duration_ms,
         interval_ms: 0,
@@ -431,7 +433,7 @@ fn rdma_params(duration_ms: u64) -> TestParams {
             op: linerate_proto::RdmaOp::Write,
             latency: false,
             provider: None,
-            window: defaults::RDMA_WINDOW,
+            window,
             qps: 1,
             verify: false,
             sweep: false,
