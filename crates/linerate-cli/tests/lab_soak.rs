@@ -38,13 +38,18 @@ const SENT_LOST: [&str; 2] = ["completer_retry_err", "rcvd_seq_err"];
 /// peer retransmitted (Linux 6.1).
 const RECEIVED_LOST: [&str; 2] = ["out_of_seq_request", "duplicate_request"];
 
-/// Words of an RDMA initiator that waited its whole stall limit (5 s) for a completion: over a
-/// lossy rxe link under TCG a lost packet's retransmission now and then comes later than that
-/// (one soak and one bench in five here), and the run says so and keeps what it measured.
-const STALLED: &str = "operations outstanding";
+/// The RDMA writes over the lossy link stalled, as the run says: the initiator waited its whole
+/// stall limit (5 s) for a completion, or its last writes took it past the server's grace (the
+/// server ends the test, the initiator sees its peer go). Over a lossy rxe link under TCG a lost
+/// packet's retransmission now and then comes that late (one soak and one bench in five here,
+/// and the bench's drain with both host cores busy), and the run keeps what it measured.
+fn stalled(error: &str) -> bool {
+    error.contains("operations outstanding")
+        || error.contains("did not finish by the test's end and its grace")
+}
 
 /// A soak from a to b; its document, which must be complete (over a `lossy` link its RDMA
-/// traffic may have stalled, [`STALLED`]: the soak then says so and judges what it sampled),
+/// traffic may have [`stalled`]: the soak then says so and judges what it sampled),
 /// with the server's log in the message otherwise; and rxe0's counters on a and b before and
 /// after it.
 fn soak(a: &Guest, b: &Guest, server: &str, serve: Bg, lossy: bool) -> (Value, [Moved; 2]) {
@@ -59,7 +64,7 @@ fn soak(a: &Guest, b: &Guest, server: &str, serve: Bg, lossy: bool) -> (Value, [
         )
     });
     let error = doc["error"].as_str().unwrap_or_default();
-    if lossy && error.starts_with("rdma traffic: ") && error.contains(STALLED) {
+    if lossy && error.starts_with("rdma traffic: ") && stalled(error) {
         eprintln!("the lossy soak's RDMA writes stalled: {error}");
     } else if !doc["error"].is_null() {
         let log = lab::server_log(b, serve);
@@ -249,7 +254,7 @@ fn lossy_direction_is_named(a: &Guest, b: &Guest, server: &str, serve: Bg) {
     );
 }
 
-/// (3) `bench --rdma` over the lossy link: it completes (or says that it stalled, [`STALLED`]),
+/// (3) `bench --rdma` over the lossy link: it completes (or says that it [`stalled`]),
 /// and the retries and NAKs it reports for this end's device are the ones sysfs shows (bench
 /// reads them at the test's start and end, inside the reads here: at most a window of
 /// operations, each retried once, apart).
@@ -257,8 +262,9 @@ fn bench_reports_the_retries_the_device_counted(a: &Guest, b: &Guest, server: &s
     let before = hw(a, "rxe0");
     // Four writes in flight, not sixteen: a loss rxe learns of by a sequence NAK costs a
     // go-back-N of the window, one at the tail of a write its retransmit timer; the drain at
-    // the test's end stays well inside the server's grace on a loaded machine (with sixteen
-    // 64 KiB writes in flight it did not, once, beside another lab and a build).
+    // the test's end stays inside the server's grace on a loaded machine (with sixteen 64 KiB
+    // writes in flight it did not, once, beside another lab and a build; with four, once, with
+    // both host cores busy: [`stalled`]).
     let doc = linerate_json(
         a,
         &format!("bench {server} --rdma --provider verbs --device rxe0 -t 6 -w 4 -J"),
@@ -267,7 +273,7 @@ fn bench_reports_the_retries_the_device_counted(a: &Guest, b: &Guest, server: &s
     let after = hw(a, "rxe0");
     let t = &doc["tests"][0];
     let error = t["error"].as_str().unwrap_or_default();
-    if error.contains(STALLED) {
+    if stalled(error) {
         eprintln!("bench --rdma over {LOSS} stalled: {error}");
     } else if !t["error"].is_null() {
         let log = lab::server_log(b, serve);
