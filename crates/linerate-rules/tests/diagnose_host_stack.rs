@@ -7,7 +7,10 @@ use std::path::Path;
 use linerate_facts::{EndFacts, Finding, PortKind, SocketLimits};
 use linerate_model::{host_stack_ceiling, HostStackInput};
 use linerate_proto::{Direction, TestKind};
-use linerate_rules::{diagnose, end_facts, DiagnoseInput, Diagnosis, Measured};
+mod common;
+
+use common::run;
+use linerate_rules::{end_facts, DiagnoseInput, Diagnosis, Measured};
 use linerate_units::{fmt_num, r1, r2, r3};
 
 /// This host's loopback interface, as `end_facts` gives it on a machine with `cpus` CPUs.
@@ -69,15 +72,6 @@ fn self_check(copy_gb_per_s: f64, cores: usize, tests: Vec<Measured>) -> Diagnos
         counter_deltas: Vec::new(),
         qdiscs: linerate_facts::QdiscsSeen::default(),
     }
-}
-
-fn run(name: &str, i: &DiagnoseInput) -> Diagnosis {
-    let d = diagnose(i);
-    println!("[{name}] verdict: {}", d.verdict.summary);
-    for f in &d.findings {
-        println!("[{name}]   {} {} {}", f.id, f.subject, f.message);
-    }
-    d
 }
 
 fn with_id<'a>(d: &'a Diagnosis, id: &str) -> Option<&'a Finding> {

@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use linerate_facts::{CounterDelta, EndFacts, Finding, Inventory, IpoibMode, Severity, ShaperFact};
 use linerate_model::{host_stack_ceiling, HostStackCeiling, HostStackInput};
 use linerate_proto::{Direction, RdmaOp, TestKind};
-use linerate_rules::{diagnose, end_facts, DiagnoseInput, Diagnosis, Measured};
+mod common;
+
+use common::{run, with_id};
+use linerate_rules::{end_facts, DiagnoseInput, Diagnosis, Measured};
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -141,29 +144,6 @@ fn input(local: EndFacts, remote: Option<EndFacts>, tests: Vec<Measured>) -> Dia
     }
 }
 
-fn run(name: &str, i: &DiagnoseInput) -> Diagnosis {
-    let d = diagnose(i);
-    println!("[{name}] verdict: {}", d.verdict.summary);
-    println!(
-        "[{name}]   gbps {} ceiling {} limited_by {}",
-        d.verdict.gbps, d.verdict.ceiling_gbps, d.verdict.limited_by
-    );
-    for f in &d.findings {
-        println!(
-            "[{name}]   {:<7} {:<26} {:<28} {}",
-            f.severity.as_str(),
-            f.id,
-            f.subject,
-            f.message
-        );
-    }
-    d
-}
-
-fn find<'a>(d: &'a Diagnosis, id: &str) -> Vec<&'a Finding> {
-    d.findings.iter().filter(|f| f.id.as_str() == id).collect()
-}
-
 fn one<'a>(d: &'a Diagnosis, id: &str, subject: &str) -> &'a Finding {
     d.findings
         .iter()
@@ -250,9 +230,9 @@ fn ipoib_datagram_mode_on_both_ends_limits_one_stream_by_cpu() {
         cpu.message
     );
     // Same fixture on both ends: nothing to compare.
-    assert!(find(&d, "mtu.mismatch").is_empty());
-    assert!(find(&d, "unexplained").is_empty(), "{:?}", ids(&d));
-    assert!(find(&d, "ceiling.reached").is_empty());
+    assert!(with_id(&d, "mtu.mismatch").is_empty());
+    assert!(with_id(&d, "unexplained").is_empty(), "{:?}", ids(&d));
+    assert!(with_id(&d, "ceiling.reached").is_empty());
 
     let v = &d.verdict;
     assert_eq!(v.limited_by.as_str(), "ipoib_mode");
@@ -320,9 +300,9 @@ fn pcie_gen2_x4_slot_is_reached() {
             f.message
         );
     }
-    assert!(!find(&d, "pcie.bottleneck").is_empty());
-    assert!(find(&d, "unexplained").is_empty());
-    assert!(find(&d, "cpu.saturated").is_empty());
+    assert!(!with_id(&d, "pcie.bottleneck").is_empty());
+    assert!(with_id(&d, "unexplained").is_empty());
+    assert!(with_id(&d, "cpu.saturated").is_empty());
 
     let v = &d.verdict;
     assert_eq!(v.limited_by.as_str(), "pcie");
@@ -364,8 +344,8 @@ fn no_subnet_manager_on_the_local_end() {
         "ib.no_subnet_manager",
         "ranked first"
     );
-    assert!(find(&d, "unexplained").is_empty(), "{:?}", ids(&d));
-    assert!(find(&d, "cpu.saturated").is_empty());
+    assert!(with_id(&d, "unexplained").is_empty(), "{:?}", ids(&d));
+    assert!(with_id(&d, "cpu.saturated").is_empty());
     let v = &d.verdict;
     assert_eq!(v.limited_by.as_str(), "no_subnet_manager");
     assert_eq!(v.gbps, 0.0);
@@ -461,7 +441,7 @@ fn retransmits_with_ib_symbol_errors_blame_the_cable() {
         CounterDelta::rose(format!("{port} port_rcv_errors"), 211),
     ];
     let d = run("retransmits", &i);
-    let r = find(&d, "net.retransmits");
+    let r = with_id(&d, "net.retransmits");
     assert_eq!(r.len(), 2, "one per lossy test: {:?}", ids(&d));
     for f in &r {
         assert_eq!(f.severity, Severity::Warning);
@@ -504,7 +484,7 @@ fn retransmits_with_ib_symbol_errors_blame_the_cable() {
         "{}",
         d.verdict.summary
     );
-    assert!(find(&d, "unexplained").is_empty());
+    assert!(with_id(&d, "unexplained").is_empty());
 }
 
 #[test]
@@ -664,7 +644,7 @@ fn far_below_the_ceiling_with_nothing_wrong_is_unexplained() {
 fn assert_no_dangling_unexplained(d: &Diagnosis) {
     if d.verdict.summary.contains("see `unexplained`") {
         assert!(
-            !find(d, "unexplained").is_empty(),
+            !with_id(d, "unexplained").is_empty(),
             "the verdict says \"{}\" but there is no unexplained finding: {:?}",
             d.verdict.summary,
             ids(d)
@@ -751,7 +731,7 @@ fn check_shaper(name: &str, local: EndFacts, mtu: f64) {
         "{}",
         v.summary
     );
-    assert!(find(&d, "unexplained").is_empty());
+    assert!(with_id(&d, "unexplained").is_empty());
     one(&d, "ceiling.reached", "path");
 }
 
@@ -908,7 +888,7 @@ fn tcp_info_names_a_window_limit_the_rtt_estimate_misses() {
         "estimate misses",
         &input(local, Some(remote), vec![windowed(400.0, None)]),
     );
-    assert!(find(&d, "tcp.buffers_small").is_empty(), "{:?}", ids(&d));
+    assert!(with_id(&d, "tcp.buffers_small").is_empty(), "{:?}", ids(&d));
 }
 
 #[test]
@@ -925,7 +905,7 @@ fn a_slow_reader_closing_the_window_is_not_small_buffers() {
             vec![windowed(50.0, Some((97.0, 85.0, 0.0)))],
         ),
     );
-    assert!(find(&d, "tcp.buffers_small").is_empty(), "{:?}", ids(&d));
+    assert!(with_id(&d, "tcp.buffers_small").is_empty(), "{:?}", ids(&d));
 }
 
 #[test]
@@ -941,7 +921,7 @@ fn tcp_info_clears_a_window_an_inflated_rtt_suggests() {
             vec![windowed(1200.0, Some((99.5, 1.0, 0.4)))],
         ),
     );
-    assert!(find(&d, "tcp.buffers_small").is_empty(), "{:?}", ids(&d));
+    assert!(with_id(&d, "tcp.buffers_small").is_empty(), "{:?}", ids(&d));
     assert_ne!(d.verdict.limited_by.as_str(), "tcp_buffers");
 }
 
@@ -985,7 +965,7 @@ fn a_loaded_hosts_inflated_rtt_does_not_make_a_large_window_the_limit() {
             vec![windowed(1200.0, Some((80.0, 0.3, 0.0)))],
         ),
     );
-    assert!(find(&d, "tcp.buffers_small").is_empty(), "{:?}", ids(&d));
+    assert!(with_id(&d, "tcp.buffers_small").is_empty(), "{:?}", ids(&d));
     assert_ne!(d.verdict.limited_by.as_str(), "tcp_buffers");
 }
 

@@ -9,9 +9,13 @@ use linerate_rules::{diagnose, DiagnoseInput, Diagnosis};
 pub fn run(name: &str, i: &DiagnoseInput) -> Diagnosis {
     let d = diagnose(i);
     println!("[{name}] verdict: {}", d.verdict.summary);
+    println!(
+        "[{name}]   gbps {} ceiling {} limited_by {}",
+        d.verdict.gbps, d.verdict.ceiling_gbps, d.verdict.limited_by
+    );
     for f in &d.findings {
         println!(
-            "[{name}]   {} {} {} {}",
+            "[{name}]   {:<7} {:<26} {:<28} {}",
             f.severity.as_str(),
             f.id,
             f.subject,
