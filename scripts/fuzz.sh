@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fuzz linerate's control-protocol decoder and its iperf3 protocol (see fuzz/README.md).
+# Fuzz linerate's control-protocol decoder, its iperf3 protocol and the decoders below the port
+# (module EEPROMs, ethtool and rtnetlink replies; see fuzz/README.md).
 #
 #   scripts/fuzz.sh                    # every target, 60 s each
 #   FUZZ_SECONDS=600 scripts/fuzz.sh   # longer
@@ -19,7 +20,7 @@ case $seconds in '' | *[!0-9]*)
     ;;
 esac
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(decode_frame validate_params iperf3_frames iperf3_params iperf3_results)
+[ ${#targets[@]} -gt 0 ] || targets=(decode_frame validate_params client_session server_session iperf3_frames iperf3_params iperf3_results phy_decoders)
 
 if ! rustup run nightly rustc --version >/dev/null 2>&1; then
     echo "fuzz.sh: the nightly toolchain is needed: rustup toolchain install nightly" >&2

@@ -3,13 +3,18 @@
 # touching this machine's own packages: one PASS/FAIL line per check and a closing
 # "package-test: N passed, N failed, N skipped".
 #
-#  1. scripts/package.sh builds the .deb and its debug symbols (.ddeb); the binary is stripped and
-#     names no path of the build machine; lintian reports no error or warning that
-#     packaging/debian/linerate.lintian-overrides does not justify.
+#  1. scripts/package.sh builds the portable binary, the .deb and its debug symbols (.ddeb), the
+#     .rpm and the release tarball; the binary is stripped, names no path of the build machine
+#     and needs no glibc symbol newer than 2.28 (`objdump -T`), which the .deb's Depends and the
+#     .rpm's Requires state; lintian and rpmlint report nothing their override files do not
+#     justify; the .rpm and the tarball hold the .deb's binary, man pages and completions; the
+#     tarball's .sha256 checks. On Debian 11 (a debootstrap root, glibc 2.31), the binary
+#     probes, diagnoses and measures, the .deb installs, and `--ssh` copies it to a far end with
+#     nothing installed and leaves nothing (crates/linerate-cli/tests/portable_debian11.rs).
 #  2. A second build of the same tree, copied to another directory, with another target directory
 #     and cargo's home at another path, gives byte-identical packages. It is a second release
 #     build (minutes); LINERATE_PACKAGE_REPRO=0 leaves it out (counted as skipped).
-#  3. `cargo install --path crates/linerate-cli` works (it reuses the first build).
+#  3. `cargo install --debug --path crates/linerate-cli` works (it reuses the test suite's build).
 #  4. A throwaway system: this machine's root under an overlay (a tmpfs on top) in a mount
 #     namespace of the test's own, booted with systemd as PID 1 in a container (systemd-nspawn,
 #     with a network namespace of its own). scripts/package-test-system.sh runs in it: install,
@@ -132,6 +137,8 @@ if [ "${LINERATE_PACKAGE_TEST:-}" = 0 ]; then
 fi
 for tool in cargo-deb:"cargo deb --version" cargo-about:"cargo about --version" \
     lintian:"lintian --version" systemd-nspawn:"systemd-nspawn --version" \
+    rpmlint:"rpmlint --version" rpm:"rpm --version" objdump:"objdump --version" \
+    debootstrap:"test -x /usr/sbin/debootstrap" \
     unshare:"unshare --version" nsenter:"nsenter --version" readelf:"readelf --version"; do
     if ! ${tool#*:} >/dev/null 2>&1; then
         fail "${tool%%:*} is missing: run scripts/setup-tests.sh"
@@ -158,14 +165,20 @@ export SOURCE_DATE_EPOCH
 
 # --- 1. build, strip, paths, lintian ------------------------------------------------------------
 start=$SECONDS
-if ! deb=$(timeout 1800 scripts/package.sh 2>"$work/build.log" | tail -n 1) || [ ! -f "$deb" ]; then
+timeout 2400 scripts/package.sh >"$work/built" 2>"$work/build.log"
+built_rc=$?
+deb=$(grep '\.deb$' "$work/built" | head -n 1)
+ddeb=$(grep '\.ddeb$' "$work/built" | head -n 1)
+rpm=$(grep '\.rpm$' "$work/built" | head -n 1)
+tarball=$(grep '\.tar\.gz$' "$work/built" | head -n 1)
+if [ "$built_rc" -ne 0 ] || [ ! -f "$deb" ] || [ ! -f "$rpm" ] || [ ! -f "$tarball" ]; then
     tail -n 30 "$work/build.log" >&2
-    fail "build the .deb (scripts/package.sh)"
+    fail "build the packages (scripts/package.sh, exit $built_rc): $(tr '\n' ' ' <"$work/built")"
     summary
     exit 1
 fi
-ddeb=$(ls "$(dirname "$deb")"/linerate-dbgsym_*.ddeb 2>/dev/null | head -n 1)
-pass "build the .deb: $deb ($(du -h "$deb" | cut -f1)), debug symbols in ${ddeb:-nothing} ($([ -n "$ddeb" ] && du -h "$ddeb" | cut -f1)), $((SECONDS - start)) s"
+size() { stat -c %s "$1" | awk '{ printf "%.1f MB", $1 / 1e6 }'; }
+pass "build the packages in $((SECONDS - start)) s: $deb ($(size "$deb")), debug symbols in ${ddeb:-nothing} ($([ -n "$ddeb" ] && size "$ddeb")), $rpm ($(size "$rpm")), $tarball ($(size "$tarball"))"
 
 mkdir "$work/deb"
 dpkg-deb -x "$deb" "$work/deb"
@@ -208,6 +221,73 @@ else
 fi
 grep -E '^[EWIPX]: ' "$work/lintian.log" | sed 's/^/  lintian: /'
 
+# The glibc floor: the newest glibc symbol version the binary needs (what CI reads), at most
+# 2.28, and what the packages' dependencies say.
+floor=$(objdump -T "$bin" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)
+depends=$(dpkg-deb -f "$deb" Depends)
+requires=$(rpm -qp --requires "$rpm" 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)
+if [ -n "$floor" ] && [ "$(printf '%s\n' "$floor" GLIBC_2.28 | sort -V | tail -1)" = GLIBC_2.28 ] &&
+    [[ "$depends" == *"libc6 (>= ${floor#GLIBC_})"* ]] && [ "$requires" = "$floor" ]; then
+    pass "glibc floor: $floor (objdump -T BIN | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1), at most GLIBC_2.28; the .deb depends on $depends; the .rpm requires libc.so.6($floor)"
+else
+    fail "glibc floor: the binary needs ${floor:-nothing readable} (at most GLIBC_2.28); the .deb depends on '$depends'; the .rpm requires ${requires:-no GLIBC_ version}"
+fi
+
+# The .rpm: rpmlint, with packaging/rpm/rpmlint.toml's filters (each with its reason), and the
+# .deb's files in it: the same binary, man pages and completions.
+timeout 600 rpmlint -c packaging/rpm/rpmlint.toml "$rpm" >"$work/rpmlint.log" 2>&1
+rpmlint_rc=$?
+undocumented=$(awk '/^ *#/ { reason = 1; next } /^ *"/ && !reason { print } NF { reason = /^ *#/ }' packaging/rpm/rpmlint.toml)
+if [ "$rpmlint_rc" -eq 0 ] && grep -q ' 0 errors, 0 warnings' "$work/rpmlint.log" && [ -z "$undocumented" ]; then
+    pass "rpmlint: $(grep -o '[0-9]* packages and [0-9]* specfiles checked; 0 errors, 0 warnings.*' "$work/rpmlint.log")"
+else
+    fail "rpmlint (exit $rpmlint_rc): $(grep -E ': (E|W): |errors' "$work/rpmlint.log" | head -n 20 | tr '\n' ';')${undocumented:+ filters without a reason: $undocumented}"
+fi
+sed 's/^/  rpmlint: /' "$work/rpmlint.log"
+mkdir "$work/rpm"
+rpm2cpio "$rpm" | (cd "$work/rpm" && cpio -idm --quiet)
+in_deb=$(cd "$work/deb" && find usr/share/man usr/lib/systemd -type f | sort | tr '\n' ' ')
+in_rpm=$(cd "$work/rpm" && find usr/share/man usr/lib/systemd -type f | sort | tr '\n' ' ')
+if cmp -s "$bin" "$work/rpm/usr/bin/linerate" && [ "$in_deb" = "$in_rpm" ] &&
+    [ -f "$work/rpm/usr/share/bash-completion/completions/linerate" ] &&
+    [ -f "$work/rpm/usr/share/zsh/site-functions/_linerate" ] &&
+    [ -f "$work/rpm/usr/share/fish/vendor_completions.d/linerate.fish" ] &&
+    [ -f "$work/rpm/usr/share/licenses/linerate/third-party-licenses.txt.gz" ] &&
+    [ -f "$work/rpm/etc/default/linerate" ]; then
+    pass "the .rpm holds the .deb's binary, $(echo "$in_rpm" | wc -w) man pages and unit, completions, licences and /etc/default/linerate"
+else
+    fail "the .rpm differs from the .deb: binary $(cmp "$bin" "$work/rpm/usr/bin/linerate" 2>&1 | head -n 1); deb [$in_deb] rpm [$in_rpm]"
+fi
+
+# The tarball: its checksum, ripgrep's layout, the .deb's binary.
+name=$(basename "$tarball" .tar.gz)
+mkdir "$work/tar"
+tar -xzf "$tarball" -C "$work/tar"
+t="$work/tar/$name"
+if (cd "$(dirname "$tarball")" && sha256sum --quiet -c "$name.tar.gz.sha256") &&
+    cmp -s "$bin" "$t/linerate" && [ -f "$t/doc/linerate.1" ] && [ -f "$t/doc/linerate-doctor.1" ] &&
+    [ -f "$t/complete/linerate.bash" ] && [ -f "$t/complete/_linerate" ] && [ -f "$t/complete/linerate.fish" ] &&
+    [ -f "$t/LICENSE-MIT" ] && [ -f "$t/LICENSE-APACHE" ] && [ -f "$t/README.md" ] &&
+    "$t/linerate" --version | grep -q '^linerate '; then
+    pass "the tarball: $name/ with the binary, doc/ ($(ls "$t/doc" | wc -l) files: man pages, changelog, unit), complete/ ($(ls "$t/complete" | wc -l) shells), licences, README; its .sha256 checks"
+else
+    fail "the tarball $tarball: checksum, layout or binary wrong: $(cd "$work/tar" && find . | head -n 30 | tr '\n' ' ')"
+fi
+
+# Debian 11: the portable binary and the .deb there, and --ssh to it with nothing installed.
+start=$SECONDS
+LINERATE_PORTABLE_BIN="$bin" LINERATE_DEB="$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")" \
+    timeout 3000 cargo test --locked -q -p linerate --test portable_debian11 -- --ignored --test-threads=1 \
+    >"$work/debian11.log" 2>&1
+debian11_rc=$?
+counts=$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p' "$work/debian11.log" | tail -n 1)
+if [ "$debian11_rc" -eq 0 ] && [ -n "$counts" ] && [ "${counts#* }" = 0 ]; then
+    pass "Debian 11 (glibc 2.31): ${counts% *} tests of crates/linerate-cli/tests/portable_debian11.rs in $((SECONDS - start)) s ($(cat /var/cache/linerate-tests/debian11-minbase/.linerate-complete 2>/dev/null | tr -d '\n'))"
+else
+    grep -E '^(test |---- |thread )|panicked' "$work/debian11.log" | head -n 40 >&2
+    fail "Debian 11 (exit $debian11_rc): $(grep -E '^test .* FAILED$' "$work/debian11.log" | tr '\n' ' ')"
+fi
+
 # --- 2. a second build, elsewhere: byte-identical ------------------------------------------------
 if [ "${LINERATE_PACKAGE_REPRO:-}" = 0 ]; then
     skip "the reproducibility check is left out with LINERATE_PACKAGE_REPRO=0"
@@ -228,31 +308,34 @@ else
         'mount --bind "$1" "$2" && CARGO_HOME="$2" CARGO_TARGET_DIR="$3" scripts/package.sh' \
         _ "$home" "$work/elsewhere/cargo-home" "$work/elsewhere/target") >"$work/elsewhere.out" 2>"$work/elsewhere.log"
     second=$((SECONDS - start))
-    deb2=$(tail -n 1 "$work/elsewhere.out")
-    ddeb2=$(ls "$work"/elsewhere/target/debian/linerate-dbgsym_*.ddeb 2>/dev/null | head -n 1)
+    deb2=$(grep '\.deb$' "$work/elsewhere.out" | head -n 1)
+    ddeb2=$(grep '\.ddeb$' "$work/elsewhere.out" | head -n 1)
+    rpm2=$(grep '\.rpm$' "$work/elsewhere.out" | head -n 1)
+    tarball2=$(grep '\.tar\.gz$' "$work/elsewhere.out" | head -n 1)
     if [ ! -f "$deb2" ]; then
         tail -n 20 "$work/elsewhere.log" >&2
         fail "reproducible: the second build (in $copy) failed"
-    elif cmp -s "$deb" "$deb2" && [ -n "$ddeb2" ] && cmp -s "$ddeb" "$ddeb2"; then
-        pass "reproducible: a second build in another directory, target directory and cargo home gives byte-identical packages ($(sha256sum "$deb" | cut -c1-16)... .deb, .ddeb too; second build $second s)"
+    elif cmp -s "$deb" "$deb2" && [ -n "$ddeb2" ] && cmp -s "$ddeb" "$ddeb2" && cmp -s "$rpm" "$rpm2" && cmp -s "$tarball" "$tarball2"; then
+        pass "reproducible: a second build in another directory, target directory and cargo home gives byte-identical packages ($(sha256sum "$deb" | cut -c1-16)... .deb, .ddeb, .rpm and tarball too; second build $second s)"
     else
         mkdir "$work/deb2"
         dpkg-deb -R "$deb2" "$work/deb2"
         dpkg-deb -e "$deb" "$work/deb/DEBIAN"
-        fail "reproducible: the packages differ ($(cmp "$deb" "$deb2" | head -n 1); .ddeb: $(cmp "$ddeb" "$ddeb2" 2>&1 | head -n 1)); files that differ: $(diff -rq "$work/deb" "$work/deb2" 2>&1 | head -n 5 | tr '\n' ';')"
+        fail "reproducible: the packages differ ($(cmp "$deb" "$deb2" | head -n 1); .ddeb: $(cmp "$ddeb" "$ddeb2" 2>&1 | head -n 1); .rpm: $(cmp "$rpm" "$rpm2" 2>&1 | head -n 1); tarball: $(cmp "$tarball" "$tarball2" 2>&1 | head -n 1)); files that differ: $(diff -rq "$work/deb" "$work/deb2" 2>&1 | head -n 5 | tr '\n' ';')"
     fi
 fi
 
 # --- 3. cargo install --------------------------------------------------------------------------
-# The other way to install: from source with cargo. The same target directory and flags reuse the
-# package's build.
-if (release_env && timeout 1800 cargo install --locked --quiet --path crates/linerate-cli \
-    --root "$work/cargo-root" --target-dir "${CARGO_TARGET_DIR:-target}") 2>"$work/cargo-install.log" &&
+# The other way to install: from source with cargo. The package's release build is zig's (another
+# linker, which cargo counts as other settings: a second release build of everything), so this
+# installs the debug build, reusing the test suite's: the release profile is built above.
+if timeout 1800 cargo install --locked --quiet --debug --path crates/linerate-cli \
+    --root "$work/cargo-root" --target-dir "${CARGO_TARGET_DIR:-target}" 2>"$work/cargo-install.log" &&
     "$work/cargo-root/bin/linerate" --version | grep -q '^linerate '; then
-    pass "cargo install --locked --path crates/linerate-cli"
+    pass "cargo install --locked --debug --path crates/linerate-cli"
 else
     tail -n 20 "$work/cargo-install.log" >&2
-    fail "cargo install --locked --path crates/linerate-cli"
+    fail "cargo install --locked --debug --path crates/linerate-cli"
 fi
 
 # --- 4. the throwaway system -------------------------------------------------------------------

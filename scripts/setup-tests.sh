@@ -27,9 +27,19 @@ PACKAGES+=(openssh-server openssh-client iperf3)
 # tmux: crates/linerate-cli/tests/watch_tmux.rs runs `linerate watch`'s screen in a tmux server of its
 # own and reads it back with capture-pane (keys, resize, the terminal restored after q and SIGTERM).
 PACKAGES+=(tmux)
+# ethtool: what probe reads below the port is set against ethtool's own answer on this machine's
+# NICs (crates/linerate-inventory/tests/phy_live.rs) and in the lab's guests, which run this
+# root's binaries (crates/linerate-cli/tests/lab_phy.rs).
+PACKAGES+=(ethtool)
 # lintian (with dpkg-dev, binutils: dpkg-parsechangelog, readelf) and systemd-container
 # (systemd-nspawn: the throwaway system the package is installed in): scripts/package-test.sh.
 PACKAGES+=(lintian dpkg-dev binutils systemd-container)
+# rpm (rpmbuild, rpm2cpio), rpmlint and cpio: scripts/package.sh builds the .rpm with rpmbuild,
+# scripts/package-test.sh checks it with rpmlint and unpacks it. debootstrap: the Debian 11 root
+# the portable build is tested in (linerate_testkit::debian, made once and cached under
+# /var/cache/linerate-tests). busybox-static: the `--ssh-copy` script is checked under busybox sh
+# as well as dash and bash (crates/linerate-ssh/src/copy.rs).
+PACKAGES+=(rpm rpmlint cpio debootstrap busybox-static)
 # slurm-wlm (slurmctld, slurmd, srun, scancel), munge (munged) and libpmix-dev (the libpmix.so
 # that Slurm's mpi/pmix plugin loads): crates/linerate-cli/tests/slurm.rs runs a single-node
 # cluster of its own in a temporary directory (its own munge key and socket, its own ports); the
@@ -105,6 +115,74 @@ if [ "${LINERATE_NO_LAB:-}" != 1 ]; then
             done
         fi
     fi
+    # The lab's other kernels (docs/lab.md, "The kernels"): Debian 11's 5.10 (bullseye and its
+    # security updates) and the 6.12 of Debian 12's backports, beside linux-image-amd64's 6.1.
+    # Installing a kernel package does not change the running kernel. The suites are read
+    # through an apt configuration of their own in a temporary directory, on the mirrors this
+    # machine's apt already uses: this machine's apt sources are not changed, so nothing else
+    # can be upgraded from them later, and the install itself is refused unless apt would
+    # install that one kernel package and nothing else. No initramfs is made (virtme-ng makes
+    # its own). The newest build of each series is taken; LINERATE_LAB_KERNELS (the series the
+    # tests boot, 5.10,6.1,6.12 by default) says which series to install.
+    install_lab_kernel() {
+        local series="$1" suites="$2" pattern="$3"
+        local f
+        for f in /boot/vmlinuz-"$series".*; do
+            [ -f "$f" ] && [ -f "/lib/modules/${f#/boot/vmlinuz-}/modules.dep" ] && return 0
+        done
+        if [ "$(id -u)" -ne 0 ]; then
+            echo "setup-tests: need root to install the lab's kernel $series (run as root)" >&2
+            exit 1
+        fi
+        local debian security
+        debian=$(apt-get indextargets --format '$(REPO_URI)' 'Codename: bookworm' 'Identifier: Packages' | head -1)
+        security=$(apt-get indextargets --format '$(REPO_URI)' 'Codename: bookworm-security' 'Identifier: Packages' | head -1)
+        if [ -z "$debian" ]; then
+            echo "setup-tests: the lab's kernel $series comes from Debian's archive, and this machine's apt has no Debian 12 (bookworm) source to find its mirror from" >&2
+            exit 1
+        fi
+        local apt_dir
+        apt_dir=$(mktemp -d)
+        mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/prefs"
+        # apt downloads as its own user, _apt, where it can write.
+        chmod 755 "$apt_dir"
+        chown -R _apt:root "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" 2>/dev/null || true
+        local s
+        for s in $suites; do
+            case "$s" in
+                *-security)
+                    [ -n "$security" ] && echo "deb ${security%/} $s main" ;;
+                *) echo "deb ${debian%/} $s main" ;;
+            esac
+        done >"$apt_dir/sources.list"
+        local apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=$apt_dir/none"
+            -o "Dir::Etc::PreferencesParts=$apt_dir/prefs" -o "Dir::State::Lists=$apt_dir/lists"
+            -o "Dir::Cache=$apt_dir/cache")
+        echo "setup-tests: installing the lab's kernel $series (from $suites)" >&2
+        apt-get "${apt_opts[@]}" update -qq
+        local pkg
+        pkg=$(apt-cache "${apt_opts[@]}" pkgnames linux-image- | grep -E "^linux-image-$pattern-amd64\$" | sort -V | tail -1)
+        if [ -z "$pkg" ]; then
+            echo "setup-tests: no linux-image-$series package in $suites" >&2
+            rm -rf "$apt_dir"
+            exit 1
+        fi
+        # Nothing from these suites but the kernel package itself.
+        printf 'Package: *\nPin: release *\nPin-Priority: -1\n\nPackage: %s\nPin: release *\nPin-Priority: 500\n' "$pkg" >"$apt_dir/prefs/lab-kernel.pref"
+        local plan
+        plan=$(apt-get "${apt_opts[@]}" -s install --no-install-recommends "$pkg" | grep '^Inst ' || true)
+        if [ "$(printf '%s\n' "$plan" | grep -c '^Inst ')" != 1 ] || ! printf '%s\n' "$plan" | grep -q "^Inst $pkg "; then
+            echo "setup-tests: installing $pkg would change more than that package; apt's plan:" >&2
+            printf '%s\n' "$plan" >&2
+            rm -rf "$apt_dir"
+            exit 1
+        fi
+        INITRD=No DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "$pkg" >/dev/null
+        rm -rf "$apt_dir"
+    }
+    kernels=",${LINERATE_LAB_KERNELS:-5.10,6.1,6.12},"
+    [[ "$kernels" == *",5.10,"* ]] && install_lab_kernel 5.10 "bullseye bullseye-security" '5\.10\.0-[0-9]+'
+    [[ "$kernels" == *",6.12,"* ]] && install_lab_kernel 6.12 "bookworm-backports" '6\.12\.[0-9]+\+deb12(\.[0-9]+)?'
     # virtme-ng from PyPI, pinned, in a virtual environment of its own (the lab looks for
     # /opt/linerate-lab/venv/bin/vng first; LINERATE_LAB_VNG names another).
     VNG_VERSION=1.42
@@ -117,6 +195,39 @@ if [ "${LINERATE_NO_LAB:-}" != 1 ]; then
         fi
         "$LAB_VENV/bin/pip" install -q --disable-pip-version-check "virtme-ng==$VNG_VERSION"
     fi
+    # netdevsim, which Debian's kernels do not build, out of tree for the lab's default kernel
+    # (6.1, which crates/linerate-cli/tests/lab_phy.rs boots and loads it in):
+    # scripts/build-netdevsim.sh installs make, linux-source-6.1 (139 MB) and that release's
+    # headers, and builds it once. On a fresh machine about a minute, mostly the download and
+    # unpacking the source; nothing to do when the module is there. Where it cannot be built (a
+    # kernel whose headers the archive no longer has), lab_phy records a skip naming the command,
+    # which CI turns into a failure: there it stops the setup at once.
+    if ! scripts/build-netdevsim.sh; then
+        if [ "${CI:-}" = true ]; then
+            echo "setup-tests: netdevsim could not be built for the lab's kernel (see above)" >&2
+            exit 1
+        fi
+        echo "setup-tests: netdevsim not built (see above); lab_phy skips its netdevsim part" >&2
+    fi
+fi
+
+# The portable build (scripts/package.sh): cargo-zigbuild links with zig against glibc 2.28's
+# symbols, so the binary runs on RHEL 8, Debian 11 and later whatever this machine's glibc is.
+# Both from PyPI, pinned, in a virtual environment of their own (LINERATE_ZIG_VENV names
+# another): cargo-zigbuild is the maintained cargo front end for zig's linker, and the ziglang
+# wheel carries zig itself, with the glibc versions' stubs, so nothing but PyPI is reached.
+ZIGBUILD_VERSION=0.24.1
+ZIG_VERSION=0.15.2
+ZIG_VENV=${LINERATE_ZIG_VENV:-/opt/linerate-zig/venv}
+if ! "$ZIG_VENV/bin/cargo-zigbuild" --version 2>/dev/null | grep -qx "cargo-zigbuild $ZIGBUILD_VERSION" ||
+    [ "$("$ZIG_VENV/bin/python3" -m ziglang version 2>/dev/null)" != "$ZIG_VERSION" ]; then
+    echo "setup-tests: installing cargo-zigbuild $ZIGBUILD_VERSION and zig $ZIG_VERSION in $ZIG_VENV (pip)" >&2
+    if ! python3 -m venv "$ZIG_VENV" 2>/dev/null; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+        python3 -m venv "$ZIG_VENV"
+    fi
+    "$ZIG_VENV/bin/pip" install -q --disable-pip-version-check \
+        "cargo-zigbuild==$ZIGBUILD_VERSION" "ziglang==$ZIG_VERSION"
 fi
 
 if [ "${LINERATE_NO_BROWSER:-}" != 1 ]; then

@@ -7,9 +7,15 @@
 //! dependency.
 
 use std::mem::discriminant;
+use std::time::{Duration, Instant};
 
+use linerate_proto::session::{
+    Acceptance, ClientAction, ClientEvent, ClientPhase, ClientSetup, ControlClient, ControlServer,
+    Gone, ServerAction, ServerEnd, ServerEvent, ServerPhase, ServerSetup, Session,
+};
 use linerate_proto::{
-    read_frame, read_msg, write_msg, FrameError, Limits, Msg, TestParams, MAX_CONTROL_FRAME,
+    decode, read_frame, read_msg, write_msg, Direction, FrameAssembler, FrameError, IntervalSample,
+    Limits, Msg, Psk, Refusal, RefusalKind, SideResults, TestKind, TestParams, MAX_CONTROL_FRAME,
     MAX_RESULTS_FRAME,
 };
 
@@ -17,6 +23,8 @@ use linerate_proto::{
 /// with the server's limit, [`MAX_CONTROL_FRAME`]. Returns the messages that decoded.
 ///
 /// Checked, frame after frame until the first frame error:
+/// - the incremental decoder agrees with the blocking reader whatever the pieces the bytes come
+///   in ([`check_assembler`]);
 /// - reading and decoding never panic;
 /// - the frame layer takes exactly its 4-byte length and that many body bytes, never more than the
 ///   limit, and its errors say what happened (closed only at a frame boundary, truncated only
@@ -26,6 +34,7 @@ use linerate_proto::{
 /// - every decoded message re-encodes with `write_msg`, decodes back equal, and re-encodes to the
 ///   same bytes (see [`check_roundtrip`]).
 pub fn check_decode_frame(data: &[u8]) -> Vec<Msg> {
+    check_assembler(data);
     let mut decoded = Vec::new();
     let mut at = data;
     loop {
@@ -164,4 +173,376 @@ pub fn check_validate_params(data: &[u8]) -> Option<bool> {
     });
     assert_eq!(back, p, "parameters changed on a JSON round trip");
     Some(verdict.is_ok())
+}
+
+/// `data` in pieces of 1, 7 and all of it through [`FrameAssembler`]: the same frames as
+/// [`read_frame`] reads, the same error at the end, never more held than the frame's limit.
+pub fn check_assembler(data: &[u8]) {
+    let mut blocking = Vec::new();
+    let mut r = data;
+    let blocking_end = loop {
+        match read_frame(&mut r, MAX_CONTROL_FRAME) {
+            Ok(body) => blocking.push(body),
+            Err(e) => break e,
+        }
+    };
+    for chunk in [1, 7, data.len().max(1)] {
+        let mut a = FrameAssembler::new(MAX_CONTROL_FRAME);
+        let mut frames = Vec::new();
+        let mut failed = None;
+        'pieces: for piece in data.chunks(chunk) {
+            let mut rest = piece;
+            while !rest.is_empty() {
+                match a.push(rest) {
+                    Ok((used, body)) => {
+                        assert!(used <= rest.len(), "took {used} of {}", rest.len());
+                        assert!(used > 0 || body.is_some(), "took nothing");
+                        rest = &rest[used..];
+                        frames.extend(body);
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        break 'pieces;
+                    }
+                }
+                assert!(
+                    a.held() <= 4 + MAX_CONTROL_FRAME as usize,
+                    "holds {} bytes",
+                    a.held()
+                );
+            }
+        }
+        let end = failed.unwrap_or_else(|| a.closed());
+        assert_eq!(frames, blocking, "the same frames in pieces of {chunk}");
+        assert_eq!(
+            discriminant(&end),
+            discriminant(&blocking_end),
+            "{end:?} vs {blocking_end:?} in pieces of {chunk}"
+        );
+        assert_eq!(end.to_string(), blocking_end.to_string());
+    }
+}
+
+/// Every frame of `bytes` a session said to send decodes: it says what the protocol says.
+fn check_sent(bytes: &[u8]) {
+    let mut a = FrameAssembler::new(MAX_RESULTS_FRAME);
+    let mut rest = bytes;
+    assert!(!rest.is_empty(), "an empty send");
+    while !rest.is_empty() {
+        let (used, body) = a
+            .push(rest)
+            .expect("a session sends frames within the limit");
+        rest = &rest[used..];
+        if let Some(body) = body {
+            decode(&body).unwrap_or_else(|e| panic!("a session sent what does not decode: {e}"));
+        }
+    }
+    assert!(
+        matches!(a.closed(), FrameError::Closed),
+        "a session sent part of a frame"
+    );
+}
+
+/// What a fuzz script does to a session, one op at a time: bytes from the peer, time passing,
+/// the peer gone, or an event of its own end (`events` of them, chosen by the op).
+enum Op<'a> {
+    Bytes(&'a [u8]),
+    Wait(Duration),
+    Closed,
+    Failed,
+    Event(u8),
+}
+
+/// `data` as a script: a first byte that sets the session up, then ops. An op byte `b`:
+/// `b % (4 + events)` is 0: bytes from the peer (the next byte says how many, 0: the rest);
+/// 1: the next byte × 10 ms pass and the timer is looked at; 2: the peer closed; 3: reading
+/// failed; 4 and above: the session's own event number `b % (4 + events) - 4`.
+fn script(data: &[u8], events: u8) -> (u8, Vec<Op<'_>>) {
+    let Some((&setup, mut rest)) = data.split_first() else {
+        return (0, Vec::new());
+    };
+    let mut ops = Vec::new();
+    while let Some((&b, after)) = rest.split_first() {
+        rest = after;
+        match b % (4 + events) {
+            0 => {
+                let n = match rest.split_first() {
+                    Some((&0, after)) => {
+                        rest = after;
+                        rest.len()
+                    }
+                    Some((&n, after)) => {
+                        rest = after;
+                        usize::from(n).min(rest.len())
+                    }
+                    None => 0,
+                };
+                ops.push(Op::Bytes(&rest[..n]));
+                rest = &rest[n..];
+            }
+            1 => {
+                let n = rest.first().copied().unwrap_or(0);
+                rest = rest.get(1..).unwrap_or_default();
+                ops.push(Op::Wait(Duration::from_millis(10 * u64::from(n))));
+            }
+            2 => ops.push(Op::Closed),
+            3 => ops.push(Op::Failed),
+            k => ops.push(Op::Event(k - 4)),
+        }
+    }
+    (setup, ops)
+}
+
+/// The peer's bytes given to `s` as a driver does: at most its read limit at a time, the rest
+/// kept until it takes more (after an event of its end).
+fn give<S: Session>(s: &mut S, now: Instant, pending: &mut Vec<u8>) {
+    loop {
+        let n = s.read_limit().min(pending.len());
+        if n == 0 {
+            return;
+        }
+        let used = s.receive(now, &pending[..n]);
+        assert!(used <= n, "took {used} of {n}");
+        pending.drain(..used);
+        if used == 0 {
+            return;
+        }
+    }
+}
+
+const KEY: &[u8] = b"the fuzz key, sixteen bytes and more";
+
+/// What the client takes from a script's setup byte: a key (bit 0), a soak (bit 1), an RDMA
+/// test (bit 2), streams (bits 4-5).
+fn client_setup(setup: u8) -> ClientSetup {
+    let kind = if setup & 4 == 0 {
+        TestKind::TcpBw
+    } else {
+        TestKind::Rdma
+    };
+    let mut params = TestParams::new(kind, Direction::Send);
+    params.duration_ms = 2000;
+    params.soak = setup & 2 != 0;
+    params.streams = 1 + u32::from(setup >> 4 & 3);
+    ClientSetup {
+        params,
+        psk: (setup & 1 != 0).then(|| Psk::from_bytes(KEY)),
+        nonce: "c0ffee".into(),
+        version: "fuzz".into(),
+    }
+}
+
+/// A script against a client's conversation: it never panics, holds no more than a frame, its
+/// sends are frames that decode, each end is said once and named, and after it nothing but the
+/// `done` it still owes. Returns how it ended: the server's results, the words of why not, or
+/// `None` while it goes on.
+pub fn check_client_session(data: &[u8]) -> Option<Result<(), String>> {
+    let (setup, ops) = script(data, 2);
+    let t0 = Instant::now();
+    let mut now = t0;
+    let mut c = ControlClient::new(now, client_setup(setup));
+    let mut pending = Vec::new();
+    let mut over = false;
+    let mut end = None;
+    for op in ops {
+        match op {
+            Op::Bytes(b) => {
+                pending.extend_from_slice(b);
+                give(&mut c, now, &mut pending);
+            }
+            Op::Wait(d) => {
+                now += d;
+                c.timeout(now);
+            }
+            Op::Closed => c.gone(now, Gone::Closed),
+            Op::Failed => c.gone(now, Gone::Failed("Connection reset by peer".into())),
+            Op::Event(k) => {
+                let ev = if k == 0 {
+                    ClientEvent::DataReady
+                } else {
+                    ClientEvent::LocalDone
+                };
+                if let Err(e) = c.handle(now, ev) {
+                    assert!(!e.to_string().is_empty());
+                }
+                give(&mut c, now, &mut pending);
+            }
+        }
+        let mut actions = 0;
+        while let Some(a) = c.poll() {
+            actions += 1;
+            match a {
+                ClientAction::Send(b) => check_sent(&b),
+                ClientAction::Failed(e) => {
+                    assert!(!over, "a second end: {e}");
+                    assert!(!e.to_string().is_empty());
+                    over = true;
+                    end = Some(Err(e.to_string()));
+                }
+                ClientAction::Finished(r) => {
+                    assert!(!over, "a second end: {r:?}");
+                    if let Err(e) = &r {
+                        assert!(!e.to_string().is_empty());
+                    }
+                    over = true;
+                    end = Some(r.map(|_| ()).map_err(|e| e.to_string()));
+                }
+                ClientAction::Accepted(_)
+                | ClientAction::Remote(_)
+                | ClientAction::RemoteSoak(_)
+                | ClientAction::Abort => assert!(!over, "{a:?} after the end"),
+            }
+        }
+        assert!(actions <= 4 + data.len(), "{actions} actions from one op");
+        assert_eq!(over, c.phase() == ClientPhase::Over, "{:?}", c.phase());
+        assert!(
+            c.held() <= 4 + MAX_RESULTS_FRAME as usize + 64,
+            "holds {} bytes",
+            c.held()
+        );
+    }
+    end
+}
+
+/// What the server's own events carry in a fuzz script.
+struct ServerFixtures {
+    sample: IntervalSample,
+    soak: linerate_proto::soak::SoakSample,
+    results: SideResults,
+}
+
+impl ServerFixtures {
+    fn new() -> ServerFixtures {
+        ServerFixtures {
+            sample: IntervalSample {
+                start_s: 0.0,
+                end_s: 1.0,
+                bytes: vec![1],
+                ..IntervalSample::default()
+            },
+            soak: linerate_proto::soak::SoakSample {
+                end: linerate_proto::soak::End::Local,
+                seq: 0,
+                t_s: 0.0,
+                ports: Vec::new(),
+                tcp_retrans_segs: None,
+                tcp_out_segs: None,
+                bytes_sent: 0,
+                bytes_received: 0,
+                problems: Vec::new(),
+                host: Vec::new(),
+            },
+            results: SideResults::default(),
+        }
+    }
+
+    /// The server's event number `k`.
+    fn event(&self, k: u8) -> ServerEvent<'_> {
+        match k {
+            0 => ServerEvent::NoSuchTest,
+            1 => ServerEvent::Accept {
+                accepted: Box::new(Acceptance {
+                    test_id: 1,
+                    cookie: "c00c1e".into(),
+                    udp_port: None,
+                    memory_bytes: 1 << 20,
+                    inventory: None,
+                    rdma: None,
+                    listen_port: None,
+                }),
+                setup: Duration::from_millis(10),
+            },
+            2 => ServerEvent::Refuse(Refusal::new(RefusalKind::Busy, "server busy")),
+            3 => ServerEvent::DataReady,
+            4 => ServerEvent::DataFailed("only 0 of 1 data connections arrived".into()),
+            5 => ServerEvent::Interval(&self.sample),
+            6 => ServerEvent::SoakSample(&self.soak),
+            _ => ServerEvent::Finished(&self.results),
+        }
+    }
+}
+
+/// The server's actions after one op: a few at most, whole frames sent, one end, named, and
+/// nothing after it.
+fn check_server_actions(s: &mut ControlServer, ended: &mut Option<ServerEnd>) {
+    let mut actions = 0;
+    while let Some(a) = s.poll() {
+        actions += 1;
+        assert!(ended.is_none(), "{a:?} after the end");
+        match a {
+            ServerAction::Send(b) => check_sent(&b),
+            ServerAction::Close(end) => {
+                match &end {
+                    ServerEnd::Dropped(why) | ServerEnd::NotStarted(why) => {
+                        assert!(!why.is_empty());
+                    }
+                    ServerEnd::Refused { reason, .. } => assert!(!reason.is_empty()),
+                    ServerEnd::AuthFailed | ServerEnd::Quiet | ServerEnd::Served => {}
+                }
+                *ended = Some(end);
+            }
+            ServerAction::PeerGone(why) => assert!(!why.is_empty()),
+            ServerAction::Admit(p) => assert!(p.validate(&Limits::default()).is_ok()),
+            ServerAction::Data { .. } | ServerAction::Start | ServerAction::PeerDone => {}
+        }
+    }
+    assert!(actions <= 8, "{actions} actions from one op");
+    assert_eq!(
+        ended.is_some(),
+        s.phase() == ServerPhase::Over,
+        "{:?}",
+        s.phase()
+    );
+    assert!(
+        s.held() <= 4 + MAX_CONTROL_FRAME as usize + 64,
+        "holds {} bytes",
+        s.held()
+    );
+}
+
+/// A script against a server's conversation, as [`check_client_session`]; the server's own
+/// events are answered with a test it accepts (or refuses), its intervals and results. Returns
+/// how it ended, or `None` while it goes on.
+pub fn check_server_session(data: &[u8]) -> Option<ServerEnd> {
+    let (setup, ops) = script(data, 8);
+    let t0 = Instant::now();
+    let mut now = t0;
+    let mut s = ControlServer::new(ServerSetup {
+        psk: (setup & 1 != 0).then(|| Psk::from_bytes(KEY)),
+        nonce: "5eed".into(),
+        version: "fuzz".into(),
+        limits: Limits::default(),
+        deadline: t0 + Duration::from_secs(5),
+    });
+    let fixtures = ServerFixtures::new();
+    let mut pending = Vec::new();
+    let mut ended = None;
+    for op in ops {
+        if s.phase() == ServerPhase::First {
+            assert!(
+                s.read_limit() <= 4 + MAX_CONTROL_FRAME as usize,
+                "reads past the first frame"
+            );
+        }
+        match op {
+            Op::Bytes(b) => {
+                pending.extend_from_slice(b);
+                give(&mut s, now, &mut pending);
+            }
+            Op::Wait(d) => {
+                now += d;
+                s.timeout(now);
+            }
+            Op::Closed => s.gone(now, Gone::Closed),
+            Op::Failed => s.gone(now, Gone::Failed("Connection reset by peer".into())),
+            Op::Event(k) => {
+                if let Err(e) = s.handle(now, fixtures.event(k)) {
+                    assert!(!e.to_string().is_empty());
+                }
+                give(&mut s, now, &mut pending);
+            }
+        }
+        check_server_actions(&mut s, &mut ended);
+    }
+    ended
 }

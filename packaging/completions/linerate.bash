@@ -143,7 +143,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__bench)
-            opts="-p -t -n -k -P -R -O -i -l -w -u -b -B -4 -6 -C -A -Z -J -h -V --port --iperf3 --time --bytes --blockcount --parallel --reverse --bidir --omit --interval --length --window --udp --bitrate --bind --version4 --version6 --congestion --affinity --zerocopy --latency --spin --discard --no-rcvlowat --test --json --json-stream --psk-file --connect-timeout --file --file-name --no-fsync --remove-after --rdma --provider --device --op --sweep --qps --verify --ssh --ssh-command --ssh-disk --color --help --version"
+            opts="-p -t -n -k -P -R -O -i -l -w -u -b -B -4 -6 -C -A -Z -J -h -V --port --iperf3 --time --bytes --blockcount --parallel --reverse --bidir --omit --interval --length --window --udp --bitrate --bind --version4 --version6 --congestion --affinity --zerocopy --latency --spin --discard --no-rcvlowat --test --json --json-stream --psk-file --connect-timeout --file --file-name --no-fsync --remove-after --rdma --provider --device --op --sweep --qps --verify --ssh --ssh-command --ssh-copy --ssh-disk --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -301,6 +301,10 @@ _linerate() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --ssh-copy)
+                    COMPREPLY=($(compgen -W "never auto always" -- "${cur}"))
+                    return 0
+                    ;;
                 --ssh-disk)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -367,7 +371,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__doctor)
-            opts="-p -B -h -V --port --iperf3 --quick --thorough --json --report --fail-on --bind --psk-file --disk --no-disk --rdma-provider --no-rdma --ssh --ssh-command --ssh-disk --color --help --version"
+            opts="-p -B -h -V --port --iperf3 --quick --thorough --json --report --fail-on --bind --psk-file --disk --no-disk --rdma-provider --no-rdma --ssh --ssh-command --ssh-copy --ssh-disk --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -415,6 +419,10 @@ _linerate() {
                     ;;
                 --ssh-command)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh-copy)
+                    COMPREPLY=($(compgen -W "never auto always" -- "${cur}"))
                     return 0
                     ;;
                 --ssh-disk)
@@ -1081,7 +1089,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__setup)
-            opts="-h -V --iface --renderer --root --apply --restart --rollback --rtt-ms --gbps --sm-node --nfs-mount --json --color --help --version ipoib opensm nfs-rdma sysctl irq governor rdma-stack all"
+            opts="-h -V --iface --renderer --root --apply --restart --rollback --rtt-ms --gbps --sm-node --nfs-mount --roce-priority --roce-dscp --json --color --help --version ipoib opensm nfs-rdma sysctl irq governor rdma-stack rings roce all"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1115,6 +1123,14 @@ _linerate() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --roce-priority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --roce-dscp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -1127,7 +1143,7 @@ _linerate() {
             return 0
             ;;
         linerate__subcmd__soak)
-            opts="-p -t -i -P -R -h -V --port --iperf3 --duration --interval --parallel --both-ways --one-way --reverse --rdma --no-rdma --rdma-window --passive --json --json-stream --report --textfile --root --psk-file --threshold --ssh --ssh-command --color --help --version"
+            opts="-p -t -i -P -R -h -V --port --iperf3 --duration --interval --parallel --both-ways --one-way --reverse --rdma --no-rdma --rdma-window --passive --json --json-stream --report --textfile --root --psk-file --threshold --ssh --ssh-command --ssh-copy --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1195,6 +1211,10 @@ _linerate() {
                     ;;
                 --ssh-command)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh-copy)
+                    COMPREPLY=($(compgen -W "never auto always" -- "${cur}"))
                     return 0
                     ;;
                 --color)

@@ -82,6 +82,9 @@ complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l disk -d 'A 
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l rdma-provider -d 'Measure RDMA beside TCP with this libfabric provider (by default doctor does so with `verbs` when this end of the path is an InfiniBand or RoCE port)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l ssh -d 'Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight to HOST, which may be another address of the same machine' -r
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l ssh-command -d 'With --ssh: the program on SSHHOST, `linerate` (with --iperf3: `iperf3`) by default, looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in the login\'s home' -r
+complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l ssh-copy -d 'With --ssh: when this linerate copies itself to SSHHOST for the run. auto: when SSHHOST has no `linerate` (or one of an older protocol; not with --ssh-command); always; never. The copy goes over the same ssh session into a private directory (0700) in $XDG_RUNTIME_DIR or the temporary directory (another when that one is noexec), is checked by its SHA-256, and is removed there as soon as its server has started. A far end of another machine or an older glibc is refused, naming both' -r -f -a "never\t''
+auto\t''
+always\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l ssh-disk -d 'With --ssh: the directory on SSHHOST whose disk receives the disk-to-disk copy, in a scratch directory the far end makes there and removes (default: the login directory)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand doctor" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
@@ -162,6 +165,9 @@ send\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l qps -d 'Queue pairs (connections), each on its own thread' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l ssh -d 'Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight to HOST, which may be another address of the same machine' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l ssh-command -d 'With --ssh: the program on SSHHOST, `linerate` (with --iperf3: `iperf3`) by default, looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in the login\'s home' -r
+complete -c linerate -n "__fish_linerate_using_subcommand bench" -l ssh-copy -d 'With --ssh: when this linerate copies itself to SSHHOST for the run. auto: when SSHHOST has no `linerate` (or one of an older protocol; not with --ssh-command); always; never. The copy goes over the same ssh session into a private directory (0700) in $XDG_RUNTIME_DIR or the temporary directory (another when that one is noexec), is checked by its SHA-256, and is removed there as soon as its server has started. A far end of another machine or an older glibc is refused, naming both' -r -f -a "never\t''
+auto\t''
+always\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l ssh-disk -d 'With --ssh and --file: the directory on SSHHOST the copy is written to, in a scratch directory the far end makes there and removes when it ends (default: the login directory)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand bench" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
@@ -248,6 +254,9 @@ complete -c linerate -n "__fish_linerate_using_subcommand soak" -l psk-file -d '
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l threshold -d 'Set a threshold of the judge (repeatable, each at most once): ber, pre_fec_ber, min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min, xmit_wait_ticks, dip_fraction or tcp_retrans_fraction. Defaults, ranges and sources: docs/soak.md (Thresholds); the ones set are printed with the verdict and listed in the JSON' -r
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l ssh -d 'Start a temporary `linerate serve` on SSHHOST through ssh for this run, and end it with the run (default SSHHOST: HOST). Only the start goes through SSH: the tests go straight to HOST, which may be another address of the same machine' -r
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l ssh-command -d 'With --ssh: the program on SSHHOST, `linerate` (with --iperf3: `iperf3`) by default, looked up on the PATH of a non-interactive shell there; a path starting with `~/` is in the login\'s home' -r
+complete -c linerate -n "__fish_linerate_using_subcommand soak" -l ssh-copy -d 'With --ssh: when this linerate copies itself to SSHHOST for the run. auto: when SSHHOST has no `linerate` (or one of an older protocol; not with --ssh-command); always; never. The copy goes over the same ssh session into a private directory (0700) in $XDG_RUNTIME_DIR or the temporary directory (another when that one is noexec), is checked by its SHA-256, and is removed there as soon as its server has started. A far end of another machine or an older glibc is refused, naming both' -r -f -a "never\t''
+auto\t''
+always\t''"
 complete -c linerate -n "__fish_linerate_using_subcommand soak" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -311,6 +320,8 @@ complete -c linerate -n "__fish_linerate_using_subcommand setup" -l rollback -d 
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l rtt-ms -d 'The round-trip time the TCP buffers are sized for (sysctl), in milliseconds' -r
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l gbps -d 'The rate the TCP buffers are sized for (sysctl), in Gb/s (10^9 bit/s) [default: the fastest port\'s ceiling]; `linerate doctor` quotes it with the round trip it measured' -r
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l nfs-mount -d 'NFS over RDMA: the server\'s export (`server:/export`) for a client\'s mount and fstab line' -r
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -l roce-priority -d 'RoCE: the 802.1p priority its traffic is to use, with PFC on it (0-7)' -r
+complete -c linerate -n "__fish_linerate_using_subcommand setup" -l roce-dscp -d 'RoCE: the DSCP its traffic is to carry, mapped to that priority (0-63); rdma_cm\'s default ToS carries it with ECN-capable transport (26 → ToS 106)' -r
 complete -c linerate -n "__fish_linerate_using_subcommand setup" -l color -d 'When to colour the terminal output' -r -f -a "auto\t''
 always\t''
 never\t''"

@@ -29,6 +29,9 @@ release_env() {
             flags+=("--remap-path-prefix=$src=")
         done
     done < <(both "$home")
+    # A build id, for the .ddeb's /usr/lib/debug/.build-id/ path: zig's linker (the portable
+    # build's) adds none unasked.
+    flags+=("-Clink-arg=-Wl,--build-id=sha1")
     CARGO_ENCODED_RUSTFLAGS=$(IFS=$'\x1f' && echo "${flags[*]}")
     export CARGO_ENCODED_RUSTFLAGS
     unset RUSTFLAGS

@@ -75,7 +75,7 @@ pub struct ClientConfig {
     /// File transfers: the file to send (its size is in `params.file`).
     pub file: Option<Arc<std::fs::File>>,
     /// Soaks: how this host samples its port counters (`params.soak`).
-    pub soak: Option<crate::SoakSamplerFn>,
+    pub soak: Option<linerate_inventory::counters::SoakSamplerFn>,
     /// The wire protocol the far end speaks.
     pub protocol: WireProtocol,
     /// RDMA tests: this end's device (libfabric domain); None: the one the route gives.
@@ -206,39 +206,6 @@ pub(crate) fn stranger(bytes: &[u8]) -> String {
             if bytes.len() > 16 { " …" } else { "" }
         )
     }
-}
-
-/// Wait up to `limit` for the peer's first bytes without taking them (`peek`), and at most
-/// `more` beyond the first for up to `want` of them, so they can be told apart: empty when the
-/// peer closed, `Err` on a timeout or an error.
-pub(crate) fn peek_first(
-    sock: &TcpStream,
-    limit: Duration,
-    want: usize,
-    more: Duration,
-) -> std::io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; want.max(1)];
-    let old = sock.read_timeout().ok().flatten();
-    sock.set_read_timeout(Some(limit.max(Duration::from_millis(1))))?;
-    let first = sock.peek(&mut buf);
-    let mut n = match first {
-        Ok(n) => n,
-        Err(e) => {
-            let _ = sock.set_read_timeout(old);
-            return Err(e);
-        }
-    };
-    let until = Instant::now() + more;
-    while n > 0 && n < want && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(10));
-        match sock.peek(&mut buf) {
-            Ok(m) => n = m.max(n),
-            Err(_) => break,
-        }
-    }
-    let _ = sock.set_read_timeout(old);
-    buf.truncate(n);
-    Ok(buf)
 }
 
 /// What to do about a failed connection, after the OS error: the cases a first-time user meets.

@@ -22,6 +22,7 @@ pub mod serverlog;
 pub mod shutdown;
 mod side;
 pub mod stream;
+mod wire;
 pub mod writedir;
 
 pub use client::{run as run_client, ClientConfig, ClientError, ClientRun, Event, WireProtocol};
@@ -29,15 +30,6 @@ pub use kind::assemble;
 pub use server::{serve, serve_on, ServerConfig};
 pub use shutdown::ShutdownTrigger;
 pub use writedir::WriteDir;
-
-/// Builds a soak's counter sampler for the local address a test uses: called once per soak;
-/// the sampler it returns is called at the start and after every interval with the sample's
-/// sequence number and seconds since the start (bytes are filled in by the caller).
-pub type SoakSamplerFn = std::sync::Arc<
-    dyn Fn(std::net::IpAddr) -> Box<dyn FnMut(u64, f64) -> linerate_proto::soak::SoakSample + Send>
-        + Send
-        + Sync,
->;
 
 /// Says what this host knows about itself and the interface holding the local address a test
 /// uses (`None` when nothing can be said).

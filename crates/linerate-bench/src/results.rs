@@ -322,6 +322,12 @@ fn tcp_stats(
         return;
     }
     out.retransmits = Some(ssum(tcp.iter().map(|t| t.retransmits)));
+    // Known only when every sender reported it; never more than were retransmitted.
+    out.spurious_retransmits = tcp
+        .iter()
+        .try_fold(0_u64, |a, t| t.dsack_dups.map(|d| a.saturating_add(d)))
+        .zip(out.retransmits)
+        .map(|(d, r)| d.min(r));
     out.rtt_us = Some(r3(
         tcp.iter().map(|t| f64::from(t.rtt_us)).sum::<f64>() / tcp.len() as f64
     ));
@@ -619,6 +625,7 @@ fn set_totals(t: &mut TestResult, total: DirStats) {
     t.sender = Some(endpoint(total.sender));
     t.receiver = total.receiver.map(endpoint);
     t.retransmits = total.retransmits;
+    t.spurious_retransmits = total.spurious_retransmits;
     t.segments = total.segments;
     t.rtt_us = total.rtt_us;
     t.cwnd = total.cwnd;

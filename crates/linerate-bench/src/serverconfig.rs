@@ -34,7 +34,7 @@ pub struct ServerConfig {
     pub write_dir: Option<Arc<crate::writedir::WriteDir>>,
     /// How this host samples its port counters during a soak (under `serve --root`); None
     /// refuses soaks.
-    pub soak: Option<crate::SoakSamplerFn>,
+    pub soak: Option<linerate_inventory::counters::SoakSamplerFn>,
     /// Ends the server early when triggered (a temporary far end's stdin closed, a signal).
     pub shutdown: Option<ShutdownTrigger>,
     /// A hard deadline from the start of `serve_on` (`serve --exit-after`): the server ends then,

@@ -119,7 +119,8 @@ pub(crate) fn spin_of(p: &TestParams) -> Duration {
     })
 }
 
-/// A soak's counter sampler on one side (built by a [`crate::SoakSamplerFn`]).
+/// A soak's counter sampler on one side (built by a
+/// `linerate_inventory::counters::SoakSamplerFn`).
 pub type SoakSampler = Box<dyn FnMut(u64, f64) -> linerate_proto::soak::SoakSample + Send>;
 
 /// One side's soak sampling: the baseline at the start, then one sample after each interval

@@ -8,8 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 
-use linerate_bench::{run_client, ClientConfig, ClientError, Event, ServerConfig, SoakSamplerFn};
-use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
+use linerate_bench::{run_client, ClientConfig, ClientError, Event, ServerConfig};
+use linerate_facts::CounterSource;
+use linerate_inventory::counters::SoakSamplerFn;
+use linerate_proto::soak::{End, PortSample, SoakPortKind, SoakSample};
 use linerate_proto::{Direction, RefusalKind, TestKind, TestParams};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -43,6 +45,7 @@ fn scripted(end: End, taken: Arc<AtomicU64>) -> SoakSamplerFn {
                 bytes_sent: 0,
                 bytes_received: 0,
                 problems: Vec::new(),
+                host: Vec::new(),
             }
         })
     })

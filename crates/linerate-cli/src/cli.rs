@@ -449,6 +449,22 @@ pub struct SshArgs {
     /// the login's home.
     #[arg(long, value_name = "PATH", requires = "ssh")]
     pub ssh_command: Option<String>,
+    /// With --ssh: when this linerate copies itself to SSHHOST for the run. auto: when SSHHOST
+    /// has no `linerate` (or one of an older protocol; not with --ssh-command); always; never.
+    /// The copy goes over the same ssh session into a private directory (0700) in
+    /// $XDG_RUNTIME_DIR or the temporary directory (another when that one is noexec), is checked
+    /// by its SHA-256, and is removed there as soon as its server has started. A far end of
+    /// another machine or an older glibc is refused, naming both.
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = SshCopy::Auto, requires = "ssh")]
+    pub ssh_copy: SshCopy,
+}
+
+/// `--ssh-copy`: when the far end gets a copy of this binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SshCopy {
+    Never,
+    Auto,
+    Always,
 }
 
 #[derive(Debug, Args)]
@@ -1184,6 +1200,8 @@ pub enum SetupTopicArg {
     Irq,
     Governor,
     RdmaStack,
+    Rings,
+    Roce,
     All,
 }
 
@@ -1248,6 +1266,13 @@ pub struct SetupArgs {
     /// NFS over RDMA: the server's export (`server:/export`) for a client's mount and fstab line.
     #[arg(long, value_name = "SERVER:/PATH")]
     pub nfs_mount: Option<String>,
+    /// RoCE: the 802.1p priority its traffic is to use, with PFC on it (0-7).
+    #[arg(long, value_name = "P", default_value_t = linerate_setup::roce::DEFAULT_PRIORITY, value_parser = clap::value_parser!(u8).range(0..=7))]
+    pub roce_priority: u8,
+    /// RoCE: the DSCP its traffic is to carry, mapped to that priority (0-63); rdma_cm's
+    /// default ToS carries it with ECN-capable transport (26 → ToS 106).
+    #[arg(long, value_name = "DSCP", default_value_t = linerate_setup::roce::DEFAULT_DSCP, value_parser = clap::value_parser!(u8).range(0..=63))]
+    pub roce_dscp: u8,
     /// Print one JSON document (schemas/setup.schema.json) instead of the terminal view.
     #[arg(long)]
     pub json: bool,

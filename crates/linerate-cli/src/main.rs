@@ -11,5 +11,7 @@ mod out;
 mod units;
 
 fn main() -> ExitCode {
+    // A copy started by `--ssh-copy` removes its file before anything else.
+    linerate_ssh::remove_own_copy();
     cmd::run(cli::parse())
 }

@@ -266,8 +266,21 @@ fn json_stream_events_match_their_schema() {
         .contains("--max-streams"));
 }
 
-/// A server whose log (stdout) is kept, for [`log_lines`].
-fn logging_server(extra: &[&str]) -> (Child, u16) {
+/// A server whose log (stdout) is kept, for [`log_lines`], once it says it listens.
+struct LoggingServer {
+    child: Child,
+    first: Value,
+    rest: std::sync::mpsc::Receiver<String>,
+}
+
+impl Drop for LoggingServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn logging_server(extra: &[&str]) -> (LoggingServer, u16) {
     let port = free_port();
     let child = StdCommand::new(env!("CARGO_BIN_EXE_linerate"))
         .args(["serve", "-B", "127.0.0.1", "-p", &port.to_string()])
@@ -276,35 +289,44 @@ fn logging_server(extra: &[&str]) -> (Child, u16) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let until = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < until, "server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (child, port)
+    let mut s = LoggingServer {
+        child,
+        first: Value::Null,
+        rest: std::sync::mpsc::channel().1,
+    };
+    let (first, rest) = common::await_listening(&mut s.child);
+    s.first = first;
+    s.rest = rest;
+    (s, port)
 }
 
 /// Stop the server and return its log lines, each checked against `serve-log.schema.json`.
-fn log_lines(mut child: Child) -> Vec<Value> {
-    use std::io::Read;
+fn log_lines(mut s: LoggingServer) -> Vec<Value> {
     // Lines are flushed as they are written: give the last one a moment, then stop the server.
     std::thread::sleep(Duration::from_millis(300));
-    let _ = child.kill();
-    let mut text = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut text)
-        .unwrap();
-    let _ = child.wait();
-    text.lines()
-        .map(|l| {
-            let e: Value = serde_json::from_str(l).expect("every log line is one JSON object");
-            schema::assert_matches("serve-log.schema.json", &e);
-            e
-        })
-        .collect()
+    let _ = s.child.kill();
+    let _ = s.child.wait();
+    let mut lines = vec![s.first.clone()];
+    // The reader ends at the pipe's end, the server's: every line it read is in the channel.
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        match s
+            .rest
+            .recv_timeout(until.saturating_duration_since(Instant::now()))
+        {
+            Ok(l) => {
+                lines.push(serde_json::from_str(&l).expect("every log line is one JSON object"));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                panic!("the server's log did not end within 10 s of its end")
+            }
+        }
+    }
+    for e in &lines {
+        schema::assert_matches("serve-log.schema.json", e);
+    }
+    lines
 }
 
 /// A control connection that asks for a test and then never opens its data connections.

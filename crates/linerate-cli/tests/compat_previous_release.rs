@@ -11,14 +11,14 @@
 //! The golden transcripts in `crates/linerate-proto/tests/golden/` check the same messages
 //! field by field without a build.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+mod common;
 
 /// The previous release: the commit before the host facts became typed on the wire.
 const PREVIOUS: &str = "43439da";
@@ -117,30 +117,23 @@ fn serve(bin: &Path) -> Server {
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let mut child = Command::new(bin)
+    let child = Command::new(bin)
         .args(["serve", "-B", "127.0.0.1", "-p", &port.to_string()])
         .args(["--max-duration", "30"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("serve starts");
-    let out = child.stdout.take().expect("its stdout");
-    let (tx, log) = mpsc::channel();
-    thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let until = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < until,
-            "{} serve did not start",
-            bin.display()
-        );
-        thread::sleep(Duration::from_millis(20));
-    }
-    Server { child, port, log }
+    // Ended on drop, also when it does not come up; it listens once it says so (its first
+    // line, `listening`, in both releases).
+    let mut s = Server {
+        child,
+        port,
+        log: mpsc::channel().1,
+    };
+    let (_, log) = common::await_listening(&mut s.child);
+    s.log = log;
+    s
 }
 
 /// One bench run; its JSON document, or what went wrong.

@@ -454,7 +454,12 @@ fn window_named(doc: &Value, verdict: bool) -> String {
 
 #[test]
 fn doctor_names_netem_faults_on_a_real_kernel() {
-    let Some((lab, _serial)) = lab::boot(&spec()) else {
+    lab::on_each_kernel("lab_faults", faults_on);
+}
+
+/// The test on one kernel (`LINERATE_LAB_KERNELS`).
+fn faults_on(kernel: &str) {
+    let Some((lab, _serial)) = lab::boot_on(kernel, &spec()) else {
         return;
     };
     let started = Instant::now();

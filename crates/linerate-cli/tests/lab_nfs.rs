@@ -103,11 +103,9 @@ fn rollback_id(out: &str) -> String {
 }
 
 /// `bench ADDR --file SRC --file-name NAME` from `from` to a `linerate serve -B ADDR
-/// --write-dir DIR` on `to`, which is stopped after.
+/// --write-dir DIR` on `to` (once it listens), which is stopped after.
 fn copy_file(from: &Guest, to: &Guest, addr: &str, dir: &str, src: &str, name: &str) {
-    let serve = to
-        .spawn(&format!("exec {BIN} serve -B {addr} --write-dir {dir}"))
-        .unwrap();
+    let serve = lab::serve_sh(to, &format!("exec {BIN} serve -B {addr} --write-dir {dir}"));
     let out = linerate(
         from,
         &format!("bench {addr} --file {src} --file-name {name}"),

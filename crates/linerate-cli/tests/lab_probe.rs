@@ -148,11 +148,25 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
 
 #[test]
 fn probe_names_what_real_drivers_report_and_judges_them_for_what_they_are() {
-    let Some((lab, _serial)) = lab::boot(&spec()) else {
+    lab::on_each_kernel("lab_probe", probe_on);
+}
+
+/// The test on one kernel (`LINERATE_LAB_KERNELS`).
+fn probe_on(kernel: &str) {
+    let Some((lab, _serial)) = lab::boot_on(kernel, &spec()) else {
         return;
     };
     let g = lab.guest("a");
     let (virtio, e1000e) = (g.netdevs[0].clone(), g.netdevs[1].clone());
+    // With LINERATE_LAB_CAPTURES=DIR, the sysfs this kernel's drivers wrote, as
+    // fixtures/sysfs/build.py takes it (DIR/lab-rxe-qemu-SERIES.json: captures/).
+    if let Some(dir) = std::env::var_os("LINERATE_LAB_CAPTURES") {
+        let agent = linerate_lab::host::find_agent().unwrap_or_else(|e| panic!("{e}"));
+        let capture = sh(g, &format!("{} capture", agent.display()), 120);
+        let path =
+            std::path::Path::new(&dir).join(format!("lab-rxe-qemu-{}.json", lab.kernel.series()));
+        std::fs::write(&path, capture).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
     let doc = lab::linerate_json(g, "probe --json", 120);
     let text = lab::linerate(g, "probe", 120).stdout;
     let devinfo = ibv_devinfo(&sh(g, "ibv_devinfo -v", 60));

@@ -46,7 +46,12 @@ fn result<'a>(doc: &'a Value, b: &Guest, serve: Bg) -> &'a Value {
 
 #[test]
 fn bench_and_doctor_run_rdma_over_verbs_between_two_guests() {
-    let Some((lab, _serial)) = lab::boot(&spec()) else {
+    lab::on_each_kernel("lab_rdma", rdma_on);
+}
+
+/// The test on one kernel (`LINERATE_LAB_KERNELS`).
+fn rdma_on(kernel: &str) {
+    let Some((lab, _serial)) = lab::boot_on(kernel, &spec()) else {
         return;
     };
     let (a, b) = (lab.guest("a"), lab.guest("b"));

@@ -152,7 +152,12 @@ fn tcp_check(p: &Value) -> &Value {
 
 #[test]
 fn soak_and_bench_name_the_lossy_direction_over_rxe() {
-    let Some((lab, _serial)) = lab::boot(&LabSpec::pair()) else {
+    lab::on_each_kernel("lab_soak", soak_on);
+}
+
+/// The test on one kernel (`LINERATE_LAB_KERNELS`).
+fn soak_on(kernel: &str) {
+    let Some((lab, _serial)) = lab::boot_on(kernel, &LabSpec::pair()) else {
         return;
     };
     let (a, b) = (lab.guest("a"), lab.guest("b"));

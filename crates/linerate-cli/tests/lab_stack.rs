@@ -62,8 +62,13 @@ fn finding<'a>(doc: &'a Value, id: &str) -> &'a Value {
 
 #[test]
 fn the_rdma_stack_on_a_real_kernel() {
+    lab::on_each_kernel("lab_stack", stack_on);
+}
+
+/// The test on one kernel (`LINERATE_LAB_KERNELS`).
+fn stack_on(kernel: &str) {
     let nic = NicSpec::parse_short("virtio:40000@5x4").unwrap();
-    let Some((lab, _serial)) = lab::boot(&LabSpec::build(1, &[nic], true)) else {
+    let Some((lab, _serial)) = lab::boot_on(kernel, &LabSpec::build(1, &[nic], true)) else {
         return;
     };
     let g = lab.guest("a");
@@ -144,11 +149,10 @@ fn rdma_ucm_on_demand_and_blacklisted(g: &Guest, addr: &str) {
         "{f}"
     );
     // The server as nobody too: run as root, its libfabric would load the module again.
-    let serve = g
-        .spawn(&format!(
-            "exec setpriv --reuid=65534 --regid=65534 --clear-groups {BIN} serve -B {addr}"
-        ))
-        .unwrap();
+    let serve = lab::serve_sh(
+        g,
+        &format!("exec setpriv --reuid=65534 --regid=65534 --clear-groups {BIN} serve -B {addr}"),
+    );
     let o = as_nobody(
         g,
         &format!("doctor {addr} --quick --rdma-provider verbs --json"),

@@ -752,6 +752,36 @@ fn check_host_stack_ceiling(doc: &Value) {
     }
 }
 
+/// Issue #37: each TCP test's senders (linerate at both ends) said how many of their
+/// retransmits the receiver reported by D-SACK as duplicates (TCP_INFO, Linux 4.19 and later),
+/// never more than they retransmitted.
+fn check_spurious_counts(doc: &Value) {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut v = release
+        .trim()
+        .split(['.', '-'])
+        .map(|x| x.parse::<u32>().unwrap_or(0));
+    if (v.next().unwrap_or(0), v.next().unwrap_or(0)) >= (4, 19) {
+        let tcp: Vec<&Value> = doc["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["kind"] == "tcp_bw" && t["error"].is_null())
+            .collect();
+        assert!(!tcp.is_empty(), "no TCP test");
+        for t in tcp {
+            let (r, d) = (
+                t["retransmits"].as_u64(),
+                t["spurious_retransmits"].as_u64(),
+            );
+            assert!(
+                d.is_some() && d <= r,
+                "spurious_retransmits {d:?} of {r:?}: {t}"
+            );
+        }
+    }
+}
+
 /// Scenario 5: No shaper, MTU 1500 both ends: nothing at error, exit 0, and a verdict
 /// consistent with the host stack's bound (see [`check_host_stack_ceiling`]): this
 /// machine's speed decides which of the two outcomes, not whether the test passes.
@@ -776,6 +806,7 @@ fn healthy_path() {
     assert!(rdma["error"].is_null(), "{rdma}");
     assert!(num(rdma, "/gbps") > 0.0);
     assert_eq!(with_id(doc, "rdma.vs_tcp").len(), 1, "{:?}", ids(doc));
+    check_spurious_counts(doc);
     // The pyramid: this host's disk, the network, the server's disk through a real copy.
     let rows = doc["pyramid"]["rows"].as_array().expect("pyramid rows");
     let has = |layer: &str, host: &str| {

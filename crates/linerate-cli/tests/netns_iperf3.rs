@@ -562,6 +562,19 @@ fn doctor_against_a_stock_server_on_this_host_counts_its_cpu_as_the_far_ends() {
         .flatten()
         .filter(|f| f["id"] == "cpu.contended")
         .count();
+    // Issue #37: the hypervisor's steal is named as steal, never as other processes.
+    for f in doc["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["id"] == "cpu.steal")
+    {
+        let msg = f["message"].as_str().unwrap_or("");
+        assert!(!msg.contains("other processes"), "{msg}");
+        if contended == 0 {
+            assert!(!verdict.contains("other processes"), "{verdict}");
+        }
+    }
     // Half the line doctor draws (`CONTENDED_OTHER_CORES`, 0.3): quiet beyond doubt.
     if others < linerate_rules::thresholds::CONTENDED_OTHER_CORES / 2.0 {
         assert_eq!(contended, 0, "{}", doc["findings"]);

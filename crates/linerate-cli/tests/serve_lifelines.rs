@@ -4,12 +4,14 @@
 //! deadline, `--max-served` after its tests, and a SIGTERM ends it cleanly; the
 //! `--scratch-write-dir` directory is removed every time.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
+
+mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_linerate");
 /// The longest a server may take to end once it should: generous, for a loaded machine.
@@ -38,13 +40,8 @@ impl Temp {
         if let (Some(k), Some(s)) = (key, stdin.as_mut()) {
             writeln!(s, "{k}").expect("write the key");
         }
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let first = lines.next().and_then(Result::ok).unwrap_or_default();
-        // Keep draining the log so the server never blocks on it.
-        std::thread::spawn(move || lines.for_each(drop));
-        let listening: Value = serde_json::from_str(&first)
-            .unwrap_or_else(|e| panic!("first line `{first}` is not the listening event: {e}"));
-        assert_eq!(listening["event"], "listening", "{listening}");
+        // Its first line, `listening` (within a bound); the rest of its log is drained.
+        let (listening, _) = common::await_listening(&mut child);
         Temp {
             child,
             stdin,

@@ -252,7 +252,7 @@ fn every_schema_enum_is_the_codes_vocabulary() {
             "watch-stream.schema.json",
             "/$defs/counter_source",
             "CounterSource",
-            names::<linerate_proto::soak::CounterSource>(),
+            names::<linerate_facts::CounterSource>(),
         ),
         (
             "watch-stream.schema.json",
@@ -364,7 +364,7 @@ fn every_schema_enum_is_the_codes_vocabulary() {
             "soak.schema.json",
             "/$defs/counter/properties/source",
             "CounterSource",
-            names::<p::soak::CounterSource>(),
+            names::<linerate_facts::CounterSource>(),
         ),
         (
             "soak.schema.json",

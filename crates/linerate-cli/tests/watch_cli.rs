@@ -2,7 +2,9 @@
 //! root): the JSON stream against its schema, soak's verdict on a port whose error counters
 //! move, saturated and reset counters that are no burst, a downtrain and a PCIe downtrain
 //! marked with their time, ports coming and going, rates from counters moved by known
-//! steps, a closed pipe, the plain lines, and bad input refused with what was expected.
+//! steps, a closed pipe, the plain lines, and bad input refused with what was expected; and on
+//! this host, a port named on the command line shown whatever its kind (loopback, under a TCP
+//! stream of the test's own).
 
 mod soak_tree;
 
@@ -528,4 +530,74 @@ fn bad_input_is_refused_with_what_was_expected() {
     // The error names the ports that are there.
     let out = linerate(&["watch", "--root", root, "nosuch0"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("ib0 (mlx4_0/1)"));
+}
+
+/// A Gb/s figure of the plain form (`15.9 Gb/s`, `512 Mb/s`, `0 b/s`), in bit/s.
+fn bits_per_s(value: &str, unit: &str) -> f64 {
+    let v: f64 = value
+        .parse()
+        .unwrap_or_else(|_| panic!("`{value}` is no number"));
+    let scale = match unit {
+        "b/s" => 1.0,
+        "kb/s" => 1e3,
+        "Mb/s" => 1e6,
+        "Gb/s" => 1e9,
+        "Tb/s" => 1e12,
+        _ => panic!("`{unit}` is no rate unit"),
+    };
+    v * scale
+}
+
+#[test]
+fn a_port_named_is_shown_whatever_its_kind() {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    // Loopback traffic for the length of the watch (at most 30 s): a TCP stream to ourselves.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        while s.read(&mut buf).is_ok_and(|n| n > 0) {}
+    });
+    let writer = {
+        let stop = Arc::clone(&stop);
+        thread::spawn(move || {
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            let buf = vec![7u8; 1 << 16];
+            let until = Instant::now() + Duration::from_secs(30);
+            while !stop.load(Ordering::Relaxed) && Instant::now() < until {
+                if s.write_all(&buf).is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    let out = linerate(&["watch", "lo", "--plain", "--count", "2", "-i", "200ms"]);
+    let unnamed = linerate(&["watch", "--plain", "--count", "1", "-i", "200ms"]);
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    reader.join().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    for l in &lines {
+        // `<time> lo <state> rx <rate> <unit> <pps> tx ...`: the bytes of our stream.
+        let w: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!((w[1], w[3]), ("lo", "rx"), "{l}");
+        assert!(bits_per_s(w[4], w[5]) > 0.0, "no traffic on lo: {l}");
+        assert!(l.contains("no ceiling"), "{l}");
+    }
+    // Not named, loopback stays out.
+    assert_eq!(unnamed.status.code(), Some(0), "{unnamed:?}");
+    let text = String::from_utf8(unnamed.stdout).unwrap();
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some("lo")),
+        "{text}"
+    );
 }

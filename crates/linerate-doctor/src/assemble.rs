@@ -69,6 +69,7 @@ pub fn measured(t: &TestResult, h: HostCpu) -> Measured {
         steal_cores: h.steal_cores,
         retransmits: t.retransmits,
         segments: t.segments,
+        spurious_retransmits: t.spurious_retransmits,
         rtt_us: t.rtt_us,
         tcp_busy_percent: t.tcp_limited.map(|l| l.busy_percent),
         rwnd_limited_percent: t.tcp_limited.map(|l| l.receive_window_percent),
@@ -250,6 +251,8 @@ fn far_end_out(a: &Assembly<'_>, remote_known: bool, runs: &Runs) -> FarEndOut {
                 program: program.clone(),
             })
             .collect(),
+        // The command knows what it copied to start the far end; it fills this in.
+        copied: None,
     }
 }
 

@@ -4,29 +4,24 @@
 //! counter that pegged at its maximum or was reset by someone else during the tests is said
 //! (its rise is then "at least"), never misread as a rise of zero or a huge one.
 //!
-//! Judged: the InfiniBand PMA error counters (`counters/`, all but `port_xmit_wait`, which
-//! counts congestion, not errors) and the netdev's error statistics
-//! ([`NETDEV_ERROR_STATS`]): the files doctor has always watched. Driver statistics and
-//! `hw_counters` are sampled with them but not judged here (corrected FEC blocks rise on
-//! every healthy PAM4 link; `linerate soak` judges those with its thresholds).
+//! Judged: the counters the counter table says doctor judges (`linerate_facts::CounterDef`,
+//! its `doctor` column): the InfiniBand PMA error counters (`counters/`, all but
+//! `port_xmit_wait`, which counts congestion, not errors) and the netdev's error statistics:
+//! the files doctor has always watched. Driver statistics and `hw_counters` are sampled with
+//! them but not judged here (corrected FEC blocks rise on every healthy PAM4 link; `linerate
+//! soak` judges those with its thresholds).
 
 use std::path::Path;
 use std::time::Instant;
 
-use linerate_facts::{CounterDelta, Inventory};
-use linerate_inventory::counters::{soak_targets, CounterSampler, NETDEV_ERROR_STATS};
-use linerate_proto::soak::{CounterSource, End, SoakSample};
+use linerate_facts::{CounterDef, CounterDelta, CounterSource, Inventory};
+use linerate_inventory::counters::{soak_targets, CounterSampler};
+use linerate_proto::soak::{End, SoakSample};
 use linerate_soak::{CounterTrack, Tracker};
 
 /// Whether doctor judges counter `name` of `source`.
 fn judged(source: CounterSource, name: &str) -> bool {
-    match source {
-        CounterSource::IbCounters => {
-            name != "port_xmit_wait" && linerate_model::ib::pma_error_counter_bits(name).is_some()
-        }
-        CounterSource::NetdevStatistics => NETDEV_ERROR_STATS.contains(&name),
-        CounterSource::IbHwCounters | CounterSource::Carrier | CounterSource::Ethtool => false,
-    }
+    CounterDef::of(source, name).judges.doctor
 }
 
 /// The port's counters from the first sample on; [`CounterWatch::finish`] takes the second.
@@ -182,6 +177,7 @@ mod tests {
             bytes_sent: 0,
             bytes_received: 0,
             problems: Vec::new(),
+            host: Vec::new(),
         }
     }
 

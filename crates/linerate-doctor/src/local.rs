@@ -7,6 +7,7 @@ use linerate_engine::mem::{self, MemOp};
 use linerate_results::disk::DiskReport;
 use linerate_storage::disk::JOB_GAIN;
 
+use crate::options::Progress;
 use crate::plan::Depth;
 
 /// What the memory step measured.
@@ -38,23 +39,24 @@ pub fn measure_memory(cpus: usize) -> Memory {
     }
 }
 
-/// `linerate disk` of each directory given; a disk that fails keeps what it measured.
+/// `linerate disk` of each directory given; a disk that fails keeps what it measured. Each
+/// disk measured is handed to `progress` as it is (the caller says its figures).
 pub fn measure_disks(
     dirs: &[PathBuf],
     depth: Depth,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(Progress<'_>),
     errors: &mut Vec<String>,
 ) -> Vec<DiskReport> {
     let mut disks = Vec::new();
     for path in dirs {
-        progress(&format!("disk {}", path.display()));
+        progress(Progress::Line(&format!("disk {}", path.display())));
         match linerate_storage::run(path, &disk_plan(depth), |_| {}) {
             Ok(r) => {
-                progress(&format!("  → {}", linerate_report::disk::summary(&r)));
+                progress(Progress::Disk(&r));
                 disks.push(r);
             }
             Err(e) => {
-                progress(&format!("  → failed: {e}"));
+                progress(Progress::Line(&format!("  → failed: {e}")));
                 errors.push(format!("disk {}: {e}", path.display()));
                 if let Some(p) = e.partial {
                     disks.push(*p);

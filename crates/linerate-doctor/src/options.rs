@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use linerate_bench::InventoryFn;
 use linerate_iperf3::Version;
 use linerate_proto::{Psk, TestParams};
+use linerate_results::disk::DiskReport;
 use thiserror::Error;
 
 use crate::plan::Depth;
@@ -89,6 +90,16 @@ impl std::fmt::Debug for StartedFarEnd {
             .field("addr", &self.addr)
             .finish_non_exhaustive()
     }
+}
+
+/// What doctor says while it runs, for its caller to show: plain data, the caller renders it.
+#[derive(Debug, Clone, Copy)]
+pub enum Progress<'a> {
+    /// A step begins (`memory bandwidth`, `TCP send, 1 stream, 2 s`), or how it ended
+    /// (`  → skipped: ...`, `  → failed: ...`): one line of words.
+    Line(&'a str),
+    /// A disk was measured: its results, as the pyramid will hold them.
+    Disk(&'a DiskReport),
 }
 
 /// When doctor measures RDMA.

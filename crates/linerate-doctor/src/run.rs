@@ -13,18 +13,21 @@ use crate::counters::CounterWatch;
 use crate::far;
 use crate::host::LiveHost;
 use crate::local::{job_notes, measure_disks, measure_memory};
-use crate::options::{DoctorError, DoctorOptions, FarEndNeeds, RdmaMode};
+use crate::options::{DoctorError, DoctorOptions, FarEndNeeds, Progress, RdmaMode};
 use crate::plan::plan;
 use crate::steps::{self, Steps, ThisHost};
 
-/// Run doctor. `progress` receives one line per step.
-pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorReport, DoctorError> {
+/// Run doctor. `progress` hears of each step as it begins and ends.
+pub fn run(
+    o: &DoctorOptions,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<DoctorReport, DoctorError> {
     let t0 = Instant::now();
     let mut before = linerate_inventory::probe(&o.root)?;
     if o.root == std::path::Path::new("/") {
         crate::nfs::knock_unmounted(&mut before);
     }
-    progress("memory bandwidth");
+    progress(Progress::Line("memory bandwidth"));
     let memory = measure_memory(before.host.cpus.len().max(1));
     let mut errors = Vec::new();
     let disks = measure_disks(&o.disks, o.depth, progress, &mut errors);
@@ -55,10 +58,11 @@ pub fn run(o: &DoctorOptions, progress: &mut dyn FnMut(&str)) -> Result<DoctorRe
     let watch = host
         .route_interface(addr)
         .and_then(|n| CounterWatch::start(&o.root, &before, &n));
+    let mut line = |s: &str| progress(Progress::Line(s));
     let mut steps = Steps::new(
         opened.client.as_mut(),
         &mut host,
-        progress,
+        &mut line,
         o.depth,
         self_check,
     );

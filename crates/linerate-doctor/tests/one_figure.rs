@@ -54,6 +54,7 @@ fn tcp(streams: u32, gbps: f64) -> TestResult {
         receiver: Some(end("remote", 40.0)),
         retransmits: Some(0),
         segments: Some((gbps * 1e9 / 8.0 * 2.0 / 65_483.0) as u64),
+        spurious_retransmits: None,
         ..TestResult::new(params)
     }
 }
@@ -145,7 +146,7 @@ fn the_best_tcp_result_is_one_figure_under_one_name() {
 
     // The HTML: the waterfall's measured bar is the verdict's figure, named by its test; the
     // pyramid's table and chart say the best result by the same name as the text.
-    let html = linerate_report::render_html(&r);
+    let html = linerate_report::doctor_html(&r);
     assert!(
         html.contains(&format!(
             "<title>measured: TCP send, 1 stream: {one}</title>"

@@ -7,8 +7,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use linerate_proto::TcpStats;
 
-/// `struct tcp_info` of Linux up to `tcpi_sndbuf_limited` (kernel ≥ 4.10; the busy and
-/// limited times appeared in 4.10, `data_segs_out` in 4.6). The kernel copies min(our size,
+/// `struct tcp_info` of Linux up to `tcpi_dsack_dups` (kernel ≥ 4.19; the busy and limited
+/// times appeared in 4.10, `data_segs_out` in 4.6, `dsack_dups` in 4.19). The kernel copies min(our size,
 /// its size) bytes and reports how many; fields past what it wrote stay 0.
 #[repr(C)]
 #[derive(Default)]
@@ -62,10 +62,18 @@ struct TcpInfo {
     rwnd_limited: u64,
     /// µs of that limited by this socket's send buffer.
     sndbuf_limited: u64,
+    delivered: u32,
+    delivered_ce: u32,
+    bytes_sent: u64,
+    bytes_retrans: u64,
+    /// Segments the receiver reported by D-SACK as duplicates: retransmits it already had.
+    dsack_dups: u32,
 }
 
 /// Bytes of `struct tcp_info` up to and including `tcpi_sndbuf_limited`.
-const CHRONO_END: usize = std::mem::size_of::<TcpInfo>();
+const CHRONO_END: usize = std::mem::offset_of!(TcpInfo, delivered);
+/// Bytes of `struct tcp_info` up to and including `tcpi_dsack_dups`.
+const DSACK_END: usize = std::mem::offset_of!(TcpInfo, dsack_dups) + std::mem::size_of::<u32>();
 
 /// TCP_INFO of a socket, or `None` when the kernel refuses.
 pub fn tcp_info(fd: &impl AsRawFd) -> Option<TcpStats> {
@@ -95,6 +103,8 @@ pub fn tcp_info(fd: &impl AsRawFd) -> Option<TcpStats> {
             rwnd_us: info.rwnd_limited,
             sndbuf_us: info.sndbuf_limited,
         }),
+        // Linux < 4.19 writes no D-SACK count: unknown, not "none spurious".
+        dsack_dups: (len as usize >= DSACK_END).then_some(u64::from(info.dsack_dups)),
     })
 }
 

@@ -460,6 +460,26 @@ mod tests {
         drop(peer);
     }
 
+    /// The D-SACK count is read where the kernel writes it (4.19 and later): a fresh loopback
+    /// connection has it, at 0, beside the chrono times before it in the struct.
+    #[test]
+    fn tcp_info_reads_the_dsack_count_where_the_kernel_has_it() {
+        let (_peer, s) = pair();
+        let info = sys::tcp_info(&s).expect("TCP_INFO of a connected socket");
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let mut v = release
+            .trim()
+            .split(['.', '-'])
+            .map(|x| x.parse::<u32>().unwrap_or(0));
+        let (major, minor) = (v.next().unwrap_or(0), v.next().unwrap_or(0));
+        if (major, minor) >= (4, 19) {
+            assert_eq!(info.dsack_dups, Some(0), "kernel {}", release.trim());
+            assert!(info.limited.is_some(), "kernel {}", release.trim());
+        } else {
+            assert_eq!(info.dsack_dups, None, "kernel {}", release.trim());
+        }
+    }
+
     #[test]
     fn a_closed_peer_is_seen_in_tcp_info() {
         let (peer, s) = pair();

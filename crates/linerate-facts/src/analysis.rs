@@ -10,6 +10,9 @@ use crate::{Finding, Severity};
 pub struct PortAnalysis {
     pub name: String,
     pub ceiling: Ceiling,
+    /// A RoCE port: its MTU, GIDs and the path of its traffic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roce: Option<crate::RoceView>,
 }
 
 /// Everything the rules conclude from an inventory.

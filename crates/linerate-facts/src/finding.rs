@@ -151,6 +151,8 @@ finding_ids! {
     CpuPowersave => "cpu.powersave", Inventory;
     CpuSaturated => "cpu.saturated", Measurement;
     CpuContended => "cpu.contended", Measurement;
+    CpuSteal => "cpu.steal", Measurement;
+    TcpSpuriousRetransmits => "tcp.spurious_retransmits", Measurement;
     TcpBuffersSmall => "tcp.buffers_small", Inventory;
     IbNoSubnetManager => "ib.no_subnet_manager", Inventory;
     IbPortDown => "ib.port_down", Inventory;
@@ -189,6 +191,24 @@ finding_ids! {
     FwOutdated => "fw.outdated", Inventory;
     FwOem => "fw.oem", Inventory;
     FwEndOfLife => "fw.end_of_life", Inventory;
+    ModuleRxPowerLow => "module.rx_power_low", Inventory;
+    ModuleTxOutOfRange => "module.tx_out_of_range", Inventory;
+    ModuleTemperatureHigh => "module.temperature_high", Inventory;
+    ModuleRateBelowPort => "module.rate_below_port", Inventory;
+    ModuleNoAnswer => "module.no_answer", Inventory;
+    ModuleNeedsPrivilege => "module.needs_privilege", Inventory;
+    FecMissing => "fec.missing", Inventory;
+    NicTemperatureHigh => "nic.temperature_high", Inventory;
+    RingDrops => "ring.drops", Inventory;
+    NicChannelsFew => "nic.channels_few", Inventory;
+    VfRateLimited => "vf.rate_limited", Inventory;
+    VfLinkDown => "vf.link_down", Inventory;
+    VfSharedPort => "vf.shared_port", Inventory;
+    RoceMtuSmall => "roce.mtu_small", Inventory;
+    RoceNoV2Gid => "roce.no_v2_gid", Inventory;
+    RoceV1Only => "roce.v1_only", Inventory;
+    RoceLossy => "roce.lossy", Inventory;
+    RocePfcOtherPriority => "roce.pfc_other_priority", Inventory;
 }
 
 impl FindingId {
@@ -222,7 +242,8 @@ impl FindingId {
             Self::TcpBuffersSmall => Some(Cause::TcpBuffers),
             Self::NetShaper => Some(Cause::Shaper),
             Self::IpoibDatagramMode => Some(Cause::IpoibMode),
-            Self::NetParavirtual => Some(Cause::Hypervisor),
+            // The hypervisor: a paravirtual NIC it carries, or the CPU time it gave other guests.
+            Self::NetParavirtual | Self::CpuSteal => Some(Cause::Hypervisor),
             // What costs CPU time per byte: the IP stack (against RDMA), a core at its limit,
             // other processes, a slow governor, memory on the far NUMA node, a slower end.
             Self::RdmaVsTcp
@@ -246,6 +267,9 @@ impl FindingId {
             | Self::CeilingExceeded
             | Self::Unexplained
             | Self::StorageDiskLimitsCopy
+            // Not loss: the receiver had the segments (D-SACK); what stalled the sender's timer
+            // is the cpu findings' or a queue's to say.
+            | Self::TcpSpuriousRetransmits
             // The software stack decides whether a test runs at all, not how fast it goes.
             | Self::RdmaDriverMissing
             | Self::RdmaNoUverbs
@@ -262,7 +286,30 @@ impl FindingId {
             | Self::NfsMountFails
             | Self::FwOutdated
             | Self::FwOem
-            | Self::FwEndOfLife => None,
+            | Self::FwEndOfLife
+            // Below the port: what a measured path loses to a weak optic, a missing FEC or a
+            // full ring shows as errors, drops and retransmits, which their own findings judge;
+            // a VF's rate limit is a stage of its ceiling, not a cause beside it.
+            | Self::ModuleRxPowerLow
+            | Self::ModuleTxOutOfRange
+            | Self::ModuleTemperatureHigh
+            | Self::ModuleRateBelowPort
+            | Self::ModuleNoAnswer
+            | Self::ModuleNeedsPrivilege
+            | Self::FecMissing
+            | Self::NicTemperatureHigh
+            | Self::RingDrops
+            | Self::NicChannelsFew
+            | Self::VfRateLimited
+            | Self::VfLinkDown
+            | Self::VfSharedPort => None,
+            // RoCE's setup decides how RDMA fares, which doctor's RDMA verdict says; the
+            // TCP verdict's gap is not theirs.
+            | Self::RoceMtuSmall
+            | Self::RoceNoV2Gid
+            | Self::RoceV1Only
+            | Self::RoceLossy
+            | Self::RocePfcOtherPriority => None,
         }
     }
 }

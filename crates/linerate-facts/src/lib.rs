@@ -8,30 +8,43 @@
 
 mod analysis;
 mod buffers;
+mod counter;
 mod doctor;
 mod end;
+mod far_end;
 mod finding;
 mod header;
 mod host_facts;
 mod inventory;
 mod probe;
+mod roce;
 mod setup;
 
 pub use analysis::{Analysis, PortAnalysis};
 pub use buffers::{window_of, TcpBufferSizes, SYSCTL_FILE};
+pub use counter::{
+    CounterClass, CounterDef, CounterJudges, CounterName, CounterRead, CounterRole, CounterSource,
+    CounterUnit, CounterWidth, SoakFamily, COUNTERS,
+};
 pub use doctor::{CopyLimit, DoctorVerdict, Inventories, MemOut, PathFacts, Pyramid, Row};
 pub use end::{CounterDelta, EndFacts, QdiscDelta, QdiscSide, QdiscsSeen, ShaperFact};
+pub use far_end::FarEndCopy;
 pub use finding::{Cause, Evidence, Finding, FindingId, FindingOrigin, Severity};
 pub use header::{Tool, SCHEMA_VERSION, TOOL};
 pub use host_facts::{HostFacts, InterfaceView, Unread};
 pub use inventory::{
-    cpulist_string, parse_cpulist, parse_hex_u16, parse_hex_u32, Bond, Counter, Dimm, Gid, Host,
-    IbDevice, IbPort, IbPortFiles, Inventory, IpoibInfo, IpoibMode, LibfabricFacts, LimitsLine,
-    LinkLayer, MemlockLimit, Netdev, NetdevKind, NfsFstab, NfsMount, NumaNode, OsFamily,
-    PciFunction, PcieLinkFiles, PcieSpeedFiles, Port, PortKind, Problem, ProblemKind, RdmaKnock,
-    RdmaStack, Route, SocketLimits, UpstreamPort,
+    cpulist_string, dbm, parse_cpulist, parse_hex_u16, parse_hex_u32, Bond, Channels, Coalesce,
+    Counter, Dcb, DcbApp, DcbRead, Diagnostics, Dimm, EcnSwitches, Ets, Fec, FecMode, Gid,
+    GidFamily, Host, HwmonSensor, IbDevice, IbPort, IbPortFiles, Inventory, IpoibInfo, IpoibMode,
+    LaneDiagnostics, Level, LibfabricFacts, LimitsLine, LinkLayer, LinkModes, Media, MemlockLimit,
+    Module, ModuleStandard, Netdev, NetdevKind, NfsFstab, NfsMount, NumaNode, OsFamily, Pause,
+    PciFunction, PcieLinkFiles, PcieSpeedFiles, Pfc, PhyQuery, PhySource, PhyUnread, Port,
+    PortKind, PortPhy, PortQos, Problem, ProblemKind, RdmaCmDefaults, RdmaKnock, RdmaStack, Rings,
+    RoceVersion, Route, RxPowerMeasure, SocketLimits, Sriov, SriovVf, Thresholds, UnreadWhy,
+    UpstreamPort, VfInfo, VfLinkState, APP_SEL_DSCP, APP_SEL_PCP, PRIORITIES,
 };
 pub use probe::{IbDoc, NfsDoc, PciDoc, PortDoc, ProbeDoc};
+pub use roce::{MtuSource, RoceGid, RoceMtu, RoceTraffic, RoceView, Trust};
 pub use setup::{
     Applied, Distro, Family, FileAction, FileChange, Note, Plan, PlanCommand, RestartRun,
     RolledBack, SetupRefusal, Step, Topic, When, Why,

@@ -76,6 +76,18 @@ pub struct PortDoc {
     pub ib: Option<IbDoc>,
     pub net: Option<Netdev>,
     pub pci: Option<PciDoc>,
+    /// What ethtool read below the netdev: module, FEC, link modes, rings, coalescing,
+    /// channels, pause, ring drops, VFs. Absent when nothing was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phy: Option<crate::inventory::PortPhy>,
+    /// A RoCE port: its MTU against its netdev's, its GIDs with the index to use, and how its
+    /// traffic is protected (PFC, ECN). Absent for other ports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roce: Option<crate::RoceView>,
+    /// A RoCE port's netdev, as read: its DCB state (PFC with its frame counters, ETS, the
+    /// APP and trust tables, DCBX), ECN's switches, the driver's pause and discard counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<crate::PortQos>,
 }
 
 /// The InfiniBand (or RoCE) device and port behind a port.
@@ -148,6 +160,9 @@ impl PortDoc {
             }),
             net: inv.port_netdev(port).cloned(),
             pci: inv.port_pci(port).map(PciDoc::new),
+            phy: port.netdev.as_deref().and_then(|n| inv.phy(n)).cloned(),
+            roce: None,
+            qos: port.netdev.as_deref().and_then(|n| inv.qos(n)).cloned(),
         }
     }
 }
@@ -164,7 +179,10 @@ impl ProbeDoc {
                 .ports
                 .iter()
                 .zip(&analysis.ports)
-                .map(|(p, a)| PortDoc::new(inv, p, &a.ceiling))
+                .map(|(p, a)| PortDoc {
+                    roce: a.roce.clone(),
+                    ..PortDoc::new(inv, p, &a.ceiling)
+                })
                 .collect(),
             findings: analysis.findings.clone(),
             nfs: NfsDoc::of(inv),

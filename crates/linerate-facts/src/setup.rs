@@ -19,10 +19,14 @@ pub enum Topic {
     Governor,
     /// The RDMA software stack: modules at boot, locked-memory limits.
     RdmaStack,
+    /// Receive rings that dropped packets, grown and kept across reboots.
+    Rings,
+    /// A RoCE port: its netdev's MTU, and lossless Ethernet (PFC, DSCP trust, ECN, ToS).
+    Roce,
 }
 
 impl Topic {
-    pub const ALL: [Topic; 7] = [
+    pub const ALL: [Topic; 9] = [
         Topic::Ipoib,
         Topic::Opensm,
         Topic::NfsRdma,
@@ -30,6 +34,8 @@ impl Topic {
         Topic::Irq,
         Topic::Governor,
         Topic::RdmaStack,
+        Topic::Rings,
+        Topic::Roce,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -41,6 +47,8 @@ impl Topic {
             Self::Irq => "irq",
             Self::Governor => "governor",
             Self::RdmaStack => "rdma-stack",
+            Self::Rings => "rings",
+            Self::Roce => "roce",
         }
     }
 }

@@ -1,37 +1,34 @@
-//! The counters a soak reads every interval, under a root directory (`/` or a fixture tree):
-//! for each watched port its IB `counters/*` and `hw_counters/*`, its netdev's `statistics/*`
-//! and carrier counts, the driver statistics through SIOCETHTOOL (live root only), and the
-//! host's `TcpRetransSegs`. Raw values, never reset; a file that is bad or vanished becomes a
-//! named entry in the sample's `problems`, never a failure.
+//! The counters a soak or a watch reads every interval, under a root directory (`/` or a
+//! fixture tree): for each watched port its IB `counters/*` and `hw_counters/*`, its netdev's
+//! statistics and carrier counts, the driver statistics through SIOCETHTOOL (live root only),
+//! and the host's counters of `/proc/net/snmp`. Which counter is what: the counter table
+//! (`linerate_facts::CounterDef`).
+//!
+//! What it costs: on the live root the statistics and carrier counts of every netdev come from
+//! one rtnetlink dump a sample (`linkdump`: the same `dev_get_stats` figures as their files,
+//! for every port at once); every other file is opened once and read again with `pread`
+//! (`fs::OpenDir`), its directory listed again every [`RELIST_EVERY`] samples; the link files a
+//! watch reads anyway (`rate`, `speed`) are taken from its [`LinkWatch`], not read twice. A
+//! fixture root has no rtnetlink: the same counters come from its files, in the same order, so
+//! the samples of the two paths are the same (`tests/soak_counters.rs` compares them on a veth
+//! pair). Raw values, never reset; a file that is bad or vanished becomes a named entry in the
+//! sample's `problems`, never a failure.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
+use linerate_facts::{CounterClass, CounterDef, CounterRead, CounterSource};
 use linerate_facts::{Inventory, LinkLayer, NetdevKind, Port, PortKind};
 use linerate_model::IbRate;
-use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
+use linerate_proto::soak::{End, PortSample, SoakPortKind, SoakSample};
 
 use crate::ethtool::Ethtool;
-use crate::fs::{DirReader, Root};
-
-/// Carrier counters of a netdev (`/sys/class/net/<if>/…`).
-const CARRIER_FILES: [&str; 3] = ["carrier_changes", "carrier_up_count", "carrier_down_count"];
-/// `hw_counters` entries that are settings, not counters.
-const HW_NOT_COUNTERS: [&str; 1] = ["lifespan"];
-
-/// The error counters of a netdev's `statistics/` that the inventory reports (non-zero) and
-/// doctor watches during its tests: errors and drops on either side, and the receive errors
-/// that point at the wire or the NIC (CRC, missed, FIFO).
-pub const NETDEV_ERROR_STATS: [&str; 8] = [
-    "rx_errors",
-    "tx_errors",
-    "rx_dropped",
-    "tx_dropped",
-    "rx_crc_errors",
-    "rx_missed_errors",
-    "rx_fifo_errors",
-    "tx_carrier_errors",
-];
+use crate::fs::{CounterFile, OpenDir, Root};
+use crate::linkdump::{LinkCounters, LinkDump};
+use crate::links::LinkWatch;
 
 /// One port a soak watches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,11 +95,89 @@ pub fn targets_where(inv: &Inventory, keep: impl Fn(&Port) -> bool) -> Vec<SoakT
     out
 }
 
+/// Samples between two listings of a counter directory (and between two tries to open one
+/// that was missing): a listing costs as much as several reads, and the files of a port change
+/// only with its driver. A file that vanished has its directory opened and listed again at the
+/// next sample.
+const RELIST_EVERY: u32 = 10;
+
+/// A counter directory, opened once, with its names as last listed and each one's row of the
+/// counter table.
+#[derive(Debug)]
+struct Listed {
+    dir: OpenDir,
+    source: CounterSource,
+    names: Vec<(String, &'static CounterDef)>,
+    age: u32,
+}
+
+impl Listed {
+    fn open(path: &Path, source: CounterSource) -> Option<Self> {
+        let mut l = Self {
+            dir: OpenDir::open(path)?,
+            source,
+            names: Vec::new(),
+            age: 0,
+        };
+        l.list();
+        Some(l)
+    }
+
+    fn list(&mut self) {
+        let source = self.source;
+        self.names = self
+            .dir
+            .names()
+            .into_iter()
+            .map(|n| {
+                let def = CounterDef::of(source, &n);
+                (n, def)
+            })
+            .collect();
+        self.age = 0;
+    }
+
+    /// Starts a sample: lists the directory again when due.
+    fn tick(&mut self) {
+        self.age += 1;
+        if self.age >= RELIST_EVERY {
+            self.list();
+        }
+        self.dir.begin();
+    }
+}
+
+/// The directories of one port, opened once.
+#[derive(Debug, Default)]
+struct PortDirs {
+    /// `sys/class/infiniband/<device>/ports/<port>` (its `rate`).
+    ib: Option<OpenDir>,
+    counters: Option<Listed>,
+    hw_counters: Option<Listed>,
+    /// `sys/class/net/<netdev>` (its `speed` and carrier counts).
+    net: Option<OpenDir>,
+    statistics: Option<Listed>,
+    /// The carrier files the netdev had when its directory was listed.
+    carrier: Vec<&'static str>,
+    /// The netdev's index (`ifindex`), read once on the live root: its entry of the link dump
+    /// must be the same interface.
+    ifindex: Option<i32>,
+    /// Opened (or tried) at this sample; opened again when due or when a file vanished.
+    opened_at: Option<u64>,
+    stale: bool,
+}
+
+/// What the link dump read of each watched netdev this sample.
+type Dumped = HashMap<String, LinkCounters>;
+
 /// Reads the samples of one end: built once, asked every interval.
 #[derive(Debug)]
 pub struct CounterSampler {
     root: PathBuf,
     targets: Vec<SoakTarget>,
+    dirs: Vec<PortDirs>,
+    /// The rtnetlink dump of every link, on a live root only.
+    dump: Option<LinkDump>,
     /// The ioctl socket, on a live root only.
     ethtool: Option<Ethtool>,
     /// Said once why the driver statistics are not read (a fixture root, no socket).
@@ -111,12 +186,15 @@ pub struct CounterSampler {
     ethtool_failed: Vec<String>,
     /// The counters each target had in the previous sample: one gone since is named.
     seen: Vec<Vec<(CounterSource, String)>>,
-    listings: Listings,
+    /// `proc/net`, for `snmp`.
+    proc_net: Option<OpenDir>,
+    samples: u64,
 }
 
 impl CounterSampler {
     /// `root` is `/` on a live system: only then are the driver statistics read (the ioctl
-    /// asks the kernel, which knows nothing of a fixture tree).
+    /// asks the kernel, which knows nothing of a fixture tree) and the netdevs' statistics
+    /// taken from rtnetlink.
     pub fn new(root: &Path, targets: Vec<SoakTarget>) -> Self {
         let live = std::fs::canonicalize(root).is_ok_and(|p| p == Path::new("/"));
         let (ethtool, ethtool_note) = if live {
@@ -131,15 +209,34 @@ impl CounterSampler {
             );
             (None, Some(note))
         };
+        // Without rtnetlink (a sandbox that refuses the socket) the files are read.
+        let dump = if live { LinkDump::open().ok() } else { None };
+        let dirs = targets.iter().map(|_| PortDirs::default()).collect();
         Self {
             root: root.to_path_buf(),
             targets,
+            dirs,
+            dump,
             ethtool,
             ethtool_note,
             ethtool_failed: Vec::new(),
             seen: Vec::new(),
-            listings: Listings::default(),
+            proc_net: OpenDir::open(&root.join("proc/net")),
+            samples: 0,
         }
+    }
+
+    /// Reads every netdev counter from its file, as on a fixture root, even on the live one:
+    /// the other way of reading the same counters, for comparing the two.
+    #[must_use]
+    pub fn without_netlink(mut self) -> Self {
+        self.dump = None;
+        self
+    }
+
+    /// Whether the netdevs' statistics come from rtnetlink.
+    pub fn reads_netlink(&self) -> bool {
+        self.dump.is_some()
     }
 
     pub fn targets(&self) -> &[SoakTarget] {
@@ -148,55 +245,150 @@ impl CounterSampler {
 
     /// Read everything once. Bytes are left at 0: the caller knows its engines' traffic.
     pub fn sample(&mut self, end: End, seq: u64, t_s: f64) -> SoakSample {
+        self.sample_with(end, seq, t_s, None)
+    }
+
+    /// [`CounterSampler::sample`], with the link files `links` read this interval (a watch
+    /// reads them anyway to know when the inventory is stale): the ports' `rate` and `speed`
+    /// are taken from there rather than read again.
+    pub fn sample_with(
+        &mut self,
+        end: End,
+        seq: u64,
+        t_s: f64,
+        links: Option<&LinkWatch>,
+    ) -> SoakSample {
         let mut r = Root::new(&self.root);
-        let mut problems = Vec::new();
+        let mut s = SoakSample::new(end, seq, t_s);
         if let Some(note) = self.ethtool_note.take() {
-            problems.push(note);
+            s.problems.push(note);
         }
-        let targets = std::mem::take(&mut self.targets);
-        let ports: Vec<PortSample> = targets
-            .iter()
-            .map(|t| self.port(&mut r, t, &mut problems))
-            .collect();
-        self.targets = targets;
-        self.note_vanished(&ports, &mut problems);
-        let (tcp_retrans_segs, tcp_out_segs) = tcp_segs(&mut r);
-        problems.extend(
+        let dumped = self.dump_links();
+        let n = self.samples;
+        self.samples += 1;
+        for i in 0..self.targets.len() {
+            let port = self.port(&mut r, i, n, &dumped, links, &mut s.problems);
+            s.ports.push(port);
+        }
+        let ports = std::mem::take(&mut s.ports);
+        self.note_vanished(&ports, &mut s.problems);
+        s.ports = ports;
+        self.host_counters(&mut r, &mut s);
+        s.problems.extend(
             r.problems
                 .into_iter()
                 .map(|p| format!("{}: {}", p.path, p.detail)),
         );
-        SoakSample {
-            end,
-            seq,
-            t_s,
-            ports,
-            tcp_retrans_segs,
-            tcp_out_segs,
-            bytes_sent: 0,
-            bytes_received: 0,
-            problems,
-        }
+        s
     }
 
-    /// One port's counters. Each directory is opened once and its files read by name: the
-    /// port's directory (through its class symlink) is looked up once per sample.
-    fn port(&mut self, r: &mut Root, t: &SoakTarget, problems: &mut Vec<String>) -> PortSample {
+    /// The watched netdevs' entries of one link dump; empty without rtnetlink or when the
+    /// dump fails (the files are read then).
+    fn dump_links(&mut self) -> Dumped {
+        let Some(dump) = self.dump.as_mut() else {
+            return Dumped::new();
+        };
+        let names: std::collections::HashSet<&str> = self
+            .targets
+            .iter()
+            .filter_map(|t| t.netdev.as_deref())
+            .collect();
+        if names.is_empty() {
+            return Dumped::new();
+        }
+        let attrs: Vec<u16> = CounterDef::exact_rows(CounterSource::Carrier)
+            .filter_map(|d| match d.read {
+                CounterRead::LinkAttr(a) => Some(a),
+                _ => None,
+            })
+            .collect();
+        dump.read(&|n| names.contains(&n), &attrs)
+            .unwrap_or_default()
+    }
+
+    /// Opens the directories of target `i` (again) when due.
+    fn open_dirs(&mut self, i: usize, n: u64) {
+        let t = &self.targets[i];
+        let d = &mut self.dirs[i];
+        let due = match d.opened_at {
+            None => true,
+            Some(at) => d.stale || n.saturating_sub(at) >= u64::from(RELIST_EVERY),
+        };
+        let missing = (t.rdma && (d.ib.is_none() || d.counters.is_none()))
+            || (t.netdev.is_some() && d.net.is_none());
+        // Open what is missing, at most every RELIST_EVERY samples; everything after a file
+        // vanished.
+        if !(d.opened_at.is_none() || d.stale || (due && missing)) {
+            return;
+        }
+        let root = &self.root;
+        if t.rdma {
+            let dir = root.join(format!(
+                "sys/class/infiniband/{}/ports/{}",
+                t.device, t.port
+            ));
+            d.ib = OpenDir::open(&dir);
+            d.counters = d
+                .ib
+                .as_ref()
+                .and_then(|p| Listed::open(&p.path().join("counters"), CounterSource::IbCounters));
+            d.hw_counters = d.ib.as_ref().and_then(|p| {
+                Listed::open(&p.path().join("hw_counters"), CounterSource::IbHwCounters)
+            });
+        }
+        if let Some(nd) = &t.netdev {
+            let dir = root.join(format!("sys/class/net/{nd}"));
+            d.net = OpenDir::open(&dir);
+            d.statistics = d.net.as_ref().and_then(|p| {
+                Listed::open(
+                    &p.path().join("statistics"),
+                    CounterSource::NetdevStatistics,
+                )
+            });
+            let names = d.net.as_mut().map(OpenDir::names).unwrap_or_default();
+            d.carrier = CounterDef::exact_rows(CounterSource::Carrier)
+                .filter_map(|c| c.name.exact())
+                .filter(|c| names.iter().any(|n| n == c))
+                .collect();
+            if self.dump.is_some() {
+                d.ifindex = d
+                    .net
+                    .as_mut()
+                    .and_then(|n| n.read_raw("ifindex").ok().flatten())
+                    .and_then(|v| v.parse().ok());
+            }
+        }
+        d.opened_at = Some(n);
+        d.stale = false;
+    }
+
+    /// One port's counters: sample `n` of this sampler.
+    fn port(
+        &mut self,
+        r: &mut Root,
+        i: usize,
+        n: u64,
+        dumped: &Dumped,
+        links: Option<&LinkWatch>,
+        problems: &mut Vec<String>,
+    ) -> PortSample {
+        self.open_dirs(i, n);
+        let t = self.targets[i].clone();
+        let d = &mut self.dirs[i];
         let mut counters = Vec::new();
         let mut kind = SoakPortKind::Ethernet {
             speed_mbps: None,
             roce: t.rdma && !t.infiniband,
         };
         if t.rdma {
-            let dir = r.path(&format!(
-                "sys/class/infiniband/{}/ports/{}",
-                t.device, t.port
-            ));
-            if let Some(d) = DirReader::open(&dir) {
+            if let Some(ib) = d.ib.as_mut() {
+                ib.begin();
                 if t.infiniband {
-                    let rate = r.opt_parse_at(
-                        &d,
-                        "rate",
+                    let raw = link_file(links, ib, "rate");
+                    let path = ib.path().join("rate");
+                    let rate = r.opt_parse_raw(
+                        raw,
+                        &path,
                         &t.device,
                         "`40 Gb/sec (4X QDR)`",
                         IbRate::parse,
@@ -206,20 +398,12 @@ impl CounterSampler {
                         signalling_gbps: rate.map(|r| r.signalling_gbps()),
                     };
                 }
-                read_dir_counters(
-                    r,
-                    &mut self.listings,
-                    d.child("counters"),
-                    CounterSource::IbCounters,
-                    &mut counters,
-                );
-                read_dir_counters(
-                    r,
-                    &mut self.listings,
-                    d.child("hw_counters"),
-                    CounterSource::IbHwCounters,
-                    &mut counters,
-                );
+                for l in [d.counters.as_mut(), d.hw_counters.as_mut()]
+                    .into_iter()
+                    .flatten()
+                {
+                    d.stale |= read_listed(r, l, None, &mut counters);
+                }
             } else if t.infiniband {
                 kind = SoakPortKind::Infiniband {
                     speed: None,
@@ -228,24 +412,38 @@ impl CounterSampler {
             }
         }
         if let Some(nd) = &t.netdev {
-            if let Some(d) = DirReader::open(&r.path(&format!("sys/class/net/{nd}"))) {
+            if let Some(net) = d.net.as_mut() {
+                net.begin();
                 if let SoakPortKind::Ethernet { speed_mbps, .. } = &mut kind {
-                    *speed_mbps = d
-                        .read_raw("speed")
+                    *speed_mbps = link_file(links, net, "speed")
                         .ok()
                         .flatten()
                         .and_then(|v| v.parse::<u64>().ok())
                         .filter(|&s| s > 0 && s < u64::from(u32::MAX));
                 }
-                read_dir_counters(
-                    r,
-                    &mut self.listings,
-                    d.child("statistics"),
-                    CounterSource::NetdevStatistics,
-                    &mut counters,
-                );
-                for f in CARRIER_FILES {
-                    if let Some(value) = r.counter_at(&d, f, f) {
+                // The link dump's entry of this very interface (its index as sysfs has it).
+                let entry = dumped
+                    .get(nd)
+                    .filter(|e| d.ifindex.is_some_and(|i| i == e.ifindex));
+                if let Some(l) = d.statistics.as_mut() {
+                    d.stale |= read_listed(r, l, entry, &mut counters);
+                }
+                for f in
+                    CounterDef::exact_rows(CounterSource::Carrier).filter_map(|c| c.name.exact())
+                {
+                    // From the dump for a file the netdev had when it was listed; any other
+                    // is tried as a file (one may appear: a fixture written while it is read).
+                    let listed = d.carrier.contains(&f);
+                    let from_dump = entry.filter(|_| listed).and_then(|e| {
+                        let CounterRead::LinkAttr(a) =
+                            CounterDef::of(CounterSource::Carrier, f).read
+                        else {
+                            return None;
+                        };
+                        e.attrs.iter().find(|(t, _)| *t == a).map(|(_, v)| *v)
+                    });
+                    let value = from_dump.or_else(|| net.counter(r, f, f).value());
+                    if let Some(value) = value {
                         counters.push((CounterSource::Carrier, f.to_string(), value));
                     }
                 }
@@ -255,9 +453,9 @@ impl CounterSampler {
             }
         }
         PortSample {
-            device: t.device.clone(),
-            port: t.port.clone(),
-            netdev: t.netdev.clone(),
+            device: t.device,
+            port: t.port,
+            netdev: t.netdev,
             kind,
             counters,
         }
@@ -266,24 +464,34 @@ impl CounterSampler {
     /// Name the counters a port had in the previous sample and lacks now (a file removed, a
     /// driver reloaded): the judge sees a gap, the reader sees why.
     fn note_vanished(&mut self, ports: &[PortSample], problems: &mut Vec<String>) {
-        let now: Vec<Vec<(CounterSource, String)>> = ports
-            .iter()
-            .map(|p| p.counters.iter().map(|(s, n, _)| (*s, n.clone())).collect())
-            .collect();
-        for ((before, after), p) in self.seen.iter().zip(&now).zip(ports) {
-            for (src, name) in before.iter().filter(|k| !after.contains(k)) {
-                let at = if p.port.is_empty() {
-                    p.device.clone()
-                } else {
-                    format!("{}/{}", p.device, p.port)
-                };
+        // A port's counters are the same names in the same order sample after sample: only a
+        // port whose list changed is looked at, and its list kept again (no copy per sample).
+        self.seen.resize_with(ports.len(), Vec::new);
+        for (before, p) in self.seen.iter_mut().zip(ports) {
+            let same = before.len() == p.counters.len()
+                && before
+                    .iter()
+                    .zip(&p.counters)
+                    .all(|((s, n), (s2, n2, _))| s == s2 && n == n2);
+            if same {
+                continue;
+            }
+            let at = if p.port.is_empty() {
+                p.device.clone()
+            } else {
+                format!("{}/{}", p.device, p.port)
+            };
+            for (src, name) in before
+                .iter()
+                .filter(|(s, n)| !p.counters.iter().any(|(s2, n2, _)| s2 == s && n2 == n))
+            {
                 problems.push(format!(
                     "{at}: counter {name} ({}) vanished since the previous sample",
-                    source_name(*src)
+                    src.short()
                 ));
             }
+            *before = p.counters.iter().map(|(s, n, _)| (*s, n.clone())).collect();
         }
-        self.seen = now;
     }
 
     fn ethtool_counters(
@@ -309,96 +517,182 @@ impl CounterSampler {
             }
         }
     }
-}
 
-fn source_name(s: CounterSource) -> &'static str {
-    match s {
-        CounterSource::IbCounters => "counters/",
-        CounterSource::IbHwCounters => "hw_counters/",
-        CounterSource::NetdevStatistics => "statistics/",
-        CounterSource::Carrier => "carrier",
-        CounterSource::Ethtool => "ethtool",
+    /// The host-wide counters of the table (`/proc/net/snmp`'s columns), into `s`. Without
+    /// the `Tcp:` lines (their `RetransSegs`) none is read, and the file is named.
+    fn host_counters(&mut self, r: &mut Root, s: &mut SoakSample) {
+        let p = self.root.join("proc/net/snmp");
+        let text = match self.proc_net.as_mut().map(|d| d.read_raw("snmp")) {
+            Some(Ok(Some(t))) => t,
+            Some(Err(e)) => {
+                r.problem(&p, "host", linerate_facts::ProblemKind::Unreadable, e);
+                return;
+            }
+            _ => return,
+        };
+        let rows: Vec<(&'static str, &'static str, &'static str)> =
+            CounterDef::exact_rows(CounterSource::Snmp)
+                .filter_map(|d| match (d.name.exact(), d.read) {
+                    (Some(n), CounterRead::Snmp { group, column }) => Some((n, group, column)),
+                    _ => None,
+                })
+                .collect();
+        let values: Vec<Option<u64>> = rows
+            .iter()
+            .map(|(_, group, column)| parse_snmp(&text, group, column))
+            .collect();
+        let basis = rows
+            .iter()
+            .zip(&values)
+            .find(|((n, ..), _)| *n == "TcpRetransSegs")
+            .and_then(|(_, v)| *v);
+        if basis.is_none() {
+            r.bad_value(
+                &p,
+                "host",
+                "(no usable Tcp: lines)",
+                "a `Tcp:` header line with `RetransSegs` and a `Tcp:` value line",
+            );
+            return;
+        }
+        for ((name, ..), v) in rows.iter().zip(values) {
+            if let Some(v) = v {
+                s.set_host(CounterSource::Snmp, name, v);
+            }
+        }
     }
 }
 
-/// The names of a directory's counter files, listed again every [`RELIST_EVERY`] samples and
-/// at once after a file vanished: a listing costs as much as several reads, and the files of a
-/// port change only with its driver.
+/// Builds a soak's counter sampler for the local address a test uses: called once per soak;
+/// the sampler it returns is called at the start and after every interval with the sample's
+/// sequence number and seconds since the start (bytes are filled in by the caller). `serve`
+/// hands one to the server (`linerate_bench::ServerConfig::soak`), `soak` to the client.
+pub type SoakSamplerFn =
+    Arc<dyn Fn(IpAddr) -> Box<dyn FnMut(u64, f64) -> SoakSample + Send> + Send + Sync>;
+
+/// CPU time spent sampling counters on this host, and how many samples: the cost of a soak's
+/// sampling, separate from the engines'.
 #[derive(Debug, Default)]
-struct Listings {
-    by_dir: HashMap<PathBuf, (Vec<String>, u32)>,
+pub struct SamplingCost {
+    cpu_ns: AtomicU64,
+    samples: AtomicU64,
 }
 
-/// Samples between two listings of a counter directory.
-const RELIST_EVERY: u32 = 10;
+impl SamplingCost {
+    /// CPU seconds spent sampling, and the samples taken.
+    pub fn totals(&self) -> (f64, u64) {
+        (
+            self.cpu_ns.load(Ordering::Relaxed) as f64 / 1e9,
+            self.samples.load(Ordering::Relaxed),
+        )
+    }
+}
 
-impl Listings {
-    fn names(&mut self, d: &DirReader) -> Vec<String> {
-        match self.by_dir.get_mut(d.path()) {
-            Some((names, age)) if *age < RELIST_EVERY => {
-                *age += 1;
-                names.clone()
-            }
-            _ => {
-                let names = d.names();
-                self.by_dir
-                    .insert(d.path().to_path_buf(), (names.clone(), 1));
-                names
-            }
+/// A sampler factory for `end` reading under `root`: the ports of the inventory there, plus
+/// the interface holding the test's local address when it is in that inventory (a veth on a
+/// live root). Every call's thread CPU time goes into `cost`.
+pub fn sampler_fn(root: PathBuf, end: End, cost: Arc<SamplingCost>) -> SoakSamplerFn {
+    Arc::new(move |ip: IpAddr| {
+        let mut sampler = build_sampler(&root, Some(ip));
+        let cost = Arc::clone(&cost);
+        Box::new(move |seq, t_s| {
+            let (u0, s0) = linerate_engine::sys::thread_cpu();
+            let s = sampler(end, seq, t_s);
+            let (u1, s1) = linerate_engine::sys::thread_cpu();
+            let ns = ((u1 - u0 + s1 - s0).max(0.0) * 1e9) as u64;
+            cost.cpu_ns.fetch_add(ns, Ordering::Relaxed);
+            cost.samples.fetch_add(1, Ordering::Relaxed);
+            s
+        })
+    })
+}
+
+type SampleFn = Box<dyn FnMut(End, u64, f64) -> SoakSample + Send>;
+
+/// The counter sampler under `root`; when the root cannot be read, every sample says why.
+fn build_sampler(root: &Path, ip: Option<IpAddr>) -> SampleFn {
+    let path: Vec<String> = ip
+        .and_then(linerate_engine::sys::interface_of)
+        .into_iter()
+        .collect();
+    match crate::probe(root) {
+        Ok(inv) => {
+            let mut s = CounterSampler::new(root, soak_targets(&inv, &path));
+            Box::new(move |end, seq, t_s| s.sample(end, seq, t_s))
+        }
+        Err(e) => {
+            let why = e.to_string();
+            Box::new(move |end, seq, t_s| {
+                let mut s = SoakSample::new(end, seq, t_s);
+                s.problems.push(format!("no counters read: {why}"));
+                s
+            })
         }
     }
+}
 
-    fn stale(&mut self, d: &DirReader) {
-        self.by_dir.remove(d.path());
+/// Link file `name` of directory `dir`: as `links` read it this interval when it watches it,
+/// else read now.
+fn link_file(
+    links: Option<&LinkWatch>,
+    dir: &mut OpenDir,
+    name: &str,
+) -> Result<Option<String>, String> {
+    match links.and_then(|l| l.value(dir.path(), name)) {
+        Some(v) => v.clone(),
+        None => dir.read_raw(name),
     }
 }
 
-/// Every counter file of a directory, in natural order, read by name. A missing directory is
-/// silent (not every port has `hw_counters`); `N/A (no PMA)` on old kernels is no counter, not
-/// a fault.
-fn read_dir_counters(
+/// Every counter of a listed directory, in its order, each from the link dump's entry
+/// `dumped` where the table gives its field there, else from its file. `N/A (no PMA)` on old
+/// kernels is no counter, not a fault. True when a file vanished since the listing (the
+/// directory is opened and listed again at the next sample).
+fn read_listed(
     r: &mut Root,
-    listings: &mut Listings,
-    dir: Option<DirReader>,
-    source: CounterSource,
+    l: &mut Listed,
+    dumped: Option<&LinkCounters>,
     out: &mut Vec<(CounterSource, String, u64)>,
-) {
-    let Some(d) = dir else {
-        return;
-    };
-    for name in listings.names(&d) {
-        if HW_NOT_COUNTERS.contains(&name.as_str()) {
+) -> bool {
+    l.tick();
+    let source = l.source;
+    let mut vanished = false;
+    for (name, def) in &l.names {
+        // A setting among the counters (`hw_counters/lifespan`) is not read.
+        if def.class == CounterClass::Setting {
             continue;
         }
-        let raw = d.read_raw(&name);
-        if matches!(raw, Ok(None)) {
-            // Gone since the listing: list again next time.
-            listings.stale(&d);
-            continue;
-        }
-        if let Some(value) = r.counter_value(raw, || d.path().join(&name), &name) {
-            out.push((source, name, value));
+        let from_dump = match (dumped, def.read) {
+            (Some(e), CounterRead::Stats64(i)) if def.name.exact() == Some(name.as_str()) => {
+                e.stats64.get(i).copied()
+            }
+            _ => None,
+        };
+        let value = match from_dump {
+            Some(v) => Some(v),
+            None => match l.dir.counter(r, name, name) {
+                CounterFile::Missing => {
+                    vanished = true;
+                    None
+                }
+                c => c.value(),
+            },
+        };
+        if let Some(v) = value {
+            out.push((source, name.clone(), v));
         }
     }
+    vanished
 }
 
-/// `TcpRetransSegs` and `TcpOutSegs` from the `Tcp:` header and value lines of
-/// `/proc/net/snmp`.
-fn tcp_segs(r: &mut Root) -> (Option<u64>, Option<u64>) {
-    let p = r.path("proc/net/snmp");
-    let Some(text) = r.opt(&p, "host") else {
-        return (None, None);
-    };
-    let [retrans, out] = parse_snmp_tcp_columns(&text, ["RetransSegs", "OutSegs"]);
-    if retrans.is_none() {
-        r.bad_value(
-            &p,
-            "host",
-            "(no usable Tcp: lines)",
-            "a `Tcp:` header line with `RetransSegs` and a `Tcp:` value line",
-        );
-    }
-    (retrans, retrans.and(out))
+/// The column `column` of the `group:` header and value lines of `/proc/net/snmp`.
+fn parse_snmp(text: &str, group: &str, column: &str) -> Option<u64> {
+    let mut lines = text
+        .lines()
+        .filter(|l| l.split_once(':').is_some_and(|(g, _)| g == group));
+    let (header, values) = (lines.next()?, lines.next()?);
+    let col = header.split_whitespace().position(|h| h == column)?;
+    values.split_whitespace().nth(col)?.parse().ok()
 }
 
 /// The `RetransSegs` column of the two `Tcp:` lines (header, then values).
@@ -408,21 +702,7 @@ pub fn parse_snmp_retrans(text: &str) -> Option<u64> {
 
 /// The column `name` of the two `Tcp:` lines of `/proc/net/snmp` (header, then values).
 pub fn parse_snmp_tcp(text: &str, name: &str) -> Option<u64> {
-    let [v] = parse_snmp_tcp_columns(text, [name]);
-    v
-}
-
-/// The columns `names` of the two `Tcp:` lines of `/proc/net/snmp`, found in one pass over
-/// the text.
-fn parse_snmp_tcp_columns<const N: usize>(text: &str, names: [&str; N]) -> [Option<u64>; N] {
-    let mut tcp = text.lines().filter(|l| l.starts_with("Tcp:"));
-    let (Some(header), Some(values)) = (tcp.next(), tcp.next()) else {
-        return [None; N];
-    };
-    names.map(|name| {
-        let col = header.split_whitespace().position(|h| h == name)?;
-        values.split_whitespace().nth(col)?.parse().ok()
-    })
+    parse_snmp(text, "Tcp", name)
 }
 
 #[cfg(test)]

@@ -3,6 +3,11 @@
 //! the values. The kernel lets anyone run these three (`__dev_ethtool` in
 //! net/ethtool/ioctl.c: "Allow some commands to be done by anyone"), so no root is needed.
 //!
+//! Also the queries of kernels without ethtool netlink (before 5.6): a fixed struct in, the
+//! same struct filled ([`Ethtool::query`]: rings, channels, pause, coalescing, FEC), the module
+//! EEPROM as one flat dump ([`Ethtool::module_eeprom`]: GMODULEINFO then GMODULEEEPROM, which
+//! need CAP_NET_ADMIN), and a ring size set now ([`Ethtool::set`], for `setup --apply`).
+//!
 //! This reads the live kernel of the calling thread's network namespace, never a fixture
 //! root. The names are read once per interface and kept: a soak asks for the values every
 //! interval, and the names change only when the driver's count does.
@@ -64,6 +69,16 @@ pub enum EthtoolError {
     },
     #[error("opening a socket for SIOCETHTOOL: {0}")]
     Socket(io::Error),
+}
+
+impl EthtoolError {
+    /// The errno of a refused ioctl.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            Self::Ioctl { err, .. } | Self::Socket(err) => err.raw_os_error(),
+            _ => None,
+        }
+    }
 }
 
 /// A socket for the ioctls, and the names read so far per interface.
@@ -133,6 +148,52 @@ impl Ethtool {
             });
         }
         Ok(())
+    }
+
+    /// One fixed-size query: `buf` holds the struct with its command word set (the pure
+    /// encoders of `linerate_phy::ioctl`); the kernel fills it in place.
+    pub fn query(
+        &self,
+        iface: &str,
+        cmd: &'static str,
+        buf: &mut [u8],
+    ) -> Result<(), EthtoolError> {
+        let name = ifname(iface)?;
+        // A u64 buffer keeps the struct aligned for its u32 words.
+        let mut aligned: Vec<u64> = buf
+            .chunks(8)
+            .map(|c| {
+                let mut w = [0u8; 8];
+                w[..c.len()].copy_from_slice(c);
+                u64::from_ne_bytes(w)
+            })
+            .collect();
+        self.ioctl(iface, &name, cmd, aligned.as_mut_ptr().cast())?;
+        let filled: Vec<u8> = aligned.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        buf.copy_from_slice(&filled[..buf.len()]);
+        Ok(())
+    }
+
+    /// Set a struct (`ETHTOOL_SRINGPARAM`): the same call as [`Ethtool::query`], named for
+    /// what it does; the kernel wants CAP_NET_ADMIN.
+    pub fn set(&self, iface: &str, cmd: &'static str, buf: &mut [u8]) -> Result<(), EthtoolError> {
+        self.query(iface, cmd, buf)
+    }
+
+    /// The module's memory as one flat dump (`ethtool -m raw on` on an old kernel): its type
+    /// (`ETH_MODULE_SFF_*`) and bytes. At most 640 bytes, the largest layout the kernel has.
+    pub fn module_eeprom(&self, iface: &str) -> Result<(u32, Vec<u8>), EthtoolError> {
+        use linerate_phy::ioctl::{modinfo, query, GMODULEEEPROM, GMODULEINFO, MODINFO_LEN};
+        let mut info = query(GMODULEINFO, MODINFO_LEN);
+        self.query(iface, "ETHTOOL_GMODULEINFO", &mut info)?;
+        let (kind, len) = modinfo(&info).unwrap_or((0, 0));
+        let len = len.min(640) as usize;
+        // struct ethtool_eeprom: cmd, magic, offset, len, then the data.
+        let mut buf = vec![0u8; 16 + len];
+        buf[0..4].copy_from_slice(&GMODULEEEPROM.to_ne_bytes());
+        buf[12..16].copy_from_slice(&(len as u32).to_ne_bytes());
+        self.query(iface, "ETHTOOL_GMODULEEEPROM", &mut buf)?;
+        Ok((kind, buf[16..].to_vec()))
     }
 
     fn count(&self, iface: &str, name: &[libc::c_char; IFNAMSIZ]) -> Result<u32, EthtoolError> {

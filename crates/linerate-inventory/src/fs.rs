@@ -171,14 +171,27 @@ impl Root {
         f: impl FnOnce(&str) -> Option<T>,
     ) -> Option<T> {
         let p = dir.path().join(name);
-        let v = match dir.read_raw(name) {
+        self.opt_parse_raw(dir.read_raw(name), &p, subject, expected, f)
+    }
+
+    /// [`Root::opt_parse`] for a value read already (`raw`, as `read_raw` gives it) from the
+    /// file at `p`.
+    pub fn opt_parse_raw<T>(
+        &mut self,
+        raw: Result<Option<String>, String>,
+        p: &Path,
+        subject: &str,
+        expected: &str,
+        f: impl FnOnce(&str) -> Option<T>,
+    ) -> Option<T> {
+        let v = match raw {
             Ok(v) => v,
             Err(e) => {
-                self.problem(&p, subject, ProblemKind::Unreadable, e);
+                self.problem(p, subject, ProblemKind::Unreadable, e);
                 None
             }
         };
-        self.parse(&p, subject, v, expected, f)
+        self.parse(p, subject, v, expected, f)
     }
 
     /// `req` then `parse`.
@@ -351,6 +364,17 @@ impl DirReader {
         })
     }
 
+    /// File `name` of the directory, opened to read without blocking.
+    fn open_file(&self, name: &str) -> Result<rustix::fd::OwnedFd, rustix::io::Errno> {
+        use rustix::fs::{Mode, OFlags};
+        rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+    }
+
     /// A file of the directory, as [`Root::read_raw`] reads one.
     pub fn read_raw(&self, name: &str) -> Result<Option<String>, String> {
         use rustix::fs::{Mode, OFlags};
@@ -364,6 +388,292 @@ impl DirReader {
             Err(rustix::io::Errno::NOENT) => Ok(None),
             Err(e) => Err(std::io::Error::from(e).to_string()),
         }
+    }
+}
+
+/// The magic numbers of the filesystems whose files regenerate their value on every read from
+/// offset 0 of a file opened once (kernfs' and procfs' `seq_file`s): `fstatfs(2)`.
+const SYSFS_MAGIC: u64 = 0x6265_6572;
+const PROC_SUPER_MAGIC: u64 = 0x9fa0;
+
+/// Files kept open by every [`OpenDir`] of the process: at most [`fd_budget`], past which a
+/// file is opened for each read instead (a host with thousands of counters stays within its
+/// `RLIMIT_NOFILE`).
+static OPEN_FILES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Half the soft limit on open files, at most 65536.
+fn fd_budget() -> usize {
+    static BUDGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+            .current
+            .unwrap_or(u64::MAX);
+        usize::try_from((limit / 2).min(65_536)).unwrap_or(65_536)
+    })
+}
+
+/// One file of an [`OpenDir`], kept open.
+#[derive(Debug)]
+struct Held(rustix::fd::OwnedFd);
+
+impl Held {
+    fn take() -> bool {
+        use std::sync::atomic::Ordering;
+        OPEN_FILES
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < fd_budget()).then_some(n + 1)
+            })
+            .is_ok()
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        OPEN_FILES.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A directory whose files are opened once and read again with `pread` at offset 0 each time
+/// (a soak's or a watch's counters, every interval): one system call a value instead of an
+/// open, a stat, a read and a close. On sysfs and procfs a read from offset 0 gives the value
+/// of that moment (the attribute is shown again: `seq_read_iter` starts over at 0). On any other
+/// filesystem (a fixture tree) a file may be replaced (written elsewhere and renamed over) or
+/// removed while it is open, which changes its directory: [`OpenDir::begin`] looks at the
+/// directory once a round of reads, and while it changed lately each read checks the open file
+/// still has its name (`fstat`: a link count of 0 means it was replaced or removed) and opens
+/// it again when not. A file written in place needs nothing: the read from 0 sees it.
+#[derive(Debug)]
+pub struct OpenDir {
+    dir: DirReader,
+    /// sysfs or procfs: a read from 0 is always the value now.
+    pseudo: bool,
+    files: std::collections::HashMap<String, Held>,
+    /// The directory's change time at the last [`OpenDir::begin`], and whether the reads of
+    /// this round check their files.
+    changed_at: Option<(i64, u64)>,
+    check_files: bool,
+    /// The buffer every read goes to.
+    buf: Vec<u8>,
+}
+
+/// How recent a change of a directory makes its files checked at every read: more than a
+/// filesystem's coarse clock tick (a few ms), so that a change made within the tick of the
+/// previous look is still seen.
+const RECENT_CHANGE_S: i64 = 2;
+
+impl OpenDir {
+    /// `None` when `path` is missing or not a directory.
+    pub fn open(path: &Path) -> Option<Self> {
+        Self::from_dir(DirReader::open(path)?)
+    }
+
+    /// A directory opened already.
+    pub fn from_dir(dir: DirReader) -> Option<Self> {
+        let pseudo = rustix::fs::fstatfs(&dir.fd)
+            .is_ok_and(|s| matches!(s.f_type as u64, SYSFS_MAGIC | PROC_SUPER_MAGIC));
+        Some(Self {
+            dir,
+            pseudo,
+            files: std::collections::HashMap::new(),
+            changed_at: None,
+            check_files: true,
+            buf: vec![0; 4096],
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Starts a round of reads (a sample): on a filesystem other than sysfs and procfs, the
+    /// files are checked at each read of the round when the directory changed since the last
+    /// round or within the last [`RECENT_CHANGE_S`] seconds (a file replaced or removed
+    /// changes it), else read as they are.
+    pub fn begin(&mut self) {
+        if self.pseudo {
+            return;
+        }
+        let Ok(st) = rustix::fs::fstat(&self.dir.fd) else {
+            self.check_files = true;
+            return;
+        };
+        let ctime = (st.st_ctime, st.st_ctime_nsec);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        self.check_files =
+            self.changed_at != Some(ctime) || now.saturating_sub(ctime.0) < RECENT_CHANGE_S;
+        self.changed_at = Some(ctime);
+    }
+
+    /// The names in the directory, as [`DirReader::names`]; the files no longer there are
+    /// closed.
+    pub fn names(&mut self) -> Vec<String> {
+        let names = self.dir.names();
+        self.files.retain(|n, _| names.contains(n));
+        names
+    }
+
+    /// File `name`, as [`DirReader::read_raw`] reads it: `Ok(None)` when it is missing (or was
+    /// removed since it was opened), `Err` when it cannot be read.
+    pub fn read_raw(&mut self, name: &str) -> Result<Option<String>, String> {
+        let mut buf = std::mem::take(&mut self.buf);
+        let out = match self.read_into(name, &mut buf) {
+            Ok(Value::Missing) => Ok(None),
+            Ok(Value::Short(n)) => Ok(Some(trimmed(&buf[..n]).into_owned())),
+            Ok(Value::Long(v)) => Ok(Some(trimmed(&v).into_owned())),
+            Err(e) => Err(e),
+        };
+        self.buf = buf;
+        out
+    }
+
+    /// [`Root::counter_at`] for a file of this directory, saying whether the file is there.
+    pub fn counter(&mut self, r: &mut Root, name: &str, subject: &str) -> CounterFile {
+        let mut buf = std::mem::take(&mut self.buf);
+        let out = self.counter_in(r, name, subject, &mut buf);
+        self.buf = buf;
+        out
+    }
+
+    fn counter_in(
+        &mut self,
+        r: &mut Root,
+        name: &str,
+        subject: &str,
+        buf: &mut [u8],
+    ) -> CounterFile {
+        let value = self.read_into(name, buf);
+        let raw = match &value {
+            Ok(Value::Missing) => return CounterFile::Missing,
+            Ok(Value::Short(n)) => Ok(trimmed(&buf[..*n])),
+            Ok(Value::Long(v)) => Ok(trimmed(v)),
+            Err(e) => Err(e.clone()),
+        };
+        // The common case without an allocation: a plain decimal value.
+        if let Ok(v) = &raw {
+            if let Ok(n) = v.parse::<u64>() {
+                return CounterFile::Value(n);
+            }
+        }
+        let dir = self.dir.path();
+        match r.counter_value(
+            raw.map(|v| Some(v.into_owned())),
+            || dir.join(name),
+            subject,
+        ) {
+            Some(n) => CounterFile::Value(n),
+            None => CounterFile::NoValue,
+        }
+    }
+
+    /// Reads file `name` from offset 0: into `buf` when it fits, else into a vector.
+    fn read_into(&mut self, name: &str, buf: &mut [u8]) -> Result<Value, String> {
+        if let Some(held) = self.files.get(name) {
+            match self.reread(held, buf) {
+                Ok(Some(v)) => return Ok(v),
+                // Replaced or removed since it was opened: open it again.
+                Ok(None) => {
+                    self.files.remove(name);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let fd = match self.dir.open_file(name) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => return Ok(Value::Missing),
+            Err(e) => return Err(std::io::Error::from(e).to_string()),
+        };
+        let meta = rustix::fs::fstat(&fd).map_err(|e| std::io::Error::from(e).to_string())?;
+        if rustix::fs::FileType::from_raw_mode(meta.st_mode) != rustix::fs::FileType::RegularFile {
+            return Err("not a regular file".into());
+        }
+        let v = pread_all(&fd, buf)?;
+        if Held::take() {
+            self.files.insert(name.to_string(), Held(fd));
+        }
+        Ok(v)
+    }
+
+    /// A file opened before, read again: `Ok(None)` when it is no longer the file of its name.
+    fn reread(&self, held: &Held, buf: &mut [u8]) -> Result<Option<Value>, String> {
+        if !self.pseudo && self.check_files {
+            let meta =
+                rustix::fs::fstat(&held.0).map_err(|e| std::io::Error::from(e).to_string())?;
+            if meta.st_nlink == 0 {
+                return Ok(None);
+            }
+        }
+        match pread_all(&held.0, buf) {
+            Ok(v) => Ok(Some(v)),
+            // sysfs: the attribute's object went away (a device removed).
+            Err(e) if e == ENODEV_TEXT.as_str() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// What a counter file of an [`OpenDir`] held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterFile {
+    Value(u64),
+    /// There, but no count (`N/A`, garbage, unreadable: recorded where that is a problem).
+    NoValue,
+    /// Missing, or removed since it was listed.
+    Missing,
+}
+
+impl CounterFile {
+    pub fn value(self) -> Option<u64> {
+        match self {
+            Self::Value(v) => Some(v),
+            Self::NoValue | Self::Missing => None,
+        }
+    }
+}
+
+/// What a read gave.
+enum Value {
+    Missing,
+    /// The first `n` bytes of the buffer.
+    Short(usize),
+    /// A value longer than the buffer.
+    Long(Vec<u8>),
+}
+
+/// The text of ENODEV, as a read error reads.
+static ENODEV_TEXT: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| std::io::Error::from(rustix::io::Errno::NODEV).to_string());
+
+/// The whole file from offset 0, at most [`MAX_VALUE_BYTES`]: one `pread` for a value that
+/// fits in `buf` (every sysfs attribute shorter than a page).
+fn pread_all(fd: &rustix::fd::OwnedFd, buf: &mut [u8]) -> Result<Value, String> {
+    let err = |e: rustix::io::Errno| std::io::Error::from(e).to_string();
+    let n = rustix::io::retry_on_intr(|| rustix::io::pread(fd, &mut buf[..], 0)).map_err(err)?;
+    if n < buf.len() {
+        return Ok(Value::Short(n));
+    }
+    let mut v = buf.to_vec();
+    let mut chunk = [0u8; 4096];
+    while (v.len() as u64) < MAX_VALUE_BYTES {
+        let off = v.len() as u64;
+        let m = rustix::io::retry_on_intr(|| rustix::io::pread(fd, &mut chunk[..], off))
+            .map_err(err)?;
+        if m == 0 {
+            break;
+        }
+        v.extend_from_slice(&chunk[..m]);
+    }
+    v.truncate(usize::try_from(MAX_VALUE_BYTES).unwrap_or(usize::MAX));
+    Ok(Value::Long(v))
+}
+
+/// A value as [`read_file`] gives it: trailing newlines and NULs trimmed, then whitespace.
+fn trimmed(b: &[u8]) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    match String::from_utf8_lossy(b) {
+        Cow::Borrowed(v) => Cow::Borrowed(v.trim_end_matches(['\n', '\0']).trim()),
+        Cow::Owned(v) => Cow::Owned(v.trim_end_matches(['\n', '\0']).trim().to_string()),
     }
 }
 

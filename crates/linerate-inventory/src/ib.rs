@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-use linerate_facts::{Counter, Gid, IbDevice, IbPort, IbPortFiles, LinkLayer};
+use linerate_facts::{
+    Counter, CounterDef, CounterSource, Gid, IbDevice, IbPort, IbPortFiles, LinkLayer,
+};
 use linerate_model::{IbPhysState, IbRate, IbState};
 
 use crate::fs::Root;
@@ -91,12 +93,18 @@ fn read_port(r: &mut Root, dir: &Path, dev: &str, n: u32) -> IbPort {
         .filter(|v| !v.is_empty());
     let mut counters = Vec::new();
     let cdir = dir.join("counters");
-    for (name, bits) in linerate_model::ib::PMA_ERROR_COUNTERS {
+    // The PMA error counters probe reports (the counter table's probe rows), each with the
+    // value where its width makes it stop.
+    for d in CounterDef::exact_rows(CounterSource::IbCounters).filter(|d| d.judges.probe) {
+        let Some(name) = d.name.exact() else { continue };
         if let Some(value) = r.counter(&cdir.join(name), s) {
             counters.push(Counter {
                 name: name.to_string(),
                 value,
-                pegged: bits < 64 && value >= (1u64 << bits) - 1,
+                pegged: d
+                    .width
+                    .saturation_value(value)
+                    .is_some_and(|top| value >= top),
             });
         }
     }
@@ -118,6 +126,7 @@ fn read_port(r: &mut Root, dir: &Path, dev: &str, n: u32) -> IbPort {
         hw_counters,
         active_mtu: None,
         max_mtu: None,
+        rdma_cm: None,
         verbatim: IbPortFiles {
             state: state_raw,
             phys_state: phys_state_raw,
@@ -153,6 +162,7 @@ fn read_gids(port: &Path) -> Vec<Gid> {
                 gid,
                 kind: attr("types", i),
                 ndev: attr("ndevs", i),
+                vlan: None,
             })
         })
         .collect()

@@ -2,13 +2,15 @@
 //! read every interval by `linerate watch` to know when to read the inventory again. The
 //! values are compared as read (no parsing): any difference, or a name appearing in or leaving
 //! `/sys/class/net` or `/sys/class/infiniband`, means the inventory is stale. Reading the whole
-//! inventory every interval would cost a hundred files per port; this costs about ten.
+//! inventory every interval would cost a hundred files per port; this costs about ten, each
+//! opened once and read again with `pread`. The counter sampler takes the ports' `rate` and
+//! `speed` from here ([`LinkWatch::value`]) rather than read them twice.
 
 use std::path::{Path, PathBuf};
 
 use linerate_facts::{Bond, Inventory, NetdevKind};
 
-use crate::fs::{DirReader, Root};
+use crate::fs::{OpenDir, Root};
 
 /// The files of a port whose change changes its link or its ceiling.
 const IB_PORT_FILES: [&str; 3] = ["state", "phys_state", "rate"];
@@ -18,13 +20,27 @@ const BOND_FILES: [&str; 2] = ["slaves", "active_slave"];
 /// The class directories whose names are the ports.
 const CLASSES: [&str; 2] = ["sys/class/net", "sys/class/infiniband"];
 
-/// The link files of an inventory's ports, and what they held at the last read.
+/// A file as read: its value, `None` when missing, or why it could not be read.
+type Read = Result<Option<String>, String>;
+
+/// A file's value as a change is judged: one that cannot be read is as one missing.
+fn seen(x: &Read) -> Option<&str> {
+    x.as_ref().ok().and_then(|v| v.as_deref())
+}
+
+/// The link files of an inventory's ports, and what they held at the last read. Each
+/// directory is opened once and its files read again with `pread` (`fs::OpenDir`).
 #[derive(Debug)]
 pub struct LinkWatch {
     root: PathBuf,
-    /// Directories and the files read in each (each directory opened once per read).
+    /// Directories and the files read in each.
     files: Vec<(PathBuf, &'static [&'static str])>,
-    values: Vec<Option<String>>,
+    /// Each directory, opened (again, while it is missing) at every read.
+    dirs: Vec<Option<OpenDir>>,
+    /// What each file held at the last read, `files` order.
+    values: Vec<Read>,
+    /// (directory, file) → its place in `values`.
+    index: std::collections::HashMap<(PathBuf, &'static str), usize>,
     names: Vec<Vec<String>>,
 }
 
@@ -62,8 +78,18 @@ impl LinkWatch {
         }
         files.sort();
         files.dedup();
+        let mut index = std::collections::HashMap::new();
+        let mut at = 0;
+        for (dir, names) in &files {
+            for n in *names {
+                index.entry((dir.clone(), *n)).or_insert(at);
+                at += 1;
+            }
+        }
         let mut w = Self {
             root: root.to_path_buf(),
+            dirs: files.iter().map(|_| None).collect(),
+            index,
             values: Vec::new(),
             names: Vec::new(),
             files,
@@ -73,17 +99,19 @@ impl LinkWatch {
         w
     }
 
-    fn read_values(&self) -> Vec<Option<String>> {
-        // A file that cannot be read (EINVAL from `speed` on a link that is down) reads as
-        // `None`, like a missing one: what matters is that it differs from before.
+    fn read_values(&mut self) -> Vec<Read> {
         let mut out = Vec::with_capacity(self.values.len());
-        for (dir, names) in &self.files {
-            let d = DirReader::open(dir);
-            out.extend(
-                names
-                    .iter()
-                    .map(|n| d.as_ref().and_then(|d| d.read_raw(n).ok().flatten())),
-            );
+        for ((dir, names), open) in self.files.iter().zip(&mut self.dirs) {
+            if open.is_none() {
+                *open = OpenDir::open(dir);
+            }
+            match open.as_mut() {
+                Some(d) => {
+                    d.begin();
+                    out.extend(names.iter().map(|n| d.read_raw(n)));
+                }
+                None => out.extend(names.iter().map(|_| Ok(None))),
+            }
         }
         out
     }
@@ -96,14 +124,32 @@ impl LinkWatch {
     }
 
     /// Reads every watched file and class directory again: true when anything differs from
-    /// the previous read.
+    /// the previous read. A file that cannot be read (EINVAL from `speed` on a link that is
+    /// down) reads as missing: what matters is that it differs from before.
     pub fn changed(&mut self) -> bool {
         let values = self.read_values();
         let names = self.read_names();
-        let changed = values != self.values || names != self.names;
+        let changed = values.len() != self.values.len()
+            || values
+                .iter()
+                .zip(&self.values)
+                .any(|(a, b)| seen(a) != seen(b))
+            || names != self.names;
         self.values = values;
         self.names = names;
         changed
+    }
+
+    /// File `name` of directory `dir` as the last read found it, when it is watched: a
+    /// sampler that needs it (a port's `rate`, `speed`) takes it from here.
+    pub fn value(&self, dir: &Path, name: &str) -> Option<&Read> {
+        let name = *IB_PORT_FILES
+            .iter()
+            .chain(&NETDEV_FILES)
+            .find(|n| **n == name)?;
+        self.index
+            .get(&(dir.to_path_buf(), name))
+            .and_then(|i| self.values.get(*i))
     }
 }
 

@@ -3,13 +3,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use linerate_facts::{IpoibInfo, IpoibMode, Netdev, NetdevKind};
+use linerate_facts::{CounterDef, CounterSource, IpoibInfo, IpoibMode, Netdev, NetdevKind};
 
 use crate::fs::Root;
 use crate::pci::{nearest_function, Registry};
 use linerate_facts::parse_hex_u32;
-
-use crate::counters::NETDEV_ERROR_STATS;
 
 pub fn read_all(r: &mut Root, pcis: &mut Registry) -> Vec<Netdev> {
     let class = r.path("sys/class/net");
@@ -150,10 +148,12 @@ fn read_ipoib(r: &mut Root, dir: &Path, name: &str, address: Option<&str>) -> Ip
     }
 }
 
-/// The non-zero counters of [`NETDEV_ERROR_STATS`] under `statistics/`.
+/// The non-zero error counters under `statistics/` that probe reports (the counter table's
+/// probe rows: errors and drops on either side, and the receive errors that point at the wire
+/// or the NIC: CRC, missed, FIFO; doctor watches the same during its tests).
 fn read_errors(dir: &Path) -> BTreeMap<String, u64> {
     let mut errors = BTreeMap::new();
-    for stat in NETDEV_ERROR_STATS {
+    for stat in CounterDef::probe_names(CounterSource::NetdevStatistics) {
         if let Ok(Some(v)) = Root::read_raw(&dir.join("statistics").join(stat)) {
             if let Ok(n) = v.parse::<u64>() {
                 if n > 0 {

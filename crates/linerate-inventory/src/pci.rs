@@ -31,7 +31,14 @@ impl Registry {
         }
         if self.get(&address).is_none() {
             let f = read_function(r, dir, &address);
+            let physfn = f.physfn.is_some();
             self.items.push(f);
+            // A VF's PF holds its rate limit and its place among the VFs: read it too.
+            if physfn {
+                if let Ok(pf) = std::fs::canonicalize(dir.join("physfn")) {
+                    self.ensure(r, &pf);
+                }
+            }
         }
         Some(address)
     }
@@ -172,6 +179,9 @@ fn read_function(r: &mut Root, dir: &Path, address: &str) -> PciFunction {
             mlx4_port_types.insert(n, t);
         }
     }
+    let hwmon = crate::hwmon::read(r, dir, s);
+    let sriov = read_sriov(r, dir, s);
+    let physfn = Root::link_name(&dir.join("physfn")).filter(|a| is_bdf(a));
     PciFunction {
         address: address.to_string(),
         vendor,
@@ -188,7 +198,38 @@ fn read_function(r: &mut Root, dir: &Path, address: &str) -> PciFunction {
         upstream,
         msi_irqs,
         mlx4_port_types,
+        hwmon,
+        sriov,
+        physfn,
     }
+}
+
+/// A physical function's SR-IOV files; None for a function without them.
+fn read_sriov(r: &mut Root, dir: &Path, subject: &str) -> Option<linerate_facts::Sriov> {
+    let count = "a count of VFs";
+    let total = r.opt_parse(&dir.join("sriov_totalvfs"), subject, count, |v| {
+        v.parse::<u32>().ok()
+    });
+    let num = r.opt_parse(&dir.join("sriov_numvfs"), subject, count, |v| {
+        v.parse::<u32>().ok()
+    });
+    if total.is_none() && num.is_none() {
+        return None;
+    }
+    let mut vfs: Vec<linerate_facts::SriovVf> = Root::list(dir)
+        .into_iter()
+        .filter_map(|n| {
+            let index = n.strip_prefix("virtfn")?.parse::<u32>().ok()?;
+            let address = Root::link_name(&dir.join(&n)).filter(|a| is_bdf(a))?;
+            Some(linerate_facts::SriovVf { index, address })
+        })
+        .collect();
+    vfs.sort_by_key(|v| v.index);
+    Some(linerate_facts::Sriov {
+        total_vfs: total,
+        num_vfs: num,
+        vfs,
+    })
 }
 
 #[cfg(test)]

@@ -7,15 +7,17 @@
 //! kernels before it) are read before and after a test by [`QdiscWatch`], which also reads the
 //! ifb devices the interface's ingress redirects to: a full queue, netem's losses and a
 //! policer's drops all count as drops of the qdisc that made them.
-//! The parsers are separate from the socket so they are tested on captured bytes.
+//! The parsers are separate from the socket so they are tested on captured bytes; the socket,
+//! the messages and the attributes are `crate::netlink`'s.
 
-use std::io::{self, Read, Write};
+use std::io;
 
 use linerate_facts::{QdiscDelta, QdiscSide};
 use serde::Serialize;
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::Socket;
 
-const NETLINK_ROUTE: i32 = 0;
+use crate::netlink::{self, attr, attrs, route_socket, u32_at, u64_at, walk};
+
 const RTM_GETQDISC: u16 = 38;
 const RTM_NEWQDISC: u16 = 36;
 const RTM_GETTCLASS: u16 = 42;
@@ -29,10 +31,6 @@ const TC_H_INGRESS_PARENT: u32 = 0xFFFF_FFF1;
 const TC_H_CLSACT_INGRESS: u32 = 0xFFFF_FFF2;
 /// `TC_H_ROOT`: the parent of an interface's root qdisc.
 const TC_H_ROOT: u32 = 0xFFFF_FFFF;
-const NLM_F_REQUEST: u16 = 1;
-const NLM_F_DUMP: u16 = 0x300;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
 const TCA_KIND: u16 = 1;
 const TCA_OPTIONS: u16 = 2;
 /// `struct tc_stats` (kernels before TCA_STATS2, which still send it beside).
@@ -64,44 +62,6 @@ fn handle_str(h: u32) -> String {
     } else {
         format!("{maj:x}:{min:x}")
     }
-}
-
-fn u16_at(b: &[u8], i: usize) -> Option<u16> {
-    Some(u16::from_ne_bytes(b.get(i..i + 2)?.try_into().ok()?))
-}
-
-fn u32_at(b: &[u8], i: usize) -> Option<u32> {
-    Some(u32::from_ne_bytes(b.get(i..i + 4)?.try_into().ok()?))
-}
-
-fn u64_at(b: &[u8], i: usize) -> Option<u64> {
-    Some(u64::from_ne_bytes(b.get(i..i + 8)?.try_into().ok()?))
-}
-
-/// Iterate rtattrs: (type, payload).
-fn attrs(mut b: &[u8]) -> Vec<(u16, &[u8])> {
-    let mut out = Vec::new();
-    while b.len() >= 4 {
-        let (Some(len), Some(ty)) = (u16_at(b, 0), u16_at(b, 2)) else {
-            break;
-        };
-        let len = len as usize;
-        if len < 4 || len > b.len() {
-            break;
-        }
-        out.push((ty & 0x3fff, &b[4..len]));
-        let next = (len + 3) & !3;
-        if next >= b.len() {
-            break;
-        }
-        b = &b[next..];
-    }
-    out
-}
-
-/// The payload of the first attribute of type `t` in `a`.
-fn attr<'a>(a: &[(u16, &'a [u8])], t: u16) -> Option<&'a [u8]> {
-    a.iter().find(|(ty, _)| *ty == t).map(|(_, p)| *p)
 }
 
 /// A qdisc's or class's kind (TCA_KIND: `tbf`, `netem`) from its message's attributes `a`.
@@ -185,45 +145,21 @@ fn request(
     ty: u16,
     (ifindex, parent): (i32, u32),
     seq: u32,
-    mut parse: impl FnMut(&[u8]) -> Result<bool, String>,
+    parse: impl FnMut(&[u8]) -> Result<bool, String>,
 ) -> io::Result<()> {
-    let mut req = Vec::with_capacity(36);
-    req.extend_from_slice(&36u32.to_ne_bytes());
-    req.extend_from_slice(&ty.to_ne_bytes());
-    req.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
-    req.extend_from_slice(&seq.to_ne_bytes());
-    req.extend_from_slice(&0u32.to_ne_bytes());
     // struct tcmsg: family, pad, pad, ifindex, handle, parent, info
-    req.extend_from_slice(&[0u8; 4]);
-    req.extend_from_slice(&ifindex.to_ne_bytes());
-    req.extend_from_slice(&0u32.to_ne_bytes());
-    req.extend_from_slice(&parent.to_ne_bytes());
-    req.extend_from_slice(&0u32.to_ne_bytes());
-    // An unbound netlink socket sends to the kernel (port id 0) and is bound on first use.
-    (&*sock).write_all(&req)?;
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut tcmsg = Vec::with_capacity(20);
+    tcmsg.extend_from_slice(&[0u8; 4]);
+    tcmsg.extend_from_slice(&ifindex.to_ne_bytes());
+    tcmsg.extend_from_slice(&0u32.to_ne_bytes());
+    tcmsg.extend_from_slice(&parent.to_ne_bytes());
+    tcmsg.extend_from_slice(&0u32.to_ne_bytes());
     // Bounded: a dump of one interface is small; give up after 256 reads.
-    for _ in 0..256 {
-        let n = (&*sock).read(&mut buf)?;
-        if n == 0 || parse(&buf[..n]).map_err(io::Error::other)? {
-            return Ok(());
-        }
-    }
-    Ok(())
+    netlink::dump(sock, ty, &tcmsg, seq, 256, parse)
 }
 
 fn dump(sock: &Socket, ty: u16, ifindex: i32, seq: u32, out: &mut Vec<Shaper>) -> io::Result<()> {
     request(sock, ty, (ifindex, 0), seq, |b| parse_dump(b, ifindex, out))
-}
-
-fn route_socket() -> io::Result<Socket> {
-    let sock = Socket::new(
-        Domain::from(libc::AF_NETLINK),
-        Type::RAW.cloexec(),
-        Some(Protocol::from(NETLINK_ROUTE)),
-    )?;
-    sock.set_read_timeout(Some(std::time::Duration::from_secs(2)))?;
-    Ok(sock)
 }
 
 /// The devices a `mirred` action sends packets to (egress redirect or mirror, so they pass
@@ -267,35 +203,6 @@ fn parse_redirects(b: &[u8], ifindex: i32, out: &mut Vec<i32>) -> Result<bool, S
             }
         }
     })
-}
-
-/// Walk the messages of a netlink dump reply, handing each one's type and body to `each`:
-/// `Ok(true)` at NLMSG_DONE (the dump is complete), the kernel's error at NLMSG_ERROR.
-fn walk(mut b: &[u8], mut each: impl FnMut(u16, &[u8])) -> Result<bool, String> {
-    while b.len() >= 16 {
-        let len = u32_at(b, 0).ok_or("short header")? as usize;
-        let ty = u16_at(b, 4).ok_or("short header")?;
-        if len < 16 || len > b.len() {
-            return Err(format!("netlink message length {len} out of range"));
-        }
-        let body = &b[16..len];
-        match ty {
-            NLMSG_DONE => return Ok(true),
-            NLMSG_ERROR => {
-                let code = u32_at(body, 0).map_or(0, u32::cast_signed);
-                if code != 0 {
-                    return Err(io::Error::from_raw_os_error(-code).to_string());
-                }
-            }
-            _ => each(ty, body),
-        }
-        let next = (len + 3) & !3;
-        if next >= b.len() {
-            break;
-        }
-        b = &b[next..];
-    }
-    Ok(false)
 }
 
 /// The interfaces that `ifindex`'s ingress filters (of an `ingress` or a `clsact` qdisc)
@@ -595,6 +502,7 @@ fn deltas(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::netlink::NLMSG_DONE;
 
     fn rtattr(ty: u16, payload: &[u8]) -> Vec<u8> {
         let mut v = Vec::new();

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use linerate_facts::CounterSource;
 use linerate_inventory::counters::{soak_targets, CounterSampler};
-use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind};
+use linerate_proto::soak::{End, PortSample, SoakPortKind};
 use linerate_testkit::is_root;
 
 fn fixture(name: &str) -> PathBuf {
@@ -325,4 +326,166 @@ fn ethtool_stats_on_veth() {
         }
         Err(e) => panic!("as nobody: {e}"),
     }
+}
+
+/// Run by `netlink_and_files_read_the_same_on_veth` through `ip netns exec`: samples `iface`
+/// both ways (the rtnetlink dump, and every file), and with a file opened once across traffic
+/// it makes itself (a ping to `peer`), printing what it found as `@@ key=value` lines.
+fn same_child(iface: &str, peer: &str) {
+    let target = || {
+        vec![linerate_inventory::counters::SoakTarget {
+            device: iface.to_string(),
+            port: String::new(),
+            netdev: Some(iface.to_string()),
+            rdma: false,
+            infiniband: false,
+        }]
+    };
+    let mut dump = CounterSampler::new(Path::new("/"), target());
+    let mut files = CounterSampler::new(Path::new("/"), target()).without_netlink();
+    println!();
+    println!("@@ netlink={}", dump.reads_netlink());
+    println!("@@ files_netlink={}", files.reads_netlink());
+    let netdev = |s: &linerate_proto::soak::SoakSample| -> Vec<(CounterSource, String, u64)> {
+        s.ports[0]
+            .counters
+            .iter()
+            .filter(|(src, ..)| *src != CounterSource::Ethtool)
+            .cloned()
+            .collect()
+    };
+    // The files, opened at the first sample, read again after traffic: pread from 0 on sysfs
+    // gives the value of that moment.
+    let before = files.sample(End::Local, 0, 0.0);
+    let ping = Command::new("ping")
+        .args(["-c", "3", "-i", "0.2", "-W", "1", peer])
+        .stdout(Stdio::null())
+        .status();
+    println!("@@ ping={}", ping.is_ok_and(|s| s.success()));
+    let after = files.sample(End::Local, 1, 1.0);
+    let get = |s: &[(CounterSource, String, u64)], n: &str| {
+        s.iter()
+            .find(|(_, name, _)| name == n)
+            .map_or(0, |(_, _, v)| *v)
+    };
+    println!(
+        "@@ tx_packets_rose={}",
+        get(&netdev(&after), "tx_packets") > get(&netdev(&before), "tx_packets")
+    );
+    // Both ways at the same moment: a dump, the files, a dump again; the same when nothing
+    // moved meanwhile (a bounded number of tries: the link is quiet but for this test).
+    for attempt in 0..5u64 {
+        let a = dump.sample(End::Local, 2 * attempt, 0.0);
+        let b = files.sample(End::Local, 2 + attempt, 0.0);
+        let a2 = dump.sample(End::Local, 2 * attempt + 1, 0.0);
+        if netdev(&a) != netdev(&a2) {
+            continue;
+        }
+        println!("@@ counters={}", netdev(&a).len());
+        println!("@@ kind_same={}", a.ports[0].kind == b.ports[0].kind);
+        if netdev(&a) == netdev(&b) {
+            println!("@@ same=true");
+        } else {
+            println!("@@ same=false");
+            println!("@@ dump={:?}", netdev(&a));
+            println!("@@ files={:?}", netdev(&b));
+        }
+        return;
+    }
+    println!("@@ same=unsettled");
+}
+
+#[test]
+fn netlink_and_files_read_the_same_on_veth() {
+    if let (Ok(iface), Ok(peer)) = (
+        std::env::var("LINERATE_SAME_CHILD"),
+        std::env::var("LINERATE_SAME_PEER"),
+    ) {
+        same_child(&iface, &peer);
+        return;
+    }
+    if !is_root() {
+        linerate_testkit::skip("needs root for ip netns");
+        return;
+    }
+    let pid = std::process::id();
+    let ns = Namespaces(vec![format!("lrn-{pid}-a"), format!("lrn-{pid}-b")]);
+    let (va, vb) = (format!("lrn{pid}a"), format!("lrn{pid}b"));
+    for ns in &ns.0 {
+        if let Err(e) = run("ip", &["netns", "add", ns]) {
+            linerate_testkit::skip(format_args!("cannot create a network namespace: {e}"));
+            return;
+        }
+    }
+    let (a, b) = (ns.0[0].as_str(), ns.0[1].as_str());
+    if let Err(e) = run(
+        "ip",
+        &[
+            "-n", a, "link", "add", &va, "type", "veth", "peer", "name", &vb, "netns", b,
+        ],
+    ) {
+        linerate_testkit::skip(format_args!("cannot create a veth pair: {e}"));
+        return;
+    }
+    for args in [
+        // No IPv6 on the pair: nothing but this test's pings moves its counters.
+        vec![
+            "netns",
+            "exec",
+            a,
+            "sysctl",
+            "-qw",
+            "net.ipv6.conf.all.disable_ipv6=1",
+        ],
+        vec![
+            "netns",
+            "exec",
+            b,
+            "sysctl",
+            "-qw",
+            "net.ipv6.conf.all.disable_ipv6=1",
+        ],
+        vec!["-n", a, "addr", "add", "198.18.0.1/30", "dev", &va],
+        vec!["-n", b, "addr", "add", "198.18.0.2/30", "dev", &vb],
+        vec!["-n", a, "link", "set", &va, "up"],
+        vec!["-n", b, "link", "set", &vb, "up"],
+    ] {
+        run("ip", &args).unwrap();
+    }
+    let exe = std::env::current_exe().expect("the test binary");
+    let (var, peer) = (
+        format!("LINERATE_SAME_CHILD={va}"),
+        "LINERATE_SAME_PEER=198.18.0.2".to_string(),
+    );
+    let out = run(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            a,
+            "env",
+            &var,
+            &peer,
+            exe.to_str().expect("a UTF-8 path"),
+            "--exact",
+            "netlink_and_files_read_the_same_on_veth",
+            "--nocapture",
+            "--test-threads=1",
+        ],
+    )
+    .unwrap();
+    let got: Vec<(&str, &str)> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("@@ ")?.split_once('='))
+        .collect();
+    let find = |k: &str| got.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
+    assert_eq!(find("netlink"), Some("true"), "{out}");
+    assert_eq!(find("files_netlink"), Some("false"), "{out}");
+    assert_eq!(find("ping"), Some("true"), "{out}");
+    assert_eq!(find("tx_packets_rose"), Some("true"), "{out}");
+    assert_eq!(find("same"), Some("true"), "{out}");
+    assert_eq!(find("kind_same"), Some("true"), "{out}");
+    // The 24 statistics of a current kernel and the three carrier counts.
+    let n: usize = find("counters").and_then(|v| v.parse().ok()).unwrap_or(0);
+    assert!(n >= 26, "{out}");
 }

@@ -48,6 +48,14 @@ pub enum AgentRequest {
     },
     /// Wait up to `timeout_ms` for a spawned command's end.
     Wait { id: u64, timeout_ms: u64 },
+    /// Wait up to `timeout_ms` for a line of a spawned command's standard output that
+    /// contains `text` (a server's "listening" line): [`AgentReply::Seen`] with that line,
+    /// [`AgentReply::Done`] if the command ended first, [`AgentReply::Running`] if neither.
+    WaitOutput {
+        id: u64,
+        text: String,
+        timeout_ms: u64,
+    },
     /// Send `signal` to a spawned command's process group.
     Signal { id: u64, signal: i32 },
 }
@@ -68,6 +76,10 @@ pub enum AgentReply {
     },
     Running {
         id: u64,
+    },
+    /// The line a [`AgentRequest::WaitOutput`] waited for.
+    Seen {
+        line: String,
     },
     Signalled,
     Error {
@@ -208,6 +220,11 @@ impl Agent {
             },
             AgentRequest::Spawn { sh, env } => self.spawn(&sh, &env),
             AgentRequest::Wait { id, timeout_ms } => self.wait(id, timeout_ms),
+            AgentRequest::WaitOutput {
+                id,
+                text,
+                timeout_ms,
+            } => self.wait_output(id, &text, timeout_ms),
             AgentRequest::Signal { id, signal } => {
                 let Some(s) = self.spawned.get(&id) else {
                     return AgentReply::Error {
@@ -304,6 +321,41 @@ impl Agent {
             elapsed_ms: s.started.elapsed().as_millis() as u64,
             truncated: t1 || t2,
         })
+    }
+
+    fn wait_output(&mut self, id: u64, text: &str, timeout_ms: u64) -> AgentReply {
+        let Some(s) = self.spawned.get_mut(&id) else {
+            return AgentReply::Error {
+                message: format!("no spawned command {id}"),
+            };
+        };
+        let deadline = Instant::now() + Duration::from_millis(timeout_ms.min(MAX_TIMEOUT_MS));
+        loop {
+            // Its end first: a line written just before it ended is still read below.
+            let ended = match s.child.try_wait() {
+                Ok(st) => st.is_some(),
+                Err(e) => {
+                    return AgentReply::Error {
+                        message: format!("waiting for {id}: {e}"),
+                    }
+                }
+            };
+            let (out, _) = read_capped(&s.out);
+            // Whole lines only: the last may still be being written.
+            let whole = out.rfind('\n').map_or("", |i| &out[..i]);
+            if let Some(line) = whole.lines().find(|l| l.contains(text)) {
+                return AgentReply::Seen {
+                    line: line.to_string(),
+                };
+            }
+            if ended {
+                return self.wait(id, 0);
+            }
+            if Instant::now() >= deadline {
+                return AgentReply::Running { id };
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     fn end_all(&mut self) {
@@ -526,6 +578,53 @@ mod tests {
             panic!()
         };
         a.end_all();
+        assert!(a.spawned.is_empty());
+    }
+
+    #[test]
+    fn a_spawned_command_is_waited_for_until_it_prints_a_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = Agent {
+            spawned: BTreeMap::new(),
+            next: 1,
+            dir: dir.path().to_path_buf(),
+        };
+        // The line comes after a while, and half a line is not a line.
+        let AgentReply::Spawned { id, .. } = a.spawn(
+            r#"sleep 0.3; printf 'starting\n{"event":"listen'; sleep 0.3; printf 'ing"}\n'; exec sleep 30"#,
+            &[],
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            a.wait_output(id, "\"event\":\"listening\"", 10),
+            AgentReply::Running { id }
+        );
+        assert_eq!(
+            a.wait_output(id, "\"event\":\"listening\"", 10_000),
+            AgentReply::Seen {
+                line: "{\"event\":\"listening\"}".into()
+            }
+        );
+        // Still running: its output is had when it ends.
+        a.handle(AgentRequest::Signal { id, signal: 9 });
+        let AgentReply::Done(o) = a.wait(id, 10_000) else {
+            panic!()
+        };
+        assert!(o.stdout.starts_with("starting\n"), "{o:?}");
+        // A command that ends without the line: its output, at once.
+        let AgentReply::Spawned { id, .. } = a.spawn("echo refused >&2; exit 2", &[]) else {
+            panic!()
+        };
+        let AgentReply::Done(o) = a.wait_output(id, "listening", 10_000) else {
+            panic!()
+        };
+        assert_eq!(o.status, Status::Exited(2));
+        assert_eq!(o.stderr, "refused\n");
+        assert!(matches!(
+            a.wait_output(id, "listening", 10),
+            AgentReply::Error { .. }
+        ));
         assert!(a.spawned.is_empty());
     }
 }

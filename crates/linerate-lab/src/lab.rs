@@ -19,9 +19,10 @@ use crate::spec::{self, GuestSpec, LabSpec, Launch};
 use crate::LabError;
 
 /// How long a guest may take from its start to its agent's first answer
-/// (`LINERATE_LAB_BOOT_TIMEOUT`, seconds): under TCG on a busy 2-core machine a boot takes
-/// 15-40 s.
-pub const BOOT_TIMEOUT: Duration = Duration::from_secs(300);
+/// (`LINERATE_LAB_BOOT_TIMEOUT`, seconds): under TCG a boot takes 30-60 s on a quiet 2-core
+/// machine, and up to 4 minutes beside other builds and labs; Debian 11's 5.10 waits longer
+/// still for udev (docs/lab.md, "The kernels").
+pub const BOOT_TIMEOUT: Duration = Duration::from_secs(600);
 /// Added to a command's own deadline before its guest is declared silent.
 pub const ANSWER_MARGIN: Duration = Duration::from_secs(30);
 /// A guest's absolute lifetime (its agent powers it off after this, whatever happens).
@@ -67,6 +68,17 @@ struct Conn {
     w: UnixStream,
 }
 
+/// What [`Guest::wait_output`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Awaited {
+    /// The line it waited for.
+    Line(String),
+    /// The command ended first: its output.
+    Ended(Output),
+    /// Neither, in the time given: the command still runs.
+    NotYet,
+}
+
 /// A command started in the background in a guest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bg {
@@ -75,13 +87,26 @@ pub struct Bg {
 }
 
 impl Lab {
-    /// Boot the guests of `spec` in parallel and make them ready: each agent answering, each
-    /// NIC addressed and up, soft-RoCE devices where asked, and every wire carrying traffic.
+    /// Boot the guests of `spec` in parallel on the lab's default kernel ([`Kernel::find`])
+    /// and make them ready: each agent answering, each NIC addressed and up, soft-RoCE devices
+    /// where asked, and every wire carrying traffic.
     pub fn boot(spec: &LabSpec) -> Result<Lab, LabError> {
+        spec.check().map_err(LabError::Spec)?;
+        Lab::boot_on(spec, Kernel::find()?)
+    }
+
+    /// [`Lab::boot`] on the kernel `name` names (a series such as `5.10`, a release, or an
+    /// image: [`Kernel::named`]).
+    pub fn boot_named(spec: &LabSpec, name: &str) -> Result<Lab, LabError> {
+        spec.check().map_err(LabError::Spec)?;
+        Lab::boot_on(spec, Kernel::named(name)?)
+    }
+
+    /// [`Lab::boot`] on `kernel`.
+    pub fn boot_on(spec: &LabSpec, kernel: Kernel) -> Result<Lab, LabError> {
         spec.check().map_err(LabError::Spec)?;
         let vng = host::find_vng()?;
         host::check_qemu()?;
-        let kernel = Kernel::find()?;
         if spec.guests.iter().any(|g| g.rxe) {
             kernel.check_modules(host::RDMA_MODULES)?;
         }
@@ -324,6 +349,16 @@ fn spawn_guest(
         std::fs::File::create(&log).map_err(|e| LabError::Io(format!("{}: {e}", log.display())))?;
     let err = out.try_clone().map_err(|e| LabError::Io(e.to_string()))?;
     let mut cmd = Command::new(&launch.vng);
+    // vng runs its `virtme-run` by name through the shell: the one beside it (the lab's
+    // virtual environment is not in PATH).
+    if let Some(bin) = launch.vng.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let joined = std::env::join_paths(
+            std::iter::once(bin.to_path_buf()).chain(std::env::split_paths(&path)),
+        )
+        .map_err(|e| LabError::Io(format!("PATH with {}: {e}", bin.display())))?;
+        cmd.env("PATH", joined);
+    }
     cmd.args(spec::vng_args(spec, gi, dir, launch))
         .stdin(Stdio::null())
         .stdout(out)
@@ -374,7 +409,7 @@ fn end_child(child: &mut Child) {
 fn tail(log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(3)..].join(" | ")
+    lines[lines.len().saturating_sub(8)..].join(" | ")
 }
 
 impl Guest {
@@ -508,6 +543,59 @@ impl Guest {
         }
     }
 
+    /// Wait up to `timeout` for a line of a background command's standard output that
+    /// contains `text`.
+    pub fn wait_output(&self, bg: Bg, text: &str, timeout: Duration) -> Result<Awaited, LabError> {
+        let req = AgentRequest::WaitOutput {
+            id: bg.id,
+            text: text.to_string(),
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        match self.request(&req, timeout + ANSWER_MARGIN)? {
+            AgentReply::Seen { line } => Ok(Awaited::Line(line)),
+            AgentReply::Done(o) => Ok(Awaited::Ended(o)),
+            AgentReply::Running { .. } => Ok(Awaited::NotYet),
+            other => Err(self.odd(&other)),
+        }
+    }
+
+    /// Start `sh -c SH` in the background and wait up to `within` until its standard output
+    /// has a line containing `ready` (a server's `"event":"listening"`): the command, or why
+    /// it is not ready, with what it printed (a command not ready in time is ended).
+    pub fn spawn_ready(&self, sh: &str, ready: &str, within: Duration) -> Result<Bg, LabError> {
+        let bg = self.spawn(sh)?;
+        let started = Instant::now();
+        let not_ready = |why: String, o: &Output| LabError::NotReady {
+            guest: self.name.clone(),
+            command: sh.to_string(),
+            ready: ready.to_string(),
+            why,
+            output: format!("{}{}", o.stdout, o.stderr)
+                .trim()
+                .chars()
+                .take(2000)
+                .collect(),
+        };
+        match self.wait_output(bg, ready, within)? {
+            Awaited::Line(_) => Ok(bg),
+            Awaited::Ended(o) => Err(not_ready(
+                format!(
+                    "it ended ({}) after {:.1} s",
+                    o.status.describe(),
+                    started.elapsed().as_secs_f64()
+                ),
+                &o,
+            )),
+            Awaited::NotYet => {
+                let o = self.stop(bg, Duration::from_secs(5))?;
+                Err(not_ready(
+                    format!("not within {} s (it was ended)", within.as_secs()),
+                    &o,
+                ))
+            }
+        }
+    }
+
     /// End a background command: SIGTERM, then SIGKILL if it has not ended within `grace`;
     /// its output.
     pub fn stop(&self, bg: Bg, grace: Duration) -> Result<Output, LabError> {
@@ -544,15 +632,16 @@ impl Guest {
         for n in &self.spec.nics {
             let mac = n.mac.to_string();
             let name = self
-                .sh(&format!(
-                    "for d in /sys/class/net/*; do [ \"$(cat $d/address)\" = {mac} ] && basename $d; done; true"
-                ))?
+                .sh_within(&netdev_of(&mac), NETDEV_WAIT + Duration::from_secs(30))?
                 .trim()
                 .to_string();
             if name.is_empty() {
                 return Err(LabError::Agent {
                     guest: self.name.clone(),
-                    message: format!("no netdev with MAC {mac}"),
+                    message: format!(
+                        "no netdev with MAC {mac} within {} s of the agent's start",
+                        NETDEV_WAIT.as_secs()
+                    ),
                 });
             }
             let mut cmd = String::new();
@@ -599,6 +688,31 @@ impl Guest {
     }
 }
 
+/// How long a guest's NIC may take to appear once the agent runs.
+const NETDEV_WAIT: Duration = Duration::from_secs(180);
+/// How long, from the agent's start, a NIC that is there may wait for udev to be done with it
+/// (its name final) before the lab goes on with the name it has.
+const UDEV_WAIT: Duration = Duration::from_secs(60);
+
+/// A shell command that prints the name of the netdev with MAC `mac`: once udev is done with
+/// it (its `/run/udev/data/nIFINDEX`, written after any rename), or no udev runs, or
+/// [`UDEV_WAIT`] has passed; nothing if no such netdev appears within [`NETDEV_WAIT`]. The NIC
+/// drivers are loaded first: on 5.10 the agent starts while udev still works through the
+/// coldplug (docs/lab.md, "The kernels"). Shell built-ins in the loop: under TCG every program
+/// started costs.
+fn netdev_of(mac: &str) -> String {
+    format!(
+        "modprobe -a -q virtio_net e1000e; t0=$(date +%s); \
+         while :; do n=; for d in /sys/class/net/*; do read -r a < \"$d/address\" && [ \"$a\" = {mac} ] && n=${{d##*/}}; done; \
+         now=$(date +%s); \
+         if [ -n \"$n\" ]; then read -r i < \"/sys/class/net/$n/ifindex\"; \
+         if [ -e \"/run/udev/data/n$i\" ] || [ $((now - t0)) -ge {udev} ] || ! pidof systemd-udevd >/dev/null; then echo \"$n\"; exit 0; fi; fi; \
+         [ $((now - t0)) -ge {secs} ] && exit 0; sleep 1; done",
+        udev = UDEV_WAIT.as_secs(),
+        secs = NETDEV_WAIT.as_secs()
+    )
+}
+
 fn describe(req: &AgentRequest) -> String {
     match req {
         AgentRequest::Ping => "the first answer".into(),
@@ -607,6 +721,9 @@ fn describe(req: &AgentRequest) -> String {
             format!("`{short}`")
         }
         AgentRequest::Wait { id, .. } => format!("waiting for background command {id}"),
+        AgentRequest::WaitOutput { id, text, .. } => {
+            format!("waiting for `{text}` from background command {id}")
+        }
         AgentRequest::Signal { id, .. } => format!("signalling background command {id}"),
     }
 }
@@ -619,5 +736,30 @@ impl Status {
             Status::Signalled(s) => format!("killed by signal {s}"),
             Status::TimedOut => "its deadline passed".into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_netdev_is_found_by_its_mac() {
+        // On this host (no udev in a container, or udev done with lo): lo's all-zero MAC.
+        if std::process::Command::new("pidof")
+            .arg("systemd-udevd")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            return;
+        }
+        let o = crate::agent::run(&netdev_of("00:00:00:00:00:00"), &[], None, 20_000).unwrap();
+        assert_eq!(o.stdout.trim(), "lo", "{o:?}");
+        assert!(o.elapsed_ms < 15_000, "{o:?}");
+        // A MAC no netdev has: nothing, once the wait is over (not waited for here).
+        let script =
+            netdev_of("02:00:00:00:00:99").replace(&NETDEV_WAIT.as_secs().to_string(), "2");
+        let o = crate::agent::run(&script, &[], None, 20_000).unwrap();
+        assert_eq!(o.stdout.trim(), "", "{o:?}");
     }
 }

@@ -19,7 +19,8 @@ pub mod lab;
 pub mod spec;
 
 pub use agent::{Output, Status};
-pub use lab::{Bg, Guest, Lab};
+pub use host::Kernel;
+pub use lab::{Awaited, Bg, Guest, Lab};
 pub use spec::{GuestSpec, LabSpec, Mac, NicModel, NicSpec, RootPort, SlotSpeed};
 
 /// Why a lab could not be used, in one line.
@@ -55,6 +56,14 @@ pub enum LabError {
         command: String,
         status: Status,
         stderr: String,
+    },
+    #[error("in guest {guest}, `{command}` did not print a line with `{ready}`: {why}; its output: {output}")]
+    NotReady {
+        guest: String,
+        command: String,
+        ready: String,
+        why: String,
+        output: String,
     },
     #[error("guest {guest}'s agent: {message}")]
     Agent { guest: String, message: String },

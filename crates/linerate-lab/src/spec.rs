@@ -447,6 +447,11 @@ pub fn vng_args(spec: &LabSpec, gi: usize, dir: &Path, launch: &Launch) -> Vec<S
         format!("--rwdir={}", scratch_dir(dir, &g.name).display()),
         // Our own NICs only: no user-mode network to the outside world.
         "--no-dhcp".into(),
+        // The guest kernel's console into the guest's log (vng's standard error), at warning
+        // level and above: a guest that goes away leaves its oops, OOM kill or panic there.
+        "--verbose".into(),
+        "--append".into(),
+        "loglevel=4".into(),
     ];
     if !launch.kvm {
         a.push("--disable-kvm".into());

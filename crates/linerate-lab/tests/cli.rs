@@ -60,4 +60,19 @@ fn bad_invocations_are_refused_in_one_line() {
     let (code, err) = run(&["up", "--dir", "/tmp/x", "--guests", "3"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("--guests"), "{err}");
+    // A kernel that is not installed, named, with those that are and what installs them.
+    let failed = dir.path().join("k");
+    let (code, err) = run(&["up", "--dir", failed.to_str().unwrap(), "--kernel", "2.6"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("the lab kernel 2.6 is not installed (installed: ")
+            && err.contains("scripts/setup-tests.sh installs 5.10, 6.1, 6.12"),
+        "{err}"
+    );
+    // `ready` says why the lab is not up.
+    let said = std::fs::read_to_string(failed.join("failed")).unwrap();
+    assert!(
+        said.contains("the lab kernel 2.6 is not installed"),
+        "{said}"
+    );
 }

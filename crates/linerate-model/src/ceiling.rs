@@ -52,6 +52,17 @@ pub enum Usability {
     Virtual(String),
 }
 
+/// An SR-IOV virtual function's place on its port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VfInput {
+    /// The transmit rate limit its physical function sets on it (`max_tx_rate`), Mb/s; None
+    /// when unlimited or not visible from here.
+    pub max_tx_rate_mbps: Option<u32>,
+    /// The PF's record of this VF was read, so a limit would be seen; false inside a guest
+    /// (and on a host whose PF did not say).
+    pub pf_visible: bool,
+}
+
 /// Everything [`ceiling`] needs, as plain values.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CeilingInput {
@@ -63,6 +74,9 @@ pub struct CeilingInput {
     pub mps_known: bool,
     pub mtu: Option<MtuInput>,
     pub usability: Usability,
+    /// The port is an SR-IOV virtual function.
+    #[serde(default)]
+    pub vf: Option<VfInput>,
 }
 
 /// Stage identifiers, stable for scripts.
@@ -79,6 +93,9 @@ pub enum StageKind {
     PcieEncoding,
     /// PCIe after TLP headers and DLLP traffic.
     PciePayload,
+    /// An SR-IOV virtual function: its physical function's rate limit (`max_tx_rate`), or the
+    /// port it shares with the PF and the other VFs.
+    VfRate,
     /// TCP payload after per-packet Ethernet/IPoIB, IP and TCP headers.
     TcpGoodput,
     /// The port state (down, no subnet manager, virtual).
@@ -94,6 +111,7 @@ impl StageKind {
             Self::PcieLink => "pcie_link",
             Self::PcieEncoding => "pcie_encoding",
             Self::PciePayload => "pcie_payload",
+            Self::VfRate => "vf_rate",
             Self::TcpGoodput => "tcp_goodput",
             Self::State => "state",
         }
@@ -174,6 +192,11 @@ pub fn ceiling(input: &CeilingInput) -> Ceiling {
         (None, _) => (None, LimitedBy::Unknown),
     };
 
+    let (capacity, vf_limited) = vf_stage(input.vf.as_ref(), capacity, &mut chain, &mut words);
+    if vf_limited {
+        limited_by = LimitedBy::Link;
+    }
+
     let mut gbps = capacity.unwrap_or(0.0);
     let mut tcp_gbps = None;
     let mut tcp_words = None;
@@ -218,6 +241,9 @@ pub fn ceiling(input: &CeilingInput) -> Ceiling {
     }
 
     let mut summary = summarize(&words, gbps, limited_by, &input.usability, potential);
+    if vf_limited && limited_by == LimitedBy::Link {
+        summary = summary.replace("limited by the link", "limited by the VF's rate limit");
+    }
     if let (Some(t), Usability::Usable) = (tcp_words, &input.usability) {
         summary.push_str("; ");
         summary.push_str(&t);
@@ -230,6 +256,57 @@ pub fn ceiling(input: &CeilingInput) -> Ceiling {
         potential_gbps: potential,
         summary,
     }
+}
+
+/// The VF stage: the PF's rate limit when it is below the capacity (then it is the limit,
+/// returned as true), else the port shared with the PF and the other VFs.
+fn vf_stage(
+    vf: Option<&VfInput>,
+    capacity: Option<f64>,
+    chain: &mut Vec<Stage>,
+    words: &mut Vec<String>,
+) -> (Option<f64>, bool) {
+    let (Some(vf), Some(cap)) = (vf, capacity) else {
+        return (capacity, false);
+    };
+    let limit = vf.max_tx_rate_mbps.map(|m| f64::from(m) / 1000.0);
+    let (gbps, limited, explain) = match (limit, vf.pf_visible) {
+        (Some(l), _) if l < cap => (
+            l,
+            true,
+            format!(
+                "SR-IOV virtual function: its physical function caps what it sends at max_tx_rate {} Mb/s ({} Gb/s), below the port's {} Gb/s",
+                vf.max_tx_rate_mbps.unwrap_or(0),
+                fmt_num(l),
+                fmt_num(cap)
+            ),
+        ),
+        (_, true) => (
+            cap,
+            false,
+            format!(
+                "SR-IOV virtual function with no rate limit below the port's: it shares {} Gb/s with its physical function and the other VFs",
+                fmt_num(cap)
+            ),
+        ),
+        (_, false) => (
+            cap,
+            false,
+            format!(
+                "SR-IOV virtual function: it shares its physical port's {} Gb/s with the PF and the other VFs, and a rate limit set on its PF (max_tx_rate) cannot be seen from here (inside a guest, never)",
+                fmt_num(cap)
+            ),
+        ),
+    };
+    chain.push(Stage {
+        stage: StageKind::VfRate,
+        gbps: round2(gbps),
+        explain,
+    });
+    if limited {
+        words.push(format!("VF rate limit {} Gb/s", fmt_num(gbps)));
+    }
+    (Some(gbps), limited)
 }
 
 fn link_limit(link: Option<&LinkInput>) -> LimitedBy {
@@ -448,6 +525,7 @@ mod tests {
             StageKind::PcieLink,
             StageKind::PcieEncoding,
             StageKind::PciePayload,
+            StageKind::VfRate,
             StageKind::TcpGoodput,
             StageKind::State,
         ] {
@@ -468,7 +546,61 @@ mod tests {
             mps_known: false,
             mtu: None,
             usability: Usability::Usable,
+            vf: None,
         }
+    }
+
+    #[test]
+    fn a_vf_rate_limit_is_a_stage_and_the_limit() {
+        let mut i = input(
+            Some(LinkInput::Ethernet(EthSpeed::from_mbps(100_000))),
+            None,
+        );
+        i.vf = Some(VfInput {
+            max_tx_rate_mbps: Some(10_000),
+            pf_visible: true,
+        });
+        i.mtu = Some(MtuInput {
+            mtu: 9000,
+            transport: IpFraming::Ethernet,
+        });
+        let c = ceiling(&i);
+        assert!((c.gbps - 10.0).abs() < 1e-9, "{}", c.gbps);
+        assert_eq!(c.limited_by, LimitedBy::Link);
+        let vf = c
+            .chain
+            .iter()
+            .find(|s| s.stage == StageKind::VfRate)
+            .unwrap();
+        assert!(
+            vf.explain.contains("max_tx_rate 10000 Mb/s"),
+            "{}",
+            vf.explain
+        );
+        assert!(
+            c.summary.contains("limited by the VF's rate limit"),
+            "{}",
+            c.summary
+        );
+        assert!(c.tcp_gbps.unwrap() < 10.0);
+        // A limit above the port's rate limits nothing; a guest's VF says what it cannot see.
+        i.vf = Some(VfInput {
+            max_tx_rate_mbps: Some(200_000),
+            pf_visible: true,
+        });
+        assert!((ceiling(&i).gbps - 100.0).abs() < 1e-9);
+        i.vf = Some(VfInput {
+            max_tx_rate_mbps: None,
+            pf_visible: false,
+        });
+        let c = ceiling(&i);
+        assert!((c.gbps - 100.0).abs() < 1e-9);
+        let vf = c
+            .chain
+            .iter()
+            .find(|s| s.stage == StageKind::VfRate)
+            .unwrap();
+        assert!(vf.explain.contains("cannot be seen"), "{}", vf.explain);
     }
 
     #[test]

@@ -271,34 +271,6 @@ fn leading_number(s: &str) -> Option<u32> {
     n.parse().ok()
 }
 
-/// The PMA PortCounters error counters and their widths in bits ([K:Documentation/ABI/stable/
-/// sysfs-class-infiniband], sysfs-kb §1.4): below 64 bits they saturate at all-ones instead of
-/// wrapping. Probe reads these; soak judges their deltas. The data and packet counters are not
-/// here: they are 32 or 64 bits depending on the attribute the kernel read.
-pub const PMA_ERROR_COUNTERS: [(&str, u32); 13] = [
-    ("symbol_error", 16),
-    ("link_error_recovery", 8),
-    ("link_downed", 8),
-    ("port_rcv_errors", 16),
-    ("port_rcv_remote_physical_errors", 16),
-    ("port_rcv_switch_relay_errors", 16),
-    ("port_xmit_discards", 16),
-    ("port_xmit_constraint_errors", 8),
-    ("port_rcv_constraint_errors", 8),
-    ("local_link_integrity_errors", 4),
-    ("excessive_buffer_overrun_errors", 4),
-    ("VL15_dropped", 16),
-    ("port_xmit_wait", 32),
-];
-
-/// The width in bits of PMA error counter `name`, when it is one of [`PMA_ERROR_COUNTERS`].
-pub fn pma_error_counter_bits(name: &str) -> Option<u32> {
-    PMA_ERROR_COUNTERS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|&(_, bits)| bits)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,10 +16,11 @@ pub mod host;
 pub mod ib;
 pub mod mtu;
 pub mod pcie;
+pub mod roce;
 pub mod spec;
 
 pub use ceiling::{
-    ceiling, Ceiling, CeilingInput, LimitedBy, LinkInput, Stage, StageKind, Usability,
+    ceiling, Ceiling, CeilingInput, LimitedBy, LinkInput, Stage, StageKind, Usability, VfInput,
 };
 pub use encoding::Encoding;
 pub use eth::EthSpeed;

@@ -140,6 +140,9 @@ pub const GRACE: Duration = Duration::from_secs(10);
 pub const UDP_DRAIN: Duration = Duration::from_millis(500);
 /// A TCP receiver with no data for this long gives up: the sender is gone or stuck.
 pub const IDLE: Duration = Duration::from_secs(10);
+/// How long a server waits before it answers a wrong proof of the pre-shared key: guessing
+/// keys one connection at a time is then slow.
+pub const AUTH_FAILURE_DELAY: Duration = Duration::from_millis(200);
 /// How long a side may take to send its results at the end.
 pub const RESULTS_TIMEOUT: Duration = Duration::from_secs(5);
 

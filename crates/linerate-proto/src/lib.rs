@@ -4,7 +4,8 @@
 //! of UTF-8 JSON holding one [`Msg`]. Frames are bounded: a reader refuses a
 //! length above its limit before reading the body. A connection's first frame
 //! says what it is: [`Msg::Hello`] opens a control connection, [`Msg::DataHello`]
-//! attaches a data stream to an accepted test.
+//! attaches a data stream to an accepted test. The conversation of each end is
+//! [`session`]'s, without I/O.
 
 mod auth;
 pub mod defaults;
@@ -12,12 +13,14 @@ mod frame;
 pub mod kind;
 mod msg;
 mod params;
+pub mod session;
 pub mod soak;
 mod testkind;
 
 pub use auth::{load_psk, Psk, PskError, MIN_PSK_BYTES};
 pub use frame::{
-    read_frame, read_msg, write_msg, FrameError, MAX_CONTROL_FRAME, MAX_RESULTS_FRAME,
+    decode, encode, read_frame, read_msg, write_msg, FrameAssembler, FrameError, MAX_CONTROL_FRAME,
+    MAX_RESULTS_FRAME,
 };
 pub use kind::Spec;
 pub use msg::{

@@ -207,6 +207,11 @@ pub struct TcpStats {
     /// What held the sender back, from the kernel's own accounting (None: kernel < 4.10).
     #[serde(default)]
     pub limited: Option<TcpLimited>,
+    /// Segments the receiver reported by D-SACK as duplicates (TCP_INFO `tcpi_dsack_dups`,
+    /// Linux ≥ 4.19): retransmits TCP itself found spurious, the original having arrived.
+    /// None: an older kernel or release, which did not send it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsack_dups: Option<u64>,
 }
 
 /// TCP_INFO's chrono times of a sending socket, µs since it opened: how long it had data to
@@ -492,7 +497,7 @@ mod tests {
                         signalling_gbps: Some(56.25),
                     },
                     counters: vec![(
-                        crate::soak::CounterSource::IbCounters,
+                        linerate_facts::CounterSource::IbCounters,
                         "symbol_error".into(),
                         7,
                     )],
@@ -502,6 +507,7 @@ mod tests {
                 bytes_sent: 10,
                 bytes_received: 20,
                 problems: vec![],
+                host: Vec::new(),
             },
         };
         let json = serde_json::to_string(&m).unwrap();

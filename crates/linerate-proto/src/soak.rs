@@ -4,6 +4,7 @@
 //! What one end reads every interval. Raw counter values, never reset: the judge works on
 //! deltas between samples of the same end (the two ends' clocks are not assumed to agree).
 
+use linerate_facts::CounterSource;
 use serde::{Deserialize, Serialize};
 
 /// Which end of the link took a sample.
@@ -14,24 +15,6 @@ pub enum End {
     Local,
     /// The `linerate serve` end, sampled there and sent over the control connection.
     Remote,
-}
-
-/// Where a counter was read. The width (and so the saturation value) of a counter follows
-/// from its source and name: the PMA counters under `counters/` are 4, 8, 16 or 32 bits (the
-/// data counters 64 with the extended attribute), everything else is 64.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CounterSource {
-    /// `/sys/class/infiniband/<dev>/ports/<n>/counters/<name>`
-    IbCounters,
-    /// `/sys/class/infiniband/<dev>/ports/<n>/hw_counters/<name>` (mlx5)
-    IbHwCounters,
-    /// `/sys/class/net/<if>/statistics/<name>`
-    NetdevStatistics,
-    /// `/sys/class/net/<if>/{carrier_changes,carrier_up_count,carrier_down_count}`
-    Carrier,
-    /// The driver's statistics through the SIOCETHTOOL ioctl (`ethtool -S`).
-    Ethtool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,7 +44,8 @@ pub struct PortSample {
     /// The netdev on this port, when it has one.
     pub netdev: Option<String>,
     pub kind: SoakPortKind,
-    /// (source, counter name, raw value), in the order read.
+    /// (source, counter name, raw value), in the order read. Where each is read, its width and
+    /// who judges it: `linerate_facts::CounterDef`.
     pub counters: Vec<(CounterSource, String, u64)>,
 }
 
@@ -85,4 +69,54 @@ pub struct SoakSample {
     pub bytes_received: u64,
     /// Problems reading the counters (a file that vanished, an ioctl refused), named.
     pub problems: Vec<String>,
+    /// Host-wide counters (`/proc/net/snmp`, ...) but the two above that travel in fields of
+    /// their own: (source, name, raw value). Absent from a peer of an earlier release, and
+    /// ignored by one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host: Vec<(CounterSource, String, u64)>,
+}
+
+/// The host-wide counters that travel in fields of their own (`tcp_retrans_segs`,
+/// `tcp_out_segs`), as their peers of earlier releases send them.
+const IN_FIELDS: [(CounterSource, &str); 2] = [
+    (CounterSource::Snmp, "TcpRetransSegs"),
+    (CounterSource::Snmp, "TcpOutSegs"),
+];
+
+impl SoakSample {
+    /// A sample of nothing yet: no port, no host counter, no bytes.
+    pub fn new(end: End, seq: u64, t_s: f64) -> Self {
+        Self {
+            end,
+            seq,
+            t_s,
+            ports: Vec::new(),
+            tcp_retrans_segs: None,
+            tcp_out_segs: None,
+            bytes_sent: 0,
+            bytes_received: 0,
+            problems: Vec::new(),
+            host: Vec::new(),
+        }
+    }
+
+    /// Records host-wide counter `name` of `source`: in its own field for the two that have
+    /// one, else in [`SoakSample::host`].
+    pub fn set_host(&mut self, source: CounterSource, name: &str, value: u64) {
+        match IN_FIELDS.iter().position(|k| *k == (source, name)) {
+            Some(0) => self.tcp_retrans_segs = Some(value),
+            Some(_) => self.tcp_out_segs = Some(value),
+            None => self.host.push((source, name.to_string(), value)),
+        }
+    }
+
+    /// Every host-wide counter of the sample, those in fields of their own first.
+    pub fn host_counters(&self) -> impl Iterator<Item = (CounterSource, &str, u64)> {
+        let fields = [self.tcp_retrans_segs, self.tcp_out_segs];
+        IN_FIELDS
+            .iter()
+            .zip(fields)
+            .filter_map(|((s, n), v)| v.map(|v| (*s, *n, v)))
+            .chain(self.host.iter().map(|(s, n, v)| (*s, n.as_str(), *v)))
+    }
 }

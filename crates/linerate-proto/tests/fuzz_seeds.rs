@@ -10,6 +10,7 @@ use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
+use linerate_proto::session::ServerEnd;
 use linerate_proto::{
     write_msg, CpuUsage, Direction, FileSpec, FileStats, HostCpuLoad, IntervalSample, LatencyStats,
     LinkTraffic, Msg, RdmaListen, RdmaOp, RdmaSpec, RdmaTargetStats, RefusalKind, SideResults,
@@ -20,7 +21,12 @@ use linerate_proto::{
 #[path = "../../../fuzz/src/lib.rs"]
 mod checks;
 
-const TARGETS: [&str; 2] = ["decode_frame", "validate_params"];
+const TARGETS: [&str; 4] = [
+    "decode_frame",
+    "validate_params",
+    "client_session",
+    "server_session",
+];
 
 fn seed_dir(target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -112,6 +118,57 @@ fn validate_params_seeds() {
         BTreeSet::from([None, Some(false), Some(true)]),
         "the seeds hold accepted, refused and unparsable parameters"
     );
+}
+
+#[test]
+fn client_session_seeds() {
+    let results = replay("client_session", checks::check_client_session);
+    let ends: BTreeSet<String> = results
+        .iter()
+        .map(|(name, end)| match end {
+            Some(Ok(())) => "results".to_string(),
+            Some(Err(why)) => why.clone(),
+            None => format!("{name}: going on"),
+        })
+        .collect();
+    // Each golden conversation ends with the server's results; the hostile ones say why not.
+    for (name, end) in &results {
+        if name.contains("golden") {
+            assert_eq!(end, &Some(Ok(())), "{name}");
+        }
+    }
+    for why in [
+        "results",
+        "the server's first bytes are not a linerate frame",
+        "no answer within 10 s of the hello",
+        "frame of 4294967295 bytes exceeds the limit of 16777216 bytes (not a linerate peer, or a hostile one)",
+        "protocol: expected results, got interval",
+    ] {
+        assert!(ends.contains(why), "no seed ends with `{why}`: {ends:?}");
+    }
+}
+
+#[test]
+fn server_session_seeds() {
+    let results = replay("server_session", checks::check_server_session);
+    for (name, end) in &results {
+        if name.contains("golden") {
+            assert_eq!(end, &Some(ServerEnd::Served), "{name}");
+        }
+    }
+    let ends: Vec<String> = results.iter().map(|(_, e)| format!("{e:?}")).collect();
+    for want in [
+        "Some(Served)",
+        "Some(AuthFailed)",
+        "Some(Dropped(\"timed out waiting for the peer\"))",
+        "Some(Refused { reason: \"bad magic\", params: None })",
+        "None",
+    ] {
+        assert!(
+            ends.iter().any(|e| e == want),
+            "no seed ends with {want}: {ends:?}"
+        );
+    }
 }
 
 /// Every generated seed is committed. Only by name: a committed seed may be older than the
@@ -250,6 +307,7 @@ fn results() -> SideResults {
                         rwnd_us: 120_000,
                         sndbuf_us: 0,
                     }),
+                    dsack_dups: None,
                 }),
                 udp: None,
                 cpu_s: 2.0 / 3.0,
@@ -328,6 +386,8 @@ fn generated_seeds(target: &str) -> Vec<(String, Vec<u8>)> {
     match target {
         "decode_frame" => decode_frame_seeds_generated(),
         "validate_params" => validate_params_seeds_generated(),
+        "client_session" => client_session_seeds_generated(),
+        "server_session" => server_session_seeds_generated(),
         _ => panic!("unknown target {target}"),
     }
 }
@@ -628,4 +688,206 @@ fn validate_params_seeds_generated() -> Vec<(String, Vec<u8>)> {
     .into_iter()
     .map(|(name, bytes)| (name.to_string(), bytes))
     .collect()
+}
+
+/// A transcript's lines: from the client or not, the message, its frame.
+type Transcript = Vec<(bool, Msg, Vec<u8>)>;
+
+/// The golden transcripts of the previous release, by name.
+fn golden() -> Vec<(String, Transcript)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/43439da");
+    let mut paths: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            let lines = fs::read_to_string(&p)
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let e: serde_json::Value = serde_json::from_str(l).unwrap();
+                    let body = serde_json::to_vec(&e["msg"]).unwrap();
+                    let m = linerate_proto::decode(&body).unwrap();
+                    (e["from"] == "client", m, raw_frame(&body))
+                })
+                .collect();
+            (name, lines)
+        })
+        .collect()
+}
+
+/// A fuzz script's ops (see `check_client_session`): bytes in pieces of at most 255.
+fn script_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    for piece in bytes.chunks(255) {
+        out.push(0);
+        out.push(u8::try_from(piece.len()).unwrap());
+        out.extend_from_slice(piece);
+    }
+}
+
+/// Time passing: `ms` milliseconds, in ops of at most 2.55 s; `op` is the wait op's byte.
+fn script_wait(out: &mut Vec<u8>, mut ms: u64) {
+    while ms > 0 {
+        let step = ms.min(2550);
+        out.push(1);
+        out.push(u8::try_from(step.div_ceil(10)).unwrap());
+        ms -= step;
+    }
+}
+
+/// The client's events: 4 DataReady, 5 LocalDone.
+const C_DATA_READY: u8 = 4;
+const C_LOCAL_DONE: u8 = 5;
+
+fn client_session_seeds_generated() -> Vec<(String, Vec<u8>)> {
+    let mut seeds = Vec::new();
+    for (name, lines) in golden() {
+        // Setup 0: no key, tcp_bw, one stream.
+        let mut s = vec![0];
+        for (from_client, m, frame) in &lines {
+            match (from_client, m) {
+                (true, Msg::Start) => s.push(C_DATA_READY),
+                (true, Msg::Done) => s.push(C_LOCAL_DONE),
+                (true, _) => {}
+                (false, _) => script_bytes(&mut s, frame),
+            }
+        }
+        seeds.push((format!("01-golden-{name}.bin"), s));
+    }
+    let hello = |protocol| Msg::ServerHello {
+        protocol,
+        version: "0.1.0".into(),
+        auth: false,
+        nonce: "5eed".into(),
+    };
+    let mut http = vec![0];
+    script_bytes(&mut http, b"HTTP/1.1 400 Bad Request\r\n\r\n");
+    script_wait(&mut http, 300);
+    seeds.push(("02-http.bin".into(), http));
+    let mut iperf3 = vec![0];
+    script_bytes(&mut iperf3, &[9]);
+    script_wait(&mut iperf3, 300);
+    seeds.push(("03-iperf3.bin".into(), iperf3));
+    let mut silent = vec![0];
+    script_wait(&mut silent, 10_000);
+    seeds.push(("04-silent.bin".into(), silent));
+    let mut over = vec![0];
+    script_bytes(&mut over, &frame(&hello(PROTOCOL_VERSION)));
+    script_bytes(&mut over, &[0xff; 8]);
+    seeds.push(("05-answer-over-the-limit.bin".into(), over));
+    let mut version = vec![0];
+    script_bytes(&mut version, &frame(&hello(2)));
+    seeds.push(("06-other-version.bin".into(), version));
+    // An RDMA test (setup bit 2) whose server sends an interval after done.
+    let mut rdma = vec![4];
+    script_bytes(&mut rdma, &frame(&hello(PROTOCOL_VERSION)));
+    script_bytes(
+        &mut rdma,
+        &frame(&Msg::Accepted {
+            test_id: 1,
+            cookie: "c00c1e".into(),
+            udp_port: None,
+            memory_bytes: 1 << 20,
+            inventory: None,
+            rdma: None,
+            listen_port: None,
+        }),
+    );
+    rdma.extend([C_DATA_READY, C_LOCAL_DONE]);
+    script_bytes(&mut rdma, &frame(&Msg::Interval { sample: interval() }));
+    seeds.push(("07-rdma-interval.bin".into(), rdma));
+    // A key (setup bit 0), a server that skips authentication, then closes mid-frame.
+    let mut key = vec![1];
+    script_bytes(&mut key, &frame(&hello(PROTOCOL_VERSION)));
+    seeds.push(("08-key-not-asked.bin".into(), key));
+    let mut cut = vec![0];
+    script_bytes(&mut cut, &frame(&hello(PROTOCOL_VERSION))[..7]);
+    cut.push(2);
+    seeds.push(("09-closed-mid-frame.bin".into(), cut));
+    seeds
+}
+
+/// The server's events: 4 NoSuchTest, 5 Accept, 6 Refuse, 7 DataReady, 8 DataFailed,
+/// 9 Interval, 10 SoakSample, 11 Finished.
+const S_NO_SUCH_TEST: u8 = 4;
+const S_ACCEPT: u8 = 5;
+const S_DATA_READY: u8 = 7;
+const S_INTERVAL: u8 = 9;
+const S_FINISHED: u8 = 11;
+
+fn server_session_seeds_generated() -> Vec<(String, Vec<u8>)> {
+    let mut seeds = Vec::new();
+    for (name, lines) in golden() {
+        let mut s = vec![0];
+        for (from_client, m, frame) in &lines {
+            match (from_client, m) {
+                (true, Msg::Request { .. }) => {
+                    script_bytes(&mut s, frame);
+                    s.extend([S_ACCEPT, S_DATA_READY]);
+                }
+                (true, _) => script_bytes(&mut s, frame),
+                (false, Msg::Interval { .. }) => s.push(S_INTERVAL),
+                (false, Msg::Results { .. }) => s.push(S_FINISHED),
+                (false, _) => {}
+            }
+        }
+        seeds.push((format!("01-golden-{name}.bin"), s));
+    }
+    let hello = |magic: &str| Msg::Hello {
+        magic: magic.into(),
+        protocol: PROTOCOL_VERSION,
+        version: "0.1.0".into(),
+        nonce: "c0ffee".into(),
+    };
+    let mut data = vec![0];
+    let mut bytes = frame(&Msg::DataHello {
+        cookie: "c00c1e".into(),
+        stream: 0,
+    });
+    bytes.extend_from_slice(b"the test's data, never read by the conversation");
+    script_bytes(&mut data, &bytes);
+    data.push(S_NO_SUCH_TEST);
+    seeds.push(("02-data-hello-then-data.bin".into(), data));
+    let mut magic = vec![0];
+    script_bytes(&mut magic, &frame(&hello("iperf3")));
+    seeds.push(("03-bad-magic.bin".into(), magic));
+    // A key (setup bit 0) and a wrong proof: the error after 200 ms.
+    let mut proof = vec![1];
+    script_bytes(&mut proof, &frame(&hello(MAGIC)));
+    script_bytes(
+        &mut proof,
+        &frame(&Msg::Auth {
+            proof: "00".repeat(32),
+        }),
+    );
+    script_wait(&mut proof, 200);
+    seeds.push(("04-wrong-proof.bin".into(), proof));
+    // A hello dripped a byte at a time, past the handshake's deadline.
+    let mut drip = vec![0];
+    for b in frame(&hello(MAGIC)).iter().take(20) {
+        script_bytes(&mut drip, &[*b]);
+        script_wait(&mut drip, 300);
+    }
+    seeds.push(("05-slow-drip.bin".into(), drip));
+    let mut invalid = vec![0];
+    script_bytes(&mut invalid, &frame(&hello(MAGIC)));
+    let mut p = params();
+    p.streams = 0;
+    script_bytes(&mut invalid, &frame(&Msg::Request { params: p }));
+    seeds.push(("06-invalid-request.bin".into(), invalid));
+    let mut over = vec![0];
+    script_bytes(&mut over, &(MAX_CONTROL_FRAME + 1).to_be_bytes());
+    seeds.push(("07-first-frame-over-the-limit.bin".into(), over));
+    // Every event out of turn, then a hello left half sent.
+    let mut turns = vec![0];
+    turns.extend(4..12);
+    script_bytes(&mut turns, &frame(&hello(MAGIC))[..9]);
+    seeds.push(("08-events-out-of-turn.bin".into(), turns));
+    seeds
 }

@@ -7,13 +7,16 @@ use linerate_results::{DirStats, FileTransferOut, IntervalOut, Iperf3Out, TestRe
 use serde::Serialize;
 
 use crate::Style;
-use linerate_facts::{Tool, SCHEMA_VERSION, TOOL};
+use linerate_facts::{FarEndCopy, Tool, SCHEMA_VERSION, TOOL};
 
 #[derive(Debug, Serialize)]
 pub struct BenchDoc<'a> {
     pub schema_version: u32,
     pub tool: Tool,
     pub tests: &'a [TestResult],
+    /// What `--ssh-copy` sent to the far end to run it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub far_end_copy: Option<FarEndCopy>,
 }
 
 pub fn bench_doc(tests: &[TestResult]) -> BenchDoc<'_> {
@@ -21,6 +24,7 @@ pub fn bench_doc(tests: &[TestResult]) -> BenchDoc<'_> {
         schema_version: SCHEMA_VERSION,
         tool: TOOL,
         tests,
+        far_end_copy: None,
     }
 }
 
@@ -523,6 +527,7 @@ fn flat_direction(t: &TestResult) -> DirStats {
         receiver: t.receiver.clone(),
         retransmits: t.retransmits,
         segments: t.segments,
+        spurious_retransmits: t.spurious_retransmits,
         rtt_us: t.rtt_us,
         cwnd: t.cwnd,
         mss: None,

@@ -354,6 +354,21 @@ fn far_end_lines(out: &mut String, r: &DoctorReport, style: Style) {
         };
         let _ = writeln!(out, "    {:<7} {what}{version}{judged}", "remote");
     }
+    if let Some(c) = &f.copied {
+        let _ = writeln!(
+            out,
+            "    {:<7} this linerate ({:.1} MiB, sha256 {}…) to {}:{} in {:.2} s ({}; {} {}), removed there once its server started",
+            "copied",
+            c.bytes as f64 / f64::from(1u32 << 20),
+            c.sha256.get(..12).unwrap_or(&c.sha256),
+            c.host,
+            c.directory,
+            c.seconds,
+            c.reason,
+            c.machine,
+            c.libc
+        );
+    }
     if !f.on_this_host.is_empty() {
         let procs: Vec<String> = f
             .on_this_host

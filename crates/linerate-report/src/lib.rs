@@ -7,6 +7,7 @@ pub mod html;
 pub mod json;
 pub mod mem;
 pub mod mesh;
+mod phy_text;
 pub mod setup;
 pub mod soak;
 pub mod style;
@@ -16,14 +17,14 @@ pub mod watch_screen;
 
 pub use bench::{bench_doc, render_bench, BenchDoc};
 pub use doctor::render_doctor;
-pub use html::render_html;
+pub use html::doctor::doctor_html;
+pub use html::mesh::mesh_html;
+pub use html::soak::soak_html;
 pub use json::{plan_doc, PlanDoc};
 pub use mem::render_mem;
-pub use mesh::{mesh_csv, mesh_html, render_mesh};
+pub use mesh::{mesh_csv, render_mesh};
 pub use setup::{render_setup, setup_doc, SetupAction, SetupDoc};
-pub use soak::{
-    render_soak, soak_html, soak_json, soak_live_line, soak_textfile, thresholds_words,
-};
+pub use soak::{render_soak, soak_json, soak_live_line, soak_textfile, thresholds_words};
 pub use style::Style;
 pub use text::{render_plan, render_probe};
 pub use watch::{watch_json_line, watch_lines, watch_metrics};

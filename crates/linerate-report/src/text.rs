@@ -4,7 +4,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use linerate_facts::{
-    Analysis, Finding, IbDevice, IbPort, Inventory, IpoibMode, LinkLayer, Port, PortKind, Severity,
+    Analysis, DcbRead, Finding, GidFamily, IbDevice, IbPort, Inventory, IpoibMode, LinkLayer,
+    MtuSource, Port, PortKind, PortQos, RoceVersion, RoceView, Severity, Trust, APP_SEL_DSCP,
 };
 use linerate_model::firmware::FirmwareState;
 use linerate_model::{Ceiling, CeilingInput, LimitedBy, LinkInput};
@@ -55,6 +56,17 @@ fn ceiling_line(c: &Ceiling, style: Style) -> String {
             &format!("0 Gb/s: {}", limited_by_words(c.limited_by)),
         ),
         LimitedBy::Unknown => style.dim("no hardware ceiling"),
+        // A VF's rate limit below its link is named as such (the model says `link`).
+        LimitedBy::Link
+            if c.chain.iter().any(|s| {
+                s.stage == linerate_model::StageKind::VfRate && (s.gbps - c.gbps).abs() < 0.005
+            }) && c.summary.contains("VF's rate limit") =>
+        {
+            format!(
+                "{}  limited by the VF's rate limit",
+                style.bold(&format!("{} Gb/s", fmt_num(c.gbps)))
+            )
+        }
         l => format!(
             "{}  {}",
             style.bold(&format!("{} Gb/s", fmt_num(c.gbps))),
@@ -156,7 +168,14 @@ fn port_header(inv: &Inventory, p: &Port) -> String {
 }
 
 /// The RDMA port's lines: states and rate, MTUs, GIDs, the driver's counters that moved.
-fn rdma_port_lines(out: &mut String, dev: &IbDevice, ib: &IbPort, p: &Port, style: Style) {
+fn rdma_port_lines(
+    out: &mut String,
+    dev: &IbDevice,
+    ib: &IbPort,
+    p: &Port,
+    roce: Option<&RoceView>,
+    style: Style,
+) {
     let ind = "    ";
     let mut s = format!(
         "{} / {}",
@@ -191,7 +210,10 @@ fn rdma_port_lines(out: &mut String, dev: &IbDevice, ib: &IbPort, p: &Port, styl
         }
     }
     let _ = writeln!(out, "{ind}{:<10} {s}", style.dim("port"));
-    for g in &ib.gids {
+    if let Some(v) = roce {
+        roce_lines(out, dev, ib, v, style);
+    }
+    for g in ib.gids.iter().filter(|_| roce.is_none()) {
         let mut line = format!("{:>3} {}", g.index, g.gid);
         if let Some(k) = &g.kind {
             let _ = write!(line, "   {k}");
@@ -217,10 +239,163 @@ fn rdma_port_lines(out: &mut String, dev: &IbDevice, ib: &IbPort, p: &Port, styl
     }
 }
 
-fn port_facts(out: &mut String, inv: &Inventory, p: &Port, style: Style) {
+/// A RoCE port's MTU against its netdev's, its GIDs as `show_gids` lists them with the index
+/// to use, and the path of its traffic (ToS, trust, priority, PFC, ECN).
+fn roce_lines(out: &mut String, dev: &IbDevice, ib: &IbPort, v: &RoceView, style: Style) {
+    let ind = "    ";
+    let m = &v.mtu;
+    let mut s = match m.active {
+        Some(a) => format!("{a} of {}", m.max),
+        None => format!("unknown (at most {})", m.max),
+    };
+    if let (Some(n), Some(nm)) = (&m.netdev, m.netdev_mtu) {
+        let how = match m.source {
+            MtuSource::Verbs => "libibverbs",
+            MtuSource::Derived => "derived",
+        };
+        let _ = write!(
+            s,
+            " ({how}; {n} MTU {nm} less {} bytes of RoCE headers; {} needs {})",
+            m.headroom, m.max, m.netdev_mtu_for_max
+        );
+    }
+    let _ = writeln!(out, "{ind}{:<10} {s}", style.dim("roce mtu"));
+    if !v.gids.is_empty() {
+        // show_gids' columns: DEV PORT INDEX GID IPv4 VER DEV.
+        let _ = writeln!(
+            out,
+            "{ind}{:<10} {:<8} {:<4} {:<5} {:<39} {:<15} {:<3} DEV",
+            style.dim("gids"),
+            "DEV",
+            "PORT",
+            "INDEX",
+            "GID",
+            "IPv4",
+            "VER"
+        );
+        for g in &v.gids {
+            let ipv4 = match (g.family, &g.address) {
+                (Some(GidFamily::Ipv4), Some(a)) => a.as_str(),
+                _ => "",
+            };
+            let ver = match g.version {
+                Some(RoceVersion::V1) => "v1",
+                Some(RoceVersion::V2) => "v2",
+                None => "?",
+            };
+            let mut nd = g.netdev.clone().unwrap_or_default();
+            if let Some(vid) = g.vlan {
+                let _ = write!(nd, " (VLAN {vid})");
+            }
+            let _ = writeln!(
+                out,
+                "{ind}{:<10} {:<8} {:<4} {:<5} {:<39} {:<15} {:<3} {nd}",
+                "", dev.name, ib.number, g.index, g.gid, ipv4, ver
+            );
+        }
+    }
+    let use_line = match v.use_gid.and_then(|i| v.gids.iter().find(|g| g.index == i)) {
+        Some(g) => format!(
+            "index {} ({}, RoCE v2): `ib_write_bw -x {}`, NCCL_IB_GID_INDEX={}",
+            g.index,
+            g.address.as_deref().unwrap_or("?"),
+            g.index,
+            g.index
+        ),
+        None => "none: no RoCE v2 GID for an IP address".to_string(),
+    };
+    let _ = writeln!(out, "{ind}{:<10} {use_line}", style.dim("use gid"));
+    if let Some(t) = &v.traffic {
+        let trust = match t.trust {
+            Trust::Dscp => "dscp",
+            Trust::Pcp => "pcp",
+        };
+        let mut s = format!(
+            "ToS {} ({}) · trust {trust} · priority {} · {}",
+            t.tos,
+            t.tos_source,
+            t.priority,
+            t.protection_words()
+        );
+        if let Some(mode) = &t.mode {
+            let _ = write!(s, " · rdma_cm default {mode}");
+        }
+        let _ = writeln!(out, "{ind}{:<10} {s}", style.dim("traffic"));
+        let _ = writeln!(out, "{ind}{:<10} {}", "", style.dim(&t.priority_why));
+    }
+}
+
+/// The DCB state and the driver's pause and discard counters of a RoCE port's netdev.
+fn qos_lines(out: &mut String, q: &PortQos, style: Style) {
+    let ind = "    ";
+    let list = |v: &[u8]| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.iter().map(u8::to_string).collect::<Vec<_>>().join(",")
+        }
+    };
+    let s = match &q.dcb {
+        DcbRead::Read(d) => {
+            let mut s = match &d.pfc {
+                Some(p) => format!("PFC on {} (cap {})", list(&p.priorities()), p.cap),
+                None => "no PFC state".to_string(),
+            };
+            if let Some(e) = &d.ets {
+                let _ = write!(s, " · priority→TC {}", list(&e.prio_tc));
+            }
+            let dscp: Vec<String> = d
+                .apps
+                .iter()
+                .filter(|a| a.selector == APP_SEL_DSCP)
+                .map(|a| format!("{}→{}", a.protocol, a.priority))
+                .collect();
+            if !dscp.is_empty() {
+                let _ = write!(s, " · DSCP map {}", dscp.join(" "));
+            }
+            if let Some(t) = &d.trust {
+                let _ = write!(s, " · trust table {}", list(t));
+            }
+            if let Some(x) = d.dcbx {
+                let _ = write!(s, " · DCBX {x:#04x}");
+            }
+            if let Some(p) = &d.pfc {
+                let sent: u64 = p.requests.iter().sum();
+                let got: u64 = p.indications.iter().sum();
+                if sent + got > 0 {
+                    let _ = write!(s, " · PFC frames sent {sent}, received {got}");
+                }
+            }
+            s
+        }
+        DcbRead::Unsupported => format!("{} has no DCB (no PFC, no ETS)", q.netdev),
+        DcbRead::Failed(e) => format!("not read: {e}"),
+        DcbRead::NotAsked => "not read".to_string(),
+    };
+    let _ = writeln!(out, "{ind}{:<10} {s}", style.dim("dcb"));
+    let moved: Vec<String> = q
+        .counters
+        .iter()
+        .filter(|(_, v)| *v > 0)
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    if !moved.is_empty() {
+        let _ = writeln!(
+            out,
+            "{ind}{:<10} {}",
+            style.dim("qos count"),
+            moved.join("   ")
+        );
+    }
+}
+
+fn port_facts(out: &mut String, inv: &Inventory, p: &Port, roce: Option<&RoceView>, style: Style) {
     let ind = "    ";
     if let Some((dev, ib)) = inv.ib_port(p) {
-        rdma_port_lines(out, dev, ib, p, style);
+        rdma_port_lines(out, dev, ib, p, roce, style);
+    }
+    if let Some(q) = p.netdev.as_deref().and_then(|n| inv.qos(n)) {
+        qos_lines(out, q, style);
     }
     if let Some(n) = inv.port_netdev(p) {
         let mut s = n.name.clone();
@@ -281,6 +456,7 @@ fn port_facts(out: &mut String, inv: &Inventory, p: &Port, style: Style) {
         }
         let _ = writeln!(out, "{ind}{:<10} {s}", style.dim("pci"));
     }
+    crate::phy_text::phy_lines(out, inv, p, style);
 }
 
 fn render_host(out: &mut String, inv: &Inventory, style: Style) {
@@ -384,7 +560,7 @@ pub fn render_probe(inv: &Inventory, analysis: &Analysis, root: &Path, style: St
             continue;
         }
         let _ = writeln!(out, "{}  {}", style.bold(&p.name), port_header(inv, p));
-        port_facts(&mut out, inv, p, style);
+        port_facts(&mut out, inv, p, a.roce.as_ref(), style);
         let _ = writeln!(
             out,
             "    {:<10} {}",

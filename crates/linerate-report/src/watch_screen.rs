@@ -18,7 +18,10 @@ use ratatui_widgets::chart::{Axis, Chart, Dataset, GraphType};
 use ratatui_widgets::clear::Clear;
 use ratatui_widgets::paragraph::Paragraph;
 
-use crate::watch::{ceiling_words, error_words, fmt_pps, fmt_rate, span_words};
+use crate::watch::{fmt_rate, span_words};
+use columns::Align;
+
+mod columns;
 
 /// The smallest screen drawn; below it, a line says so.
 pub const MIN_WIDTH: u16 = 40;
@@ -42,86 +45,6 @@ pub struct WatchScreen<'a> {
     /// Colour allowed.
     pub color: bool,
 }
-
-/// A column of the table: its title, width, and the priority that keeps it on a narrow
-/// screen (0 always).
-struct Col {
-    title: &'static str,
-    width: u16,
-    priority: u8,
-    right: bool,
-}
-
-const COLS: [Col; 11] = [
-    Col {
-        title: "PORT",
-        width: 16,
-        priority: 0,
-        right: false,
-    },
-    Col {
-        title: "KIND",
-        width: 5,
-        priority: 4,
-        right: false,
-    },
-    Col {
-        title: "STATE",
-        width: 12,
-        priority: 3,
-        right: false,
-    },
-    Col {
-        title: "LINK",
-        width: 8,
-        priority: 5,
-        right: false,
-    },
-    Col {
-        title: "RX",
-        width: 10,
-        priority: 0,
-        right: true,
-    },
-    Col {
-        title: "TX",
-        width: 10,
-        priority: 0,
-        right: true,
-    },
-    Col {
-        title: "RX PKT",
-        width: 10,
-        priority: 6,
-        right: true,
-    },
-    Col {
-        title: "TX PKT",
-        width: 10,
-        priority: 6,
-        right: true,
-    },
-    Col {
-        title: "UTILISATION",
-        width: 17,
-        priority: 1,
-        right: false,
-    },
-    Col {
-        title: "CEILING",
-        width: 22,
-        priority: 2,
-        right: false,
-    },
-    Col {
-        title: "ERRORS / LINK EVENTS",
-        width: 16,
-        priority: 0,
-        right: false,
-    },
-];
-/// Cells of the bar in the UTILISATION column (the rest is the percentage).
-const BAR: usize = 11;
 
 impl WatchScreen<'_> {
     fn style(&self, c: Color) -> Style {
@@ -225,56 +148,29 @@ impl WatchScreen<'_> {
         buf.set_line(area.x, area.y, &Line::from(spans), area.width);
     }
 
-    /// The columns that fit `width`: the ones with the lowest priority numbers first.
-    fn columns(width: u16) -> Vec<usize> {
-        let mut keep: Vec<usize> = (0..COLS.len()).collect();
-        let total = |k: &[usize]| k.iter().map(|&i| COLS[i].width + 1).sum::<u16>();
-        for p in (1..=6).rev() {
-            if total(&keep) <= width {
-                break;
-            }
-            keep.retain(|&i| COLS[i].priority != p);
-        }
-        keep
-    }
-
     fn table(&self, area: Rect, buf: &mut Buffer, rows: &[&PortFrame]) {
-        let cols = Self::columns(area.width);
-        let fixed: u16 = cols
-            .iter()
-            .filter(|&&i| i != COLS.len() - 1)
-            .map(|&i| COLS[i].width + 1)
-            .sum();
-        let last_w = area.width.saturating_sub(fixed).max(8);
-        let width = |i: usize| {
-            if i == COLS.len() - 1 {
-                last_w
-            } else {
-                COLS[i].width
-            }
-        };
+        let cols = columns::fitting(area.width);
+        let widths = columns::widths(&cols, area.width);
         let mut x = area.x;
-        for &i in &cols {
-            let t = pad(COLS[i].title, usize::from(width(i)), COLS[i].right);
+        for (c, &w) in cols.iter().zip(&widths) {
+            let t = pad(c.title(), usize::from(w), c.align());
             buf.set_string(x, area.y, t, Style::default().add_modifier(Modifier::BOLD));
-            x += width(i) + 1;
+            x += w + 1;
         }
         let height = usize::from(area.height.saturating_sub(1));
         let selected = self.view.selected_index(rows).unwrap_or(0);
         let first = (selected + 1).saturating_sub(height);
         for (n, p) in rows.iter().enumerate().skip(first).take(height) {
             let y = area.y + 1 + (n - first) as u16;
-            let cells = self.cells(p);
             let mut x = area.x;
-            for &i in &cols {
-                let (text, style) = &cells[i];
-                let w = width(i);
+            for (c, &w) in cols.iter().zip(&widths) {
+                let (text, style) = c.cell(self, p);
                 buf.set_stringn(
                     x,
                     y,
-                    pad(text, usize::from(w), COLS[i].right),
+                    pad(&text, usize::from(w), c.align()),
                     usize::from(w),
-                    *style,
+                    style,
                 );
                 x += w + 1;
             }
@@ -297,68 +193,6 @@ impl WatchScreen<'_> {
             };
             buf.set_string(area.x, area.y + 1, why, Style::default());
         }
-    }
-
-    /// Every column's text and style for one port.
-    fn cells(&self, p: &PortFrame) -> Vec<(String, Style)> {
-        let unit = self.view.unit;
-        let plain = Style::default();
-        let name = if p.id.label() == p.name {
-            p.name.clone()
-        } else {
-            format!("{} {}", p.name, p.id.label())
-        };
-        let rate = |g: Option<f64>| g.map_or("-".into(), |g| fmt_rate(g, unit));
-        let pps = |n: Option<f64>| n.map_or("-".into(), fmt_pps);
-        let state_style = if p.up { plain } else { self.style(Color::Red) };
-        let util = match p.utilisation {
-            Some(u) => format!("{} {:>4}", bar(u, BAR), format!("{}%", (u * 100.0).round())),
-            None => format!("{} {:>4}", " ".repeat(BAR), "-"),
-        };
-        let util_style = match p.utilisation {
-            Some(u) if u >= 0.9 => self.style(Color::Green).add_modifier(Modifier::BOLD),
-            Some(_) => self.style(Color::Green),
-            None => plain,
-        };
-        let mut events = Vec::new();
-        let mut ev_style = plain;
-        if let Some(e) = error_words(p) {
-            if let Some(w) = &p.window {
-                ev_style = self.verdict_style(w.verdict);
-            }
-            events.push(e);
-        } else if !p.moved.is_empty() {
-            events.push(
-                p.moved
-                    .iter()
-                    .map(|m| m.counter.clone())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            );
-        }
-        if let Some(c) = &p.last_change {
-            if events.is_empty() {
-                ev_style = self.style(Color::Yellow);
-            }
-            events.push(format!("{} at {}", c.words(), fmt_utc_time(c.unix_ms)));
-        }
-        let mut rx = rate(p.rx_gbps);
-        if p.rate_saturated {
-            rx.push('*');
-        }
-        vec![
-            (name, Style::default().add_modifier(Modifier::BOLD)),
-            (p.kind.short().to_string(), plain),
-            (p.state.clone(), state_style),
-            (p.link.clone().unwrap_or_else(|| "-".into()), plain),
-            (rx, self.style(Color::Cyan)),
-            (rate(p.tx_gbps), self.style(Color::Magenta)),
-            (pps(p.rx_pps), plain),
-            (pps(p.tx_pps), plain),
-            (util, util_style),
-            (ceiling_words(p, unit), plain),
-            (events.join("; "), ev_style),
-        ]
     }
 
     fn detail(&self, area: Rect, buf: &mut Buffer, p: &PortFrame) {
@@ -630,14 +464,14 @@ fn help(area: Rect, buf: &mut Buffer) {
         .render(r, buf);
 }
 
-/// `text` cut or padded to `w` columns, right-aligned when `right`.
-fn pad(text: &str, w: usize, right: bool) -> String {
+/// `text` cut or padded to `w` columns, on the side of `align`.
+fn pad(text: &str, w: usize, align: Align) -> String {
     let n = text.chars().count();
     if n > w {
         let mut s: String = text.chars().take(w.saturating_sub(1)).collect();
         s.push('…');
         s
-    } else if right {
+    } else if align == Align::Right {
         format!("{}{text}", " ".repeat(w - n))
     } else {
         format!("{text}{}", " ".repeat(w - n))
@@ -679,23 +513,5 @@ mod tests {
         assert_eq!(bar(1.0, 4), "████");
         assert_eq!(bar(1.3, 4), "███+");
         assert_eq!(bar(f64::NAN, 2), "··");
-    }
-
-    #[test]
-    fn narrow_screens_drop_columns_by_priority() {
-        let all = WatchScreen::columns(400);
-        assert_eq!(all.len(), COLS.len());
-        let titles = |w: u16| -> Vec<&str> {
-            WatchScreen::columns(w)
-                .iter()
-                .map(|&i| COLS[i].title)
-                .collect()
-        };
-        assert_eq!(
-            titles(80),
-            ["PORT", "RX", "TX", "UTILISATION", "ERRORS / LINK EVENTS"]
-        );
-        assert!(titles(100).contains(&"CEILING"));
-        assert!(titles(125).contains(&"LINK") && !titles(125).contains(&"RX PKT"));
     }
 }

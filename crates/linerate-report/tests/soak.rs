@@ -10,7 +10,8 @@ mod scenarios;
 use linerate_testkit::schema::{assert_valid, validator};
 use std::process::Command;
 
-use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
+use linerate_facts::CounterSource;
+use linerate_proto::soak::{End, PortSample, SoakPortKind, SoakSample};
 use linerate_report::{render_soak, soak_html, soak_json, soak_live_line, soak_textfile, Style};
 use linerate_soak::{
     judge, JudgeParams, SoakEvent, SoakInterval, SoakParams, SoakReport, Tracker, Verdict,
@@ -89,6 +90,7 @@ fn report() -> (SoakReport, Vec<SoakInterval>) {
                 bytes_sent: if seq == 0 { 0 } else { bytes },
                 bytes_received: if seq == 0 { 0 } else { bytes },
                 problems: Vec::new(),
+                host: Vec::new(),
             };
             live.extend(t.push_interval(&s));
         }
@@ -352,6 +354,7 @@ fn a_long_soak_is_drawn_in_buckets() {
             bytes_sent: 1_000_000,
             bytes_received: 1_000_000,
             problems: Vec::new(),
+            host: Vec::new(),
         });
     }
     let r = judge(&t, &SoakParams::default(), &JudgeParams::default());

@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
+use linerate_facts::CounterSource;
+use linerate_proto::soak::{End, PortSample, SoakPortKind, SoakSample};
 use linerate_report::watch::{watch_json_line, watch_lines, watch_metrics};
 use linerate_report::WatchScreen;
 use linerate_soak::JudgeParams;
@@ -50,6 +51,7 @@ fn sample(seq: u64, data: u64, downed: u64) -> SoakSample {
         bytes_sent: 0,
         bytes_received: 0,
         problems: Vec::new(),
+        host: Vec::new(),
     }
 }
 
@@ -67,7 +69,7 @@ fn watched() -> (Watcher, Frame) {
         },
         JudgeParams::default(),
     );
-    w.set_ports(watched_ports(&inv, &[], |_| true), tick(0));
+    w.set_ports(watched_ports(&inv, &[], &[]), tick(0));
     let mut f = w.push(sample(0, 0, 0), tick(0));
     for s in 1..=3u64 {
         // 16 Gb/s is 5e8 units of 4 bytes a second.

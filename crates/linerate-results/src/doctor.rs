@@ -5,7 +5,7 @@
 //! results.
 
 use linerate_facts::{
-    DoctorVerdict, Finding, FindingId, Inventories, MemOut, PathFacts, Pyramid, Tool,
+    DoctorVerdict, FarEndCopy, Finding, FindingId, Inventories, MemOut, PathFacts, Pyramid, Tool,
 };
 use serde::Serialize;
 
@@ -61,6 +61,9 @@ pub struct FarEndOut {
     /// a self-check, whose server runs in doctor's own process).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub on_this_host: Vec<FarEndProcess>,
+    /// The far end runs a copy of this linerate, sent over ssh for the run (`--ssh-copy`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copied: Option<FarEndCopy>,
 }
 
 /// A process of the far end that runs on this host.

@@ -70,6 +70,10 @@ pub struct DirStats {
     pub sender: Endpoint,
     pub receiver: Option<Endpoint>,
     pub retransmits: Option<u64>,
+    /// Of the retransmits, those the receiver reported by D-SACK as duplicates (TCP_INFO
+    /// `tcpi_dsack_dups`, Linux ≥ 4.19): spurious, the original had arrived. None when a sender
+    /// did not report it (an older kernel or release, a stock iperf3).
+    pub spurious_retransmits: Option<u64>,
     /// Data segments the sender sent (TCP_INFO), whole test.
     pub segments: Option<u64>,
     pub rtt_us: Option<f64>,
@@ -97,6 +101,7 @@ impl DirStats {
             sender: Endpoint::default(),
             receiver: None,
             retransmits: None,
+            spurious_retransmits: None,
             segments: None,
             rtt_us: None,
             cwnd: None,
@@ -141,6 +146,8 @@ pub struct TestResult {
     pub sender: Option<Endpoint>,
     pub receiver: Option<Endpoint>,
     pub retransmits: Option<u64>,
+    /// Of the retransmits, those TCP found spurious (D-SACK: the receiver had the segment).
+    pub spurious_retransmits: Option<u64>,
     /// TCP data segments sent (to put retransmits in proportion).
     pub segments: Option<u64>,
     pub rtt_us: Option<f64>,
@@ -263,6 +270,7 @@ impl TestResult {
             sender: None,
             receiver: None,
             retransmits: None,
+            spurious_retransmits: None,
             segments: None,
             rtt_us: None,
             cwnd: None,
@@ -599,6 +607,7 @@ impl AddAssign<&DirStats> for DirStats {
             _ => None,
         };
         self.retransmits = add_known(self.retransmits, o.retransmits);
+        self.spurious_retransmits = add_known(self.spurious_retransmits, o.spurious_retransmits);
         self.segments = add_known(self.segments, o.segments);
         // Round trip and jitter are not additive: the first direction that measured them.
         self.rtt_us = self.rtt_us.or(o.rtt_us);

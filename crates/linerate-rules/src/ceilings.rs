@@ -4,7 +4,7 @@ use linerate_facts::{Inventory, IpoibMode, Netdev, NetdevKind, Port, PortKind};
 use linerate_model::pcie::ASSUMED_MPS;
 use linerate_model::{
     ceiling, Ceiling, CeilingInput, EthSpeed, IbPhysState, IbState, IpFraming, LinkInput, MtuInput,
-    Usability,
+    Usability, VfInput,
 };
 
 /// The ceiling of one port.
@@ -55,7 +55,7 @@ pub fn ceiling_input(inv: &Inventory, port: &Port) -> CeilingInput {
         _ => None,
     };
     let pcie = pci
-        .filter(|f| !f.card().is_some_and(|c| c.virtual_function))
+        .filter(|f| !f.is_virtual_function())
         .and_then(linerate_facts::PciFunction::effective_link);
     let link = link.filter(|_| soft_over_virtual.is_none());
     let mtu = nd.and_then(mtu_input);
@@ -89,7 +89,27 @@ pub fn ceiling_input(inv: &Inventory, port: &Port) -> CeilingInput {
         mps_known: false,
         mtu,
         usability,
+        vf: pci.and_then(|f| vf_input(inv, f)),
     }
+}
+
+/// A virtual function's rate limit, as its PF's netdev reports it (`IFLA_VFINFO_LIST`), when
+/// this host has the PF and read it.
+fn vf_input(inv: &Inventory, f: &linerate_facts::PciFunction) -> Option<VfInput> {
+    if !f.is_virtual_function() {
+        return None;
+    }
+    let info = inv.vf_parent(f).and_then(|(pf, index)| {
+        inv.netdevs
+            .iter()
+            .filter(|n| n.pci.as_deref() == Some(pf.address.as_str()))
+            .filter_map(|n| inv.phy(&n.name))
+            .find_map(|p| p.vf(index))
+    });
+    Some(VfInput {
+        max_tx_rate_mbps: info.and_then(|v| v.max_tx_rate_mbps),
+        pf_visible: info.is_some(),
+    })
 }
 
 fn mtu_input(n: &Netdev) -> Option<MtuInput> {

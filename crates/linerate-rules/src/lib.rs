@@ -9,7 +9,9 @@ mod finding;
 mod host;
 mod link;
 mod pcie;
+pub mod phy;
 pub mod pyramid;
+pub mod roce;
 pub mod stack;
 pub mod thresholds;
 
@@ -23,15 +25,19 @@ pub fn analyze(inv: &Inventory) -> Analysis {
     let ports: Vec<PortAnalysis> = inv
         .ports
         .iter()
-        .map(|p| PortAnalysis {
+        .zip(roce::views(inv))
+        .map(|(p, roce)| PortAnalysis {
             name: p.name.clone(),
             ceiling: port_ceiling(inv, p),
+            roce,
         })
         .collect();
     let mut findings = Vec::new();
     pcie::rules(inv, &ports, &mut findings);
     link::rules(inv, &ports, &mut findings);
     host::rules(inv, &ports, &mut findings);
+    phy::rules(inv, &ports, &mut findings);
+    roce::rules(inv, &ports, &mut findings);
     stack::rules(inv, &mut findings);
     finding::unreadable(inv, &mut findings);
     finding::rank(&mut findings);

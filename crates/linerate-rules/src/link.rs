@@ -2,8 +2,8 @@
 //! transmit discards.
 
 use linerate_facts::{
-    Finding, FindingId, IbDevice, IbPort, Inventory, IpoibMode, LinkLayer, Netdev, NetdevKind,
-    Port, PortAnalysis, PortKind, Severity,
+    CounterDef, CounterSource, Finding, FindingId, IbDevice, IbPort, Inventory, IpoibMode,
+    LinkLayer, Netdev, NetdevKind, Port, PortAnalysis, PortKind, Severity,
 };
 use linerate_model::{IbPhysState, IbState, LimitedBy};
 use linerate_units::fmt_num;
@@ -248,20 +248,21 @@ fn vpi(inv: &Inventory, port: &Port, dev: &IbDevice, p: &IbPort, out: &mut Vec<F
     );
 }
 
-const LINK_ERROR_COUNTERS: [&str; 6] = [
-    "symbol_error",
-    "link_error_recovery",
-    "link_downed",
-    "port_rcv_errors",
-    "local_link_integrity_errors",
-    "excessive_buffer_overrun_errors",
-];
+/// A PMA error counter whose count accuses the link itself (the counter table's roles that
+/// do: symbol errors, recoveries, link downs, receive errors, integrity, overruns), as soak
+/// judges its rise.
+fn accuses_link(name: &str) -> bool {
+    CounterDef::of(CounterSource::IbCounters, name)
+        .judges
+        .soak
+        .is_some_and(linerate_facts::CounterRole::accuses_link)
+}
 
 fn counters(port: &Port, dev: &IbDevice, p: &IbPort, out: &mut Vec<Finding>) {
     let bad: Vec<_> = p
         .counters
         .iter()
-        .filter(|c| c.value > 0 && LINK_ERROR_COUNTERS.contains(&c.name.as_str()))
+        .filter(|c| c.value > 0 && accuses_link(&c.name))
         .collect();
     if bad.is_empty() {
         return;
@@ -327,7 +328,7 @@ fn xmit_discards(port: &Port, dev: &IbDevice, p: &IbPort, out: &mut Vec<Finding>
     let physical_clean = !p
         .counters
         .iter()
-        .any(|c| c.value > 0 && LINK_ERROR_COUNTERS.contains(&c.name.as_str()));
+        .any(|c| c.value > 0 && accuses_link(&c.name));
     let count = if discards.pegged {
         format!("at least {}", discards.value)
     } else {

@@ -89,7 +89,7 @@ fn port_link_rates<'a>(
 /// A PCI function with no physical-link ports to speak for (a virtual function, or only
 /// paravirtual and software ports): no PCIe rule applies.
 fn skipped(inv: &Inventory, f: &PciFunction) -> bool {
-    if f.card().is_some_and(|c| c.virtual_function) {
+    if f.is_virtual_function() {
         return true;
     }
     inv.ports

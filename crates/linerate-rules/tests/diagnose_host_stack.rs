@@ -48,6 +48,7 @@ fn tcp(direction: Direction, streams: u32, gbps: f64, cpu: f64) -> Measured {
         steal_cores: Some(0.0),
         retransmits: Some(0),
         segments: Some((gbps * 1e9 / 8.0 * 10.0 / 65_483.0) as u64),
+        spurious_retransmits: None,
         rtt_us: None,
         tcp_busy_percent: None,
         rwnd_limited_percent: None,

@@ -91,6 +91,7 @@ fn tcp(direction: &str, streams: u32, gbps: f64) -> Measured {
         retransmits: Some(0),
         // About 10 s at this rate in 1448-byte segments.
         segments: Some((gbps * 1e9 / 8.0 * 10.0 / 1448.0) as u64),
+        spurious_retransmits: None,
         rtt_us: None,
         tcp_busy_percent: None,
         rwnd_limited_percent: None,
@@ -120,6 +121,7 @@ fn latency() -> Measured {
         steal_cores: Some(0.0),
         retransmits: None,
         segments: None,
+        spurious_retransmits: None,
         rtt_us: None,
         tcp_busy_percent: None,
         rwnd_limited_percent: None,

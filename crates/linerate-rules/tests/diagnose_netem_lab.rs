@@ -112,6 +112,7 @@ impl Capture {
             steal_cores: local_cpu.and_then(|h| h.steal_cores),
             retransmits: t["retransmits"].as_u64(),
             segments: t["segments"].as_u64(),
+            spurious_retransmits: t["spurious_retransmits"].as_u64(),
             rtt_us: f(&t["rtt_us"]),
             tcp_busy_percent: f(&limited["busy_percent"]),
             rwnd_limited_percent: f(&limited["receive_window_percent"]),

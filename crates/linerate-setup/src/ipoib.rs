@@ -174,7 +174,12 @@ fn edit(
     Ok((path, new))
 }
 
-fn restart(s: &Snapshot, c: &InCharge, iface: &str, distro_major: Option<u32>) -> String {
+pub(crate) fn restart(
+    s: &Snapshot,
+    c: &InCharge,
+    iface: &str,
+    distro_major: Option<u32>,
+) -> String {
     let nm_id = |path: &str| {
         s.file(path)
             .and_then(|t| ini::get(t, "connection", "id"))

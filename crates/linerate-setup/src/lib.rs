@@ -4,7 +4,7 @@
 //! The parts are separate: [`snapshot`] reads the configuration files under a root (the only
 //! reading I/O), [`detect`] finds the distribution, the renderer in charge of an interface and
 //! the package versions (pure), the plan builders ([`ipoib`], [`sysctl`], [`opensm`], [`nfs`],
-//! [`irq`], [`governor`]) turn the inventory, its analysis and the snapshot into a [`linerate_facts::Plan`] (pure), and
+//! [`irq`], [`governor`], [`rings`], [`roce`]) turn the inventory, its analysis and the snapshot into a [`linerate_facts::Plan`] (pure), and
 //! [`apply`] writes a plan's files with backups and rolls them back (the only writing I/O).
 
 pub mod apply;
@@ -17,6 +17,8 @@ pub mod nfs;
 pub mod opensm;
 pub mod plan;
 pub mod rdma_stack;
+pub mod rings;
+pub mod roce;
 pub mod snapshot;
 pub mod sysctl;
 
@@ -42,6 +44,10 @@ pub struct Options {
     pub sm_node: bool,
     /// A client's NFS export to mount over RDMA (`server:/export`).
     pub nfs_mount: Option<String>,
+    /// The priority RoCE's traffic is to use (`--roce-priority`, 0-7).
+    pub roce_priority: u8,
+    /// The DSCP RoCE's traffic is to carry (`--roce-dscp`, 0-63).
+    pub roce_dscp: u8,
 }
 
 impl Default for Options {
@@ -54,6 +60,8 @@ impl Default for Options {
             gbps: None,
             sm_node: false,
             nfs_mount: None,
+            roce_priority: roce::DEFAULT_PRIORITY,
+            roce_dscp: roce::DEFAULT_DSCP,
         }
     }
 }
@@ -76,6 +84,8 @@ pub fn build_plan(
             Topic::Irq => irq::build(inv, analysis, snap, o, &mut plan),
             Topic::Governor => governor::build(analysis, snap, &mut plan),
             Topic::RdmaStack => rdma_stack::build(analysis, snap, &mut plan),
+            Topic::Rings => rings::build(inv, analysis, snap, o, &mut plan),
+            Topic::Roce => roce::build(inv, analysis, snap, o, &mut plan),
         }
     }
     plan

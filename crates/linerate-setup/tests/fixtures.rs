@@ -368,3 +368,148 @@ fn governor_through_what_is_in_charge_then_idempotent_and_rolled_back() {
         p.notes
     );
 }
+
+/// `rings`: the ring `ring.drops` names, in a systemd .link file on Debian 12 (systemd 252)
+/// and in the NetworkManager profile that runs the port on RHEL 9; applied, nothing left to
+/// do, rolled back byte for byte.
+#[test]
+fn rings_through_a_link_file_or_the_networkmanager_profile() {
+    for (etc, nm) in [("debian12-ifupdown", false), ("rhel9-nm-keyfile", true)] {
+        let t = root("x520-optics-no-light", etc);
+        let r = t.path();
+        let profile = "etc/NetworkManager/system-connections/uplink.nmconnection";
+        if nm {
+            fs::write(
+                r.join(profile),
+                "[connection]\nid=uplink\nuuid=0b9e2c43-5d1f-4f6a-9a0e-6d2f3c1b7a55\ntype=ethernet\ninterface-name=enp3s0f1\n\n[ipv4]\nmethod=auto\n",
+            )
+            .unwrap();
+        }
+        let before = read_tree(&r.join("etc"));
+        let p = plan(r, &[Topic::Rings]);
+        let files = p.files();
+        assert_eq!(files.len(), 1, "{etc}: {:?} {:?}", p.notes, p.refusals);
+        let want = if nm {
+            format!("/{profile}")
+        } else {
+            linerate_setup::rings::link_path("enp3s0f1")
+        };
+        assert_eq!(files[0].path, want, "{etc}");
+        let line = if nm {
+            "ring-rx=4096"
+        } else {
+            "RxBufferSize=4096"
+        };
+        assert!(
+            files[0].content.contains(line),
+            "{etc}: {}",
+            files[0].content
+        );
+        if nm {
+            assert!(
+                files[0].content.contains("uuid=0b9e2c43"),
+                "{etc}: the profile is kept"
+            );
+        }
+        assert!(p.steps[0]
+            .commands
+            .iter()
+            .any(|c| c.run == "ethtool -G enp3s0f1 rx 4096" && c.when == When::AfterApply));
+        assert_eq!(
+            p.steps[0].why[0].finding,
+            Some(linerate_facts::FindingId::RingDrops)
+        );
+        let owned: Vec<_> = files.into_iter().cloned().collect();
+        let (id, _) = apply::apply(r, &owned).unwrap();
+        assert_eq!(
+            fs::read_to_string(r.join(want.trim_start_matches('/'))).unwrap(),
+            owned[0].content
+        );
+        let again = plan(r, &[Topic::Rings]);
+        assert!(again.is_empty(), "{etc}: {:?}", again.steps);
+        apply::rollback(r, &id).unwrap();
+        assert_eq!(read_tree(&r.join("etc")), before, "{etc}: rollback");
+    }
+}
+
+/// `roce` over the RoCE fixtures with netplan in charge: MTU 9000 in the netplan file where
+/// `roce.mtu_small` asks for it (`cx5-roce-100g-mtu1500`), and the lossless unit where
+/// `roce.lossy` does (`cx5-roce-lossy`: PFC off, MLNX_OFED's ECN switches off); each applied,
+/// planned again (nothing to do), rolled back byte for byte.
+#[test]
+fn roce_mtu_and_lossless_unit_then_idempotent_and_rolled_back() {
+    let netplan = "/etc/netplan/60-fabric.yaml";
+    let unit = linerate_setup::roce::unit_path("enp65s0f0np0");
+    for (sysfs, path, finding) in [
+        (
+            "cx5-roce-100g-mtu1500",
+            netplan.to_string(),
+            linerate_facts::FindingId::RoceMtuSmall,
+        ),
+        (
+            "cx5-roce-lossy",
+            unit.clone(),
+            linerate_facts::FindingId::RoceLossy,
+        ),
+    ] {
+        let t = root(sysfs, "ubuntu2404-netplan-roce");
+        let r = t.path();
+        let before = read_tree(&r.join("etc"));
+        let p = plan(r, &[Topic::Roce]);
+        let files = p.files();
+        assert_eq!(files.len(), 1, "{sysfs}: {:?} {:?}", p.notes, p.refusals);
+        assert_eq!(files[0].path, path, "{sysfs}");
+        assert_eq!(p.steps[0].why[0].finding, Some(finding), "{sysfs}");
+        if path == netplan {
+            let c = &files[0].content;
+            assert!(
+                c.contains(
+                    "    enp65s0f0:\n      addresses:\n        - 10.10.5.1/24\n      mtu: 9000\n"
+                ),
+                "{c}"
+            );
+            // The other interfaces and the comment are kept.
+            assert!(
+                c.contains("# The RoCE fabric") && c.contains("      mtu: 9000\n"),
+                "{c}"
+            );
+            assert!(p.steps[0].commands.iter().any(|c| c.when == When::Restart));
+        } else {
+            let c = &files[0].content;
+            for line in [
+                "ExecStart=/usr/sbin/dcb pfc set dev enp65s0f0np0 prio-pfc all:off 3:on",
+                "ExecStart=/usr/sbin/dcb app replace dev enp65s0f0np0 dscp-prio 26:3",
+                "ExecStart=/bin/sh -c 'echo 1 > /sys/class/net/enp65s0f0np0/ecn/roce_np/enable/3 && echo 1 > /sys/class/net/enp65s0f0np0/ecn/roce_rp/enable/3'",
+                "ExecStart=/bin/sh -c 'mkdir -p /sys/kernel/config/rdma_cm/mlx5_0 && echo 106 > /sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos'",
+                "BindsTo=sys-subsystem-net-devices-enp65s0f0np0.device",
+                "WantedBy=sys-subsystem-net-devices-enp65s0f0np0.device multi-user.target",
+                "Type=oneshot",
+            ] {
+                assert!(c.contains(line), "{line} not in {c}");
+            }
+            assert_eq!(files[0].mode, 0o644);
+            assert!(p.steps[0].commands[0]
+                .run
+                .contains("systemctl enable --now linerate-roce-enp65s0f0np0.service"));
+        }
+        let owned: Vec<_> = files.into_iter().cloned().collect();
+        let (id, _) = apply::apply(r, &owned).unwrap();
+        assert_eq!(
+            fs::read_to_string(r.join(path.trim_start_matches('/'))).unwrap(),
+            owned[0].content
+        );
+        let again = plan(r, &[Topic::Roce]);
+        assert!(again.is_empty(), "{sysfs}: {:?}", again.steps);
+        apply::rollback(r, &id).unwrap();
+        assert_eq!(read_tree(&r.join("etc")), before, "{sysfs}: rollback");
+    }
+    // Set up as it should be: nothing to write, and said so.
+    let t = root("cx6dx-roce-lossless", "ubuntu2404-netplan-roce");
+    let p = plan(t.path(), &[Topic::Roce]);
+    assert!(p.is_empty(), "{:?}", p.steps);
+    assert!(
+        p.notes.iter().any(|n| n.text.contains("protected")),
+        "{:?}",
+        p.notes
+    );
+}

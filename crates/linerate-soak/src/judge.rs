@@ -11,13 +11,13 @@ use crate::report::{
     BerEstimate, CounterOut, Dip, EndReport, PortReport, SoakInterval, SoakParams, SoakReport,
     SymbolBudget,
 };
-use crate::rules::{self, Out};
+use crate::rules::{self, Judging, Out};
 use crate::thresholds::{JudgeParams, NVSENTINEL_SYMBOL_ERRORS_PER_HOUR};
-use crate::tracker::{is_health_counter, CounterTrack, PortInfo, Tracker};
+use crate::tracker::{CounterTrack, PortInfo, Tracker};
 use crate::verdict::{RuleId, Unit, Verdict, VerdictRule};
-use linerate_proto::soak::{CounterSource, End, SoakPortKind};
-
-use CounterSource::{Ethtool, IbCounters};
+use linerate_facts::CounterRole::{PostFec, PreFec, SymbolErrors};
+use linerate_facts::CounterUnit;
+use linerate_proto::soak::{End, SoakPortKind};
 
 /// Dips listed in the document (the count goes on).
 pub const MAX_DIPS: usize = 1000;
@@ -82,7 +82,7 @@ fn ber_estimate(ctx: &PortCtx) -> Option<BerEstimate> {
         SoakPortKind::Infiniband {
             signalling_gbps, ..
         } => {
-            let c = ctx.get(IbCounters, "symbol_error")?;
+            let c = ctx.first(SymbolErrors)?;
             let bits = signalling_gbps.filter(|g| *g > 0.0)? * 1e9 * c.observed_s;
             (bits > 0.0).then(|| BerEstimate {
                 pre_fec: None,
@@ -92,16 +92,15 @@ fn ber_estimate(ctx: &PortCtx) -> Option<BerEstimate> {
             })
         }
         SoakPortKind::Ethernet { speed_mbps, .. } => {
-            let corrected = ctx.get(Ethtool, "rx_corrected_bits_phy").or_else(|| {
-                ctx.ethtool_matching(&["fec", "corrected_bits"])
-                    .first()
-                    .copied()
-            });
-            let post = ctx.get(Ethtool, "rx_pcs_symbol_err_phy");
+            let unit = |c: &CounterTrack| c.def().unit;
+            // Corrected bits; errors after FEC counted per symbol, not per block (a block is
+            // no count of bits); the PHY's own count of the bits received.
+            let corrected = ctx.first(PreFec);
+            let post = ctx.role(PostFec).find(|c| unit(c) != CounterUnit::Blocks);
             if corrected.is_none() && post.is_none() {
                 return None;
             }
-            if let Some(b) = ctx.get(Ethtool, "rx_bits_phy") {
+            if let Some(b) = ctx.received_data().filter(|c| unit(c) == CounterUnit::Bits) {
                 let bits = b.delta as f64;
                 return (bits > 0.0).then(|| BerEstimate {
                     pre_fec: corrected.map(|c| c.delta as f64 / bits),
@@ -194,25 +193,22 @@ pub fn judge_port(tracker: &Tracker, info: &PortInfo, jp: &JudgeParams) -> PortR
     let ctx = PortCtx::new(tracker, info, jp);
     let budget = symbol_budget(&info.kind, jp).map(|mut b| {
         b.limit_per_hour = ctx
-            .get(IbCounters, "symbol_error")
+            .first(SymbolErrors)
             .and_then(|c| b.limit_over(c.observed_s));
         b
     });
     let ber = ber_estimate(&ctx);
     let errors = rules::error_counters(&ctx);
     let mut out = Out::default();
-    rules::any_increase(&ctx, &mut out);
-    if let Some(b) = &budget {
-        rules::symbol_rules(&ctx, b, &mut out);
-    }
-    rules::receive_rules(&ctx, &mut out);
-    rules::rx_missed(&ctx, &mut out);
-    rules::recovery_rate(&ctx, &mut out);
-    rules::ethernet_rules(&ctx, ber.as_ref(), &mut out);
-    rules::path_rules(&ctx, &errors, &mut out);
-    rules::tcp_retransmits(&ctx, &errors, &mut out);
-    rules::rdma_transport(&ctx, &errors, &mut out);
-    rules::counter_notes(&ctx, &mut out);
+    rules::run(
+        &Judging {
+            ctx: &ctx,
+            budget: budget.as_ref(),
+            ber: ber.as_ref(),
+            errors: &errors,
+        },
+        &mut out,
+    );
     let fraction = observed_fraction(&ctx, &errors);
     sufficiency(&ctx, &mut out, fraction);
     let worst = out
@@ -239,11 +235,12 @@ pub fn judge_port(tracker: &Tracker, info: &PortInfo, jp: &JudgeParams) -> PortR
             .order
             .iter()
             .filter(|c| {
-                is_health_counter(c.key.source, &c.key.name)
+                let def = c.def();
+                def.is_health()
                     && (c.delta > 0
                         || !c.saturations.is_empty()
                         || c.resets_total > 0
-                        || rules::is_judged(c.key.source, &c.key.name))
+                        || def.judged_by_soak())
             })
             .map(|c| counter_out(c))
             .collect(),
@@ -378,5 +375,6 @@ pub fn judge(tracker: &Tracker, params: &SoakParams, jp: &JudgeParams) -> SoakRe
         verdict,
         rule,
         error: None,
+        far_end_copy: None,
     }
 }

@@ -69,7 +69,6 @@ mod rules;
 pub mod thresholds;
 pub mod tracker;
 pub mod verdict;
-pub mod width;
 
 pub use judge::{judge, judge_port, symbol_budget};
 pub use port::{data_gbps, fmt_duration, is_pam4};
@@ -79,8 +78,7 @@ pub use report::{
 };
 pub use thresholds::{JudgeParams, Threshold};
 pub use tracker::{
-    is_health_counter, CounterKey, CounterStep, CounterTrack, EndTotals, IntervalRecord, Mark,
-    MovedIdx, PortInfo, Reset, Saturation, Tracker,
+    CounterKey, CounterStep, CounterTrack, EndTotals, IntervalRecord, Mark, MovedIdx, PortInfo,
+    Reset, Saturation, Tracker,
 };
 pub use verdict::{RuleId, Source, Unit, Verdict, VerdictRule};
-pub use width::{counter_width, CounterWidth};

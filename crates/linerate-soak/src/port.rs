@@ -3,18 +3,15 @@
 
 use std::collections::BTreeMap;
 
+use linerate_facts::{CounterRole, CounterUnit};
 use linerate_model::ib::IbSpeed;
-use linerate_proto::soak::{CounterSource, SoakPortKind};
+use linerate_proto::soak::SoakPortKind;
 use linerate_units::fmt_round;
 
 use crate::report::BitsBasis;
 use crate::thresholds::JudgeParams;
 use crate::tracker::{CounterTrack, EndTotals, PortInfo, Tracker};
 
-use CounterSource::{Carrier, Ethtool, IbCounters, NetdevStatistics};
-
-/// Bits per PMA data unit: `port_rcv_data` counts octets ÷ 4.
-const BITS_PER_PMA_DATA_UNIT: f64 = 32.0;
 /// Speeds that run PAM4 with FEC, where raw symbol errors are normal.
 pub fn is_pam4(speed: &str) -> bool {
     matches!(speed.to_ascii_uppercase().as_str(), "HDR" | "NDR" | "XDR")
@@ -41,18 +38,42 @@ pub fn data_gbps(kind: &SoakPortKind) -> Option<f64> {
     }
 }
 
-/// The counters of one port, by source and name, with what the rules need beside them.
+/// A counter with its row in `linerate_facts::COUNTERS` and its place among the port's
+/// counters: the rules take a role's counters in row order, then in the order read.
+type Ranked<'a> = (usize, usize, &'a CounterTrack);
+
+/// The counters of one port by role (`linerate_facts::CounterRole`, from the counter table),
+/// with what the rules need beside them.
 pub(crate) struct PortCtx<'a> {
     pub info: &'a PortInfo,
     pub totals: &'a EndTotals,
     pub jp: &'a JudgeParams,
-    counters: BTreeMap<(CounterSource, &'a str), &'a CounterTrack>,
+    roles: BTreeMap<CounterRole, Vec<Ranked<'a>>>,
+    /// The end's host-wide counters (`/proc/net/snmp`) by role.
+    host: BTreeMap<CounterRole, Vec<Ranked<'a>>>,
     /// The port's counters in the order first seen.
     pub order: Vec<&'a CounterTrack>,
     /// Bits the port received, how they were counted, and its data rate.
     pub bits: f64,
     pub bits_basis: BitsBasis,
     pub data_gbps: Option<f64>,
+}
+
+/// The counters of `tracks` by the role of their row, each role's in row order, then read order.
+fn by_role<'a>(
+    tracks: impl Iterator<Item = &'a CounterTrack>,
+) -> BTreeMap<CounterRole, Vec<Ranked<'a>>> {
+    let mut roles: BTreeMap<CounterRole, Vec<Ranked<'a>>> = BTreeMap::new();
+    for (i, c) in tracks.enumerate() {
+        let (row, def) = c.row_def();
+        if let Some(r) = def.judges.soak {
+            roles.entry(r).or_default().push((row, i, c));
+        }
+    }
+    for v in roles.values_mut() {
+        v.sort_by_key(|(row, i, _)| (*row, *i));
+    }
+    roles
 }
 
 impl<'a> PortCtx<'a> {
@@ -64,15 +85,13 @@ impl<'a> PortCtx<'a> {
                 c.key.end == info.end && c.key.device == info.device && c.key.port == info.port
             })
             .collect();
-        let counters = order
-            .iter()
-            .map(|c| ((c.key.source, c.key.name.as_str()), *c))
-            .collect();
+        let host = by_role(tracker.host_counters(info.end));
         let mut ctx = Self {
             info,
             totals: tracker.totals(info.end),
             jp,
-            counters,
+            roles: by_role(order.iter().copied()),
+            host,
             order,
             bits: 0.0,
             bits_basis: BitsBasis::Engine,
@@ -82,35 +101,64 @@ impl<'a> PortCtx<'a> {
         ctx
     }
 
-    pub fn get(&self, source: CounterSource, name: &str) -> Option<&'a CounterTrack> {
-        self.counters.get(&(source, name)).copied()
+    /// The port's counters of role `r`: in the table's order, then in the order read.
+    pub fn role(&self, r: CounterRole) -> impl Iterator<Item = &'a CounterTrack> + '_ {
+        self.roles.get(&r).into_iter().flatten().map(|(_, _, c)| *c)
     }
 
-    pub fn delta(&self, source: CounterSource, name: &str) -> u64 {
-        self.get(source, name).map_or(0, |c| c.delta)
-    }
-
-    /// Ethtool counters whose name contains all of `parts` (drivers name FEC statistics
-    /// differently: `rx_fec_uncorrectable_blocks`, `fec_uncorrectable_errors`, ...).
-    pub fn ethtool_matching(&self, parts: &[&str]) -> Vec<&'a CounterTrack> {
-        self.order
+    /// The port's counters of several roles, sorted as the table lists them: a role's
+    /// counters, and the roles, in table order.
+    pub fn roles(&self, rs: &[CounterRole]) -> Vec<&'a CounterTrack> {
+        let mut v: Vec<Ranked<'a>> = rs
             .iter()
-            .filter(|c| c.key.source == Ethtool && parts.iter().all(|p| c.key.name.contains(p)))
+            .filter_map(|r| self.roles.get(r))
+            .flatten()
             .copied()
+            .collect();
+        v.sort_by_key(|(row, i, _)| (*row, *i));
+        v.into_iter().map(|(_, _, c)| c).collect()
+    }
+
+    /// The port's counters of the roles `keep` keeps: the roles in their order, each one's
+    /// counters in table order.
+    pub fn roles_where(&self, keep: impl Fn(CounterRole) -> bool) -> Vec<&'a CounterTrack> {
+        self.roles
+            .iter()
+            .filter(|(r, _)| keep(**r))
+            .flat_map(|(_, v)| v.iter().map(|(_, _, c)| *c))
             .collect()
+    }
+
+    /// The first counter of role `r` (the roles of one counter per port).
+    pub fn first(&self, r: CounterRole) -> Option<&'a CounterTrack> {
+        self.role(r).next()
+    }
+
+    /// The increase of the first counter of role `r`; 0 without one.
+    pub fn delta(&self, r: CounterRole) -> u64 {
+        self.first(r).map_or(0, |c| c.delta)
+    }
+
+    /// The end's host-wide counters of role `r` (`/proc/net/snmp`): every port of the end sees
+    /// the same.
+    pub fn host(&self, r: CounterRole) -> impl Iterator<Item = &'a CounterTrack> + '_ {
+        self.host.get(&r).into_iter().flatten().map(|(_, _, c)| *c)
     }
 
     pub fn pam4(&self) -> bool {
         matches!(&self.info.kind, SoakPortKind::Infiniband { speed: Some(s), .. } if is_pam4(s))
     }
 
-    /// `carrier_down_count` where the kernel has it (4.16+), else `carrier_changes`.
-    pub fn carrier_down_name(&self) -> &'static str {
-        if self.get(Carrier, "carrier_down_count").is_some() {
-            "carrier_down_count"
-        } else {
-            "carrier_changes"
-        }
+    /// The port's count of what it received (role `ReceivedData`), the most direct there is:
+    /// bits (ethtool's `rx_bits_phy`), else 4-byte words (InfiniBand's `port_rcv_data`), else
+    /// bytes (the netdev's `rx_bytes`).
+    pub fn received_data(&self) -> Option<&'a CounterTrack> {
+        let rank = |c: &&CounterTrack| match c.def().unit {
+            CounterUnit::Bits => 0,
+            CounterUnit::Words => 1,
+            _ => 2,
+        };
+        self.role(CounterRole::ReceivedData).min_by_key(rank)
     }
 
     /// Bits this port received, and how they were counted: the larger of the port's own
@@ -125,17 +173,15 @@ impl<'a> PortCtx<'a> {
             }
             _ => (engine, BitsBasis::Engine),
         };
-        let port = if let Some(c) = self.get(Ethtool, "rx_bits_phy") {
-            Some((c.delta as f64, BitsBasis::RxBitsPhy))
-        } else if let Some(c) = self.get(IbCounters, "port_rcv_data") {
-            Some((
-                c.delta as f64 * BITS_PER_PMA_DATA_UNIT,
-                BitsBasis::PortRcvData,
-            ))
-        } else {
-            self.get(NetdevStatistics, "rx_bytes")
-                .map(|c| (c.delta as f64 * 8.0, BitsBasis::RxBytes))
-        };
+        let port = self.received_data().and_then(|c| {
+            let unit = c.def().unit;
+            let basis = match unit {
+                CounterUnit::Bits => BitsBasis::RxBitsPhy,
+                CounterUnit::Words => BitsBasis::PortRcvData,
+                _ => BitsBasis::RxBytes,
+            };
+            unit.bits().map(|b| (c.delta as f64 * b, basis))
+        });
         match port {
             Some((bits, basis)) if bits >= engine => (bits, basis),
             _ => (engine, engine_basis),

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::thresholds::{JudgeParams, Threshold};
 use crate::tracker::{IntervalRecord, Reset, Saturation, Tracker};
 use crate::verdict::{RuleId, Source, Unit, Verdict, VerdictRule};
-use linerate_proto::soak::{CounterSource, End, SoakPortKind};
+use linerate_facts::CounterSource;
+use linerate_proto::soak::{End, SoakPortKind};
 
 /// What the soak was asked to do (filled by the command).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -290,6 +291,9 @@ pub struct SoakReport {
     pub rule: VerdictRule,
     /// Why the soak stopped early, when it did: what was measured until then is above.
     pub error: Option<String>,
+    /// What `--ssh-copy` sent to the far end to run it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub far_end_copy: Option<linerate_facts::FarEndCopy>,
 }
 
 impl SoakReport {

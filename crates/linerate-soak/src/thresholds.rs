@@ -314,6 +314,22 @@ impl JudgeParams {
         Ok(())
     }
 
+    /// The defaults with each of `set` (the operator's, from `--threshold NAME=VALUE`, given
+    /// at most once each) set; an error names a threshold given twice, or one out of its range
+    /// and what it expects. `linerate soak` and `linerate watch` take the same flag.
+    pub fn from_set(set: &[(Threshold, f64)]) -> Result<Self, String> {
+        let mut jp = Self::default();
+        let mut given = Vec::new();
+        for (t, v) in set {
+            if given.contains(t) {
+                return Err(format!("{t} is given twice: give each threshold once"));
+            }
+            given.push(*t);
+            jp.set(*t, *v)?;
+        }
+        Ok(jp)
+    }
+
     /// Every threshold in its range, or an error naming the first that is not and what it
     /// expects.
     pub fn check(&self) -> Result<(), String> {
@@ -357,6 +373,22 @@ mod tests {
         assert!(bad(|p| p.port_rcv_errors_per_s = f64::INFINITY).starts_with("port_rcv_errors"));
         assert!(bad(|p| p.dip_fraction = 1.5).contains("expected a fraction"));
         assert!(bad(|p| p.rcv_errors_per_bit = 1.0).contains("default 1e-12"));
+    }
+
+    #[test]
+    fn the_operators_set_once_each_and_in_range() {
+        let jp =
+            JudgeParams::from_set(&[(Threshold::MinBits, 1e9), (Threshold::Ber, 1e-13)]).unwrap();
+        assert_eq!((jp.min_bits, jp.ber), (1e9, 1e-13));
+        assert_eq!(jp.changed(), [Threshold::Ber, Threshold::MinBits]);
+        assert_eq!(JudgeParams::from_set(&[]), Ok(JudgeParams::default()));
+        let twice = JudgeParams::from_set(&[(Threshold::MinBits, 1.0), (Threshold::MinBits, 2.0)]);
+        assert_eq!(
+            twice.unwrap_err(),
+            "min_bits is given twice: give each threshold once"
+        );
+        let e = JudgeParams::from_set(&[(Threshold::DipFraction, 2.0)]).unwrap_err();
+        assert!(e.starts_with("dip_fraction"), "{e}");
     }
 
     #[test]

@@ -23,7 +23,8 @@
 //! counter never gets near it), so a value that goes down is always read as a reset.
 //!
 //! Memory: the tracker keeps one running record per counter (fixed by the ports and counters
-//! the ends report, at most [`MAX_COUNTERS`]) and one small [`IntervalRecord`] per interval per
+//! the ends report, at most [`MAX_COUNTERS`], and at most [`MAX_HOST_COUNTERS`] host-wide ones)
+//! and one small [`IntervalRecord`] per interval per
 //! end for the timeline: about 100 bytes, plus 16 bytes per health counter that moved in that
 //! interval. At 1 s intervals with both ends sampling that is 2 × 3600 × ~100 B ≈ 0.7 MB per
 //! hour on a clean link (`interval_record_bytes` in the tests measures the struct). Samples
@@ -33,12 +34,15 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::width::{counter_width, CounterWidth};
-use linerate_proto::soak::{CounterSource, End, SoakPortKind, SoakSample};
+use linerate_facts::{CounterDef, CounterSource, CounterWidth, COUNTERS};
+use linerate_proto::soak::{End, SoakPortKind, SoakSample};
 
 /// At most this many counters are tracked; more (a driver with thousands of per-queue
 /// statistics) are dropped with a problem saying so.
 pub const MAX_COUNTERS: usize = 16_384;
+/// At most this many host-wide counters are tracked (the sampler reads a few; more come from
+/// a peer that sends what no release reads), kept apart from the ports'.
+pub const MAX_HOST_COUNTERS: usize = 256;
 /// Resets and saturations kept per counter (the count goes on).
 pub const MAX_EVENTS_KEPT: usize = 16;
 /// Problems kept per end (the count goes on).
@@ -46,7 +50,8 @@ pub const MAX_PROBLEMS_KEPT: usize = 64;
 /// Moved counters kept per interval record (the count goes on).
 pub const MAX_MOVED_PER_INTERVAL: usize = 64;
 
-/// Which counter, on which end and port.
+/// Which counter, on which end and port. A host-wide counter (`/proc/net/snmp`) has an empty
+/// device and port ([`CounterKey::is_host`]): no port is named so.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct CounterKey {
     pub end: End,
@@ -54,6 +59,13 @@ pub struct CounterKey {
     pub port: String,
     pub source: CounterSource,
     pub name: String,
+}
+
+impl CounterKey {
+    /// A host-wide counter of its end, not a port's.
+    pub fn is_host(&self) -> bool {
+        self.device.is_empty() && self.port.is_empty()
+    }
 }
 
 /// One sample of one end: its sequence number and time on that end's clock.
@@ -119,11 +131,15 @@ pub struct CounterTrack {
     /// rate; `last_mark` says which sample).
     #[serde(skip)]
     pub last_step: CounterStep,
+    /// Its row of the counter table (an index into `linerate_facts::COUNTERS`), found once.
+    #[serde(skip)]
+    row: Option<usize>,
 }
 
 impl CounterTrack {
     fn new(key: CounterKey, value: u64, at: Mark) -> Self {
-        let width = counter_width(key.source, &key.name);
+        let (row, def) = CounterDef::find(key.source, &key.name);
+        let width = def.width;
         let pegged = width.saturation_value(value) == Some(value);
         Self {
             key,
@@ -159,6 +175,21 @@ impl CounterTrack {
                 saturated: pegged,
                 reset: false,
             },
+            row: Some(row),
+        }
+    }
+
+    /// Its row of the counter table (`linerate_facts::COUNTERS`): its class, width, unit and
+    /// who judges it.
+    pub fn def(&self) -> &'static CounterDef {
+        self.row_def().1
+    }
+
+    /// [`CounterTrack::def`] and the row's index in `linerate_facts::COUNTERS`.
+    pub fn row_def(&self) -> (usize, &'static CounterDef) {
+        match self.row {
+            Some(r) => (r, &COUNTERS[r]),
+            None => CounterDef::find(self.key.source, &self.key.name),
         }
     }
 
@@ -287,7 +318,8 @@ pub struct IntervalRecord {
     pub bytes_received: u64,
     /// TCP retransmitted segments in the interval (host-wide), when the end reads them.
     pub tcp_retrans: Option<u64>,
-    /// Health counters ([`is_health_counter`]) that moved, saturated or were reset.
+    /// Health counters (`linerate_facts::CounterDef::is_health`) that moved, saturated or
+    /// were reset.
     pub moved: Vec<MovedIdx>,
     /// How many more moved than `moved` holds.
     pub moved_dropped: u32,
@@ -364,10 +396,39 @@ impl EndTotals {
 pub struct Tracker {
     index: BTreeMap<CounterKey, u32>,
     counters: Vec<CounterTrack>,
+    /// The host-wide counters of both ends, apart from the ports' (their indices are the
+    /// timeline's).
+    host_index: BTreeMap<CounterKey, usize>,
+    host: Vec<CounterTrack>,
     ports: BTreeMap<(End, String, String), PortInfo>,
     local: EndTotals,
     remote: EndTotals,
     timeline: Vec<IntervalRecord>,
+    /// Each end's last sample as laid out: a sampler sends the same ports and counters in the
+    /// same order every time, so the next sample's counters are found at the same places
+    /// without a lookup by name.
+    layout: [Vec<PortLayout>; 2],
+}
+
+/// Where the counters of one port of a sample were, by their order in it.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct PortLayout {
+    device: String,
+    port: String,
+    netdev: Option<String>,
+    kind: Option<SoakPortKind>,
+    /// The index of each counter in [`Tracker::counters`] ([`NOT_TRACKED`] for one refused).
+    idx: Vec<u32>,
+}
+
+/// A counter of a sample past [`MAX_COUNTERS`].
+const NOT_TRACKED: u32 = u32::MAX;
+
+fn end_slot(end: End) -> usize {
+    match end {
+        End::Local => 0,
+        End::Remote => 1,
+    }
 }
 
 impl Tracker {
@@ -375,7 +436,8 @@ impl Tracker {
         Self::default()
     }
 
-    /// Every counter seen, in the order first seen.
+    /// Every port counter seen, in the order first seen (the host-wide ones are
+    /// [`Tracker::host_counters`]).
     pub fn counters(&self) -> &[CounterTrack] {
         &self.counters
     }
@@ -401,6 +463,11 @@ impl Tracker {
             name: name.into(),
         };
         self.index.get(&key).and_then(|&i| self.counter(i))
+    }
+
+    /// The host-wide counters of `end` (`/proc/net/snmp`), in the order first seen.
+    pub fn host_counters(&self, end: End) -> impl Iterator<Item = &CounterTrack> {
+        self.host.iter().filter(move |c| c.key.end == end)
     }
 
     /// Every port seen, by end then device then port.
@@ -449,45 +516,18 @@ impl Tracker {
             return None;
         }
         self.take_totals(s, at);
-        let mut moved = Vec::new();
-        let mut moved_dropped = 0u32;
-        for p in &s.ports {
-            self.ports.insert(
-                (s.end, p.device.clone(), p.port.clone()),
-                PortInfo {
-                    end: s.end,
-                    device: p.device.clone(),
-                    port: p.port.clone(),
-                    netdev: p.netdev.clone(),
-                    kind: p.kind.clone(),
-                },
-            );
-            for (source, name, value) in &p.counters {
-                let key = CounterKey {
-                    end: s.end,
-                    device: p.device.clone(),
-                    port: p.port.clone(),
-                    source: *source,
-                    name: name.clone(),
-                };
-                let Some((idx, step)) = self.take_counter(key, *value, at, prev) else {
-                    continue;
-                };
-                if (step.delta > 0 || step.saturated || step.reset)
-                    && is_health_counter(*source, name)
-                {
-                    if moved.len() < MAX_MOVED_PER_INTERVAL {
-                        moved.push(MovedIdx {
-                            counter: idx,
-                            delta: step.delta,
-                            saturated: step.saturated,
-                            reset: step.reset,
-                        });
-                    } else {
-                        moved_dropped += 1;
-                    }
-                }
-            }
+        let (moved, moved_dropped) = self.take_ports(s, at, prev);
+        // The host-wide counters: tracked like a port's, named in no interval's moved list
+        // (the timeline is about the ports).
+        for (source, name, value) in s.host_counters() {
+            let key = CounterKey {
+                end: s.end,
+                device: String::new(),
+                port: String::new(),
+                source,
+                name: name.to_string(),
+            };
+            self.take_host(key, value, at, prev);
         }
         let p = prev?;
         let tcp_retrans = self.totals(s.end).last_tcp_step;
@@ -503,6 +543,80 @@ impl Tracker {
             moved_dropped,
         });
         self.timeline.last()
+    }
+
+    /// The counters of every port of `s`: each found where it was in the end's last sample
+    /// (else by its key), updated; the health counters that moved, saturated or were reset (at
+    /// most [`MAX_MOVED_PER_INTERVAL`]) and how many more did.
+    fn take_ports(&mut self, s: &SoakSample, at: Mark, prev: Option<Mark>) -> (Vec<MovedIdx>, u32) {
+        let mut moved = Vec::new();
+        let mut moved_dropped = 0u32;
+        let mut layout = std::mem::take(&mut self.layout[end_slot(s.end)]);
+        layout.resize_with(s.ports.len(), PortLayout::default);
+        for (p, lay) in s.ports.iter().zip(&mut layout) {
+            let same_port = lay.device == p.device && lay.port == p.port;
+            if !same_port || lay.netdev != p.netdev || lay.kind.as_ref() != Some(&p.kind) {
+                self.ports.insert(
+                    (s.end, p.device.clone(), p.port.clone()),
+                    PortInfo {
+                        end: s.end,
+                        device: p.device.clone(),
+                        port: p.port.clone(),
+                        netdev: p.netdev.clone(),
+                        kind: p.kind.clone(),
+                    },
+                );
+                lay.device.clone_from(&p.device);
+                lay.port.clone_from(&p.port);
+                lay.netdev.clone_from(&p.netdev);
+                lay.kind = Some(p.kind.clone());
+            }
+            if !same_port {
+                lay.idx.clear();
+            }
+            lay.idx.resize(p.counters.len(), NOT_TRACKED);
+            for ((source, name, value), slot) in p.counters.iter().zip(&mut lay.idx) {
+                // The counter at this place last time, or found by its key.
+                let here = (*slot != NOT_TRACKED).then_some(*slot).filter(|&i| {
+                    let k = &self.counters[i as usize].key;
+                    k.source == *source && k.name == *name
+                });
+                let found = match here {
+                    Some(i) => Some((i, self.counters[i as usize].update(*value, at, prev))),
+                    None => {
+                        let key = CounterKey {
+                            end: s.end,
+                            device: p.device.clone(),
+                            port: p.port.clone(),
+                            source: *source,
+                            name: name.clone(),
+                        };
+                        self.take_counter(key, *value, at, prev)
+                    }
+                };
+                let Some((idx, step)) = found else {
+                    *slot = NOT_TRACKED;
+                    continue;
+                };
+                *slot = idx;
+                if (step.delta > 0 || step.saturated || step.reset)
+                    && self.counters[idx as usize].def().is_health()
+                {
+                    if moved.len() < MAX_MOVED_PER_INTERVAL {
+                        moved.push(MovedIdx {
+                            counter: idx,
+                            delta: step.delta,
+                            saturated: step.saturated,
+                            reset: step.reset,
+                        });
+                    } else {
+                        moved_dropped += 1;
+                    }
+                }
+            }
+        }
+        self.layout[end_slot(s.end)] = layout;
+        (moved, moved_dropped)
     }
 
     fn take_totals(&mut self, s: &SoakSample, at: Mark) {
@@ -574,42 +688,22 @@ impl Tracker {
         self.index.insert(key, i);
         Some((i, step))
     }
-}
 
-/// A counter that says something about the link's health (errors, drops, recoveries, link
-/// downs, congestion), as opposed to traffic (bytes, packets) and per-queue bookkeeping. These
-/// are the ones the timeline names when they move.
-pub fn is_health_counter(source: CounterSource, name: &str) -> bool {
-    match source {
-        CounterSource::IbCounters => !is_ib_traffic(name),
-        CounterSource::IbHwCounters => !name.contains("requests") && name != "lifespan",
-        CounterSource::NetdevStatistics => ["error", "dropped", "missed", "fifo", "collisions"]
-            .iter()
-            .any(|w| name.contains(w)),
-        CounterSource::Carrier => name != "carrier_up_count",
-        CounterSource::Ethtool => [
-            "err",
-            "drop",
-            "discard",
-            "fec",
-            "symbol",
-            "crc",
-            "link_down",
-            "corrected",
-            "uncorrect",
-            "timeout",
-            "pause_storm",
-            "out_of_buffer",
-            "signal_integrity",
-            "module_",
-        ]
-        .iter()
-        .any(|w| name.contains(w)),
+    /// [`Tracker::take_counter`] for a host-wide counter.
+    fn take_host(&mut self, key: CounterKey, value: u64, at: Mark, prev: Option<Mark>) {
+        if let Some(&i) = self.host_index.get(&key) {
+            self.host[i].update(value, at, prev);
+        } else if self.host.len() >= MAX_HOST_COUNTERS {
+            let text = format!(
+                "more than {MAX_HOST_COUNTERS} host-wide counters: {} not tracked",
+                key.name
+            );
+            self.totals_mut(key.end).problem(text);
+        } else {
+            self.host_index.insert(key.clone(), self.host.len());
+            self.host.push(CounterTrack::new(key, value, at));
+        }
     }
-}
-
-fn is_ib_traffic(name: &str) -> bool {
-    name.ends_with("_data") || name.ends_with("_packets")
 }
 
 #[cfg(test)]
@@ -644,6 +738,7 @@ mod tests {
             bytes_sent: 1_000,
             bytes_received: 2_000,
             problems: Vec::new(),
+            host: Vec::new(),
         }
     }
 
@@ -859,59 +954,5 @@ mod tests {
         // moved counter): a change to the record that breaks the budget fails here.
         assert!(std::mem::size_of::<IntervalRecord>() <= 112);
         assert_eq!(std::mem::size_of::<MovedIdx>(), 16);
-    }
-
-    #[test]
-    fn health_counters() {
-        assert!(is_health_counter(CounterSource::IbCounters, "symbol_error"));
-        assert!(is_health_counter(
-            CounterSource::IbCounters,
-            "port_xmit_wait"
-        ));
-        assert!(!is_health_counter(
-            CounterSource::IbCounters,
-            "port_rcv_data"
-        ));
-        assert!(!is_health_counter(
-            CounterSource::IbCounters,
-            "unicast_rcv_packets"
-        ));
-        assert!(is_health_counter(
-            CounterSource::Ethtool,
-            "rx_pcs_symbol_err_phy"
-        ));
-        assert!(is_health_counter(
-            CounterSource::Ethtool,
-            "rx_corrected_bits_phy"
-        ));
-        assert!(is_health_counter(
-            CounterSource::Ethtool,
-            "link_down_events_phy"
-        ));
-        assert!(!is_health_counter(CounterSource::Ethtool, "rx0_packets"));
-        assert!(is_health_counter(
-            CounterSource::NetdevStatistics,
-            "rx_crc_errors"
-        ));
-        assert!(!is_health_counter(
-            CounterSource::NetdevStatistics,
-            "rx_bytes"
-        ));
-        assert!(is_health_counter(
-            CounterSource::Carrier,
-            "carrier_down_count"
-        ));
-        assert!(!is_health_counter(
-            CounterSource::Carrier,
-            "carrier_up_count"
-        ));
-        assert!(is_health_counter(
-            CounterSource::IbHwCounters,
-            "out_of_buffer"
-        ));
-        assert!(!is_health_counter(
-            CounterSource::IbHwCounters,
-            "rx_write_requests"
-        ));
     }
 }

@@ -96,110 +96,85 @@ string_enum! {
     }
 }
 
-string_enum! {
-    /// A rule of the judge. The string is stable: scripts and dashboards match on it. The
-    /// order is the tie-break between rules of the same verdict (the earlier one names the
-    /// port's verdict).
+/// [`RuleId`] from its rows: each rule once, with its string, the verdict it gives when it
+/// fires and the source of its threshold, so a rule cannot exist without either.
+macro_rules! rule_ids {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $s:literal => $verdict:ident, $source:ident; )+
+        }
+    ) => {
+        string_enum! {
+            $(#[$meta])*
+            $vis enum $name {
+                $( $(#[$vmeta])* $variant = $s, )+
+            }
+        }
+
+        impl $name {
+            /// The verdict the rule gives when it fires. `Clean` marks a note: it is reported
+            /// and changes nothing.
+            pub fn verdict(self) -> Verdict {
+                match self {
+                    $( Self::$variant => Verdict::$verdict, )+
+                }
+            }
+
+            /// Where its threshold comes from (the judge names NVSentinel instead for a symbol
+            /// budget without a signalling rate, and IEEE 802.3 for an Ethernet receive-error
+            /// budget).
+            pub fn source(self) -> Source {
+                match self {
+                    $( Self::$variant => Source::$source, )+
+                }
+            }
+        }
+    };
+}
+
+rule_ids! {
+    /// A rule of the judge: its string, its verdict, its source. The string is stable: scripts
+    /// and dashboards match on it. The order is the tie-break between rules of the same verdict
+    /// (the earlier one names the port's verdict). The rules themselves are `rules/`, one
+    /// module per family of `linerate_facts::SoakFamily`.
     pub enum RuleId {
-        LinkDowned = "link_downed",
-        LocalLinkIntegrity = "local_link_integrity",
-        ExcessiveBufferOverrun = "excessive_buffer_overrun",
-        SymbolErrorBudget = "symbol_error_budget",
+        LinkDowned = "link_downed" => Bad, Nvsentinel;
+        LocalLinkIntegrity = "local_link_integrity" => Bad, Nvsentinel;
+        ExcessiveBufferOverrun = "excessive_buffer_overrun" => Bad, Nvsentinel;
+        SymbolErrorBudget = "symbol_error_budget" => Bad, Ibta;
         /// A receive-error counter (`port_rcv_errors` or an Ethernet equivalent, named in the
         /// finding) above its rate.
-        PortRcvErrorsRate = "port_rcv_errors_rate",
-        LinkErrorRecoveryRate = "link_error_recovery_rate",
-        PostFecErrors = "post_fec_errors",
-        LinkDown = "link_down",
-        RetransWithErrors = "retrans_with_errors",
-        SymbolWithRecovery = "symbol_with_recovery",
-        PreFecBer = "pre_fec_ber",
+        PortRcvErrorsRate = "port_rcv_errors_rate" => Bad, InfinibandDiags;
+        LinkErrorRecoveryRate = "link_error_recovery_rate" => Bad, Nvsentinel;
+        PostFecErrors = "post_fec_errors" => Bad, Mlx5Counters;
+        LinkDown = "link_down" => Bad, Ufm;
+        RetransWithErrors = "retrans_with_errors" => Bad, Linerate;
+        SymbolWithRecovery = "symbol_with_recovery" => Marginal, InfinibandDiags;
+        PreFecBer = "pre_fec_ber" => Marginal, Mlx5Counters;
         /// A receive-error counter over the receive-error budget for the bits received.
-        RcvErrorsBudget = "rcv_errors_budget",
-        XmitCongestion = "xmit_congestion",
-        RemotePhysicalErrors = "remote_physical_errors",
+        RcvErrorsBudget = "rcv_errors_budget" => Marginal, Ibta;
+        XmitCongestion = "xmit_congestion" => Congested, InfinibandDiags;
+        RemotePhysicalErrors = "remote_physical_errors" => Congested, InfinibandDiags;
         /// `rx_missed_errors` rose: the host did not take packets off the ring in time.
-        RxMissed = "rx_missed",
+        RxMissed = "rx_missed" => Congested, KernelStatistics;
         /// The RDMA transport retransmitted, or received out of sequence, while no error counter
         /// of the port moved: packets were lost on the path beyond this cable.
-        RdmaRetransmits = "rdma_retransmits",
+        RdmaRetransmits = "rdma_retransmits" => Congested, Linerate;
         /// TCP retransmitted more than `tcp_retrans_fraction` of the segments this end sent,
         /// while no error counter of the port moved: its send direction lost packets on the
         /// path beyond this cable.
-        TcpRetransmits = "tcp_retransmits",
-        Pam4SymbolErrors = "pam4_symbol_errors",
+        TcpRetransmits = "tcp_retransmits" => Congested, Linerate;
+        Pam4SymbolErrors = "pam4_symbol_errors" => Clean, Nvsentinel;
         /// A receive-error counter rose within its budget: the packets lost, said.
-        RcvErrors = "rcv_errors",
-        PeggedFromStart = "pegged_from_start",
+        RcvErrors = "rcv_errors" => Clean, Ibta;
+        PeggedFromStart = "pegged_from_start" => Insufficient, InfinibandDiags;
         /// Pegged when the soak began, cleared by someone during it: judged over the rest.
-        PeggedThenCleared = "pegged_then_cleared",
-        Saturated = "saturated",
-        CounterReset = "counter_reset",
-        InsufficientTraffic = "insufficient_traffic",
-        NoCounters = "no_counters",
-    }
-}
-
-impl RuleId {
-    /// The verdict the rule gives when it fires. `Clean` marks a note: it is reported and
-    /// changes nothing.
-    pub fn verdict(self) -> Verdict {
-        match self {
-            Self::LinkDowned
-            | Self::LocalLinkIntegrity
-            | Self::ExcessiveBufferOverrun
-            | Self::SymbolErrorBudget
-            | Self::PortRcvErrorsRate
-            | Self::LinkErrorRecoveryRate
-            | Self::PostFecErrors
-            | Self::LinkDown
-            | Self::RetransWithErrors => Verdict::Bad,
-            Self::SymbolWithRecovery | Self::PreFecBer | Self::RcvErrorsBudget => Verdict::Marginal,
-            Self::XmitCongestion
-            | Self::RemotePhysicalErrors
-            | Self::RxMissed
-            | Self::RdmaRetransmits
-            | Self::TcpRetransmits => Verdict::Congested,
-            Self::PeggedFromStart | Self::InsufficientTraffic | Self::NoCounters => {
-                Verdict::Insufficient
-            }
-            Self::Pam4SymbolErrors
-            | Self::RcvErrors
-            | Self::PeggedThenCleared
-            | Self::Saturated
-            | Self::CounterReset => Verdict::Clean,
-        }
-    }
-
-    /// Where its threshold comes from (the judge names NVSentinel instead for a symbol budget
-    /// without a signalling rate, and IEEE 802.3 for an Ethernet receive-error budget).
-    pub fn source(self) -> Source {
-        match self {
-            Self::LinkDowned
-            | Self::LocalLinkIntegrity
-            | Self::ExcessiveBufferOverrun
-            | Self::LinkErrorRecoveryRate
-            | Self::Pam4SymbolErrors => Source::Nvsentinel,
-            Self::SymbolErrorBudget
-            | Self::RcvErrorsBudget
-            | Self::RcvErrors
-            | Self::InsufficientTraffic => Source::Ibta,
-            Self::PortRcvErrorsRate
-            | Self::SymbolWithRecovery
-            | Self::XmitCongestion
-            | Self::RemotePhysicalErrors
-            | Self::PeggedFromStart
-            | Self::PeggedThenCleared
-            | Self::Saturated => Source::InfinibandDiags,
-            Self::PostFecErrors | Self::PreFecBer => Source::Mlx5Counters,
-            Self::LinkDown => Source::Ufm,
-            Self::RxMissed => Source::KernelStatistics,
-            Self::RetransWithErrors
-            | Self::RdmaRetransmits
-            | Self::TcpRetransmits
-            | Self::CounterReset
-            | Self::NoCounters => Source::Linerate,
-        }
+        PeggedThenCleared = "pegged_then_cleared" => Clean, InfinibandDiags;
+        Saturated = "saturated" => Clean, InfinibandDiags;
+        CounterReset = "counter_reset" => Clean, Linerate;
+        InsufficientTraffic = "insufficient_traffic" => Insufficient, Ibta;
+        NoCounters = "no_counters" => Insufficient, Linerate;
     }
 }
 

@@ -5,7 +5,8 @@
 
 mod scenarios;
 
-use linerate_proto::soak::{CounterSource, End, SoakPortKind};
+use linerate_facts::CounterSource;
+use linerate_proto::soak::{End, SoakPortKind};
 
 use linerate_soak::{
     judge, symbol_budget, BitsBasis, JudgeParams, RuleId, SoakParams, SoakReport, Threshold,

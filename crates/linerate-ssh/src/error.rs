@@ -114,6 +114,14 @@ pub enum SshError {
         program: String,
         said: Said,
     },
+    #[error("this linerate was not copied to {host}: {why}. Install a linerate built for it there (or point --ssh-command at one), or pass --ssh-copy never to require the far end's own.")]
+    CopyRefused { host: String, why: String },
+    #[error("copying this linerate to {host} failed: {why}. The far end said{said}")]
+    CopyFailed {
+        host: String,
+        why: String,
+        said: Said,
+    },
     #[error(
         "every port tried on {host} is in use ({ports}): free one, or give a port with -p PORT"
     )]

@@ -10,22 +10,30 @@
 //! - The far end's lifelines ([`FarEnd`]): its stdin (closed when this process ends, however it
 //!   ends), its test count, a hard deadline, and on Linux its parent's death; this end's ssh is
 //!   in a process group of its own and is ended by signal when it does not end by itself.
+//! - `--ssh-copy` ([`CopyMode`]): a far end without linerate (or with one of an older
+//!   protocol) runs a copy of this binary, sent over the same ssh session, checked by its
+//!   SHA-256 and removed as soon as it runs ([`copy`](crate::copy) says how).
 //! - [`Iperf3Server`]: `iperf3 -s -1` under a terminal (`ssh -tt`), GNU `timeout` and
 //!   `--idle-timeout` where the far end has them.
 
+mod copy;
+mod elf;
 mod error;
 mod host;
 mod iperf3;
+mod listening;
 mod serve;
 mod session;
 mod ssh;
 
 use std::time::Duration;
 
+pub use copy::{remove_own_copy, Copied, CopyMode, REMOVE_ON_START_ENV};
+pub use elf::{glibc_needed, ElfError, Glibc};
 pub use error::{Said, SshError};
 pub use host::host_part;
 pub use iperf3::{Iperf3Host, Iperf3Server, Iperf3Spec, IPERF3_PORT};
-pub use serve::{FarEnd, FarEndSpec};
+pub use serve::{FarEnd, FarEndSpec, DEFAULT_PROGRAM};
 pub use ssh::{base_options, remote_command, HostConfig, Ssh, CONNECT_TIMEOUT_S, SSH_COMMAND_ENV};
 
 /// From ssh's start to the far end's first line: the connection (`ConnectTimeout` per hop),

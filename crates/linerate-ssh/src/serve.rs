@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use linerate_proto::{random_hex, Psk, PROTOCOL_VERSION};
 
+use crate::copy::{Copied, CopyMode};
 use crate::error::{classify, ssh_error, Failure, Said, SshError};
+use crate::listening::{listening, Listening};
 use crate::session::{found_by, probe, Found, Session};
 use crate::ssh::{check_host, remote_command, Ssh, Tty};
 use crate::{START_TIMEOUT, STOP_TIMEOUT};
@@ -35,7 +37,13 @@ pub struct FarEndSpec {
     pub write_dir: Option<String>,
     /// More `linerate serve` options: the limits the tests need (`--max-duration 600`, ...).
     pub serve_args: Vec<String>,
+    /// When this binary is copied there and run instead (`--ssh-copy`).
+    pub copy: CopyMode,
 }
+
+/// The far end's program unless `--ssh-command` names another: with `--ssh-copy auto`, only
+/// this one is replaced by a copy when it is missing or too old.
+pub const DEFAULT_PROGRAM: &str = "linerate";
 
 /// A test's handshake and results exchange at most, on top of its time limit.
 const MARGIN_PER_TEST: Duration = Duration::from_secs(15);
@@ -52,66 +60,35 @@ impl FarEndSpec {
 
     /// The far end's command line, quoted for its shell.
     fn remote(&self) -> Result<String, SshError> {
-        let (port, bind) = (self.port.to_string(), self.bind.to_string());
-        let tests = self.tests.max(1).to_string();
-        let deadline = self.deadline().as_secs().to_string();
-        let mut w: Vec<&str> = vec![
-            "exec",
-            &self.program,
+        let serve = self.serve_words();
+        let mut w: Vec<&str> = vec!["exec", &self.program];
+        w.extend(serve.iter().map(String::as_str));
+        remote_command(&w)
+    }
+
+    /// `serve` and its options: the far end's command line after the program.
+    fn serve_words(&self) -> Vec<String> {
+        let mut w: Vec<String> = [
             "serve",
             "--port",
-            &port,
+            &self.port.to_string(),
             "--bind",
-            &bind,
+            &self.bind.to_string(),
             "--psk-stdin",
             "--exit-on-stdin-close",
             "--max-served",
-            &tests,
+            &self.tests.max(1).to_string(),
             "--exit-after",
-            &deadline,
-        ];
+            &self.deadline().as_secs().to_string(),
+        ]
+        .map(str::to_string)
+        .into();
         if let Some(d) = &self.write_dir {
-            w.extend(["--scratch-write-dir", d]);
+            w.extend(["--scratch-write-dir".to_string(), d.clone()]);
         }
-        w.extend(self.serve_args.iter().map(String::as_str));
-        remote_command(&w)
+        w.extend(self.serve_args.iter().cloned());
+        w
     }
-}
-
-/// The far end's `listening` line, as far as it matters here.
-#[derive(Debug, Clone, PartialEq)]
-struct Listening {
-    port: u16,
-    protocol: Option<u64>,
-    version: Option<String>,
-    write_dir: Option<String>,
-}
-
-/// The `listening` event of serve's log (`schemas/serve-log.schema.json`); any other line
-/// (a login banner, a shell's chatter, another event) is None.
-fn listening(line: &str) -> Option<Listening> {
-    let line = line.trim();
-    if !line.starts_with('{') {
-        return None;
-    }
-    let v: serde_json::Value = serde_json::from_str(line).ok()?;
-    if v.get("event")?.as_str()? != "listening" {
-        return None;
-    }
-    let address = v.get("address")?.as_str()?;
-    let port = address.rsplit_once(':')?.1.parse().ok()?;
-    Some(Listening {
-        port,
-        protocol: v.get("protocol").and_then(serde_json::Value::as_u64),
-        version: v
-            .get("version")
-            .and_then(|s| s.as_str())
-            .map(str::to_string),
-        write_dir: v
-            .get("write_dir")
-            .and_then(|s| s.as_str())
-            .map(str::to_string),
-    })
 }
 
 /// A `linerate serve` started over ssh, serving this client only. Dropping it ends it.
@@ -124,12 +101,60 @@ pub struct FarEnd {
     version: Option<String>,
     write_dir: Option<String>,
     deadline: Duration,
+    copied: Option<Copied>,
 }
 
 impl FarEnd {
     /// Log in to `spec.ssh_host`, start `linerate serve` there, and wait (at most
-    /// `START_TIMEOUT`) for it to say on which port it listens.
+    /// `START_TIMEOUT`) for it to say on which port it listens. With `spec.copy`, a copy of
+    /// this binary instead when the far end has none that speaks this protocol (`Auto`, a
+    /// second ssh session after the first said so), or in every case (`Always`).
     pub fn start(ssh: &Ssh, spec: &FarEndSpec) -> Result<FarEnd, SshError> {
+        check_host(&spec.ssh_host)?;
+        match spec.copy {
+            CopyMode::Always => Self::start_copy(ssh, spec, "--ssh-copy always".into()),
+            CopyMode::Never => Self::start_installed(ssh, spec),
+            CopyMode::Auto => match Self::start_installed(ssh, spec) {
+                Err(e) if spec.program == DEFAULT_PROGRAM => match copy_reason(&e) {
+                    Some(why) => Self::start_copy(ssh, spec, why),
+                    None => Err(e),
+                },
+                r => r,
+            },
+        }
+    }
+
+    /// A copy of this binary, started over one ssh session (`crate::copy`).
+    fn start_copy(ssh: &Ssh, spec: &FarEndSpec, reason: String) -> Result<FarEnd, SshError> {
+        let key = random_hex(32);
+        let (mut session, l, copied) =
+            crate::copy::start(ssh, &spec.ssh_host, &spec.serve_words(), reason, &key)?;
+        if l.protocol != Some(u64::from(PROTOCOL_VERSION)) {
+            session.end(STOP_TIMEOUT);
+            return Err(SshError::CopyFailed {
+                host: spec.ssh_host.clone(),
+                why: format!(
+                    "the copy says protocol {:?}, not {PROTOCOL_VERSION}",
+                    l.protocol
+                ),
+                said: Said::default(),
+            });
+        }
+        session.echo_stderr();
+        Ok(FarEnd {
+            session,
+            host: spec.ssh_host.clone(),
+            port: l.port,
+            psk: Psk::from_bytes(key.as_bytes()),
+            version: l.version,
+            write_dir: l.write_dir,
+            deadline: spec.deadline(),
+            copied: Some(copied),
+        })
+    }
+
+    /// The far end's own linerate (`spec.program`).
+    fn start_installed(ssh: &Ssh, spec: &FarEndSpec) -> Result<FarEnd, SshError> {
         check_host(&spec.ssh_host)?;
         let host = spec.ssh_host.clone();
         let args = Ssh::args(&host, Tty::None, spec.remote()?);
@@ -176,7 +201,13 @@ impl FarEnd {
             version: l.version,
             write_dir: l.write_dir,
             deadline: spec.deadline(),
+            copied: None,
         })
+    }
+
+    /// What was copied to run it, when it is a copy of this binary.
+    pub fn copied(&self) -> Option<&Copied> {
+        self.copied.as_ref()
     }
 
     /// The port it listens on.
@@ -284,7 +315,12 @@ fn failed(
     }
     match f {
         Failure::NotFound => SshError::NotFound {
-            install: install_hint(ssh, spec),
+            install: if spec.copy == CopyMode::Auto && spec.program == DEFAULT_PROGRAM {
+                // A copy follows: no second round trip for a hint that is not shown.
+                String::new()
+            } else {
+                install_hint(ssh, spec)
+            },
             host,
             program,
             said,
@@ -315,6 +351,16 @@ fn failed(
             status: status.map_or_else(|| "ended by signal".into(), |s| s.to_string()),
             said,
         },
+    }
+}
+
+/// Why a far end that could not be started gets a copy of this binary (`--ssh-copy auto`):
+/// it has no linerate, or one that speaks another protocol. None for any other failure.
+fn copy_reason(e: &SshError) -> Option<String> {
+    match e {
+        SshError::NotFound { .. } => Some("no linerate on its PATH".into()),
+        SshError::Incompatible { theirs, why, .. } => Some(format!("it has {theirs}: {why}")),
+        _ => None,
     }
 }
 
@@ -349,9 +395,9 @@ const USUAL_PLACES: &[&str] = &[
 fn install_hint(ssh: &Ssh, spec: &FarEndSpec) -> String {
     let version = env!("CARGO_PKG_VERSION");
     let install = format!(
-        "Install linerate {version} there (its .deb, or `cargo install --path crates/linerate-cli` from its source), or give its path with --ssh-command PATH."
+        "Install linerate {version} there (its .deb or .rpm, the release tarball, or `cargo install --path crates/linerate-cli` from its source), give its path with --ssh-command PATH, or let this one copy itself there for the run (--ssh-copy auto, the default, for the program `linerate`)."
     );
-    if spec.program != "linerate" {
+    if spec.program != DEFAULT_PROGRAM {
         return install;
     }
     let script = format!(
@@ -398,6 +444,7 @@ mod tests {
             seconds: 20.5,
             write_dir: Some("/data dir".into()),
             serve_args: vec!["--max-duration".into(), "600".into()],
+            copy: CopyMode::Never,
         }
     }
 
@@ -413,22 +460,5 @@ mod tests {
             r,
             "exec ~/.cargo/bin/linerate serve --port 0 --bind 0.0.0.0 --psk-stdin --exit-on-stdin-close --max-served 4 --exit-after 140 --scratch-write-dir '/data dir' --max-duration 600"
         );
-    }
-
-    #[test]
-    fn only_the_listening_event_is_taken() {
-        let l = listening(r#"{"address":"0.0.0.0:41234","event":"listening","protocol":1,"version":"0.1.0","write_dir":null}"#).unwrap();
-        assert_eq!(l.port, 41234);
-        assert_eq!(l.protocol, Some(1));
-        assert_eq!(l.version.as_deref(), Some("0.1.0"));
-        assert_eq!(l.write_dir, None);
-        assert_eq!(
-            listening(r#"{"address":"[::]:5301","event":"listening"}"#).map(|l| l.port),
-            Some(5301)
-        );
-        assert!(listening("Welcome to Ubuntu").is_none());
-        assert!(listening(r#"{"event":"test"}"#).is_none());
-        assert!(listening(r#"{"event":"listening","address":"nowhere"}"#).is_none());
-        assert!(listening("{not json").is_none());
     }
 }

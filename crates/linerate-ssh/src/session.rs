@@ -72,8 +72,27 @@ impl Session {
     /// (without its line end) until it returns `Some`; what it found, or that it never came,
     /// is sent once on the receiver. `echo_prefix`: how stderr lines are labelled when echoed.
     pub(crate) fn spawn<T: Send + 'static>(
+        cmd: Command,
+        find: impl FnMut(&str) -> Option<T> + Send + 'static,
+        echo_prefix: String,
+    ) -> std::io::Result<(Session, Receiver<Found<T>>)> {
+        Self::spawn_looking(cmd, find, Looking::First, echo_prefix)
+    }
+
+    /// As [`Session::spawn`], but every line `find` takes is sent, in order, each within
+    /// `MAX_BEFORE` bytes of the one before; the stream's end is sent last.
+    pub(crate) fn spawn_each<T: Send + 'static>(
+        cmd: Command,
+        find: impl FnMut(&str) -> Option<T> + Send + 'static,
+        echo_prefix: String,
+    ) -> std::io::Result<(Session, Receiver<Found<T>>)> {
+        Self::spawn_looking(cmd, find, Looking::Each, echo_prefix)
+    }
+
+    fn spawn_looking<T: Send + 'static>(
         mut cmd: Command,
         find: impl FnMut(&str) -> Option<T> + Send + 'static,
+        looking: Looking,
         echo_prefix: String,
     ) -> std::io::Result<(Session, Receiver<Found<T>>)> {
         cmd.stdin(Stdio::piped())
@@ -87,7 +106,7 @@ impl Session {
         let (tx, rx) = mpsc::channel();
         if let Some(out) = child.stdout.take() {
             let tail = Arc::clone(&stdout);
-            std::thread::spawn(move || read_stdout(out, find, &tail, &tx));
+            std::thread::spawn(move || read_stdout(out, find, looking, &tail, &tx));
         }
         if let Some(err) = child.stderr.take() {
             let tail = Arc::clone(&stderr);
@@ -113,6 +132,16 @@ impl Session {
         if let Some(s) = self.stdin.as_mut() {
             let _ = s.write_all(bytes).and_then(|()| s.flush());
         }
+    }
+
+    /// Its stdin, to write from another thread (a write that may block); None once closed.
+    pub(crate) fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.stdin.take()
+    }
+
+    /// Give its stdin back after [`Session::take_stdin`].
+    pub(crate) fn put_stdin(&mut self, stdin: ChildStdin) {
+        self.stdin = Some(stdin);
     }
 
     /// Copy what ssh writes on stderr to this process's, from now on.
@@ -205,11 +234,22 @@ fn text_of(t: &Shared, wait: Duration) -> String {
     String::from_utf8_lossy(&lock(t).bytes).into_owned()
 }
 
+/// Which lines of stdout are looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Looking {
+    /// Until the first one found.
+    First,
+    /// Every line: each one found is sent.
+    Each,
+}
+
 /// Read stdout a line at a time: hand `find` each line until it finds what it looks for (or
-/// `MAX_BEFORE` bytes pass), then keep draining, so the far end never blocks on a full pipe.
+/// `MAX_BEFORE` bytes pass; with `Looking::Each`, every line until then, counted from the last
+/// found), then keep draining, so the far end never blocks on a full pipe.
 fn read_stdout<T>(
     out: impl Read,
     mut find: impl FnMut(&str) -> Option<T>,
+    mode: Looking,
     tail: &Shared,
     tx: &mpsc::Sender<Found<T>>,
 ) {
@@ -224,7 +264,8 @@ fn read_stdout<T>(
         let text = String::from_utf8_lossy(line);
         if let Some(t) = find(text.trim_end_matches(['\n', '\r'])) {
             let _ = tx.send(Found::Line(t));
-            looking = false;
+            looking = mode == Looking::Each;
+            before = 0;
         } else if before > MAX_BEFORE {
             let _ = tx.send(Found::TooMuch);
             looking = false;
@@ -356,6 +397,7 @@ mod tests {
         read_stdout(
             &input[..],
             |l| l.starts_with('{').then(|| l.to_string()),
+            Looking::First,
             &tail,
             &tx,
         );
@@ -372,10 +414,40 @@ mod tests {
     fn output_without_the_line_is_bounded() {
         let input = "chatter\n".repeat(MAX_BEFORE / 8 + 10);
         let (tx, rx) = mpsc::channel::<Found<()>>();
-        read_stdout(input.as_bytes(), |_| None, &Shared::default(), &tx);
+        read_stdout(
+            input.as_bytes(),
+            |_| None,
+            Looking::First,
+            &Shared::default(),
+            &tx,
+        );
         assert!(matches!(rx.try_recv().unwrap(), Found::TooMuch));
         let (tx, rx) = mpsc::channel::<Found<()>>();
-        read_stdout(&b"short\n"[..], |_| None, &Shared::default(), &tx);
+        read_stdout(
+            &b"short\n"[..],
+            |_| None,
+            Looking::First,
+            &Shared::default(),
+            &tx,
+        );
         assert!(matches!(rx.try_recv().unwrap(), Found::End));
+        // Each line found, in order, then the end.
+        let (tx, rx) = mpsc::channel();
+        read_stdout(
+            &b"a1\nx\na2\n"[..],
+            |l| l.strip_prefix('a').map(str::to_string),
+            Looking::Each,
+            &Shared::default(),
+            &tx,
+        );
+        let got: Vec<String> = rx
+            .try_iter()
+            .map(|f| match f {
+                Found::Line(l) => l,
+                Found::End => "end".into(),
+                Found::TooMuch => "too much".into(),
+            })
+            .collect();
+        assert_eq!(got, ["1", "2", "end"]);
     }
 }

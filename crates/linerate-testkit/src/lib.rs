@@ -9,6 +9,7 @@
 //! root), a skip is a broken setup and [`skip`] panics instead.
 
 pub mod browser;
+pub mod debian;
 pub mod promtool;
 pub mod schema;
 pub mod sshd;
@@ -160,6 +161,21 @@ pub fn read_tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
     let mut out = std::collections::BTreeMap::new();
     walk(dir, &mut out);
     out
+}
+
+/// `Label:\t\tVALUE` under `section` of an `ethtool -g`/`-l` report (as the real tool prints
+/// it, to compare linerate's netlink reading with): Some(value), or None where ethtool says
+/// `n/a`; the test fails, naming what it looked for, when the section or the line is absent.
+pub fn ethtool_field<T: std::str::FromStr>(text: &str, section: &str, label: &str) -> Option<T> {
+    let part = text
+        .split(section)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no {section} in {text}"));
+    let line = part
+        .lines()
+        .find(|l| l.split(':').next().map(str::trim) == Some(label))
+        .unwrap_or_else(|| panic!("no {label} under {section} in {text}"));
+    line.split(':').nth(1)?.trim().parse().ok()
 }
 
 #[cfg(test)]

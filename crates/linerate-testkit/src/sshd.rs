@@ -25,11 +25,12 @@ const START_WAIT: Duration = Duration::from_secs(20);
 #[derive(Debug)]
 pub struct Sshd {
     dir: tempfile::TempDir,
+    host: String,
     port: u16,
     child: Child,
     log: Arc<Mutex<String>>,
     made_privsep_dir: bool,
-    _lock: std::fs::File,
+    _lock: Option<std::fs::File>,
 }
 
 fn run(prog: &str, args: &[&str]) -> Result<(), String> {
@@ -79,6 +80,12 @@ fn free_port() -> u16 {
 impl Sshd {
     /// Start one; None (after recording the skip) where it cannot run.
     pub fn start() -> Option<Sshd> {
+        Self::start_with_env(&[])
+    }
+
+    /// Start one whose sessions get `env` (sshd's `SetEnv`: it wins over the PATH sshd sets),
+    /// as a far end whose login has another PATH or temporary directory.
+    pub fn start_with_env(env: &[(&str, &str)]) -> Option<Sshd> {
         if !crate::is_root() {
             crate::skip("needs root to run sshd (privilege separation)");
             return None;
@@ -115,7 +122,7 @@ impl Sshd {
         // A free port can be taken between looking and sshd's bind: a few tries.
         for _ in 0..3 {
             let port = free_port();
-            write(&d.join("sshd_config"), &sshd_config(d, port));
+            write(&d.join("sshd_config"), &sshd_config(d, port, env));
             let mut child = Command::new(SSHD)
                 .args(["-D", "-e", "-f"])
                 .arg(d.join("sshd_config"))
@@ -128,11 +135,12 @@ impl Sshd {
             if wait_listening(&mut child, &log) {
                 let sshd = Sshd {
                     dir,
+                    host: "127.0.0.1".into(),
                     port,
                     child,
                     log,
                     made_privsep_dir,
-                    _lock: lock,
+                    _lock: Some(lock),
                 };
                 sshd.write_client_files();
                 return Some(sshd);
@@ -147,10 +155,77 @@ impl Sshd {
         panic!("sshd did not start listening on 127.0.0.1 in 3 tries: {last_log}");
     }
 
+    /// An sshd of `root`'s own (its OpenSSH, its shell and C library), chrooted there inside
+    /// the network namespace `ns`, listening on the namespace's address, port 22; its keys and
+    /// config in `root/etc/linerate-test`. `root` is an overlay of the test's own
+    /// (`crate::debian::Overlay`): nothing of this reaches the cached root.
+    pub fn start_in(root: &Path, ns: &crate::debian::Netns) -> Sshd {
+        let dir = tempfile::Builder::new()
+            .prefix("linerate-sshd-")
+            .tempdir()
+            .expect("a temporary directory");
+        let d = dir.path();
+        for k in ["host_key", "client_key", "other_host_key", "stranger_key"] {
+            keygen(&d.join(k));
+        }
+        let etc = root.join("etc/linerate-test");
+        std::fs::create_dir_all(&etc).expect("the far end's sshd directory");
+        std::fs::create_dir_all(root.join("run/sshd")).expect("the far end's /run/sshd");
+        std::fs::copy(d.join("host_key"), etc.join("host_key")).expect("the host key");
+        std::fs::copy(d.join("client_key.pub"), etc.join("authorized_keys"))
+            .expect("authorized_keys");
+        let config = format!(
+            "Port 22\nListenAddress {}\nHostKey /etc/linerate-test/host_key\nPidFile none\nAuthorizedKeysFile /etc/linerate-test/authorized_keys\nStrictModes no\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\nPrintMotd no\n",
+            ns.there
+        );
+        write(&etc.join("sshd_config"), &config);
+        let mut child = ns
+            .chroot(
+                root,
+                &[
+                    "/usr/sbin/sshd",
+                    "-D",
+                    "-e",
+                    "-f",
+                    "/etc/linerate-test/sshd_config",
+                ],
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting the far end's sshd");
+        let log = Arc::default();
+        if !wait_listening(&mut child, &log) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the far end's sshd did not start: {}",
+                log.lock().unwrap_or_else(PoisonError::into_inner)
+            );
+        }
+        let sshd = Sshd {
+            dir,
+            host: ns.there.clone(),
+            port: 22,
+            child,
+            log,
+            made_privsep_dir: false,
+            _lock: None,
+        };
+        sshd.write_client_files();
+        sshd
+    }
+
     /// The client's config and known_hosts files, right and wrong.
     fn write_client_files(&self) {
         let d = self.dir.path();
-        let known = |key: &str| format!("[127.0.0.1]:{} {}\n", self.port, public_key(&d.join(key)));
+        let name = if self.port == 22 {
+            self.host.clone()
+        } else {
+            format!("[{}]:{}", self.host, self.port)
+        };
+        let known = |key: &str| format!("{name} {}\n", public_key(&d.join(key)));
         write(&d.join("known_hosts"), &known("host_key.pub"));
         write(&d.join("known_hosts_changed"), &known("other_host_key.pub"));
         write(&d.join("known_hosts_empty"), "");
@@ -174,8 +249,8 @@ impl Sshd {
     }
 
     /// The address it listens on.
-    pub fn host(&self) -> &'static str {
-        "127.0.0.1"
+    pub fn host(&self) -> &str {
+        &self.host
     }
 
     pub fn port(&self) -> u16 {
@@ -252,12 +327,19 @@ fn wait_listening(child: &mut Child, log: &Arc<Mutex<String>>) -> bool {
     rx.recv_timeout(START_WAIT).is_ok()
 }
 
-fn sshd_config(d: &Path, port: u16) -> String {
-    format!(
+fn sshd_config(d: &Path, port: u16, env: &[(&str, &str)]) -> String {
+    let mut c = format!(
         "Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\nPidFile none\nAuthorizedKeysFile {auth}\nStrictModes no\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\nPrintMotd no\nSubsystem sftp internal-sftp\n",
         host_key = d.join("host_key").display(),
         auth = d.join("authorized_keys").display(),
-    )
+    );
+    if !env.is_empty() {
+        let words: Vec<String> = env.iter().map(|(k, v)| format!("\"{k}={v}\"")).collect();
+        c.push_str("SetEnv ");
+        c.push_str(&words.join(" "));
+        c.push('\n');
+    }
+    c
 }
 
 /// Process ids whose parent is `ppid`.

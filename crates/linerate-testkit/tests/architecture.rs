@@ -6,10 +6,13 @@
 //! - **pure**: data and pure functions; reads no file, opens no socket, calls no system
 //!   interface. Tested on constructed data. A pure crate depends only on pure crates, the codec,
 //!   and the external crates in [`PURE_EXTERNAL`].
-//! - **codec**: `linerate-proto`, the control protocol's messages and frames. It reads and
-//!   writes frames on streams its caller opened, reads the key file its caller names
-//!   (`load_psk`) and draws nonces from the OS: no socket, no system state. Pure crates may use
-//!   its types (a test's parameters are part of every result); it depends only on pure crates.
+//! - **codec**: `linerate-proto` and `linerate-iperf3`, the control protocols' messages, frames
+//!   and each end's conversation as a machine fed bytes, time and events (sans I/O). Beyond
+//!   that, linerate-proto reads the key file its caller names (`load_psk`), draws nonces from
+//!   the OS, and reads and writes frames on a blocking stream its caller opened, for the peers
+//!   that speak one frame at a time (the mesh's rank protocol, tests playing a peer): no
+//!   socket, no system state. Pure crates may use their types (a test's parameters are part of
+//!   every result); they depend only on pure crates.
 //! - **io**: the crates that read the system, measure or write: they may depend on anything
 //!   but the dev kit.
 //! - **dev**: `linerate-testkit`, for tests only, and `linerate-dist`, a tool of the packaging
@@ -26,6 +29,7 @@ const PURE: &[&str] = &[
     "linerate-model",
     "linerate-stats",
     "linerate-facts",
+    "linerate-phy",
     "linerate-results",
     "linerate-rules",
     "linerate-soak",
@@ -43,6 +47,7 @@ const IO: &[&str] = &[
     "linerate-doctor",
     "linerate-setup",
     "linerate-cluster",
+    "linerate-soak-run",
     "linerate-ssh",
     "linerate",
 ];
@@ -76,6 +81,11 @@ const FORBIDDEN_EDGES: &[(&str, &str, &str)] = &[
         "linerate-bench",
         "linerate-soak",
         "a soak's sample types live in linerate-proto",
+    ),
+    (
+        "linerate-doctor",
+        "linerate-report",
+        "doctor hands its results and its progress (`linerate_doctor::Progress`) to its caller, which renders them",
     ),
 ];
 

@@ -167,16 +167,6 @@ pub fn flap(f: &WatchedPort, counters: &[(String, u64)], at: Tick) -> Option<Lin
     ))
 }
 
-/// The counters whose increase means the link went down (and, if it is up now, came back):
-/// InfiniBand's `link_downed`, the netdev's carrier-down count (or `carrier_changes` on kernels
-/// without it), mlx5's `link_down_events_phy`.
-pub const LINK_DOWN_COUNTERS: [&str; 4] = [
-    "link_downed",
-    "carrier_down_count",
-    "carrier_changes",
-    "link_down_events_phy",
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,8 +3,8 @@
 //! data, serialized as is for `--json-stream` (`schemas/watch-stream.schema.json`); field
 //! names are a contract.
 
+use linerate_facts::CounterSource;
 use linerate_model::LimitedBy;
-use linerate_proto::soak::CounterSource;
 use linerate_soak::{RuleId, Verdict, VerdictRule};
 use serde::{Deserialize, Serialize};
 
@@ -161,4 +161,360 @@ pub struct CounterRate {
     pub health: bool,
     pub saturated: bool,
     pub reset: bool,
+}
+
+/// A frame with every field set, and the test that ties it to its schema.
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::changes::ChangeKind;
+    use linerate_testkit::schema;
+    use serde_json::{json, Value};
+
+    /// A link event of `what` on the example port.
+    fn change(what: ChangeKind) -> LinkChange {
+        LinkChange {
+            id: PortId::new("mlx5_0", "1"),
+            name: "ib0".into(),
+            what,
+            from: Some("4X".into()),
+            to: Some("1X".into()),
+            seq: 7,
+            t_s: 7.0,
+            unix_ms: 1_800_000_007_000,
+        }
+    }
+
+    /// A port with every field set: every `Option` `Some`, every list with an element. A field
+    /// added to `PortFrame` gets its value here (the literal does not build without it), and
+    /// `every_field_of_the_frame_is_in_the_schema` fails until the schema names it.
+    pub(crate) fn example_port() -> PortFrame {
+        PortFrame {
+            id: PortId::new("mlx5_0", "1"),
+            name: "ib0".into(),
+            netdev: Some("ib0".into()),
+            kind: WatchKind::Infiniband,
+            up: true,
+            state: "active".into(),
+            link: Some("4X EDR".into()),
+            pcie: Some("PCIe 3.0 x16".into()),
+            numa_node: Some(1),
+            counted_from: Some(CountedFrom::IbCounters),
+            rx_gbps: Some(97.5),
+            tx_gbps: Some(12.25),
+            rx_pps: Some(2.4e6),
+            tx_pps: Some(3.0e5),
+            rate_saturated: true,
+            ceiling_gbps: Some(100.0),
+            limited_by: LimitedBy::Link,
+            utilisation: Some(0.975),
+            moved: vec![Moved {
+                source: CounterSource::IbCounters,
+                counter: "symbol_error".into(),
+                delta: 3,
+                saturated: true,
+                reset: true,
+            }],
+            window: Some(WindowMark {
+                verdict: Verdict::Bad,
+                rule: VerdictRule::Rule(RuleId::ALL[0]),
+                span_s: 30.0,
+                counters: vec![WindowCounter {
+                    source: CounterSource::IbCounters,
+                    counter: "symbol_error".into(),
+                    increase: 3,
+                    at_least: true,
+                    saturated: true,
+                    resets: 1,
+                }],
+                findings: vec![WindowFinding {
+                    rule: RuleId::ALL[0],
+                    verdict: Verdict::Bad,
+                    text: "symbol_error +3 in 30 s".into(),
+                }],
+            }),
+            last_change: Some(change(ChangeKind::Width)),
+        }
+    }
+
+    /// A frame of `ports` with every field set.
+    fn example_frame(ports: Vec<PortFrame>) -> Frame {
+        Frame {
+            seq: 7,
+            t_s: 7.0,
+            unix_ms: 1_800_000_007_000,
+            interval_s: 1.0,
+            window_s: 30.0,
+            ports,
+            changes: vec![change(ChangeKind::Width)],
+            problems: vec!["mlx5_0/1 symbol_error: `x` is not a number".into()],
+        }
+    }
+
+    /// The `--json-stream` line of `f`: the frame under the document header, as
+    /// `linerate_report::watch_json_line` writes it.
+    fn line(f: &Frame) -> Value {
+        let mut v = serde_json::to_value(f).unwrap();
+        v["schema_version"] = json!(linerate_facts::SCHEMA_VERSION);
+        v["tool"] = serde_json::to_value(linerate_facts::TOOL).unwrap();
+        v
+    }
+
+    /// Every variant of the enums a frame carries that keep no list of their own. A variant
+    /// added to one of them fails to build in the match below until it is listed here.
+    fn watch_kinds() -> Vec<WatchKind> {
+        use WatchKind as K;
+        let all = vec![
+            K::Infiniband,
+            K::Roce,
+            K::Iwarp,
+            K::Ethernet,
+            K::Bond,
+            K::Paravirtual,
+            K::Virtual,
+        ];
+        for k in &all {
+            match k {
+                K::Infiniband
+                | K::Roce
+                | K::Iwarp
+                | K::Ethernet
+                | K::Bond
+                | K::Paravirtual
+                | K::Virtual => {}
+            }
+        }
+        all
+    }
+
+    fn counted_froms() -> Vec<CountedFrom> {
+        let all = vec![CountedFrom::IbCounters, CountedFrom::NetdevStatistics];
+        for c in &all {
+            match c {
+                CountedFrom::IbCounters | CountedFrom::NetdevStatistics => {}
+            }
+        }
+        all
+    }
+
+    fn limited_bys() -> Vec<LimitedBy> {
+        use LimitedBy as L;
+        let all = vec![
+            L::Link,
+            L::Encoding,
+            L::Pcie,
+            L::Mtu,
+            L::PortDown,
+            L::NoSubnetManager,
+            L::Unknown,
+        ];
+        for l in &all {
+            match l {
+                L::Link
+                | L::Encoding
+                | L::Pcie
+                | L::Mtu
+                | L::PortDown
+                | L::NoSubnetManager
+                | L::Unknown => {}
+            }
+        }
+        all
+    }
+
+    fn change_kinds() -> Vec<ChangeKind> {
+        use ChangeKind as C;
+        let all = vec![
+            C::Appeared,
+            C::Gone,
+            C::State,
+            C::Rate,
+            C::Width,
+            C::Pcie,
+            C::Mtu,
+            C::Flap,
+        ];
+        for c in &all {
+            match c {
+                C::Appeared
+                | C::Gone
+                | C::State
+                | C::Rate
+                | C::Width
+                | C::Pcie
+                | C::Mtu
+                | C::Flap => {}
+            }
+        }
+        all
+    }
+
+    fn counter_sources() -> Vec<CounterSource> {
+        use CounterSource as S;
+        let all = S::ALL.to_vec();
+        for s in &all {
+            match s {
+                S::IbCounters
+                | S::IbHwCounters
+                | S::NetdevStatistics
+                | S::Carrier
+                | S::Ethtool
+                | S::Snmp => {}
+            }
+        }
+        all
+    }
+
+    /// The example port once per variant of every enum it carries (and once with every
+    /// `Option` `None` and every list empty).
+    fn every_variant() -> Vec<PortFrame> {
+        let base = example_port();
+        let mut out = vec![
+            base.clone(),
+            PortFrame {
+                netdev: None,
+                link: None,
+                pcie: None,
+                numa_node: None,
+                counted_from: None,
+                rx_gbps: None,
+                tx_gbps: None,
+                rx_pps: None,
+                tx_pps: None,
+                ceiling_gbps: None,
+                utilisation: None,
+                moved: Vec::new(),
+                window: None,
+                last_change: None,
+                ..base.clone()
+            },
+        ];
+        let with = |f: &dyn Fn(&mut PortFrame)| {
+            let mut p = base.clone();
+            f(&mut p);
+            p
+        };
+        out.extend(watch_kinds().into_iter().map(|k| with(&|p| p.kind = k)));
+        out.extend(
+            counted_froms()
+                .into_iter()
+                .map(|c| with(&|p| p.counted_from = Some(c))),
+        );
+        out.extend(
+            limited_bys()
+                .into_iter()
+                .map(|l| with(&|p| p.limited_by = l)),
+        );
+        out.extend(
+            change_kinds()
+                .into_iter()
+                .map(|c| with(&|p| p.last_change = Some(change(c)))),
+        );
+        out.extend(counter_sources().into_iter().map(|s| {
+            with(&|p| {
+                p.moved[0].source = s;
+                p.window.as_mut().unwrap().counters[0].source = s;
+            })
+        }));
+        out.extend(Verdict::ALL.iter().map(|&v| {
+            with(&|p| {
+                let w = p.window.as_mut().unwrap();
+                w.verdict = v;
+                w.findings[0].verdict = v;
+            })
+        }));
+        out.extend(VerdictRule::all().map(|r| with(&|p| p.window.as_mut().unwrap().rule = r)));
+        out.extend(
+            RuleId::ALL
+                .iter()
+                .map(|&r| with(&|p| p.window.as_mut().unwrap().findings[0].rule = r)),
+        );
+        out
+    }
+
+    /// The property names of the schema object `s`.
+    fn properties(s: &Value) -> Vec<String> {
+        let mut keys: Vec<String> = s["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no properties in {s}"))
+            .keys()
+            .cloned()
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    fn keys(v: &Value) -> Vec<String> {
+        let mut keys: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+
+    #[test]
+    fn every_field_of_the_frame_is_in_the_schema() {
+        let v = schema::validator("watch-stream.schema.json");
+        let ports = every_variant();
+        assert!(ports.len() > 40, "{}", ports.len());
+        for p in ports {
+            let doc = line(&example_frame(vec![p.clone()]));
+            let errors: Vec<String> = v.iter_errors(&doc).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{p:?}:\n{}", errors.join("\n"));
+        }
+        // And the schema names nothing the frame does not write: each object's properties are
+        // the fields serialized.
+        let s: Value =
+            serde_json::from_str(include_str!("../../../schemas/watch-stream.schema.json"))
+                .unwrap();
+        let doc = line(&example_frame(vec![example_port()]));
+        let port = &doc["ports"][0];
+        let window = &port["window"];
+        for (what, instance, schema) in [
+            ("the line", &doc, &s),
+            ("tool", &doc["tool"], &s["properties"]["tool"]),
+            ("a port", port, &s["$defs"]["port"]),
+            ("a moved counter", &port["moved"][0], &s["$defs"]["moved"]),
+            ("a window", window, &s["$defs"]["window"]),
+            (
+                "a window's counter",
+                &window["counters"][0],
+                &s["$defs"]["window"]["properties"]["counters"]["items"],
+            ),
+            (
+                "a window's finding",
+                &window["findings"][0],
+                &s["$defs"]["window"]["properties"]["findings"]["items"],
+            ),
+            ("a change", &doc["changes"][0], &s["$defs"]["change"]),
+        ] {
+            assert_eq!(keys(instance), properties(schema), "{what}");
+            assert_eq!(schema["additionalProperties"], json!(false), "{what}");
+        }
+    }
+
+    #[test]
+    fn the_schema_test_is_no_rubber_stamp() {
+        // A field the schema does not name is refused, wherever it appears (a name no field of
+        // the frame will have).
+        let v = schema::validator("watch-stream.schema.json");
+        let doc = line(&example_frame(vec![example_port()]));
+        for at in [
+            "",
+            "/tool",
+            "/ports/0",
+            "/ports/0/moved/0",
+            "/ports/0/window",
+            "/ports/0/window/counters/0",
+            "/ports/0/window/findings/0",
+            "/ports/0/last_change",
+            "/changes/0",
+        ] {
+            let mut bad = doc.clone();
+            bad.pointer_mut(at)
+                .and_then(Value::as_object_mut)
+                .unwrap_or_else(|| panic!("no object at `{at}`"))
+                .insert("not_in_the_schema".into(), json!(9000));
+            assert!(!v.is_valid(&bad), "a new field at `{at}` passed");
+        }
+        assert!(v.is_valid(&doc));
+    }
 }

@@ -28,8 +28,8 @@ pub use frame::{
 };
 pub use history::{RatePoint, Ring};
 pub use port::{
-    port_id, watched_ports, BondFacts, CeilingFacts, LinkFacts, PcieFacts, PortId, WatchKind,
-    WatchedPort,
+    asked_for, port_id, watched_ports, BondFacts, CeilingFacts, LinkFacts, PcieFacts, PortId,
+    WatchKind, WatchedPort,
 };
 pub use view::{Key, KeyOutcome, RateUnit, SortKey, ViewState};
 pub use watcher::{PortTotals, WatchParams, Watcher};

@@ -160,19 +160,29 @@ pub struct WatchedPort {
     pub bond: Option<BondFacts>,
 }
 
-/// The ports to watch in `inv`: every port but loopback (and only those `keep` keeps), one per
-/// RDMA port or netdev (an RDMA port with several netdevs is one port, named by its first),
-/// with their ceilings from `linerate_rules::port_ceiling`; a bond's ceiling is its members'.
-pub fn watched_ports(
-    inv: &Inventory,
-    bonds: &[Bond],
-    keep: impl Fn(&Port) -> bool,
-) -> Vec<WatchedPort> {
+/// Whether `p` is one of the ports `asked` for on the command line (by its interface, its
+/// `device/port` or its device), whatever its kind; with none asked for, every port but
+/// loopback (a host's `lo` carries no link; a user who names it, as beside `bench 127.0.0.1`,
+/// gets it).
+pub fn asked_for(asked: &[String], p: &Port) -> bool {
+    if asked.is_empty() {
+        return p.kind != PortKind::Loopback;
+    }
+    let id = port_id(p);
+    asked.iter().any(|a| {
+        p.netdev.as_deref() == Some(a.as_str())
+            || id
+                .as_ref()
+                .is_some_and(|id| id.label() == *a || id.device == *a)
+    })
+}
+
+/// The ports to watch in `inv`: those `asked` for ([`asked_for`]), one per RDMA port or netdev
+/// (an RDMA port with several netdevs is one port, named by its first), with their ceilings
+/// from `linerate_rules::port_ceiling`; a bond's ceiling is its members'.
+pub fn watched_ports(inv: &Inventory, bonds: &[Bond], asked: &[String]) -> Vec<WatchedPort> {
     let mut out: Vec<WatchedPort> = Vec::new();
-    for p in &inv.ports {
-        if p.kind == PortKind::Loopback || !keep(p) {
-            continue;
-        }
+    for p in inv.ports.iter().filter(|p| asked_for(asked, p)) {
         let Some(f) = facts_of(inv, bonds, p) else {
             continue;
         };
@@ -366,5 +376,52 @@ fn bond_ceiling(inv: &Inventory, b: &Bond) -> CeilingFacts {
         limited_by,
         summary,
         chain: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inventory(name: &str) -> Inventory {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/sysfs")
+            .join(name);
+        linerate_inventory::probe(&root).expect("a fixture root")
+    }
+
+    fn names(inv: &Inventory, asked: &[&str]) -> Vec<String> {
+        let asked: Vec<String> = asked.iter().map(ToString::to_string).collect();
+        let mut n: Vec<String> = watched_ports(inv, &[], &asked)
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
+        n.sort();
+        n
+    }
+
+    #[test]
+    fn loopback_is_shown_when_named_and_only_then() {
+        let inv = inventory("virtual-only");
+        let all = names(&inv, &[]);
+        assert!(all.contains(&"veth0".to_string()), "{all:?}");
+        assert!(!all.contains(&"lo".to_string()), "{all:?}");
+        assert_eq!(names(&inv, &["lo"]), ["lo"]);
+        let lo = watched_ports(&inv, &[], &["lo".to_string()]);
+        assert_eq!(
+            (lo[0].kind, lo[0].ceiling.gbps, lo[0].id.label().as_str()),
+            (WatchKind::Virtual, None, "lo")
+        );
+        assert_eq!(names(&inv, &["lo", "veth0"]), ["lo", "veth0"]);
+        assert!(names(&inv, &["nosuch0"]).is_empty());
+    }
+
+    #[test]
+    fn an_rdma_port_is_asked_for_by_interface_device_port_or_device() {
+        let inv = inventory("cx3-fdr-at-qdr-datagram");
+        for asked in ["ib0", "mlx4_0/1", "mlx4_0"] {
+            assert_eq!(names(&inv, &[asked]), ["ib0"], "{asked}");
+        }
+        assert!(names(&inv, &["mlx4_0/2"]).is_empty());
     }
 }

@@ -277,11 +277,13 @@ fn matches(p: &PortFrame, words: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame::tests::example_port;
     use crate::frame::{PortFrame, WindowMark};
     use crate::port::WatchKind;
-    use linerate_model::LimitedBy;
     use linerate_soak::{Verdict, VerdictRule};
 
+    /// A port of `name` at `gbps` under `ceiling`: what the view reads set here, the rest the
+    /// example's.
     fn port(name: &str, gbps: Option<f64>, ceiling: Option<f64>) -> PortFrame {
         PortFrame {
             id: PortId::new(name, ""),
@@ -291,20 +293,13 @@ mod tests {
             up: true,
             state: "up".into(),
             link: Some("25GbE".into()),
-            pcie: None,
-            numa_node: None,
-            counted_from: None,
             rx_gbps: gbps,
             tx_gbps: gbps.map(|g| g / 2.0),
-            rx_pps: None,
-            tx_pps: None,
-            rate_saturated: false,
             ceiling_gbps: ceiling,
-            limited_by: LimitedBy::Link,
             utilisation: gbps.zip(ceiling).map(|(g, c)| g / c),
             moved: Vec::new(),
             window: None,
-            last_change: None,
+            ..example_port()
         }
     }
 

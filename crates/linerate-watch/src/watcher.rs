@@ -5,10 +5,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use linerate_proto::soak::{CounterSource, SoakSample};
-use linerate_soak::{is_health_counter, CounterTrack, JudgeParams, PortReport};
+use linerate_facts::CounterSource;
+use linerate_facts::{CounterClass, CounterRole};
+use linerate_proto::soak::SoakSample;
+use linerate_soak::{CounterTrack, JudgeParams, PortReport};
 
-use crate::changes::{self, ChangeKind, LinkChange, Tick, LINK_DOWN_COUNTERS};
+use crate::changes::{self, ChangeKind, LinkChange, Tick};
 use crate::frame::{
     self, CountedFrom, CounterRate, Frame, Moved, PortFrame, WindowCounter, WindowFinding,
     WindowMark,
@@ -60,19 +62,14 @@ struct Step {
     link_down: Vec<(String, u64)>,
 }
 
-/// The traffic counters of each source, in `Step::traffic`'s order, and what a unit is worth
-/// in bytes (the PMA's data counters count octets ÷ 4).
-const IB_TRAFFIC: [(&str, u64); 4] = [
-    ("port_rcv_data", 4),
-    ("port_xmit_data", 4),
-    ("port_rcv_packets", 1),
-    ("port_xmit_packets", 1),
-];
-const NETDEV_TRAFFIC: [(&str, u64); 4] = [
-    ("rx_bytes", 1),
-    ("tx_bytes", 1),
-    ("rx_packets", 1),
-    ("tx_packets", 1),
+/// The traffic roles of the counter table, in `Step::traffic`'s order: what a port's rates
+/// and totals come from (bytes by the unit of each counter: the PMA's data counters count
+/// octets ÷ 4).
+const TRAFFIC: [CounterRole; 4] = [
+    CounterRole::ReceivedData,
+    CounterRole::SentData,
+    CounterRole::ReceivedPackets,
+    CounterRole::SentPackets,
 ];
 
 /// The state of a watch.
@@ -231,15 +228,32 @@ impl Watcher {
         let Some(t) = self.window.tracker() else {
             return steps;
         };
+        // The counters of each watched port (a port's counters come one after the other: its
+        // slot is looked up once for each run of them).
+        let mut of_port: Vec<Vec<&CounterTrack>> = vec![Vec::new(); self.ports.len()];
+        let mut last: Option<(&str, &str, Option<usize>)> = None;
         for c in t.counters().iter().filter(|c| c.last_mark.seq == seq) {
-            let Some(i) = self.slot(&c.key.device, &c.key.port) else {
-                continue;
+            let (device, port) = (c.key.device.as_str(), c.key.port.as_str());
+            let slot = match last {
+                Some((d, p, i)) if d == device && p == port => i,
+                _ => {
+                    let i = self.slot(device, port);
+                    last = Some((device, port, i));
+                    i
+                }
             };
-            let st = self
-                .state
-                .get_mut(&self.ports[i].id)
-                .expect("a state per port");
-            take_counter(&mut steps[i], &mut st.totals, c);
+            if let Some(i) = slot {
+                of_port[i].push(c);
+            }
+        }
+        for ((step, counters), f) in steps.iter_mut().zip(of_port).zip(&self.ports) {
+            if counters.is_empty() {
+                continue;
+            }
+            let st = self.state.get_mut(&f.id).expect("a state per port");
+            for c in counters {
+                take_counter(step, &mut st.totals, c);
+            }
         }
         steps
     }
@@ -317,7 +331,7 @@ impl Watcher {
                         .interval_s()
                         .filter(|_| now)
                         .map(|d| step.delta as f64 / d),
-                    health: is_health_counter(c.key.source, &c.key.name),
+                    health: c.def().is_health(),
                     saturated: c.saturated_now,
                     reset: step.reset,
                 }
@@ -338,27 +352,33 @@ fn take_counter(step: &mut Step, totals: &mut PortTotals, c: &CounterTrack) {
     let name = c.key.name.as_str();
     let src = c.key.source;
     let s = c.last_step;
-    if src == CounterSource::IbCounters && name == "port_rcv_data" {
+    let def = c.def();
+    // The rates come from the port's InfiniBand data counters where it has them (everything
+    // the port carried, RDMA included), else from the netdev's.
+    let received_data = def.judges.soak == Some(CounterRole::ReceivedData);
+    if received_data && src == CounterSource::IbCounters {
         totals.counted_from = Some(CountedFrom::IbCounters);
-    } else if totals.counted_from.is_none()
+    } else if received_data
+        && totals.counted_from.is_none()
         && src == CounterSource::NetdevStatistics
-        && name == "rx_bytes"
     {
         totals.counted_from = Some(CountedFrom::NetdevStatistics);
     }
-    let table = match totals.counted_from {
-        Some(CountedFrom::IbCounters) if src == CounterSource::IbCounters => Some(&IB_TRAFFIC),
-        Some(CountedFrom::NetdevStatistics) if src == CounterSource::NetdevStatistics => {
-            Some(&NETDEV_TRAFFIC)
-        }
-        _ => None,
+    let from = match totals.counted_from {
+        Some(CountedFrom::IbCounters) => Some(CounterSource::IbCounters),
+        Some(CountedFrom::NetdevStatistics) => Some(CounterSource::NetdevStatistics),
+        None => None,
     };
-    if let Some(k) = table.and_then(|t| t.iter().position(|(n, _)| *n == name)) {
-        let unit = table.map_or(1, |t| t[k].1);
+    let traffic = def
+        .judges
+        .soak
+        .and_then(|r| TRAFFIC.iter().position(|t| *t == r));
+    if let (Some(k), true) = (traffic, from == Some(src)) {
+        let unit = def.unit.bytes().unwrap_or(1);
         step.traffic[k] = Some((s.delta.saturating_mul(unit), c.saturated_now));
         return;
     }
-    if !is_health_counter(src, name) {
+    if !def.is_health() {
         return;
     }
     let by_name = totals.health.entry(src).or_default();
@@ -379,7 +399,9 @@ fn take_counter(step: &mut Step, totals: &mut PortTotals, c: &CounterTrack) {
             saturated: s.saturated,
             reset: s.reset,
         });
-        if s.delta > 0 && !s.reset && LINK_DOWN_COUNTERS.contains(&name) {
+        // A link-down counter (the counter table's class): the link went down, and came back
+        // if it is up now.
+        if s.delta > 0 && !s.reset && def.class == CounterClass::LinkDown {
             step.link_down.push((name.to_string(), s.delta));
         }
     }

@@ -13,10 +13,10 @@
 
 use std::collections::BTreeSet;
 
-use linerate_proto::soak::{CounterSource, SoakSample};
-use linerate_soak::{
-    is_health_counter, judge_port, CounterTrack, JudgeParams, PortReport, Tracker,
-};
+use linerate_facts::CounterDef;
+use linerate_facts::CounterSource;
+use linerate_proto::soak::SoakSample;
+use linerate_soak::{judge_port, CounterTrack, JudgeParams, PortReport, Tracker};
 
 use crate::port::PortId;
 
@@ -140,7 +140,7 @@ impl WindowJudge {
             .into_iter()
             .flat_map(Tracker::counters)
             .filter(|c| c.key.device == id.device && c.key.port == id.port)
-            .filter(|c| is_health_counter(c.key.source, &c.key.name))
+            .filter(|c| c.def().is_health())
             .filter(|c| c.delta > 0 || c.resets_total > 0 || !c.saturations.is_empty())
             .collect()
     }
@@ -151,7 +151,7 @@ impl WindowJudge {
 /// the tracker, so that a host with many queues stays within its bounds. Health counters are
 /// kept, whatever their name.
 pub fn per_queue(source: CounterSource, name: &str) -> bool {
-    if source != CounterSource::Ethtool || is_health_counter(source, name) {
+    if source != CounterSource::Ethtool || CounterDef::of(source, name).is_health() {
         return false;
     }
     let mut parts = name.split('_');
@@ -165,10 +165,12 @@ pub fn per_queue(source: CounterSource, name: &str) -> bool {
         || parts.any(|p| numbered(p, "q"))
 }
 
-/// The sample as the judge sees it: no engine bytes and no host-wide retransmits (watch sends
+/// The sample as the judge sees it: no engine bytes and no host-wide counters (watch sends
 /// no traffic), and no per-queue driver statistics.
 pub fn judged_sample(mut s: SoakSample) -> SoakSample {
     s.tcp_retrans_segs = None;
+    s.tcp_out_segs = None;
+    s.host.clear();
     s.bytes_sent = 0;
     s.bytes_received = 0;
     for p in &mut s.ports {
@@ -206,6 +208,7 @@ mod tests {
             bytes_sent: 0,
             bytes_received: 0,
             problems: Vec::new(),
+            host: Vec::new(),
         }
     }
 

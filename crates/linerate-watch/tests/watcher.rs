@@ -5,8 +5,9 @@
 
 use std::path::Path;
 
+use linerate_facts::CounterSource;
 use linerate_facts::{Bond, Inventory};
-use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
+use linerate_proto::soak::{End, PortSample, SoakPortKind, SoakSample};
 use linerate_soak::{JudgeParams, Verdict};
 use linerate_watch::{
     watched_ports, ChangeKind, CountedFrom, PortId, Tick, WatchKind, WatchParams, Watcher,
@@ -59,6 +60,7 @@ fn sample(seq: u64, t_s: f64, id: &PortId, counters: &[(CounterSource, &str, u64
         bytes_sent: 0,
         bytes_received: 0,
         problems: Vec::new(),
+        host: Vec::new(),
     }
 }
 
@@ -72,7 +74,7 @@ fn ib() -> PortId {
 fn qdr_watcher(window_s: f64) -> Watcher {
     let inv = inventory("cx3-fdr-at-qdr-datagram");
     let mut w = Watcher::new(params(window_s), JudgeParams::default());
-    w.set_ports(watched_ports(&inv, &[], |_| true), tick(0, 0.0));
+    w.set_ports(watched_ports(&inv, &[], &[]), tick(0, 0.0));
     w
 }
 
@@ -203,13 +205,13 @@ fn errors_get_soaks_verdict_and_leave_with_the_window() {
 fn a_changed_inventory_is_logged_once_with_its_time() {
     let inv = inventory("cx3-fdr-at-qdr-datagram");
     let mut w = Watcher::new(params(60.0), JudgeParams::default());
-    w.set_ports(watched_ports(&inv, &[], |_| true), tick(0, 0.0));
+    w.set_ports(watched_ports(&inv, &[], &[]), tick(0, 0.0));
     assert!(w.log().is_empty(), "the first ports are no event");
     w.push(sample(0, 0.0, &ib(), &[]), tick(0, 0.0));
     // The link trained at 1X.
     let mut down = inv.clone();
     down.ib_devices[0].ports[0].rate = linerate_model::IbRate::parse("10 Gb/sec (1X QDR)");
-    w.set_ports(watched_ports(&down, &[], |_| true), tick(1, 1.5));
+    w.set_ports(watched_ports(&down, &[], &[]), tick(1, 1.5));
     let f = w.push(sample(1, 1.5, &ib(), &[]), tick(1, 1.5));
     let words: Vec<String> = f
         .changes
@@ -267,7 +269,7 @@ fn a_bond_carries_its_members_ceilings() {
         active: Some("eth1".into()),
     };
     let of = |b: Bond| {
-        watched_ports(&inv, &[b], |_| true)
+        watched_ports(&inv, &[b], &[])
             .into_iter()
             .find(|p| p.name == "bond0")
             .expect("the bond's row")
@@ -288,7 +290,7 @@ fn a_bond_carries_its_members_ceilings() {
 #[test]
 fn a_virtual_port_has_no_ceiling_and_no_link_rate() {
     let inv = inventory("virtual-only");
-    let ports = watched_ports(&inv, &[], |_| true);
+    let ports = watched_ports(&inv, &[], &[]);
     assert!(
         !ports.iter().any(|p| p.name == "lo"),
         "loopback is not watched"

@@ -1,44 +1,66 @@
 //! linerate's control protocol, the client's side (`docs/protocol.md`): hello, authentication,
 //! the request, the data connections of the kind's transport, the test with the server's
-//! intervals streamed beside this end's, the results.
+//! intervals streamed beside this end's, the results. The conversation is
+//! `linerate_proto::session::ControlClient`'s; this module reads and writes it on the sockets.
 
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use linerate_engine::meter::Stop;
 use linerate_engine::udp;
 use linerate_facts::HostFacts;
-use linerate_proto::soak::{End, SoakSample};
-use linerate_proto::{
-    defaults, random_hex, read_msg, write_msg, FrameError, IntervalSample, Msg, SideResults,
-    TestParams, MAGIC, MAX_RESULTS_FRAME, PROTOCOL_VERSION,
+use linerate_proto::session::{
+    self, Acceptance, ClientAction, ClientEvent, ClientSetup, ControlClient, HandshakeError,
+    Session,
 };
+use linerate_proto::soak::SoakSample;
+use linerate_proto::{defaults, random_hex, IntervalSample, SideResults};
 
 use super::{
     connect, data_socket, local_plan, run_local, udp_socket, ClientConfig, ClientError, ClientRun,
     Event,
 };
 use crate::kind::{self, Ends};
-use crate::side::{self, UdpFlow, Wired};
+use crate::side::{UdpFlow, Wired};
+use crate::wire::{Got, Wire};
+
+/// The conversation, shared by the thread that reads the server and the one that says `done`:
+/// each takes every action its step makes under one lock.
+type Shared = Arc<Mutex<ControlClient>>;
+
+fn lock(s: &Shared) -> std::sync::MutexGuard<'_, ControlClient> {
+    s.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// This end's event, and the bytes it makes, written.
+fn say(wire: &mut Wire, s: &Shared, ev: ClientEvent) -> Result<(), ClientError> {
+    let mut bytes = Vec::new();
+    {
+        let mut c = lock(s);
+        let _ = c.handle(Instant::now(), ev);
+        while let Some(a) = c.poll() {
+            if let ClientAction::Send(b) = a {
+                bytes.extend(b);
+            }
+        }
+    }
+    wire.send(&bytes).map_err(ClientError::from)
+}
 
 /// The client side of an RDMA test, after `accepted`.
 fn run_rdma(
     cfg: &ClientConfig,
-    mut ctl: TcpStream,
+    (mut wire, session): (Wire, Shared),
     listen: &linerate_proto::RdmaListen,
     r: &linerate_proto::RdmaSpec,
     memory: u64,
-    (local_addr, local_inventory, remote_inventory): (
-        Option<SocketAddr>,
-        Option<HostFacts>,
-        Option<HostFacts>,
-    ),
+    (local_addr, remote_inventory): (Option<SocketAddr>, Option<HostFacts>),
     events: &mut dyn FnMut(Event),
 ) -> Result<ClientRun, ClientError> {
-    write_msg(&mut ctl, &Msg::Start)?;
+    say(&mut wire, &session, ClientEvent::DataReady)?;
     events(Event::Started {
         server_memory_bytes: memory,
     });
@@ -56,22 +78,11 @@ fn run_rdma(
         &stop,
         &mut |s| events(Event::Local(s)),
     );
-    let _ = write_msg(&mut ctl, &Msg::Done);
+    let local_inventory = cfg.inventory.as_ref().and_then(|f| f(local_ip));
     // The server answers once its targets have ended (bounded by its own deadline).
-    let _ = ctl.set_read_timeout(Some(side::GRACE + defaults::CONTROL_TIMEOUT));
-    let (remote, reader_err) = match read_msg(&mut ctl, MAX_RESULTS_FRAME) {
-        Ok(Msg::Results { results }) => (Some(crate::peer::sanitize(results, 0)), None),
-        Ok(Msg::Error { message }) => (None, Some(format!("the server reported: {message}"))),
-        Ok(other) => (
-            None,
-            Some(format!("protocol: expected results, got {}", other.name())),
-        ),
-        Err(e) => (
-            None,
-            Some(format!("lost the control connection to the server: {e}")),
-        ),
-    };
-    let _ = ctl.shutdown(Shutdown::Both);
+    let _ = say(&mut wire, &session, ClientEvent::LocalDone);
+    let (remote, reader_err) = read_results(&mut wire, &session, 0, &mut |_| {}, &Stop::new());
+    let _ = wire.sock().shutdown(Shutdown::Both);
     let mut errors: Vec<String> = rr
         .errors
         .iter()
@@ -105,46 +116,12 @@ fn run_rdma(
     })
 }
 
-/// What the server's `accepted` says.
-struct Accepted {
-    memory: u64,
-    cookie: String,
-    udp_port: Option<u16>,
-    inventory: Option<HostFacts>,
-    rdma: Option<linerate_proto::RdmaListen>,
-    listen_port: Option<u16>,
-}
-
-/// Before linerate's answer is read as a frame, its first bytes, to tell another server from
-/// a linerate one within the handshake: a linerate frame starts with 0 (its length is below
-/// 16 MiB); an iperf3 server answers any 37 bytes with a state byte (PARAM_EXCHANGE, or
-/// ACCESS_DENIED when busy); other servers say what they are (`HTTP/1.1 400`, `SSH-2.0-…`) or
-/// nothing at all.
-fn check_answer(ctl: &TcpStream, server: SocketAddr) -> Result<(), ClientError> {
+/// A server whose first bytes are not a linerate frame's, named: a linerate frame starts with
+/// 0 (its length is below 16 MiB); an iperf3 server answers any 37 bytes with a state byte
+/// (PARAM_EXCHANGE, or ACCESS_DENIED when busy); other servers say what they are
+/// (`HTTP/1.1 400`, `SSH-2.0-…`).
+fn wrong_peer(server: SocketAddr, first: &[u8]) -> ClientError {
     use linerate_iperf3::State;
-    let first = match super::peek_first(
-        ctl,
-        defaults::CONTROL_TIMEOUT,
-        32,
-        Duration::from_millis(200),
-    ) {
-        Ok(b) => b,
-        Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-            return Err(ClientError::WrongPeer(format!(
-                "no answer from the server at {server} within {} s of linerate's hello: it does not speak linerate's protocol (a server waiting for its own client's first words, or a silent listener); check HOST and -p (`linerate serve` listens on {} by default)",
-                defaults::CONTROL_TIMEOUT.as_secs(),
-                linerate_proto::DEFAULT_PORT
-            )))
-        }
-        // The read below says what went wrong.
-        Err(_) => return Ok(()),
-    };
-    let Some(&b) = first.first() else {
-        return Ok(());
-    };
-    if b == 0 {
-        return Ok(());
-    }
     let iperf3 = |said: &str| {
         ClientError::WrongPeer(format!(
             "the server at {server} is an iperf3 server, not `linerate serve` (it answered linerate's hello with iperf3's {said}): add --iperf3 to measure against it{}",
@@ -159,118 +136,86 @@ fn check_answer(ctl: &TcpStream, server: SocketAddr) -> Result<(), ClientError> 
             }
         ))
     };
-    if b == State::ParamExchange.to_byte() {
-        return Err(iperf3("PARAM_EXCHANGE"));
+    match first.first() {
+        Some(&b) if b == State::ParamExchange.to_byte() => iperf3("PARAM_EXCHANGE"),
+        Some(&b) if b == State::AccessDenied.to_byte() => {
+            iperf3("ACCESS_DENIED: it is running another test")
+        }
+        Some(&b) if b == linerate_iperf3::ServerError::BYTE => iperf3("SERVER_ERROR"),
+        _ => ClientError::WrongPeer(format!(
+            "the server at {server} does not speak linerate's protocol: it is {}; check HOST and -p (`linerate serve` listens on {} by default)",
+            super::stranger(first),
+            linerate_proto::DEFAULT_PORT
+        )),
     }
-    if b == State::AccessDenied.to_byte() {
-        return Err(iperf3("ACCESS_DENIED: it is running another test"));
-    }
-    if b == linerate_iperf3::ServerError::BYTE {
-        return Err(iperf3("SERVER_ERROR"));
-    }
-    Err(ClientError::WrongPeer(format!(
-        "the server at {server} does not speak linerate's protocol: it is {}; check HOST and -p (`linerate serve` listens on {} by default)",
-        super::stranger(&first),
-        linerate_proto::DEFAULT_PORT
-    )))
 }
 
-fn handshake(cfg: &ClientConfig, ctl: &mut TcpStream) -> Result<Accepted, ClientError> {
-    let nonce = random_hex(16);
-    write_msg(
-        ctl,
-        &Msg::Hello {
-            magic: MAGIC.into(),
-            protocol: PROTOCOL_VERSION,
-            version: env!("CARGO_PKG_VERSION").into(),
-            nonce: nonce.clone(),
-        },
-    )?;
-    check_answer(ctl, cfg.server)?;
-    let hello = read_msg(ctl, MAX_RESULTS_FRAME).map_err(|e| match e {
+/// Why there is no test, in words that say what to do.
+fn handshake_error(cfg: &ClientConfig, e: HandshakeError) -> ClientError {
+    let here = env!("CARGO_PKG_VERSION");
+    match e {
+        HandshakeError::Silent => ClientError::WrongPeer(format!(
+            "no answer from the server at {} within {} s of linerate's hello: it does not speak linerate's protocol (a server waiting for its own client's first words, or a silent listener); check HOST and -p (`linerate serve` listens on {} by default)",
+            cfg.server,
+            defaults::CONTROL_TIMEOUT.as_secs(),
+            linerate_proto::DEFAULT_PORT
+        )),
+        HandshakeError::NotLinerate(first) => wrong_peer(cfg.server, &first),
         // A server over its `--max-pending` closes new connections before any answer.
-        FrameError::Closed => ClientError::Protocol(format!(
+        HandshakeError::ClosedBeforeAnswer => ClientError::Protocol(format!(
             "the server at {} closed the connection before answering: it is busy with other connections (serve --max-pending), or it is not a linerate server; try again shortly",
             cfg.server
         )),
-        e => e.into(),
-    })?;
-    let (auth, server_nonce, server_version) = match hello {
-        Msg::ServerHello { protocol, auth, nonce, version } if protocol == PROTOCOL_VERSION => (auth, nonce, version),
-        Msg::ServerHello { protocol, version, .. } => {
-            return Err(ClientError::Protocol(format!(
-                "the server at {} runs linerate {version} (protocol {protocol}), this host linerate {} (protocol {PROTOCOL_VERSION}): install the same linerate version on both hosts",
-                cfg.server,
-                env!("CARGO_PKG_VERSION")
-            )))
-        }
-        Msg::Error { message } => return Err(ClientError::Server(message)),
-        other => return Err(ClientError::Protocol(format!("unexpected {other:?}"))),
-    };
-    if !auth && cfg.psk.is_some() {
-        return Err(ClientError::ServerNoAuth);
-    }
-    if auth {
-        let psk = cfg.psk.as_ref().ok_or(ClientError::NeedsKey(cfg.server))?;
-        write_msg(
-            ctl,
-            &Msg::Auth {
-                proof: psk.client_proof(&server_nonce, &nonce),
-            },
-        )?;
-        match read_msg(ctl, MAX_RESULTS_FRAME)? {
-            Msg::AuthOk { proof } if psk.verify_server(&nonce, &server_nonce, &proof) => {}
-            Msg::AuthOk { .. } => return Err(ClientError::ServerProof),
-            // The only error a server sends here is a wrong key.
-            Msg::Error { message } => {
-                return Err(ClientError::Server(format!(
-                    "{message}; --psk-file must hold the same key as the one given to the server's `linerate serve --psk-file`"
-                )))
-            }
-            other => return Err(ClientError::Protocol(format!("unexpected {other:?}"))),
-        }
-    }
-    write_msg(
-        ctl,
-        &Msg::Request {
-            params: cfg.params.clone(),
-        },
-    )?;
-    let answer = read_msg(ctl, MAX_RESULTS_FRAME).map_err(|e| match e {
+        HandshakeError::Wire(e) => ClientError::Protocol(e),
+        HandshakeError::OtherVersion { protocol, version } => ClientError::Protocol(format!(
+            "the server at {} runs linerate {version} (protocol {protocol}), this host linerate {here} (protocol {}): install the same linerate version on both hosts",
+            cfg.server,
+            linerate_proto::PROTOCOL_VERSION
+        )),
+        HandshakeError::Server(message) => ClientError::Server(message),
+        HandshakeError::Unexpected(other) => ClientError::Protocol(format!("unexpected {other:?}")),
+        HandshakeError::NoAuth => ClientError::ServerNoAuth,
+        HandshakeError::NeedsKey => ClientError::NeedsKey(cfg.server),
+        HandshakeError::BadProof => ClientError::ServerProof,
+        HandshakeError::AuthRefused(message) => ClientError::Server(format!(
+            "{message}; --psk-file must hold the same key as the one given to the server's `linerate serve --psk-file`"
+        )),
         // A server drops a request it cannot read: one older than this client does so with a
         // kind of test (or a field) it does not know.
-        FrameError::Closed if server_version != env!("CARGO_PKG_VERSION") => ClientError::Protocol(format!(
-            "the server at {} closed the connection on the request without an answer: a server of another version (linerate {server_version} there, {} here) does so with a kind of test it does not know ({}); use the same version on both hosts, or see its log",
+        HandshakeError::ClosedOnRequest { server_version } if server_version != here => ClientError::Protocol(format!(
+            "the server at {} closed the connection on the request without an answer: a server of another version (linerate {server_version} there, {here} here) does so with a kind of test it does not know ({}); use the same version on both hosts, or see its log",
             cfg.server,
-            env!("CARGO_PKG_VERSION"),
             cfg.params.kind
         )),
-        FrameError::Closed => ClientError::Protocol(format!(
+        HandshakeError::ClosedOnRequest { .. } => ClientError::Protocol(format!(
             "the server at {} closed the connection on the request without an answer: it stopped, or dropped the request (see its log)",
             cfg.server
         )),
-        e => e.into(),
-    })?;
-    match answer {
-        Msg::Accepted {
-            memory_bytes,
-            cookie,
-            udp_port,
-            inventory,
-            rdma,
-            listen_port,
-            ..
-        } => Ok(Accepted {
-            memory: memory_bytes,
-            cookie,
-            udp_port,
-            inventory: inventory.map(|b| *b),
-            rdma,
-            listen_port,
-        }),
-        Msg::Refused { reason, kind } => Err(ClientError::Refused { kind, reason }),
-        Msg::Error { message } => Err(ClientError::Server(message)),
-        other => Err(ClientError::Protocol(format!("unexpected {other:?}"))),
+        HandshakeError::Refused { kind, reason } => ClientError::Refused { kind, reason },
+    }
+}
+
+/// The conversation up to the server's `accepted`.
+fn handshake(
+    cfg: &ClientConfig,
+    wire: &mut Wire,
+    session: &mut ControlClient,
+) -> Result<Acceptance, ClientError> {
+    loop {
+        while let Some(a) = session.poll() {
+            match a {
+                ClientAction::Send(bytes) => wire.send(&bytes)?,
+                ClientAction::Accepted(acc) => return Ok(*acc),
+                ClientAction::Failed(e) => return Err(handshake_error(cfg, e)),
+                _ => {}
+            }
+        }
+        if !wire.pump(session, None) {
+            return Err(ClientError::Protocol(format!(
+                "the conversation stopped {}",
+                session.phase().describe()
+            )));
+        }
     }
 }
 
@@ -278,7 +223,7 @@ fn handshake(cfg: &ClientConfig, ctl: &mut TcpStream) -> Result<Accepted, Client
 fn open_data(
     cfg: &ClientConfig,
     ends: Ends,
-    acc: &Accepted,
+    acc: &Acceptance,
     local: IpAddr,
 ) -> Result<Wired, ClientError> {
     let p = &cfg.params;
@@ -287,15 +232,9 @@ fn open_data(
         Ends::Tcp { run, nodelay } => {
             let mut conns = Vec::new();
             for i in 0..n {
-                let mut s = data_socket(cfg, cfg.server, nodelay)?;
-                write_msg(
-                    &mut s,
-                    &Msg::DataHello {
-                        cookie: acc.cookie.clone(),
-                        stream: i,
-                    },
-                )?;
-                conns.push(s);
+                let mut s = Wire::new(data_socket(cfg, cfg.server, nodelay)?);
+                s.send(&session::data_hello(&acc.cookie, i))?;
+                conns.push(s.into_sock());
             }
             Ok(Wired::Tcp(run, conns))
         }
@@ -339,73 +278,68 @@ fn open_data(
 /// What the control reader ends with: the server's results, or why there are none.
 type ReaderEnd = (Option<SideResults>, Option<String>);
 
-/// Read the control connection while the test runs: the server's intervals go to `tx`, its
-/// results end the thread. A server that misbehaves or goes away sets `abort`.
-fn control_reader(
-    ctl: &TcpStream,
-    params: &TestParams,
-    start: Instant,
-    tx: mpsc::Sender<IntervalSample>,
-    soak_tx: mpsc::Sender<SoakSample>,
+/// Read the server until its results come, or until it is said why they will not: its
+/// intervals and soak samples go to `forward`; a server that misbehaves or goes away sets
+/// `abort`. Results are kept within what `connections` streams can produce.
+fn read_results(
+    wire: &mut Wire,
+    session: &Shared,
+    connections: usize,
+    forward: &mut dyn FnMut(ClientAction),
     abort: &Stop,
-) -> Result<thread::JoinHandle<ReaderEnd>, ClientError> {
-    let limit = Duration::from_millis(params.duration_ms) + side::GRACE + defaults::CONTROL_TIMEOUT;
-    let mut reader = ctl
-        .try_clone()
-        .map_err(|e| ClientError::Protocol(e.to_string()))?;
-    let reader_abort = abort.clone();
-    // A server may stream at most this many intervals, each for exactly our connections.
-    let conns_n = params.connections() as usize;
-    let every = params.interval_ms.max(100);
-    let max_samples = 2 * params.duration_ms / every + 10;
-    let soak = params.soak;
-    Ok(thread::spawn(move || -> ReaderEnd {
-        let _ = reader.set_read_timeout(Some(Duration::from_millis(250)));
-        let mut samples: u64 = 0;
-        let mut soak_samples: u64 = 0;
-        loop {
-            match read_msg(&mut reader, MAX_RESULTS_FRAME) {
-                // Only a soak streams counters: one baseline, then one per interval.
-                Ok(Msg::SoakSample { mut sample }) if soak => {
-                    soak_samples += 1;
-                    if soak_samples > max_samples + 1 {
-                        reader_abort.set();
-                        return (None, Some(format!("protocol: the server sent {soak_samples} soak samples; expected at most {}", max_samples + 1)));
+) -> ReaderEnd {
+    loop {
+        let (limit, deadline) = {
+            let mut c = lock(session);
+            wire.feed(&mut *c);
+            while let Some(a) = c.poll() {
+                match a {
+                    ClientAction::Finished(Ok(r)) => {
+                        return (Some(crate::peer::sanitize(*r, connections)), None)
                     }
-                    // The server is the remote end, whatever it wrote.
-                    sample.end = End::Remote;
-                    let _ = soak_tx.send(sample);
-                }
-                Ok(Msg::Interval { sample }) => {
-                    samples += 1;
-                    if sample.bytes.len() != conns_n || samples > max_samples {
-                        reader_abort.set();
-                        return (None, Some(format!("protocol: the server sent {samples} interval(s), the last for {} streams; expected at most {max_samples} for {conns_n}", sample.bytes.len())));
-                    }
-                    let _ = tx.send(sample);
-                }
-                Ok(Msg::Results { results }) => {
-                    return (Some(crate::peer::sanitize(results, conns_n)), None)
-                }
-                Ok(Msg::Error { message }) => {
-                    reader_abort.set();
-                    return (None, Some(format!("the server reported: {message}")));
-                }
-                Ok(_) => {}
-                Err(FrameError::Timeout) if start.elapsed() < limit => {}
-                Err(FrameError::Timeout) => {
-                    return (None, Some("the server sent no results in time".into()))
-                }
-                Err(e) => {
-                    reader_abort.set();
-                    return (
-                        None,
-                        Some(format!("lost the control connection to the server: {e}")),
-                    );
+                    ClientAction::Finished(Err(e)) => return (None, Some(e.to_string())),
+                    ClientAction::Abort => abort.set(),
+                    a => forward(a),
                 }
             }
+            (c.read_limit(), c.deadline())
+        };
+        if limit == 0 {
+            return (None, Some("control reader failed".into()));
         }
-    }))
+        let got = wire.read(limit, deadline);
+        let mut c = lock(session);
+        match got {
+            Got::Bytes => {}
+            Got::Timeout => c.timeout(Instant::now()),
+            Got::Gone(why) => c.gone(Instant::now(), why),
+        }
+    }
+}
+
+/// Read the control connection while the test runs, on a thread of its own: the server's
+/// intervals go to `tx`, its soak samples to `soak_tx`, its results end the thread.
+fn control_reader(
+    mut wire: Wire,
+    session: &Shared,
+    connections: usize,
+    (tx, soak_tx): (mpsc::Sender<IntervalSample>, mpsc::Sender<SoakSample>),
+    abort: &Stop,
+) -> thread::JoinHandle<ReaderEnd> {
+    let session = Arc::clone(session);
+    let abort = abort.clone();
+    thread::spawn(move || {
+        let mut forward = |a: ClientAction| match a {
+            ClientAction::Remote(sample) => {
+                let _ = tx.send(sample);
+            }
+            ClientAction::RemoteSoak(sample) => {
+                let _ = soak_tx.send(*sample);
+            }
+            _ => {}
+        };
+        read_results(&mut wire, &session, connections, &mut forward, &abort)
+    })
 }
 
 /// Pass on what the control reader has received from the server so far.
@@ -429,14 +363,26 @@ pub(super) fn run(
     cfg: &ClientConfig,
     events: &mut dyn FnMut(Event),
 ) -> Result<ClientRun, ClientError> {
-    let mut ctl = connect(cfg)?;
+    let ctl = connect(cfg)?;
     let _ = ctl.set_nodelay(true);
-    let _ = ctl.set_read_timeout(Some(defaults::CONTROL_TIMEOUT));
     let _ = ctl.set_write_timeout(Some(defaults::CONTROL_TIMEOUT));
-    let acc = handshake(cfg, &mut ctl)?;
-    let local_addr = ctl.local_addr().ok();
+    let mut wire = Wire::new(ctl);
+    let mut session = ControlClient::new(
+        Instant::now(),
+        ClientSetup {
+            params: cfg.params.clone(),
+            psk: cfg.psk.clone(),
+            nonce: random_hex(16),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+    );
+    let acc = handshake(cfg, &mut wire, &mut session)?;
+    let session: Shared = Arc::new(Mutex::new(session));
+    let local_addr = wire.sock().local_addr().ok();
     let local_ip = local_addr.map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
-    let local_inventory = cfg.inventory.as_ref().and_then(|f| f(local_ip));
+    // This host's inventory is read once the test ran: it takes seconds on a slow host,
+    // longer than the server waits for the data connections, the start and the queue pairs.
+    let remote_inventory = acc.inventory.clone().map(|b| *b);
     let ends = kind::of(cfg.params.kind).ends();
     if let (Ends::Rdma, Some(r)) = (ends, cfg.params.rdma.as_ref()) {
         let listen = acc.rdma.clone().ok_or_else(|| {
@@ -444,16 +390,16 @@ pub(super) fn run(
         })?;
         return run_rdma(
             cfg,
-            ctl,
+            (wire, session),
             &listen,
             r,
-            acc.memory,
-            (local_addr, local_inventory, acc.inventory),
+            acc.memory_bytes,
+            (local_addr, remote_inventory),
             events,
         );
     }
     let wired = open_data(cfg, ends, &acc, local_ip)?;
-    write_msg(&mut ctl, &Msg::Start)?;
+    say(&mut wire, &session, ClientEvent::DataReady)?;
     let plan = local_plan(
         cfg,
         udp::Format::Linerate {
@@ -462,24 +408,31 @@ pub(super) fn run(
         None,
     );
     events(Event::Started {
-        server_memory_bytes: acc.memory,
+        server_memory_bytes: acc.memory_bytes,
     });
 
     // The control reader: remote intervals, then the server's results.
     let (tx, rx) = mpsc::channel::<IntervalSample>();
     let (soak_tx, soak_rx) = mpsc::channel::<SoakSample>();
     let abort = Stop::new();
-    let reader_thread = control_reader(&ctl, &cfg.params, plan.start, tx, soak_tx, &abort)?;
+    let mut writer = Wire::new(
+        wire.sock()
+            .try_clone()
+            .map_err(|e| ClientError::Protocol(e.to_string()))?,
+    );
+    let connections = cfg.params.connections() as usize;
+    let reader_thread = control_reader(wire, &session, connections, (tx, soak_tx), &abort);
     let mut remote_intervals = Vec::new();
     let run = run_local(cfg, &plan, local_ip, wired, &abort, events, &mut |ev| {
         drain_remote(&rx, &soak_rx, &mut remote_intervals, ev);
     });
-    let _ = write_msg(&mut ctl, &Msg::Done);
+    let _ = say(&mut writer, &session, ClientEvent::LocalDone);
     let (remote, reader_err) = reader_thread
         .join()
         .unwrap_or((None, Some("control reader failed".into())));
     drain_remote(&rx, &soak_rx, &mut remote_intervals, events);
-    let _ = ctl.shutdown(Shutdown::Both);
+    let _ = writer.sock().shutdown(Shutdown::Both);
+    let local_inventory = cfg.inventory.as_ref().and_then(|f| f(local_ip));
     let mut errors: Vec<String> = Vec::new();
     if let Some(e) = &run.results.error {
         errors.push(format!("this host: {e}"));
@@ -499,7 +452,7 @@ pub(super) fn run(
         remote_intervals,
         rtt: run.rtt,
         local_inventory,
-        remote_inventory: acc.inventory,
+        remote_inventory,
         rdma: None,
         iperf3: None,
         error: (!errors.is_empty()).then(|| errors.join("; ")),

@@ -7,239 +7,143 @@ use linerate_engine::hostcpu::{HostCpu, HostCpuMeter};
 use linerate_engine::linkload::LinkSnapshot;
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::mpsc::Receiver;
-use std::sync::Arc;
-use std::thread;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use linerate_engine::meter::Stop;
 use linerate_engine::udp;
-use linerate_proto::{
-    defaults, random_hex, read_msg, write_msg, FrameError, Msg, RefusalKind, SideResults,
-    TestParams, MAGIC, MAX_CONTROL_FRAME, PROTOCOL_VERSION,
+use linerate_proto::session::{
+    Acceptance, ControlServer, ServerAction, ServerEnd, ServerEvent, ServerSetup, Session,
 };
+use linerate_proto::{defaults, random_hex, Refusal, RefusalKind, SideResults, TestParams};
 
 use super::{
-    collect_tcp, new_cookie, run_side, watch, DataConn, Deadline, HandshakeSlot, Heard, Shared,
-    TestSlot,
+    collect_tcp, new_cookie, run_side, watch, DataConn, HandshakeSlot, Heard, Shared, TestSlot,
 };
 use crate::kind::{self, Ends, Held};
 use crate::serverlog::{FileLog, Outcome, PeerProtocol, RdmaRan, ServerLog, TestLog, TestRan};
 use crate::side::{self, Ending, SidePlan, UdpFlow, Wired};
-
-fn read_by(sock: &TcpStream, at: Instant) -> Result<Msg, FrameError> {
-    read_msg(&mut Deadline { sock, at }, MAX_CONTROL_FRAME)
-}
+use crate::wire::{Got, Wire};
 
 /// A connection whose first byte is a frame's: its first message says what it is.
 pub(super) fn handle(
     sh: &Shared,
-    mut sock: TcpStream,
+    sock: TcpStream,
     peer: &str,
     slot: &mut HandshakeSlot<'_>,
     deadline: Instant,
 ) {
-    let peer_s = peer.to_string();
-    match read_by(&sock, deadline) {
-        Ok(Msg::DataHello { cookie, stream }) => {
+    let session = ControlServer::new(ServerSetup {
+        psk: sh.cfg.psk.clone(),
+        nonce: random_hex(16),
+        version: env!("CARGO_PKG_VERSION").into(),
+        limits: sh.cfg.limits.clone(),
+        deadline,
+    });
+    let mut c = Control {
+        sh,
+        wire: Wire::new(sock),
+        session,
+        peer,
+    };
+    match c.next() {
+        Some(ServerAction::Data { cookie, stream }) => {
             slot.release();
             let conn = DataConn {
                 index: stream,
                 arrival: 0,
-                sock,
+                sock: c.wire.into_sock(),
             };
-            if let Err(mut sock) = sh.deliver(&cookie, conn) {
-                let _ = write_msg(
-                    &mut sock,
-                    &Msg::Error {
-                        message: "unknown test cookie".into(),
-                    },
-                );
+            if let Err(sock) = sh.deliver(&cookie, conn) {
+                c.wire = Wire::new(sock);
+                c.event(ServerEvent::NoSuchTest);
+                c.next();
             }
         }
-        Ok(Msg::Hello {
-            magic,
-            protocol,
-            version,
-            nonce,
-        }) => {
-            if magic != MAGIC {
-                let _ = write_msg(
-                    &mut sock,
-                    &Msg::Error {
-                        message: "not a linerate client".into(),
-                    },
-                );
-                sh.log(&ServerLog::Refused {
-                    client: peer_s,
-                    reason: "bad magic".into(),
-                    params: None,
-                    iperf3: None,
-                });
-                return;
-            }
-            if protocol != PROTOCOL_VERSION {
-                let message = format!(
-                    "protocol version {protocol} (linerate {version}) is not supported: this server (linerate {}) speaks version {PROTOCOL_VERSION}; use matching linerate versions",
-                    env!("CARGO_PKG_VERSION")
-                );
-                let _ = write_msg(
-                    &mut sock,
-                    &Msg::Error {
-                        message: message.clone(),
-                    },
-                );
-                sh.log(&ServerLog::Refused {
-                    client: peer_s,
-                    reason: message,
-                    params: None,
-                    iperf3: None,
-                });
-                return;
-            }
-            if nonce.len() > 128 {
-                return;
-            }
-            control(sh, sock, peer, &nonce, slot, deadline);
-        }
-        Ok(other) => {
-            let _ = write_msg(
-                &mut sock,
-                &Msg::Error {
-                    message: "expected hello".into(),
-                },
-            );
-            sh.log(&ServerLog::Refused {
-                client: peer_s,
-                reason: format!("unexpected first message {}", other.name()),
-                params: None,
-                iperf3: None,
-            });
-        }
-        Err(e) => {
-            sh.log(&ServerLog::Dropped {
-                client: peer_s,
-                reason: e.to_string(),
-            });
-        }
+        Some(ServerAction::Admit(params)) => control(c, &params, slot),
+        _ => {}
     }
 }
 
-/// A control connection past its hello: the socket, who is on the other end, and the
-/// handshake's deadline.
+/// A connection that opened with a frame: the socket, its conversation, and who is on the
+/// other end.
 struct Control<'a> {
     sh: &'a Shared,
-    sock: TcpStream,
+    wire: Wire,
+    session: ControlServer,
     peer: &'a str,
-    deadline: Instant,
 }
 
-impl<'a> Control<'a> {
+impl Control<'_> {
+    /// Write what the conversation says until it asks something else of the server, reading
+    /// the client meanwhile; its end is logged. None: it waits on the server, or the client
+    /// could not be written to (nothing more to say to it).
+    fn next(&mut self) -> Option<ServerAction> {
+        loop {
+            while let Some(a) = self.session.poll() {
+                match a {
+                    ServerAction::Send(bytes) => {
+                        if self.wire.send(&bytes).is_err() {
+                            // The client is gone: only how the conversation ended is left.
+                            return std::iter::from_fn(|| self.session.poll())
+                                .find(|a| matches!(a, ServerAction::Close(_)))
+                                .and_then(|a| self.ended(a));
+                        }
+                    }
+                    a => return self.ended(a),
+                }
+            }
+            if !self.wire.pump(&mut self.session, None) {
+                return None;
+            }
+        }
+    }
+
+    /// Log how the conversation ended, when `a` says it did; the action otherwise.
+    fn ended(&self, a: ServerAction) -> Option<ServerAction> {
+        let ServerAction::Close(end) = a else {
+            return Some(a);
+        };
+        let client = self.peer.to_string();
+        match end {
+            ServerEnd::Dropped(reason) => self.sh.log(&ServerLog::Dropped { client, reason }),
+            ServerEnd::Refused { reason, params } => self.sh.log(&ServerLog::Refused {
+                client,
+                reason,
+                params: params.map(|p| *p),
+                iperf3: None,
+            }),
+            ServerEnd::AuthFailed => self.sh.log(&ServerLog::AuthFailed { client }),
+            // A test that did not start, or ran: its caller logs it with its id.
+            ServerEnd::NotStarted(_) | ServerEnd::Served => return Some(ServerAction::Close(end)),
+            ServerEnd::Quiet => {}
+        }
+        None
+    }
+
+    /// An event of this end; the conversation takes every one the driver below sends.
+    fn event(&mut self, ev: ServerEvent<'_>) {
+        let taken = self.session.handle(Instant::now(), ev);
+        debug_assert!(taken.is_ok(), "{taken:?}");
+    }
+
     /// Tell the client why its test is refused, and log it.
-    fn refuse(&mut self, kind: RefusalKind, reason: &str, params: &TestParams) {
-        let _ = write_msg(
-            &mut self.sock,
-            &Msg::Refused {
-                reason: reason.into(),
-                kind,
-            },
-        );
-        self.sh.log(&ServerLog::Refused {
-            client: self.peer.into(),
-            reason: reason.into(),
-            params: Some(params.clone()),
-            iperf3: None,
-        });
+    fn refuse(&mut self, kind: RefusalKind, reason: &str) {
+        self.event(ServerEvent::Refuse(Refusal::new(kind, reason)));
+        self.next();
     }
 
-    /// Send the server's hello and, when the server has a key, check the client's proof and
-    /// prove the server's. False: the connection is done (refused or gone).
-    fn authenticate(&mut self, client_nonce: &str) -> bool {
-        let server_nonce = random_hex(16);
-        let hello = Msg::ServerHello {
-            protocol: PROTOCOL_VERSION,
-            version: env!("CARGO_PKG_VERSION").into(),
-            auth: self.sh.cfg.psk.is_some(),
-            nonce: server_nonce.clone(),
-        };
-        if write_msg(&mut self.sock, &hello).is_err() {
-            return false;
-        }
-        let Some(psk) = &self.sh.cfg.psk else {
-            return true;
-        };
-        match read_by(&self.sock, self.deadline) {
-            Ok(Msg::Auth { proof }) if psk.verify_client(&server_nonce, client_nonce, &proof) => {
-                let ok = Msg::AuthOk {
-                    proof: psk.server_proof(client_nonce, &server_nonce),
-                };
-                write_msg(&mut self.sock, &ok).is_ok()
-            }
-            Ok(_) => {
-                // Wait a moment so guessing keys is slow, then refuse.
-                thread::sleep(Duration::from_millis(200));
-                let _ = write_msg(
-                    &mut self.sock,
-                    &Msg::Error {
-                        message: "authentication failed: wrong pre-shared key".into(),
-                    },
-                );
-                self.sh.log(&ServerLog::AuthFailed {
-                    client: self.peer.into(),
-                });
-                false
-            }
-            Err(e) => {
-                self.sh.log(&ServerLog::Dropped {
-                    client: self.peer.into(),
-                    reason: format!("during authentication: {e}"),
-                });
-                false
-            }
-        }
-    }
-
-    /// The client's request, fitted to the server's limits (not yet validated).
-    fn read_request(&mut self) -> Option<TestParams> {
-        match read_by(&self.sock, self.deadline) {
-            Ok(Msg::Request { mut params }) => {
-                params.fit(&self.sh.cfg.limits);
-                Some(params)
-            }
-            Ok(other) => {
-                let _ = write_msg(
-                    &mut self.sock,
-                    &Msg::Error {
-                        message: format!("expected request, got {}", other.name()),
-                    },
-                );
-                None
-            }
-            Err(e) => {
-                self.sh.log(&ServerLog::Dropped {
-                    client: self.peer.into(),
-                    reason: format!("waiting for a request: {e}"),
-                });
-                None
-            }
-        }
-    }
-
-    /// Validate the request, check what its kind needs of this server, and reserve a test slot
-    /// and its memory; None: refused.
-    fn admit(&mut self, params: &TestParams) -> Option<TestSlot<'a>> {
-        let sh = self.sh;
-        if let Err(r) = params.validate(&sh.cfg.limits) {
-            self.refuse(r.kind, &r.reason, params);
-            return None;
-        }
+    /// Check what its kind needs of this server, and reserve a test slot and its memory; None:
+    /// refused.
+    fn admit<'s>(&mut self, sh: &'s Shared, params: &TestParams) -> Option<TestSlot<'s>> {
         if let Err(r) = kind::of(params.kind).admit(params, &sh.cfg) {
-            self.refuse(r.kind, &r.reason, params);
+            self.refuse(r.kind, &r.reason);
             return None;
         }
         match sh.reserve(params.server_memory_bytes()) {
             Ok(slot) => Some(slot),
             Err(reason) => {
-                self.refuse(RefusalKind::Busy, &reason, params);
+                self.refuse(RefusalKind::Busy, &reason);
                 None
             }
         }
@@ -251,14 +155,14 @@ impl<'a> Control<'a> {
         match kind::of(params.kind).prepare(params, &self.sh.cfg) {
             Ok(h) => Some(h),
             Err(r) => {
-                self.refuse(r.kind, &r.reason, params);
+                self.refuse(r.kind, &r.reason);
                 None
             }
         }
     }
 
     /// UDP tests use a socket of their own on the control connection's address. None: refused.
-    fn udp_socket(&mut self, params: &TestParams, local_ip: IpAddr) -> Option<Arc<UdpSocket>> {
+    fn udp_socket(&mut self, local_ip: IpAddr) -> Option<Arc<UdpSocket>> {
         match UdpSocket::bind(SocketAddr::new(local_ip, 0)) {
             Ok(u) => {
                 let s2 = socket2::SockRef::from(&u);
@@ -270,7 +174,6 @@ impl<'a> Control<'a> {
                 self.refuse(
                     RefusalKind::ServerError,
                     &format!("cannot open a UDP socket: {e}"),
-                    params,
                 );
                 None
             }
@@ -279,7 +182,7 @@ impl<'a> Control<'a> {
 
     /// Tests whose client connects per transaction get a listener of their own on the control
     /// connection's address. None: refused.
-    fn listener(&mut self, params: &TestParams, local_ip: IpAddr) -> Option<Arc<TcpListener>> {
+    fn listener(&mut self, local_ip: IpAddr) -> Option<Arc<TcpListener>> {
         let listen = || -> std::io::Result<TcpListener> {
             let s = socket2::Socket::new(
                 socket2::Domain::for_address(SocketAddr::new(local_ip, 0)),
@@ -297,18 +200,30 @@ impl<'a> Control<'a> {
                 self.refuse(
                     RefusalKind::ServerError,
                     &format!("cannot listen for the test's connections: {e}"),
-                    params,
                 );
                 None
             }
         }
     }
 
-    /// Log a test that ended before it started.
-    /// The test's data connections, collected within the handshake's time; on failure the
-    /// client is told why, the log says so, and None.
-    fn collect(&mut self, params: &TestParams, data: Data, id: u64) -> Option<Wired> {
-        let left = self.deadline.saturating_duration_since(Instant::now());
+    /// Send `accepted`; false: the client is gone.
+    fn accept(&mut self, accepted: Acceptance, setup: Duration) -> bool {
+        self.event(ServerEvent::Accept {
+            accepted: Box::new(accepted),
+            setup,
+        });
+        match self.session.poll() {
+            Some(ServerAction::Send(bytes)) => self.wire.send(&bytes).is_ok(),
+            _ => false,
+        }
+    }
+
+    /// The test's data connections, collected by the handshake's deadline; or why not.
+    fn collect(&mut self, params: &TestParams, data: Data) -> Result<Wired, String> {
+        let left = self
+            .session
+            .handshake_deadline()
+            .saturating_duration_since(Instant::now());
         let wired = match data {
             Data::Tcp(run, rx) => {
                 collect_tcp(params, &rx, left).map(|conns| Wired::Tcp(run, conns))
@@ -320,24 +235,28 @@ impl<'a> Control<'a> {
                 run,
                 listener,
                 client: self
-                    .sock
+                    .wire
+                    .sock()
                     .peer_addr()
                     .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip()),
                 streams: params.connections(),
             }),
         };
-        match wired {
-            Ok(w) => Some(w),
-            Err(reason) => {
-                let _ = write_msg(
-                    &mut self.sock,
-                    &Msg::Error {
-                        message: reason.clone(),
-                    },
-                );
-                self.log_failed(id, params.kind.as_str(), &reason);
-                None
+        if wired.is_ok() {
+            self.event(ServerEvent::DataReady);
+        }
+        wired
+    }
+
+    /// The end of a test that did not start, logged with its id; true when it did start.
+    fn not_started(&mut self, id: u64, kind: &str) -> bool {
+        match self.next() {
+            Some(ServerAction::Start) => true,
+            Some(ServerAction::Close(ServerEnd::NotStarted(error))) => {
+                self.log_failed(id, kind, &error);
+                false
             }
+            _ => false,
         }
     }
 
@@ -352,29 +271,108 @@ impl<'a> Control<'a> {
         }));
     }
 
-    /// Wait for the client's Start; false (logged) if something else came.
-    fn wait_start(&self, id: u64, kind: &str) -> bool {
-        match read_by(&self.sock, self.deadline) {
-            Ok(Msg::Start) => true,
-            other => {
-                self.log_failed(id, kind, &format!("expected start, got {other:?}"));
-                false
+    /// Wait for the client's `start`; false (logged) if something else came.
+    fn wait_start(&mut self, id: u64, kind: &str) -> bool {
+        self.not_started(id, kind)
+    }
+
+    /// The test runs: the conversation, shared by the thread that writes this end's intervals
+    /// and the one that reads the client's `done`.
+    fn running(self) -> Running {
+        let writer = self.wire.sock().try_clone().ok().map(Wire::new);
+        Running {
+            session: Arc::new(Mutex::new(self.session)),
+            reader: Some(self.wire),
+            writer,
+        }
+    }
+}
+
+/// A running test's conversation.
+struct Running {
+    session: Arc<Mutex<ControlServer>>,
+    /// The control connection as read; taken by the watcher of `done`.
+    reader: Option<Wire>,
+    /// The same socket, written by one thread at a time: the sink while the test runs, then
+    /// the results.
+    writer: Option<Wire>,
+}
+
+/// Handle `ev` and take the bytes it makes: under one lock, so no other thread takes them.
+fn step(session: &Mutex<ControlServer>, ev: ServerEvent<'_>) -> (Vec<u8>, bool) {
+    let mut s = session.lock().unwrap_or_else(PoisonError::into_inner);
+    let _ = s.handle(Instant::now(), ev);
+    let mut bytes = Vec::new();
+    let mut served = false;
+    while let Some(a) = s.poll() {
+        match a {
+            ServerAction::Send(b) => bytes.extend(b),
+            ServerAction::Close(ServerEnd::Served) => served = true,
+            _ => {}
+        }
+    }
+    (bytes, served)
+}
+
+impl Running {
+    /// Send this side's results and close the writing half.
+    fn send_results(&mut self, results: &SideResults) {
+        let (bytes, served) = step(&self.session, ServerEvent::Finished(results));
+        if let Some(w) = self.writer.as_mut() {
+            let _ = w.sock().set_write_timeout(Some(defaults::RESULTS_TIMEOUT));
+            let _ = w.send(&bytes);
+            if served {
+                let _ = w.sock().shutdown(Shutdown::Write);
             }
         }
     }
 
-    /// Send this side's results and close the writing half.
-    fn send_results(&mut self, results: &SideResults) {
-        let _ = self.sock.set_write_timeout(Some(defaults::RESULTS_TIMEOUT));
-        let _ = write_msg(
-            &mut self.sock,
-            &Msg::Results {
-                results: results.clone(),
-            },
-        );
-        let _ = self.sock.shutdown(Shutdown::Write);
+    /// Read a running test's control connection for the client's `done`: anything else, or a
+    /// close, means the client went away or misbehaved.
+    fn listen_for_done(&mut self) -> impl FnMut() -> Heard + Send + 'static {
+        let session = Arc::clone(&self.session);
+        let mut reader = self.reader.take();
+        move || {
+            let Some(r) = reader.as_mut() else {
+                return Heard::Gone;
+            };
+            let heard = |s: &mut ControlServer| {
+                let mut heard = Heard::Nothing;
+                while let Some(a) = s.poll() {
+                    match a {
+                        ServerAction::PeerDone => heard = Heard::Done,
+                        ServerAction::PeerGone(_) => heard = Heard::Gone,
+                        _ => {}
+                    }
+                }
+                heard
+            };
+            let lock = || session.lock().unwrap_or_else(PoisonError::into_inner);
+            {
+                let mut s = lock();
+                if r.feed(&mut *s) > 0 {
+                    return heard(&mut s);
+                }
+                if s.read_limit() == 0 {
+                    return Heard::Gone;
+                }
+            }
+            let got = r.read(usize::MAX, Some(Instant::now() + LISTEN_SLICE));
+            let mut s = lock();
+            match got {
+                Got::Bytes => {
+                    r.feed(&mut *s);
+                }
+                Got::Timeout => return Heard::Nothing,
+                Got::Gone(why) => s.gone(Instant::now(), why),
+            }
+            heard(&mut s)
+        }
     }
 }
+
+/// How long the watcher of a running test waits for the client's `done` at a time.
+const LISTEN_SLICE: Duration = Duration::from_millis(200);
 
 /// Socket buffers of a UDP test's server socket: room for bursts at high rates.
 const UDP_SOCKET_BUFFER: usize = 8 * 1024 * 1024;
@@ -382,37 +380,20 @@ const UDP_SOCKET_BUFFER: usize = 8 * 1024 * 1024;
 /// The accept queue of a test's own listener (the kernel caps it at `net.core.somaxconn`).
 const LISTEN_BACKLOG: i32 = 1024;
 
-/// A control connection: authentication, the request, admission, then the test.
-fn control(
-    sh: &Shared,
-    sock: TcpStream,
-    peer: &str,
-    client_nonce: &str,
-    slot: &mut HandshakeSlot<'_>,
-    deadline: Instant,
-) {
-    let mut c = Control {
-        sh,
-        sock,
-        peer,
-        deadline,
-    };
-    if !c.authenticate(client_nonce) {
-        return;
-    }
-    let Some(params) = c.read_request() else {
-        return;
-    };
-    let Some(test_slot) = c.admit(&params) else {
+/// A control connection past its request, fitted to the limits and valid: admission, then
+/// the test.
+fn control(mut c: Control<'_>, params: &TestParams, slot: &mut HandshakeSlot<'_>) {
+    let sh = c.sh;
+    let Some(test_slot) = c.admit(sh, params) else {
         return;
     };
     match kind::of(params.kind).ends() {
         Ends::Rdma => {
             if let Some(r) = params.rdma.clone() {
-                rdma_test(&mut c, &params, &r, slot, test_slot);
+                rdma_test(c, params, &r, slot, test_slot);
             }
         }
-        ends => run_test(&mut c, &params, ends, slot, test_slot),
+        ends => run_test(c, params, ends, slot, test_slot),
     }
 }
 
@@ -427,24 +408,29 @@ enum Data {
     Listen(crate::kind::ListenEnd, Arc<TcpListener>),
 }
 
+/// The local address of the control connection: the address the client reached.
+fn local_ip(c: &Control<'_>) -> IpAddr {
+    c.wire
+        .sock()
+        .local_addr()
+        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip())
+}
+
 /// A test whose data connections are TCP, UDP or the test's listener, once admitted: accept
 /// it, collect its data connections, run this side, exchange results.
 fn run_test(
-    c: &mut Control<'_>,
+    mut c: Control<'_>,
     params: &TestParams,
     ends: Ends,
     slot: &mut HandshakeSlot<'_>,
     mut test_slot: TestSlot<'_>,
 ) {
-    let sh = c.sh;
+    let (sh, peer) = (c.sh, c.peer);
     let Some(held) = c.prepare(params) else {
         return;
     };
     let id = sh.next_test_id();
-    let local_ip = c
-        .sock
-        .local_addr()
-        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+    let local_ip = local_ip(&c);
     let cookie = new_cookie();
     let tag = udp::tag(&cookie);
     let data = match ends {
@@ -452,11 +438,11 @@ fn run_test(
             run,
             test_slot.expect_data(&cookie, params.connections() as usize),
         ),
-        Ends::Udp { run, register } => match c.udp_socket(params, local_ip) {
+        Ends::Udp { run, register } => match c.udp_socket(local_ip) {
             Some(u) => Data::Udp(run, u, register),
             None => return,
         },
-        Ends::Listener { listen, .. } => match c.listener(params, local_ip) {
+        Ends::Listener { listen, .. } => match c.listener(local_ip) {
             Some(l) => Data::Listen(listen, l),
             None => return,
         },
@@ -464,15 +450,20 @@ fn run_test(
         Ends::Rdma => return,
     };
     let port_of = |a: std::io::Result<SocketAddr>| a.ok().map(|a| a.port());
-    let accepted = Msg::Accepted {
+    // Reading this host's inventory takes seconds on a slow or emulated host: this server's
+    // work, not the client's time, so the handshake's deadline moves by it (as by RDMA's setup).
+    let setup = Instant::now();
+    let inventory = sh.inventory(local_ip);
+    let setup = setup.elapsed();
+    let accepted = Acceptance {
         test_id: id,
-        cookie: cookie.clone(),
+        cookie,
         udp_port: match &data {
             Data::Udp(_, u, _) => port_of(u.local_addr()),
             Data::Tcp(..) | Data::Listen(..) => None,
         },
         memory_bytes: test_slot.memory,
-        inventory: sh.inventory(local_ip),
+        inventory,
         rdma: None,
         listen_port: match &data {
             Data::Listen(_, l) => port_of(l.local_addr()),
@@ -484,12 +475,20 @@ fn run_test(
     // it reads it, and with few slots (`--max-pending`) they would be shed while this
     // connection still held one.
     slot.release();
-    if write_msg(&mut c.sock, &accepted).is_err() {
+    if !c.accept(accepted, setup) {
         return;
     }
     // Collect the data connections, then wait for Start; all within the handshake timeout.
-    let Some(wired) = c.collect(params, data, id) else {
-        return;
+    let wired = match c.collect(params, data) {
+        Ok(w) => w,
+        Err(reason) => {
+            // The test is over: its slot goes before the client is told, so a client that
+            // tries again at once is not refused as busy.
+            drop(test_slot);
+            c.event(ServerEvent::DataFailed(reason));
+            c.not_started(id, params.kind.as_str());
+            return;
+        }
     };
     if !c.wait_start(id, params.kind.as_str()) {
         return;
@@ -513,7 +512,8 @@ fn run_test(
     let before = cpu.snapshot();
     let link = LinkSnapshot::of(local_ip);
     let qdiscs = crate::qdiscs::watch(local_ip);
-    let mut run = run_linerate_side(&c.sock, &plan, wired, soak);
+    let mut running = c.running();
+    let mut run = run_linerate_side(&mut running, &plan, wired, soak);
     run.results.host_load = Some(Box::new(HostCpu::between(&before, &cpu.snapshot()).into()));
     run.results.link = link.and_then(|l| l.since()).map(Box::new);
     run.results.qdiscs = qdiscs.and_then(|q| q.finish());
@@ -522,8 +522,8 @@ fn run_test(
     // client that starts its next test the moment it has them is not refused as busy.
     let memory = test_slot.memory;
     drop(test_slot);
-    c.send_results(&run.results);
-    log_test(c, id, params, memory, &run.results, file_log);
+    running.send_results(&run.results);
+    log_test((sh, peer), id, params, memory, &run.results, file_log);
     sh.served_one();
 }
 
@@ -531,49 +531,39 @@ fn run_test(
 /// an error or a close come in. A soak's counter samples follow: one at the start, then one
 /// after each interval, written by the same thread so frames never interleave.
 fn run_linerate_side(
-    sock: &TcpStream,
+    running: &mut Running,
     plan: &SidePlan,
     wired: Wired,
     soak: Option<side::SoakSampler>,
 ) -> side::SideRun {
-    let mut writer = sock.try_clone().ok();
+    let mut writer = running
+        .writer
+        .as_ref()
+        .and_then(|w| w.sock().try_clone().ok())
+        .map(Wire::new);
+    let session = Arc::clone(&running.session);
     let mut soak = soak.map(|f| side::Soak::new(f, plan));
-    if let (Some(s), Some(w)) = (soak.as_mut(), writer.as_mut()) {
-        let _ = write_msg(w, &Msg::SoakSample { sample: s.first() });
-    }
-    let mut sink = move |s: &linerate_proto::IntervalSample| {
+    let mut write = move |ev: ServerEvent<'_>| {
+        let (bytes, _) = step(&session, ev);
         if let Some(w) = writer.as_mut() {
-            let _ = write_msg(w, &Msg::Interval { sample: s.clone() });
-            if let Some(k) = soak.as_mut() {
-                let _ = write_msg(w, &Msg::SoakSample { sample: k.after(s) });
-            }
+            let _ = w.send(&bytes);
         }
     };
-    run_side(plan, wired, &mut sink, listen_for_done(sock))
-}
-
-/// Read a running test's control connection for the client's `done`: anything else, or a
-/// close, means the client went away or misbehaved.
-fn listen_for_done(sock: &TcpStream) -> impl FnMut() -> Heard + Send + 'static {
-    let mut r = sock.try_clone().ok();
-    if let Some(r) = &r {
-        let _ = r.set_read_timeout(Some(Duration::from_millis(200)));
+    if let Some(s) = soak.as_mut() {
+        write(ServerEvent::SoakSample(&s.first()));
     }
-    move || {
-        let Some(r) = r.as_mut() else {
-            return Heard::Gone;
-        };
-        match read_msg(r, MAX_CONTROL_FRAME) {
-            Ok(Msg::Done) => Heard::Done,
-            Err(FrameError::Timeout) => Heard::Nothing,
-            _ => Heard::Gone,
+    let mut sink = move |s: &linerate_proto::IntervalSample| {
+        write(ServerEvent::Interval(s));
+        if let Some(k) = soak.as_mut() {
+            write(ServerEvent::SoakSample(&k.after(s)));
         }
-    }
+    };
+    run_side(plan, wired, &mut sink, running.listen_for_done())
 }
 
 /// The log line of a test that ran.
 fn log_test(
-    c: &Control<'_>,
+    (sh, peer): (&Shared, &str),
     id: u64,
     params: &TestParams,
     memory: u64,
@@ -590,9 +580,9 @@ fn log_test(
         .iter()
         .map(|s| s.seconds)
         .fold(0.0_f64, f64::max);
-    c.sh.log(&ServerLog::Test(TestLog::Ran(TestRan {
+    sh.log(&ServerLog::Test(TestLog::Ran(TestRan {
         test_id: id,
-        client: c.peer.into(),
+        client: peer.into(),
         protocol: PeerProtocol::Linerate,
         kind: params.kind,
         direction: params.direction,
@@ -612,54 +602,55 @@ fn log_test(
 /// An RDMA test: libfabric listeners instead of data connections, the engine's target
 /// threads instead of stream threads; the same handshake, watcher and results.
 fn rdma_test(
-    c: &mut Control<'_>,
+    mut c: Control<'_>,
     params: &TestParams,
     r: &linerate_proto::RdmaSpec,
     slot: &mut HandshakeSlot<'_>,
     test_slot: TestSlot<'_>,
 ) {
-    let sh = c.sh;
+    let (sh, peer) = (c.sh, c.peer);
     let id = sh.next_test_id();
     let memory = test_slot.memory;
-    let local_ip = c
-        .sock
-        .local_addr()
-        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+    let local_ip = local_ip(&c);
     let setup = Instant::now();
     let listeners = match crate::rdma::listen(local_ip, r) {
         Ok(l) => l,
         Err(reason) => {
-            c.refuse(RefusalKind::Unsupported, &reason, params);
+            c.refuse(RefusalKind::Unsupported, &reason);
             return;
         }
     };
-    // This server's own setup (loading libfabric and its provider, a listener per queue pair:
-    // seconds the first time on a slow or emulated host) is not the client's time to answer:
-    // the handshake's deadline moves by it, so the client still has what was left for Start.
-    // Still bounded per peer: the setup's time is this host's work, not the client's.
-    c.deadline += setup.elapsed();
-    let accepted = Msg::Accepted {
+    let inventory = sh.inventory(local_ip);
+    let setup = setup.elapsed();
+    let accepted = Acceptance {
         test_id: id,
         cookie: random_hex(16),
         udp_port: None,
         memory_bytes: memory,
-        inventory: sh.inventory(local_ip),
+        inventory,
         rdma: Some(listeners.listen.clone()),
         listen_port: None,
     };
-    if write_msg(&mut c.sock, &accepted).is_err() {
+    // This server's own setup (loading libfabric and its provider, a listener per queue pair,
+    // this host's inventory: seconds the first time on a slow or emulated host) is not the
+    // client's time to answer:
+    // the handshake's deadline moves by it, so the client still has what was left for Start.
+    // Still bounded per peer: the setup's time is this host's work, not the client's.
+    if !c.accept(accepted, setup) {
         return;
     }
     slot.release();
+    c.event(ServerEvent::DataReady);
     if !c.wait_start(id, "rdma") {
         return;
     }
     let start = Instant::now();
     let limit = Duration::from_millis(params.duration_ms) + side::GRACE;
     let stop = Stop::new();
+    let mut running = c.running();
     // The engine's targets end when the initiators are done; a client gone stops them.
     let watcher = watch(
-        listen_for_done(&c.sock),
+        running.listen_for_done(),
         start,
         limit,
         (&stop, &Stop::new()),
@@ -671,11 +662,11 @@ fn rdma_test(
     let _ = watcher.join();
     // Over, its memory freed: the slot goes before the results (see `run_test`).
     drop(test_slot);
-    c.send_results(&results);
+    running.send_results(&results);
     let t = results.rdma.clone().unwrap_or_default();
     sh.log(&ServerLog::Test(TestLog::Rdma(RdmaRan {
         test_id: id,
-        client: c.peer.into(),
+        client: peer.into(),
         kind: r.kind(),
         provider: t.provider,
         domain: t.domain,

@@ -1,5 +1,5 @@
 use std::io::IsTerminal;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -144,30 +144,13 @@ fn emit(e: &StreamEvent<'_>) {
     }
 }
 
-/// The addresses of `host` (a name or an address) at `port`; a name that does not resolve is
-/// said as such, with what to check.
-pub fn lookup(host: &str, port: u16) -> anyhow::Result<Vec<SocketAddr>> {
-    let addrs: Vec<SocketAddr> = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "cannot resolve the host name `{host}`: {e}; check its spelling and this host's DNS (`getent hosts {host}`), or give its IP address"
-            )
-        })?
-        .collect();
-    if addrs.is_empty() {
-        bail!("the host name `{host}` resolves to no address; give its IP address");
-    }
-    Ok(addrs)
-}
-
 fn resolve(a: &BenchArgs, host: &str) -> anyhow::Result<SocketAddr> {
     let port = a.port.unwrap_or(if a.iperf3 {
         linerate_iperf3::DEFAULT_PORT
     } else {
         linerate_proto::DEFAULT_PORT
     });
-    let addrs: Vec<SocketAddr> = lookup(host, port)?
+    let addrs: Vec<SocketAddr> = super::far::lookup(host, port)?
         .into_iter()
         .filter(|s| !(a.ipv4 && s.is_ipv6() || a.ipv6 && s.is_ipv4()))
         .collect();
@@ -186,7 +169,7 @@ fn start_far_end(
     ssh: &super::far::SshTarget,
     server: &mut SocketAddr,
     p: &TestParams,
-) -> anyhow::Result<super::far::Started> {
+) -> anyhow::Result<Far> {
     let needs = super::far::Needs {
         tests: 1,
         seconds: p.duration_ms as f64 / 1000.0,
@@ -198,7 +181,7 @@ fn start_far_end(
     };
     let started = ssh.start(server.ip(), a.port, needs)?;
     *server = started.addr;
-    Ok(started)
+    Ok(Far::Linerate(Box::new(started)))
 }
 
 /// `--iperf3`: the protocol's options (`-n`, `-k`, the far end's release when `--ssh` asked it).
@@ -349,9 +332,16 @@ fn progress_bar(duration_ms: u64) -> indicatif::ProgressBar {
 }
 
 /// The result as asked: one JSON document, the stream's last line, or the terminal view.
-fn print_result(a: &BenchArgs, tests: &[TestResult; 1], style: Style) -> anyhow::Result<()> {
+fn print_result(
+    a: &BenchArgs,
+    tests: &[TestResult; 1],
+    copied: Option<linerate_facts::FarEndCopy>,
+    style: Style,
+) -> anyhow::Result<()> {
     if a.json {
-        let mut s = serde_json::to_string_pretty(&linerate_report::bench_doc(tests))?;
+        let mut doc = linerate_report::bench_doc(tests);
+        doc.far_end_copy = copied;
+        let mut s = serde_json::to_string_pretty(&doc)?;
         s.push('\n');
         print(&s)?;
     } else if a.json_stream {
@@ -366,8 +356,18 @@ fn print_result(a: &BenchArgs, tests: &[TestResult; 1], style: Style) -> anyhow:
 /// The far end this run started over ssh: a `linerate serve`, or with --iperf3 a stock
 /// `iperf3 -s`. Dropping it ends it.
 enum Far {
-    Linerate(super::far::Started),
+    Linerate(Box<super::far::Started>),
     Iperf3(super::far::StartedIperf3),
+}
+
+impl Far {
+    /// What `--ssh-copy` sent to start it, for the JSON.
+    fn copied(far: Option<&Far>) -> Option<linerate_facts::FarEndCopy> {
+        match far {
+            Some(Far::Linerate(f)) => f.copied.clone(),
+            _ => None,
+        }
+    }
 }
 
 /// The far end's protocol on `cfg` (a started far end's key, or iperf3's options), and what
@@ -418,7 +418,7 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
             server = f.addr;
             Some(Far::Iperf3(f))
         }
-        Some(ssh) => Some(Far::Linerate(start_far_end(a, ssh, &mut server, &p)?)),
+        Some(ssh) => Some(start_far_end(a, ssh, &mut server, &p)?),
         None => None,
     };
     let mut cfg = client_config(a, server, &p, file)?;
@@ -473,6 +473,7 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
         (Err(e), Some(_)) => super::far::connect_failed(e),
         _ => None,
     };
+    let copied = Far::copied(far.as_ref());
     // The far end's work is done: it ends now, before the result is printed.
     drop(far);
     let run = match run {
@@ -491,7 +492,7 @@ pub fn run(a: &BenchArgs, style: Style) -> anyhow::Result<u8> {
     if let (Some(w), Some(r)) = (watch, tests[0].rdma.as_mut()) {
         r.device_counters = finish_watch(w);
     }
-    print_result(a, &tests, style)?;
+    print_result(a, &tests, copied, style)?;
     if tests[0].error.is_some() {
         eprintln!(
             "linerate: the test did not complete: {}",

@@ -1,17 +1,18 @@
-//! `--ssh` of `doctor`, `bench` and `soak`: from the command line to the far end that
-//! `linerate_ssh` starts (which host to log in to, which address the tests go to, the limits
-//! the far end needs), and its end with the run.
+//! The far end of `doctor`, `bench` and `soak`: HOST's addresses (`lookup`, the one place the
+//! three resolve it) and `--ssh`, from the command line to the far end that `linerate_ssh`
+//! starts (which host to log in to, which address the tests go to, the limits the far end
+//! needs), and its end with the run.
 
 use std::io::IsTerminal;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use anyhow::bail;
 use linerate_bench::ClientError;
 use linerate_proto::{defaults, Psk, TestParams};
-use linerate_ssh::{FarEnd, FarEndSpec, Iperf3Server, Iperf3Spec, Ssh};
+use linerate_ssh::{Copied, CopyMode, FarEnd, FarEndSpec, Iperf3Server, Iperf3Spec, Ssh};
 
-use crate::cli::SshArgs;
+use crate::cli::{SshArgs, SshCopy};
 
 /// Where the tests go, and with `--ssh` where the far end is started.
 #[derive(Debug)]
@@ -29,6 +30,8 @@ pub struct SshTarget {
     host: String,
     /// `--ssh-command`, when given.
     program: Option<String>,
+    /// `--ssh-copy`.
+    copy: CopyMode,
 }
 
 /// HOST and `--ssh` as given: None when there is no host at all (doctor's self-check, soak
@@ -60,8 +63,30 @@ pub fn target(host: Option<&str>, a: &SshArgs) -> anyhow::Result<Option<TestTarg
             ssh,
             host: ssh_host,
             program: a.ssh_command.clone(),
+            copy: match a.ssh_copy {
+                SshCopy::Never => CopyMode::Never,
+                SshCopy::Auto => CopyMode::Auto,
+                SshCopy::Always => CopyMode::Always,
+            },
         }),
     }))
+}
+
+/// The addresses of `host` (a name or an address) at `port`; a name that does not resolve is
+/// said as such, with what to check.
+pub fn lookup(host: &str, port: u16) -> anyhow::Result<Vec<SocketAddr>> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot resolve the host name `{host}`: {e}; check its spelling and this host's DNS (`getent hosts {host}`), or give its IP address"
+            )
+        })?
+        .collect();
+    if addrs.is_empty() {
+        bail!("the host name `{host}` resolves to no address; give its IP address");
+    }
+    Ok(addrs)
 }
 
 /// `host` is a name this host resolves (or an address).
@@ -158,7 +183,7 @@ impl SshTarget {
             program: self
                 .program
                 .clone()
-                .unwrap_or_else(|| "linerate".to_string()),
+                .unwrap_or_else(|| linerate_ssh::DEFAULT_PROGRAM.to_string()),
             bind: if test_ip.is_ipv6() {
                 IpAddr::from([0u16; 8])
             } else {
@@ -169,6 +194,7 @@ impl SshTarget {
             seconds: needs.seconds,
             write_dir: needs.write_dir,
             serve_args: needs.serve_args,
+            copy: self.copy,
         };
         let live = std::io::stderr().is_terminal();
         if live {
@@ -180,6 +206,10 @@ impl SshTarget {
             );
         }
         let far = FarEnd::start(&self.ssh, &spec)?;
+        // A copy is said whether or not anyone watches: it ran a program on the far end.
+        if let Some(c) = far.copied() {
+            eprintln!("linerate: {}", c.describe(far.host()));
+        }
         if live {
             eprintln!(
                 "far end: linerate {} on {}, port {}, for this run only (ends with it, or {} s from now at the latest)",
@@ -192,6 +222,7 @@ impl SshTarget {
         Ok(Started {
             addr: SocketAddr::new(test_ip, far.port()),
             psk: far.psk().clone(),
+            copied: far.copied().map(|c| copy_out(c, far.host())),
             far: Some(far),
         })
     }
@@ -272,7 +303,24 @@ impl Drop for StartedIperf3 {
 pub struct Started {
     pub addr: SocketAddr,
     pub psk: Psk,
+    /// What was copied to the far end to run it (`--ssh-copy`).
+    pub copied: Option<linerate_facts::FarEndCopy>,
     far: Option<FarEnd>,
+}
+
+/// A copy to the far end as the JSON documents carry it (`far_end_copy`).
+fn copy_out(c: &Copied, host: &str) -> linerate_facts::FarEndCopy {
+    linerate_facts::FarEndCopy {
+        host: host.to_string(),
+        reason: c.reason.clone(),
+        bytes: c.bytes,
+        sha256: c.sha256.clone(),
+        seconds: c.seconds,
+        directory: c.directory.clone(),
+        machine: c.machine.clone(),
+        libc: c.libc.clone(),
+        noexec: c.noexec.clone(),
+    }
 }
 
 /// A failed connection to a far end started over ssh, said for what it is: the far end does
@@ -326,11 +374,13 @@ mod tests {
         let a = SshArgs {
             ssh: Some(String::new()),
             ssh_command: None,
+            ssh_copy: SshCopy::Auto,
         };
         assert!(target(None, &a).is_err());
         let none = SshArgs {
             ssh: None,
             ssh_command: None,
+            ssh_copy: SshCopy::Auto,
         };
         assert!(target(None, &none).unwrap().is_none());
         let t = target(Some("10.0.0.2"), &none).unwrap().unwrap();
@@ -339,9 +389,12 @@ mod tests {
         let given = SshArgs {
             ssh: Some("admin@mgmt".into()),
             ssh_command: None,
+            ssh_copy: SshCopy::Never,
         };
         let t = target(Some("10.0.0.2"), &given).unwrap().unwrap();
         assert_eq!(t.host, "10.0.0.2");
-        assert_eq!(t.ssh.unwrap().host, "admin@mgmt");
+        let ssh = t.ssh.unwrap();
+        assert_eq!(ssh.host, "admin@mgmt");
+        assert_eq!(ssh.copy, CopyMode::Never);
     }
 }

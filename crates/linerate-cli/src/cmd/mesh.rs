@@ -418,7 +418,7 @@ fn output(a: &MeshArgs, r: &MeshReport, style: Style) -> anyhow::Result<()> {
             .with_context(|| format!("writing --csv {}", path.display()))?;
     }
     if let Some(path) = &a.report {
-        std::fs::write(path, linerate_report::mesh::mesh_html(r))
+        std::fs::write(path, linerate_report::mesh_html(r))
             .with_context(|| format!("writing --report {}", path.display()))?;
     }
     if a.json {

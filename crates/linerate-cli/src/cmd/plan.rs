@@ -41,6 +41,7 @@ pub fn input(a: &PlanArgs) -> anyhow::Result<CeilingInput> {
         mps_known,
         mtu,
         usability: Usability::Usable,
+        vf: None,
     })
 }
 

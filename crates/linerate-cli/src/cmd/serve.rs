@@ -44,10 +44,10 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
             .map(|d| WriteDir::open(d).map(Arc::new))
             .transpose()
             .map_err(|e| anyhow::anyhow!(e))?,
-        soak: Some(super::soak::sampler_fn(
+        soak: Some(linerate_inventory::counters::sampler_fn(
             a.root.clone(),
             linerate_proto::soak::End::Remote,
-            Arc::new(super::soak::SamplingCost::default()),
+            Arc::new(linerate_inventory::counters::SamplingCost::default()),
         )),
         shutdown: None,
         exit_after: a.exit_after,

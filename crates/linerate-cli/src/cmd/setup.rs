@@ -17,6 +17,8 @@ fn topics(t: SetupTopicArg) -> Vec<Topic> {
         SetupTopicArg::Irq => vec![Topic::Irq],
         SetupTopicArg::Governor => vec![Topic::Governor],
         SetupTopicArg::RdmaStack => vec![Topic::RdmaStack],
+        SetupTopicArg::Rings => vec![Topic::Rings],
+        SetupTopicArg::Roce => vec![Topic::Roce],
         SetupTopicArg::All => Topic::ALL.to_vec(),
     }
 }
@@ -112,6 +114,8 @@ pub fn run(a: &SetupArgs, style: Style) -> anyhow::Result<u8> {
         gbps: a.gbps,
         sm_node: a.sm_node,
         nfs_mount: a.nfs_mount.clone(),
+        roce_priority: a.roce_priority,
+        roce_dscp: a.roce_dscp,
     };
     let plan = linerate_setup::build_plan(&topics(a.topic), &inv, &analysis, &snap, &o);
     if !a.apply {

@@ -61,6 +61,9 @@ pub struct IbPort {
     pub active_mtu: Option<u32>,
     #[serde(default)]
     pub max_mtu: Option<u32>,
+    /// RoCE: rdma_cm's defaults for this port (configfs), where they were set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma_cm: Option<super::RdmaCmDefaults>,
     /// The state and rate files as read, quoted by evidence. Not serialized: the JSON keeps its shape.
     #[serde(skip)]
     pub verbatim: IbPortFiles,
@@ -76,9 +79,68 @@ pub struct Gid {
     pub kind: Option<String>,
     /// RoCE: the netdev this GID belongs to (`gid_attrs/ndevs/N`).
     pub ndev: Option<String>,
+    /// RoCE: the VLAN id of that netdev, when it is a VLAN (`/proc/net/vlan/config`; None
+    /// where that is not readable, which it is for root only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan: Option<u16>,
+}
+
+/// A RoCE GID's version: v1 (Ethertype 0x8915, one L2 segment) or v2 (UDP 4791, routable, and
+/// the one ECN marks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoceVersion {
+    V1,
+    V2,
+}
+
+/// What a GID stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GidFamily {
+    /// `::ffff:a.b.c.d`: an IPv4 address of the netdev (`rdma_ip2gid`).
+    Ipv4,
+    /// A global or unique-local IPv6 address of the netdev.
+    Ipv6,
+    /// `fe80::/64`: the default GID from the MAC (every RoCE port has it), or a link-local
+    /// IPv6 address.
+    LinkLocal,
 }
 
 impl Gid {
+    /// The RoCE version from the type file (`RoCE v2`, `IB/RoCE v1`); None on InfiniBand.
+    pub fn version(&self) -> Option<RoceVersion> {
+        match self.kind.as_deref()? {
+            "RoCE v2" => Some(RoceVersion::V2),
+            "IB/RoCE v1" => Some(RoceVersion::V1),
+            _ => None,
+        }
+    }
+
+    /// The address this GID stands for (`198.18.0.1`, `2001:db8::1`, `fe80::...`).
+    pub fn address(&self) -> Option<std::net::IpAddr> {
+        if let Some(v4) = self.ipv4() {
+            return Some(v4.into());
+        }
+        let groups: Vec<u16> = self
+            .gid
+            .split(':')
+            .map(|g| u16::from_str_radix(g, 16).ok())
+            .collect::<Option<Vec<_>>>()?;
+        let g: [u16; 8] = groups.try_into().ok()?;
+        Some(std::net::Ipv6Addr::from(g).into())
+    }
+
+    pub fn family(&self) -> Option<GidFamily> {
+        match self.address()? {
+            std::net::IpAddr::V4(_) => Some(GidFamily::Ipv4),
+            std::net::IpAddr::V6(a) if a.segments()[0] & 0xffc0 == 0xfe80 => {
+                Some(GidFamily::LinkLocal)
+            }
+            std::net::IpAddr::V6(_) => Some(GidFamily::Ipv6),
+        }
+    }
+
     /// A RoCE v2 GID made from an IPv4 address (`::ffff:a.b.c.d`): that address.
     pub fn ipv4(&self) -> Option<std::net::Ipv4Addr> {
         let groups: Vec<u16> = self

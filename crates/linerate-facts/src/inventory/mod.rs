@@ -9,8 +9,10 @@ mod host;
 mod ib;
 mod net;
 mod pci;
+mod phy;
 mod ports;
 mod problem;
+mod qos;
 mod stack;
 
 use serde::{Deserialize, Serialize};
@@ -18,11 +20,20 @@ use serde::{Deserialize, Serialize};
 pub use bond::Bond;
 pub use cpulist::{cpulist_string, parse_cpulist, parse_hex_u16, parse_hex_u32};
 pub use host::{Dimm, Host, NumaNode, SocketLimits};
-pub use ib::{Counter, Gid, IbDevice, IbPort, IbPortFiles, LinkLayer};
+pub use ib::{Counter, Gid, GidFamily, IbDevice, IbPort, IbPortFiles, LinkLayer, RoceVersion};
 pub use net::{IpoibInfo, IpoibMode, Netdev, NetdevKind};
 pub use pci::{PciFunction, PcieLinkFiles, PcieSpeedFiles, UpstreamPort};
+pub use phy::{
+    dbm, Channels, Coalesce, Diagnostics, Fec, FecMode, HwmonSensor, LaneDiagnostics, Level,
+    LinkModes, Media, Module, ModuleStandard, Pause, PhyQuery, PhySource, PhyUnread, PortPhy,
+    Rings, RxPowerMeasure, Sriov, SriovVf, Thresholds, UnreadWhy, VfInfo, VfLinkState,
+};
 pub use ports::{Port, PortKind};
 pub use problem::{Problem, ProblemKind};
+pub use qos::{
+    Dcb, DcbApp, DcbRead, EcnSwitches, Ets, Pfc, PortQos, RdmaCmDefaults, APP_SEL_DSCP,
+    APP_SEL_PCP, PRIORITIES,
+};
 pub use stack::{
     LibfabricFacts, LimitsLine, MemlockLimit, NfsFstab, NfsMount, OsFamily, RdmaKnock, RdmaStack,
     Route,
@@ -40,6 +51,12 @@ pub struct Inventory {
     /// The software that makes RDMA usable here: modules, device nodes, providers, limits.
     #[serde(default)]
     pub rdma_stack: RdmaStack,
+    /// What ethtool reads below each netdev (module, FEC, rings, ...), by netdev.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phy: Vec<PortPhy>,
+    /// Lossless Ethernet per netdev under a RoCE port: DCB, ECN, pause and discard counters.
+    #[serde(default)]
+    pub qos: Vec<PortQos>,
 }
 
 impl Inventory {
@@ -67,6 +84,25 @@ impl Inventory {
         self.pci(port.pci.as_deref()?)
     }
 
+    /// What ethtool read below the netdev `netdev`.
+    pub fn phy(&self, netdev: &str) -> Option<&PortPhy> {
+        self.phy.iter().find(|p| p.netdev == netdev)
+    }
+
+    /// The physical function of a virtual function `vf` and the VF's index on it, when this
+    /// host sees both (`physfn`, `virtfnN`).
+    pub fn vf_parent(&self, vf: &PciFunction) -> Option<(&PciFunction, u32)> {
+        let pf = self.pci(vf.physfn.as_deref()?)?;
+        let index = pf
+            .sriov
+            .as_ref()?
+            .vfs
+            .iter()
+            .find(|v| v.address == vf.address)?
+            .index;
+        Some((pf, index))
+    }
+
     pub fn port_netdev(&self, port: &Port) -> Option<&Netdev> {
         self.netdev(port.netdev.as_deref()?)
     }
@@ -76,6 +112,11 @@ impl Inventory {
         self.ports
             .iter()
             .find(|p| p.netdev.as_deref() == Some(netdev))
+    }
+
+    /// The lossless-Ethernet state of `netdev`, where it was read.
+    pub fn qos(&self, netdev: &str) -> Option<&PortQos> {
+        self.qos.iter().find(|q| q.netdev == netdev)
     }
 
     /// The RDMA port (an InfiniBand, RoCE or iWARP device's port) whose netdev is `netdev`.

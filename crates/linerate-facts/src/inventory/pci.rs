@@ -98,11 +98,27 @@ pub struct PciFunction {
     pub msi_irqs: Vec<u32>,
     /// mlx4 VPI port types: port number → `ib` | `eth` | `auto (ib)` ...
     pub mlx4_port_types: std::collections::BTreeMap<u32, String>,
+    /// The function's own temperature sensors (`hwmon/hwmonN/temp*`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hwmon: Vec<super::HwmonSensor>,
+    /// A physical function's SR-IOV files (`sriov_totalvfs`, `sriov_numvfs`, `virtfnN`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sriov: Option<super::Sriov>,
+    /// A virtual function's physical function (`physfn`), when this host has it: absent in
+    /// a guest the VF was passed to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physfn: Option<String>,
 }
 
 impl PciFunction {
     pub fn card(&self) -> Option<&'static cards::CardInfo> {
         cards::lookup(self.vendor?, self.device?)
+    }
+
+    /// An SR-IOV virtual function: its `physfn` link (on the host), or a device id the card
+    /// table knows as a VF (in a guest, where the link is absent).
+    pub fn is_virtual_function(&self) -> bool {
+        self.physfn.is_some() || self.card().is_some_and(|c| c.virtual_function)
     }
 
     /// The slot's capability: the minimum of every upstream port's maximum,

@@ -70,6 +70,11 @@ enum Cmd {
         /// The NICs' MTU.
         #[arg(long)]
         mtu: Option<u32>,
+        /// The guests' kernel: a series (`5.10`, `6.1`, `6.12`: the newest installed of it), a
+        /// release (`6.1.0-57-amd64`) or an image (`/boot/vmlinuz-...`); the lab's default
+        /// kernel (`LINERATE_LAB_KERNEL`, else 6.1) when left out.
+        #[arg(long)]
+        kernel: Option<String>,
     },
     /// Wait until the lab in DIR is up (or says why it is not); print what is up.
     Ready {
@@ -151,9 +156,10 @@ fn run(cmd: Cmd) -> Result<ExitCode, String> {
             cpus,
             memory,
             mtu,
+            kernel,
         } => {
             let spec = up_spec(guests, &nics, no_rxe, cpus, memory, mtu)?;
-            up(&dir, &spec)
+            up(&dir, &spec, kernel.as_deref())
         }
         Cmd::Ready { dir, timeout } => ready(&dir, timeout),
         Cmd::Exec {
@@ -370,7 +376,7 @@ fn ask(
     reply
 }
 
-fn up(dir: &Path, spec: &LabSpec) -> Result<ExitCode, String> {
+fn up(dir: &Path, spec: &LabSpec, kernel: Option<&str>) -> Result<ExitCode, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for f in ["ready", "failed", "control.sock"] {
         let _ = std::fs::remove_file(dir.join(f));
@@ -383,7 +389,11 @@ fn up(dir: &Path, spec: &LabSpec) -> Result<ExitCode, String> {
     ] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| e.to_string())?;
     }
-    let lab = match Lab::boot(spec) {
+    let booted = match kernel {
+        Some(k) => Lab::boot_named(spec, k),
+        None => Lab::boot(spec),
+    };
+    let lab = match booted {
         Ok(l) => l,
         Err(e) => {
             let _ = std::fs::write(dir.join("failed"), format!("{e}\n"));

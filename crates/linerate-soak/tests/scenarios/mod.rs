@@ -7,7 +7,8 @@
 
 #![allow(dead_code)] // Each test binary uses part of it.
 
-use linerate_proto::soak::{CounterSource, End, PortSample, SoakPortKind, SoakSample};
+use linerate_facts::CounterSource;
+use linerate_proto::soak::{End, PortSample, SoakPortKind, SoakSample};
 
 use linerate_soak::{judge, JudgeParams, SoakParams, SoakReport, Tracker, Verdict};
 
@@ -126,6 +127,7 @@ pub fn soak_with(
                 bytes_sent: if seq == 0 { 0 } else { run.bytes },
                 bytes_received: if seq == 0 { 0 } else { run.bytes },
                 problems: Vec::new(),
+                host: Vec::new(),
             };
             tweak(&mut s, seq);
             t.push(&s);

@@ -150,7 +150,8 @@ fn stop_flag() -> Arc<AtomicBool> {
 
 pub fn run(a: &WatchArgs, style: Style) -> anyhow::Result<u8> {
     check(a)?;
-    let jp = super::soak::judge_params(&a.threshold)?;
+    let jp = linerate_soak::JudgeParams::from_set(&a.threshold)
+        .map_err(|e| anyhow::anyhow!("--threshold {e}"))?;
     let source = source::Sampling::open(&a.root, &a.ports)?;
     let mode = if a.json_stream {
         Mode::JsonStream

@@ -1,16 +1,16 @@
 //! Sampling: the inventory under the root (read again whenever a link file or the set of ports
-//! changes), the counters of the ports watched every interval through soak's sampler, and the
-//! time of each sample.
+//! changes), the counters of the ports watched every interval through soak's sampler (the
+//! link files read once for both), and the time of each sample.
 
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::bail;
-use linerate_facts::{Bond, Inventory, Port, PortKind};
+use linerate_facts::{Bond, Inventory};
 use linerate_inventory::counters::{targets_where, CounterSampler};
 use linerate_inventory::links::{bonds, LinkWatch};
 use linerate_proto::soak::{End, SoakSample};
-use linerate_watch::{port_id, watched_ports, Tick, WatchedPort};
+use linerate_watch::{asked_for, port_id, watched_ports, Tick, WatchedPort};
 
 /// One sample: when, the counters, and the ports again when the inventory changed.
 #[derive(Debug)]
@@ -34,23 +34,6 @@ pub struct Sampling {
     seq: u64,
 }
 
-/// Whether `p` is one of the ports asked for: its interface, its `device/port`, or its device.
-fn asked_for(asked: &[String], p: &Port) -> bool {
-    if p.kind == PortKind::Loopback {
-        return false;
-    }
-    if asked.is_empty() {
-        return true;
-    }
-    let id = port_id(p);
-    asked.iter().any(|a| {
-        p.netdev.as_deref() == Some(a.as_str())
-            || id
-                .as_ref()
-                .is_some_and(|id| id.label() == *a || id.device == *a)
-    })
-}
-
 impl Sampling {
     /// The inventory under `root` and the ports to watch in it. Refused: a root that is not a
     /// filesystem root, a port asked for that is not there.
@@ -65,7 +48,6 @@ impl Sampling {
                 let here: Vec<String> = inv
                     .ports
                     .iter()
-                    .filter(|p| p.kind != PortKind::Loopback)
                     .map(|p| match port_id(p) {
                         Some(id) if Some(id.label().as_str()) != p.netdev.as_deref() => {
                             format!("{} ({})", p.name, id.label())
@@ -78,7 +60,7 @@ impl Sampling {
                      (device/port) or an RDMA device of: {}",
                     root.display(),
                     if here.is_empty() {
-                        "(none: this root has no ports but loopback)".to_string()
+                        "(none: this root has no ports)".to_string()
                     } else {
                         here.join(", ")
                     }
@@ -103,7 +85,7 @@ impl Sampling {
 
     /// The ports watched, as the inventory has them now.
     pub fn ports(&self) -> Vec<WatchedPort> {
-        watched_ports(&self.inv, &self.bonds, |p| asked_for(&self.asked, p))
+        watched_ports(&self.inv, &self.bonds, &self.asked)
     }
 
     /// The host's name (`/proc/sys/kernel/hostname` under the root).
@@ -149,7 +131,10 @@ impl Sampling {
         } else {
             None
         };
-        let mut sample = self.counters.sample(End::Local, tick.seq, tick.t_s());
+        // The link files just read give the ports' `rate` and `speed`: read once.
+        let mut sample =
+            self.counters
+                .sample_with(End::Local, tick.seq, tick.t_s(), Some(&self.links));
         sample.problems.extend(problems);
         Sampled {
             tick,
