@@ -43,8 +43,9 @@ pub enum CounterSource {
     Carrier,
     /// The driver's statistics through the SIOCETHTOOL ioctl (`ethtool -S`).
     Ethtool,
-    /// Host-wide: a column of `/proc/net/snmp` (`Tcp:` header and value lines), named as
-    /// `nstat` names it (`TcpRetransSegs`).
+    /// Host-wide: a column of `/proc/net/snmp` (`Tcp:` header and value lines) or, for the
+    /// `…Ext:` groups, of `/proc/net/netstat` (the same layout), named as `nstat` names it
+    /// (`TcpRetransSegs`, `TcpExtTCPDSACKRecvSegs`).
     Snmp,
 }
 
@@ -80,7 +81,7 @@ impl CounterSource {
             }
             Self::Carrier => "/sys/class/net/<interface>/<name>, or rtnetlink IFLA_CARRIER_*",
             Self::Ethtool => "the driver's statistics, SIOCETHTOOL (ethtool -S <interface>)",
-            Self::Snmp => "/proc/net/snmp",
+            Self::Snmp => "/proc/net/snmp, /proc/net/netstat",
         }
     }
 
@@ -269,6 +270,9 @@ pub enum CounterRole {
     RdmaReceivedLost,
     /// TCP segments sent again (host-wide).
     TcpRetrans,
+    /// TCP segments sent again that the receiver reported it had already (D-SACK,
+    /// host-wide): retransmits TCP itself found spurious, taken out of the retransmits.
+    TcpSpurious,
     /// Basis: TCP segments sent (host-wide).
     TcpSent,
     /// Basis: what the port received (bits, 4-byte words or bytes, by its unit).
@@ -303,6 +307,7 @@ impl CounterRole {
             Self::RdmaSentLost => "rdma_sent_lost",
             Self::RdmaReceivedLost => "rdma_received_lost",
             Self::TcpRetrans => "tcp_retrans",
+            Self::TcpSpurious => "tcp_spurious",
             Self::TcpSent => "tcp_sent",
             Self::ReceivedData => "received_data",
             Self::SentData => "sent_data",
@@ -355,7 +360,7 @@ impl CounterRole {
                 SoakFamily::Ethernet
             }
             Self::XmitDiscards | Self::XmitWait | Self::RemotePhysical => SoakFamily::Path,
-            Self::TcpRetrans => SoakFamily::TcpRetransmits,
+            Self::TcpRetrans | Self::TcpSpurious => SoakFamily::TcpRetransmits,
             Self::RdmaSentLost | Self::RdmaReceivedLost => SoakFamily::RdmaTransport,
             Self::FecCorrected
             | Self::TcpSent
@@ -484,11 +489,24 @@ pub enum CounterRead {
     /// The file `<name>` of the interface's directory, or the `u32` rtnetlink attribute
     /// `IFLA_*` of that number.
     LinkAttr(u16),
-    /// The column `column` of the `group:` header and value lines of `/proc/net/snmp`.
+    /// The column `column` of the `group:` header and value lines of `/proc/net/snmp`, or of
+    /// `/proc/net/netstat` for a group that ends in `Ext` ([`CounterRead::snmp_file`]).
     Snmp {
         group: &'static str,
         column: &'static str,
     },
+}
+
+impl CounterRead {
+    /// The file of `/proc/net` that holds `group`'s lines: `netstat` for the extended groups
+    /// (`TcpExt`, `IpExt`, `MPTcpExt`), else `snmp`.
+    pub fn snmp_file(group: &str) -> &'static str {
+        if group.ends_with("Ext") {
+            "netstat"
+        } else {
+            "snmp"
+        }
+    }
 }
 
 /// One row of the table.
@@ -512,7 +530,7 @@ use CounterRead::{AsListed, LinkAttr, Stats64};
 use CounterRole::{
     BufferOverrun, FecCorrected, LinkChanges, LinkDown, LinkDowned, LinkIntegrity, LinkRecovery,
     PostFec, PreFec, RcvErrors, RdmaReceivedLost, RdmaSentLost, ReceivedData, ReceivedPackets,
-    RemotePhysical, RxMissed, SentData, SentPackets, SymbolErrors, TcpRetrans, TcpSent,
+    RemotePhysical, RxMissed, SentData, SentPackets, SymbolErrors, TcpRetrans, TcpSent, TcpSpurious,
     XmitDiscards, XmitWait,
 };
 use CounterSource::{Carrier, Ethtool, IbCounters, IbHwCounters, NetdevStatistics, Snmp};
@@ -679,9 +697,13 @@ pub const COUNTERS: &[CounterDef] = &[
     // Per-queue traffic and the rest.
     row(Ethtool, Other, Traffic, W64, Packets, AsListed, NONE),
 
-    // Host-wide TCP: `/proc/net/snmp`.
+    // Host-wide TCP: `/proc/net/snmp`, and TCP's own count of its spurious retransmits from
+    // `/proc/net/netstat`: the segments the receivers D-SACKed (Linux 5.10+; before it, the
+    // D-SACKs received, one per event, most of them of one segment).
     row(Snmp, Exact("TcpRetransSegs"), Transport, W64, Segments, CounterRead::Snmp { group: "Tcp", column: "RetransSegs" }, soak(TcpRetrans)),
     row(Snmp, Exact("TcpOutSegs"), Traffic, W64, Segments, CounterRead::Snmp { group: "Tcp", column: "OutSegs" }, soak(TcpSent)),
+    row(Snmp, Exact("TcpExtTCPDSACKRecvSegs"), Transport, W64, Segments, CounterRead::Snmp { group: "TcpExt", column: "TCPDSACKRecvSegs" }, soak(TcpSpurious)),
+    row(Snmp, Exact("TcpExtTCPDSACKRecv"), Transport, W64, Events, CounterRead::Snmp { group: "TcpExt", column: "TCPDSACKRecv" }, soak(TcpSpurious)),
     row(Snmp, Other, Transport, W64, Events, AsListed, NONE),
 ];
 

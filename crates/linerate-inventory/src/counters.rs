@@ -518,8 +518,11 @@ impl CounterSampler {
         }
     }
 
-    /// The host-wide counters of the table (`/proc/net/snmp`'s columns), into `s`. Without
-    /// the `Tcp:` lines (their `RetransSegs`) none is read, and the file is named.
+    /// The host-wide counters of the table (`/proc/net/snmp`'s columns, and
+    /// `/proc/net/netstat`'s for the `…Ext` groups), into `s`. Without the `Tcp:` lines
+    /// (their `RetransSegs`) none is read, and the file is named. `netstat` is optional: a
+    /// tree without it (a fixture) has none of its counters, and no problem is said; one that
+    /// cannot be read is named.
     fn host_counters(&mut self, r: &mut Root, s: &mut SoakSample) {
         let p = self.root.join("proc/net/snmp");
         let text = match self.proc_net.as_mut().map(|d| d.read_raw("snmp")) {
@@ -537,9 +540,31 @@ impl CounterSampler {
                     _ => None,
                 })
                 .collect();
+        let netstat = if rows
+            .iter()
+            .any(|(_, g, _)| CounterRead::snmp_file(g) == "netstat")
+        {
+            match self.proc_net.as_mut().map(|d| d.read_raw("netstat")) {
+                Some(Ok(Some(t))) => t,
+                Some(Err(e)) => {
+                    let p = self.root.join("proc/net/netstat");
+                    r.problem(&p, "host", linerate_facts::ProblemKind::Unreadable, e);
+                    String::new()
+                }
+                _ => String::new(),
+            }
+        } else {
+            String::new()
+        };
         let values: Vec<Option<u64>> = rows
             .iter()
-            .map(|(_, group, column)| parse_snmp(&text, group, column))
+            .map(|(_, group, column)| {
+                let text = match CounterRead::snmp_file(group) {
+                    "netstat" => &netstat,
+                    _ => &text,
+                };
+                parse_snmp(text, group, column)
+            })
             .collect();
         let basis = rows
             .iter()

@@ -59,6 +59,23 @@ fn ib_port_counters_follow_the_files() {
     let a = s.sample(End::Local, 0, 0.0);
     assert_eq!(a.end, End::Local);
     assert_eq!(a.tcp_retrans_segs, Some(7));
+    // No /proc/net/netstat in the tree: none of its counters, and no problem said.
+    assert!(a.host.is_empty(), "{a:?}");
+    assert!(!a.problems.iter().any(|p| p.contains("netstat")), "{a:?}");
+    // TCP's spurious retransmits come from /proc/net/netstat's `TcpExt:` lines, beside them.
+    std::fs::write(
+        root.join("proc/net/netstat"),
+        "TcpExt: SyncookiesSent TCPDSACKRecv TCPDSACKRecvSegs\nTcpExt: 0 3 5\n\
+         IpExt: InNoRoutes\nIpExt: 0\n",
+    )
+    .unwrap();
+    let b = s.sample(End::Local, 1, 1.0);
+    let host: Vec<(&str, u64)> = b.host.iter().map(|(_, n, v)| (n.as_str(), *v)).collect();
+    assert_eq!(
+        host,
+        [("TcpExtTCPDSACKRecvSegs", 5), ("TcpExtTCPDSACKRecv", 3)]
+    );
+    assert!(b.host.iter().all(|(s, ..)| *s == CounterSource::Snmp));
     let p = &a.ports[0];
     assert_eq!(p.netdev.as_deref(), Some("ib0"));
     match &p.kind {

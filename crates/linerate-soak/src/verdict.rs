@@ -168,6 +168,9 @@ rule_ids! {
         Pam4SymbolErrors = "pam4_symbol_errors" => Clean, Nvsentinel;
         /// A receive-error counter rose within its budget: the packets lost, said.
         RcvErrors = "rcv_errors" => Clean, Ibta;
+        /// TCP's retransmitted share was over `tcp_retrans_fraction` only with the retransmits
+        /// TCP itself found spurious (D-SACKed): the sender's timer fired early, nothing lost.
+        TcpSpuriousRetransmits = "tcp_spurious_retransmits" => Clean, Linerate;
         PeggedFromStart = "pegged_from_start" => Insufficient, InfinibandDiags;
         /// Pegged when the soak began, cleared by someone during it: judged over the rest.
         PeggedThenCleared = "pegged_then_cleared" => Clean, InfinibandDiags;

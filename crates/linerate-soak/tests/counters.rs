@@ -28,8 +28,13 @@ fn judged_rows() -> Vec<(&'static CounterDef, String)> {
         .collect()
 }
 
-fn source_words(s: CounterSource) -> &'static str {
-    match s {
+fn source_words(d: &CounterDef) -> &'static str {
+    if let linerate_facts::CounterRead::Snmp { group, .. } = d.read {
+        if linerate_facts::CounterRead::snmp_file(group) == "netstat" {
+            return "`/proc/net/netstat`";
+        }
+    }
+    match d.source {
         CounterSource::IbCounters => "InfiniBand `counters/`",
         CounterSource::IbHwCounters => "InfiniBand `hw_counters/`",
         CounterSource::NetdevStatistics => "`statistics/` (rtnetlink `IFLA_STATS64`)",
@@ -69,7 +74,7 @@ fn doc_line(d: &CounterDef) -> String {
     format!(
         "| {} | {} | {} | {} | {family}: `{}`{doctor} |",
         counter_words(d),
-        source_words(d.source),
+        source_words(d),
         class_words(d.class),
         d.width.label(),
         role.as_str()
@@ -128,6 +133,10 @@ fn rise(source: CounterSource, name: &str) -> PortReport {
     for (seq, v) in [(0u64, 0u64), (1, 5)] {
         let mut s = SoakSample::new(End::Local, seq, seq as f64 * 60.0);
         let counters = if source == CounterSource::Snmp {
+            // Host-wide: the retransmits rise with it (TCP's spurious ones are some of them).
+            if name != "TcpRetransSegs" {
+                s.set_host(source, "TcpRetransSegs", v);
+            }
             s.set_host(source, name, v);
             s.set_host(CounterSource::Snmp, "TcpOutSegs", 1000 * seq);
             Vec::new()

@@ -2,10 +2,13 @@
 //! losses), congestion and errors from elsewhere in the fabric (only when no error counter
 //! moved), and TCP's retransmitted share of what this host sent.
 
-use linerate_facts::CounterRole::{RemotePhysical, SentData, TcpRetrans, XmitDiscards, XmitWait};
+use linerate_facts::CounterRole::{
+    RemotePhysical, SentData, TcpRetrans, TcpSpurious, XmitDiscards, XmitWait,
+};
+use linerate_facts::CounterUnit;
 use linerate_units::fmt_sig;
 
-use super::{count, Out};
+use super::{count, finding, Out};
 use crate::port::PortCtx;
 use crate::tracker::CounterTrack;
 use crate::verdict::{RuleId, Unit};
@@ -91,12 +94,23 @@ fn carried_sends(ctx: &PortCtx) -> bool {
     }
 }
 
+/// TCP's own count of the retransmits it found spurious over the soak (role `TcpSpurious`):
+/// the segments the receivers D-SACKed (`TCPDSACKRecvSegs`), else, on a kernel without it
+/// (before 5.10), the D-SACKs received (one per event).
+fn spurious<'a>(ctx: &PortCtx<'a>) -> Option<&'a CounterTrack> {
+    ctx.host(TcpSpurious)
+        .min_by_key(|c| u8::from(c.def().unit != CounterUnit::Segments))
+}
+
 /// TCP's retransmits without an error counter moving: the share of the segments this host sent
-/// that were sent again (`RetransSegs` ÷ `OutSegs`, host-wide) above `tcp_retrans_fraction`
-/// says this end's send direction lost packets on the path beyond the port. Judged on the ports
-/// that carried what this end sent; with an error counter moving, `retrans_with_errors` names
-/// the same retransmits (the port's loss). Not judged without the segments sent (a peer of an
-/// earlier release). `errors`: the port's [`error_counters`].
+/// that were sent again and lost (`RetransSegs` less the retransmits TCP found spurious,
+/// [`spurious`], ÷ `OutSegs`, host-wide) above `tcp_retrans_fraction` says this end's send
+/// direction lost packets on the path beyond the port. A share over the line only with the
+/// spurious ones is said as what it is (`tcp_spurious_retransmits`, a note): the sender's timer
+/// fired early, nothing was lost. Judged on the ports that carried what this end sent; with an
+/// error counter moving, `retrans_with_errors` names the same retransmits (the port's loss).
+/// Not judged without the segments sent (a peer of an earlier release). `errors`: the port's
+/// [`error_counters`].
 pub(crate) fn tcp_retransmits(ctx: &PortCtx, errors: &[&CounterTrack], out: &mut Out) {
     let t = ctx.totals;
     let (Some(_), Some(sent)) = (t.tcp_retrans_last, t.tcp_out_segs) else {
@@ -109,24 +123,59 @@ pub(crate) fn tcp_retransmits(ctx: &PortCtx, errors: &[&CounterTrack], out: &mut
         return;
     }
     let retrans = t.tcp_retrans;
-    let share = retrans as f64 / sent as f64;
+    let dsack = spurious(ctx);
+    let found = dsack.map_or(0, |c| c.delta.min(retrans));
+    let lost = retrans - found;
+    let share = lost as f64 / sent as f64;
     let limit = ctx.jp.tcp_retrans_fraction;
-    out.check(
-        RuleId::TcpRetransmits,
-        None,
-        share,
-        limit,
-        Unit::Fraction,
-        || {
+    let apart = match dsack {
+        Some(c) if found > 0 => format!(
+            " ({found} more TCP found spurious: {} rose by {}, the receivers had those \
+             segments already)",
+            c.key.name,
+            count(c)
+        ),
+        _ => String::new(),
+    };
+    let fired = out
+        .check(
+            RuleId::TcpRetransmits,
+            None,
+            share,
+            limit,
+            Unit::Fraction,
+            || {
+                format!(
+                    "{lost} TCP retransmits of {sent} segments this host sent ({}%, above \
+                     {}%){apart}: packets this end sent were lost on the way, this end's send \
+                     direction (host-wide counters: every TCP connection of the host); no \
+                     error counter of this port moved, so they were lost on the path beyond \
+                     this cable (congestion, a lossy hop, a drop policy), not on it",
+                    fmt_sig(share * 100.0),
+                    fmt_sig(limit * 100.0)
+                )
+            },
+        )
+        .is_some();
+    let all = retrans as f64 / sent as f64;
+    if let (false, Some(c)) = (fired, dsack.filter(|_| all > limit && found > 0)) {
+        out.push(finding(
+            RuleId::TcpSpuriousRetransmits,
+            Some(c),
+            Some(found as f64),
+            None,
+            Unit::Count,
             format!(
-                "{retrans} TCP retransmits of {sent} segments this host sent ({}%, above {}%): \
-                 packets this end sent were lost on the way, this end's send direction (host-wide \
-                 counters: every TCP connection of the host); no error counter of this port \
-                 moved, so they were lost on the path beyond this cable (congestion, a lossy hop, \
-                 a drop policy), not on it",
-                fmt_sig(share * 100.0),
-                fmt_sig(limit * 100.0)
-            )
-        },
-    );
+                "{retrans} TCP retransmits of {sent} segments this host sent ({}%, above {}%), \
+                 but {found} of them TCP itself found spurious ({} rose by {}: the receivers \
+                 had those segments already), leaving {}%: the sender's timer fired early (a \
+                 stalled host or guest, a long queue), not loss",
+                fmt_sig(all * 100.0),
+                fmt_sig(limit * 100.0),
+                c.key.name,
+                count(c),
+                fmt_sig(share * 100.0)
+            ),
+        ));
+    }
 }
