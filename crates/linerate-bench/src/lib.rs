@@ -22,6 +22,7 @@ pub mod serverlog;
 pub mod shutdown;
 mod side;
 pub mod stream;
+mod udp_receive;
 mod wire;
 pub mod writedir;
 

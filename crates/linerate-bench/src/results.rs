@@ -661,6 +661,20 @@ pub fn qdiscs(run: &ClientRun) -> Option<linerate_facts::QdiscsSeen> {
     (local.is_some() || remote.is_some()).then_some(linerate_facts::QdiscsSeen { local, remote })
 }
 
+/// What each end's host counted on UDP receive during a UDP test. None when neither side read
+/// them (another kind of test). A server on this host counts this host's counters: its figures
+/// are this end's, whatever it sent.
+pub fn udp_receive(run: &ClientRun) -> Option<linerate_facts::UdpReceiveSeen> {
+    let local = run.local.udp_receive;
+    let remote = if same_interfaces(run) {
+        local.filter(|_| run.remote.is_some())
+    } else {
+        run.remote.as_ref().and_then(|r| r.udp_receive)
+    };
+    (local.is_some() || remote.is_some())
+        .then_some(linerate_facts::UdpReceiveSeen { local, remote })
+}
+
 /// What disturbed the test, judged (`linerate_rules::disturbance`): both hosts' CPUs, both
 /// sides' spans with no progress, and the result's intervals after the warm-up. None when
 /// neither side measured its host or its progress (an older server and an RDMA test).

@@ -883,6 +883,7 @@ pub fn run(
             stalls: stalls.map(Box::new),
             link: None,
             qdiscs: None,
+            udp_receive: None,
         },
         rtt,
         omit_marks,

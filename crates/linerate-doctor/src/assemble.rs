@@ -10,6 +10,7 @@ use linerate_facts::{
     ProbeDoc, Pyramid, QdiscDelta, QdiscsSeen, Unread,
 };
 use linerate_model::{host_stack_ceiling, HostStackCeiling, HostStackInput};
+use linerate_proto::Direction;
 use linerate_results::disk::DiskReport;
 use linerate_results::{DoctorReport, FarEndOut, FarEndProcess, JudgedFrom, TestResult};
 use linerate_rules::diagnose::BestTcp;
@@ -75,6 +76,12 @@ pub fn measured(t: &TestResult, h: HostCpu) -> Measured {
         rwnd_limited_percent: t.tcp_limited.map(|l| l.receive_window_percent),
         sndbuf_limited_percent: t.tcp_limited.map(|l| l.send_buffer_percent),
         loss_percent: t.loss_percent,
+        lost_packets: t.lost_packets,
+        receiver_udp: t.udp_receive.and_then(|u| match t.direction {
+            Direction::Send => u.remote,
+            Direction::Receive => u.local,
+            Direction::Bidir => None,
+        }),
         error: t.error.clone(),
         discard: t.params.discard,
         remote_cpu: t.disturbance.as_ref().and_then(|d| d.remote_cpu),

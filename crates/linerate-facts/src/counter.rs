@@ -530,8 +530,8 @@ use CounterRead::{AsListed, LinkAttr, Stats64};
 use CounterRole::{
     BufferOverrun, FecCorrected, LinkChanges, LinkDown, LinkDowned, LinkIntegrity, LinkRecovery,
     PostFec, PreFec, RcvErrors, RdmaReceivedLost, RdmaSentLost, ReceivedData, ReceivedPackets,
-    RemotePhysical, RxMissed, SentData, SentPackets, SymbolErrors, TcpRetrans, TcpSent, TcpSpurious,
-    XmitDiscards, XmitWait,
+    RemotePhysical, RxMissed, SentData, SentPackets, SymbolErrors, TcpRetrans, TcpSent,
+    TcpSpurious, XmitDiscards, XmitWait,
 };
 use CounterSource::{Carrier, Ethtool, IbCounters, IbHwCounters, NetdevStatistics, Snmp};
 use CounterUnit::{Bits, Blocks, Bytes, Events, Packets, Segments, Ticks, Words};

@@ -172,6 +172,41 @@ impl QdiscDelta {
     }
 }
 
+/// One host's UDP receive counters over a test, host-wide: `/proc/net/snmp`'s `Udp:` lines and
+/// `/proc/net/snmp6`'s `Udp6` ones (IPv4 and IPv6 together). Every UDP socket of the host
+/// counts here, the test's and any other.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UdpReceive {
+    /// Datagrams delivered to sockets (`InDatagrams`).
+    pub in_datagrams: u64,
+    /// Datagrams dropped because the receiving socket's buffer was full (`RcvbufErrors`).
+    pub rcvbuf_errors: u64,
+    /// Every datagram dropped on receive (`InErrors`: the buffer drops above, bad checksums,
+    /// no memory).
+    pub in_errors: u64,
+}
+
+impl UdpReceive {
+    /// What the counters rose by from `before` to `self` (0 for one that went back: reset).
+    #[must_use]
+    pub fn since(&self, before: &UdpReceive) -> UdpReceive {
+        UdpReceive {
+            in_datagrams: self.in_datagrams.saturating_sub(before.in_datagrams),
+            rcvbuf_errors: self.rcvbuf_errors.saturating_sub(before.rcvbuf_errors),
+            in_errors: self.in_errors.saturating_sub(before.in_errors),
+        }
+    }
+}
+
+/// Both ends' UDP receive counters over a UDP test ([`UdpReceive`]). `None`: that end's were
+/// not read (an older server, a stock iperf3 server, `/proc` unreadable). A server on this host
+/// counts this host's: its figures are then this end's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UdpReceiveSeen {
+    pub local: Option<UdpReceive>,
+    pub remote: Option<UdpReceive>,
+}
+
 /// The qdiscs of both ends that counted something during doctor's tests. `None`: that end's were
 /// not read (a far end that does not send them: an older `linerate serve`, a stock iperf3
 /// server; or rtnetlink could not be read); empty: read, and none counted a drop, an overlimit

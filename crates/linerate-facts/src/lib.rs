@@ -27,7 +27,10 @@ pub use counter::{
     CounterUnit, CounterWidth, SoakFamily, COUNTERS,
 };
 pub use doctor::{CopyLimit, DoctorVerdict, Inventories, MemOut, PathFacts, Pyramid, Row};
-pub use end::{CounterDelta, EndFacts, QdiscDelta, QdiscSide, QdiscsSeen, ShaperFact};
+pub use end::{
+    CounterDelta, EndFacts, QdiscDelta, QdiscSide, QdiscsSeen, ShaperFact, UdpReceive,
+    UdpReceiveSeen,
+};
 pub use far_end::FarEndCopy;
 pub use finding::{Cause, Evidence, Finding, FindingId, FindingOrigin, Severity};
 pub use header::{Tool, SCHEMA_VERSION, TOOL};

@@ -725,6 +725,34 @@ pub fn parse_snmp_retrans(text: &str) -> Option<u64> {
     parse_snmp_tcp(text, "RetransSegs")
 }
 
+/// This host's UDP receive counters under `root` (`/` for the live system: the network
+/// namespace of the reading process): `/proc/net/snmp`'s `Udp:` lines, with
+/// `/proc/net/snmp6`'s `Udp6InDatagrams`, `Udp6RcvbufErrors` and `Udp6InErrors` added where
+/// IPv6 is on. None when the `Udp:` lines cannot be read or lack one of the three.
+pub fn udp_receive(root: &Path) -> Option<linerate_facts::UdpReceive> {
+    let v4 = Root::read_raw(&root.join("proc/net/snmp")).ok()??;
+    let col = |c: &str| parse_snmp(&v4, "Udp", c);
+    let mut u = linerate_facts::UdpReceive {
+        in_datagrams: col("InDatagrams")?,
+        rcvbuf_errors: col("RcvbufErrors")?,
+        in_errors: col("InErrors")?,
+    };
+    if let Ok(Some(v6)) = Root::read_raw(&root.join("proc/net/snmp6")) {
+        let get = |name: &str| -> u64 {
+            v6.lines()
+                .find_map(|l| {
+                    let mut w = l.split_whitespace();
+                    (w.next()? == name).then(|| w.next()?.parse().ok())?
+                })
+                .unwrap_or(0)
+        };
+        u.in_datagrams = u.in_datagrams.saturating_add(get("Udp6InDatagrams"));
+        u.rcvbuf_errors = u.rcvbuf_errors.saturating_add(get("Udp6RcvbufErrors"));
+        u.in_errors = u.in_errors.saturating_add(get("Udp6InErrors"));
+    }
+    Some(u)
+}
+
 /// The column `name` of the two `Tcp:` lines of `/proc/net/snmp` (header, then values).
 pub fn parse_snmp_tcp(text: &str, name: &str) -> Option<u64> {
     parse_snmp(text, "Tcp", name)
@@ -737,6 +765,40 @@ mod tests {
     const SNMP: &str = "Ip: Forwarding DefaultTTL\nIp: 1 64\n\
         Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors\n\
         Tcp: 1 200 120000 -1 10 5 0 0 2 1000 900 42 0 3 0\n";
+
+    #[test]
+    fn udp_receive_adds_ipv6_to_ipv4() {
+        let dir = tempfile::tempdir().unwrap();
+        let net = dir.path().join("proc/net");
+        std::fs::create_dir_all(&net).unwrap();
+        assert_eq!(udp_receive(dir.path()), None);
+        std::fs::write(
+            net.join("snmp"),
+            "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\n\
+             Udp: 100 0 7 50 5 0\n",
+        )
+        .unwrap();
+        let v4 = linerate_facts::UdpReceive {
+            in_datagrams: 100,
+            rcvbuf_errors: 5,
+            in_errors: 7,
+        };
+        assert_eq!(udp_receive(dir.path()), Some(v4));
+        std::fs::write(
+            net.join("snmp6"),
+            "Ip6InReceives 9\nUdp6InDatagrams                 \t20\nUdp6InErrors 3\n\
+             Udp6RcvbufErrors 2\nUdpLite6InErrors 99\n",
+        )
+        .unwrap();
+        let both = udp_receive(dir.path()).unwrap();
+        assert_eq!(
+            (both.in_datagrams, both.rcvbuf_errors, both.in_errors),
+            (120, 7, 10)
+        );
+        // A `Udp:` header without RcvbufErrors (a hostile tree): not read.
+        std::fs::write(net.join("snmp"), "Udp: InDatagrams InErrors\nUdp: 1 2\n").unwrap();
+        assert_eq!(udp_receive(dir.path()), None);
+    }
 
     #[test]
     fn retrans_segs_is_found_by_column_name() {

@@ -3,7 +3,7 @@
 //! (`soak_sample`: only in a test with `params.soak`, which an older server refuses as an
 //! unknown field, and which an older client never asks for).
 
-use linerate_facts::{HostFacts, QdiscDelta};
+use linerate_facts::{HostFacts, QdiscDelta, UdpReceive};
 use serde::{Deserialize, Serialize};
 
 use crate::soak::SoakSample;
@@ -350,6 +350,11 @@ pub struct SideResults {
     /// older peers, or where rtnetlink cannot be read; empty: read, and none counted anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qdiscs: Option<Vec<QdiscDelta>>,
+    /// UDP tests: what this side's host counted on UDP receive during the test (host-wide:
+    /// delivered, dropped for a full socket buffer, every receive error). None from older
+    /// peers, from other tests, or where `/proc/net/snmp` cannot be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_receive: Option<UdpReceive>,
 }
 
 /// The byte counters of one interface over a test (`/sys/class/net/IF/statistics`).

@@ -371,6 +371,11 @@ fn results() -> SideResults {
         stalls: stalls(),
         link: link(),
         qdiscs: qdiscs(),
+        udp_receive: Some(linerate_facts::UdpReceive {
+            in_datagrams: u64::MAX,
+            rcvbuf_errors: 1 << 40,
+            in_errors: 7,
+        }),
         rdma: Some(RdmaTargetStats {
             provider: "verbs".into(),
             domain: "mlx5_0".into(),

@@ -328,8 +328,31 @@ pub fn render_bench(t: &TestResult, style: Style) -> String {
     }
     disturbance_line(&mut out, t, style);
     qdisc_lines(&mut out, t, style);
+    udp_drop_lines(&mut out, t, style);
     error_line(&mut out, t, style);
     out
+}
+
+/// The UDP datagrams each end's host dropped on receive during a UDP test, when it dropped any:
+/// "udp: the local host dropped 92526 datagrams on receive, 92526 of them for a full socket
+/// buffer (RcvbufErrors, host-wide)". A server on this host counts this host's: said once.
+fn udp_drop_lines(out: &mut String, t: &TestResult, style: Style) {
+    let Some(u) = &t.udp_receive else { return };
+    let remote = u
+        .remote
+        .filter(|_| !(u.local.is_some() && u.local == u.remote));
+    for (end, d) in [("local", u.local), ("remote", remote)] {
+        let Some(d) = d.filter(|d| d.in_errors > 0 || d.rcvbuf_errors > 0) else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "  {} the {end} host dropped {} datagrams on receive, {} of them for a full socket buffer (InErrors, RcvbufErrors; host-wide, during the test)",
+            style.severity(linerate_facts::Severity::Warning, "udp:"),
+            d.in_errors.max(d.rcvbuf_errors),
+            d.rcvbuf_errors
+        );
+    }
 }
 
 /// The qdiscs that dropped packets during the test, each with its end, interface and counter:
@@ -670,5 +693,42 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("tbf"), "{text}");
+    }
+
+    #[test]
+    fn udp_receive_drops_are_named_with_their_end() {
+        let mut t = result(false);
+        let d = |rcvbuf: u64| linerate_facts::UdpReceive {
+            in_datagrams: 85_513,
+            rcvbuf_errors: rcvbuf,
+            in_errors: rcvbuf + 3,
+        };
+        t.udp_receive = Some(linerate_facts::UdpReceiveSeen {
+            local: Some(d(92_526)),
+            remote: None,
+        });
+        let text = render_bench(&t, Style::PLAIN);
+        assert!(
+            text.contains("udp: the local host dropped 92529 datagrams on receive, 92526 of them for a full socket buffer"),
+            "{text}"
+        );
+        assert!(!text.contains("remote host"), "{text}");
+        // A server on this host: the same counters, said once; nothing dropped, nothing said.
+        t.udp_receive = Some(linerate_facts::UdpReceiveSeen {
+            local: Some(d(5)),
+            remote: Some(d(5)),
+        });
+        let text = render_bench(&t, Style::PLAIN);
+        assert_eq!(text.matches("udp:").count(), 1, "{text}");
+        let quiet = linerate_facts::UdpReceive {
+            in_datagrams: 10,
+            rcvbuf_errors: 0,
+            in_errors: 0,
+        };
+        t.udp_receive = Some(linerate_facts::UdpReceiveSeen {
+            local: Some(quiet),
+            remote: Some(quiet),
+        });
+        assert!(!render_bench(&t, Style::PLAIN).contains("udp:"));
     }
 }

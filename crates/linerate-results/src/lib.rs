@@ -9,7 +9,7 @@
 
 use std::ops::AddAssign;
 
-use linerate_facts::{InterfaceView, QdiscsSeen};
+use linerate_facts::{InterfaceView, QdiscsSeen, UdpReceiveSeen};
 use linerate_proto::{Direction, HostCpuLoad, LinkTraffic, Stalls, TestParams};
 use linerate_stats::LatencyUs;
 use serde::Serialize;
@@ -194,6 +194,13 @@ pub struct TestResult {
     /// a stock iperf3 server), empty: read, nothing counted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qdiscs: Option<QdiscsSeen>,
+    /// UDP tests: what each end's host counted on UDP receive during the test (delivered,
+    /// dropped for a full socket buffer, every receive error; host-wide). None for other
+    /// tests and where neither end read them; an end's `null`: not read (an older server, a
+    /// stock iperf3 server). A server on this host counts this host's: its figures are then
+    /// this end's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub udp_receive: Option<UdpReceiveSeen>,
 }
 
 /// What disturbed a test: what both hosts' CPUs did, the spans with no progress and the slow
@@ -298,6 +305,7 @@ impl TestResult {
             error: None,
             disturbance: None,
             qdiscs: None,
+            udp_receive: None,
         }
     }
 }

@@ -54,6 +54,8 @@ fn tcp(direction: Direction, streams: u32, gbps: f64, cpu: f64) -> Measured {
         rwnd_limited_percent: None,
         sndbuf_limited_percent: None,
         loss_percent: None,
+        lost_packets: None,
+        receiver_udp: None,
         error: None,
         discard: false,
         remote_cpu: None,

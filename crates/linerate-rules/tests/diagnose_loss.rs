@@ -71,6 +71,8 @@ fn tcp(direction: Direction, streams: u32, gbps: f64, rtx: u64) -> Measured {
         rwnd_limited_percent: Some(0.0),
         sndbuf_limited_percent: Some(0.0),
         loss_percent: None,
+        lost_packets: None,
+        receiver_udp: None,
         error: None,
         discard: false,
         remote_cpu: Some(quiet_far_end()),
@@ -89,6 +91,8 @@ fn udp(direction: Direction, gbps: f64, loss: f64) -> Measured {
         rwnd_limited_percent: None,
         sndbuf_limited_percent: None,
         loss_percent: Some(loss),
+        lost_packets: None,
+        receiver_udp: None,
         ..tcp(direction, 1, gbps, 0)
     }
 }

@@ -118,6 +118,8 @@ impl Capture {
             rwnd_limited_percent: f(&limited["receive_window_percent"]),
             sndbuf_limited_percent: f(&limited["send_buffer_percent"]),
             loss_percent: f(&t["loss_percent"]),
+            lost_packets: None,
+            receiver_udp: None,
             error: t["error"].as_str().map(str::to_string),
             discard: params["discard"].as_bool().unwrap_or(false),
             remote_cpu: self.field(&t["disturbance"]["remote_cpu"], "disturbance.remote_cpu"),

@@ -602,7 +602,11 @@ fn retransmits_tcp_found_spurious_are_not_loss() {
         ..TEN_MIN
     };
     let ports = [port(End::Local, "eth0", eth(100_000), |s| {
-        vec![(NetdevStatistics, "tx_bytes", ramp(0, 600_000_000_000, 60, s))]
+        vec![(
+            NetdevStatistics,
+            "tx_bytes",
+            ramp(0, 600_000_000_000, 60, s),
+        )]
     })];
     // 20 retransmits in 10000 segments an interval (0.2 %), `spurious` of them D-SACKed by the
     // receiver (`name`: the segments on 5.10+, the D-SACKs before).
@@ -618,7 +622,10 @@ fn retransmits_tcp_found_spurious_are_not_loss() {
     for name in ["TcpExtTCPDSACKRecvSegs", "TcpExtTCPDSACKRecv"] {
         let r = with(name, 15);
         let c = check(&r, End::Local, "eth0", RuleId::TcpRetransmits).unwrap();
-        assert!(!c.fired && (c.value - 300.0 / 600_000.0).abs() < 1e-12, "{c:?}");
+        assert!(
+            !c.fired && (c.value - 300.0 / 600_000.0).abs() < 1e-12,
+            "{c:?}"
+        );
         let f = finding(&r, End::Local, "eth0", RuleId::TcpSpuriousRetransmits);
         assert_eq!(f.counter.as_deref(), Some(name));
         assert_eq!(f.value, Some(900.0));
@@ -640,7 +647,12 @@ fn retransmits_tcp_found_spurious_are_not_loss() {
         "{}",
         f.text
     );
-    assert!(!fired(&r, End::Local, "eth0", RuleId::TcpSpuriousRetransmits));
+    assert!(!fired(
+        &r,
+        End::Local,
+        "eth0",
+        RuleId::TcpSpuriousRetransmits
+    ));
     assert_eq!(
         verdict(&r, End::Local, "eth0"),
         (Verdict::Congested, "tcp_retransmits")

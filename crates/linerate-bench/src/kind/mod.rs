@@ -98,6 +98,7 @@ pub fn assemble(run: &ClientRun) -> TestResult {
     }
     t.disturbance = crate::results::disturbance(&t, run);
     t.qdiscs = crate::results::qdiscs(run);
+    t.udp_receive = crate::results::udp_receive(run);
     t
 }
 

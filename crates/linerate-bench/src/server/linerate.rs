@@ -512,11 +512,13 @@ fn run_test(
     let before = cpu.snapshot();
     let link = LinkSnapshot::of(local_ip);
     let qdiscs = crate::qdiscs::watch(local_ip);
+    let udp = crate::udp_receive::watch(params.kind);
     let mut running = c.running();
     let mut run = run_linerate_side(&mut running, &plan, wired, soak);
     run.results.host_load = Some(Box::new(HostCpu::between(&before, &cpu.snapshot()).into()));
     run.results.link = link.and_then(|l| l.since()).map(Box::new);
     run.results.qdiscs = qdiscs.and_then(|q| q.finish());
+    run.results.udp_receive = udp.and_then(crate::udp_receive::UdpWatch::finish);
     let file_log = kind::of(params.kind).finish(held, params, &mut run.results);
     // The run is over and its buffers are freed: the slot goes before the results do, so a
     // client that starts its next test the moment it has them is not refused as busy.

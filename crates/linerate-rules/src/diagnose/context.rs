@@ -273,10 +273,24 @@ pub(super) fn udp_loss_at_receiver<'a>(c: &Ctx<'a>, t: &Measured) -> Option<&'a 
         .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
 }
 
-/// A test lost packets on the path (not only at a UDP receiver: [`udp_loss_at_receiver`]).
+/// A UDP test's loss that the receiving host counted itself: its datagrams dropped for a full
+/// socket buffer (`RcvbufErrors`, host-wide, over the test) are at least half of those lost.
+/// The figure it counted; None for other tests, or where the receiver did not read it.
+pub(super) fn udp_rcvbuf_drops(t: &Measured) -> Option<u64> {
+    if t.kind != TestKind::UdpBw {
+        return None;
+    }
+    let drops = t.receiver_udp?.rcvbuf_errors;
+    let lost = t.lost_packets?;
+    (drops > 0 && drops.saturating_mul(2) >= lost).then_some(drops)
+}
+
+/// A test lost packets on the path (not only at a UDP receiver: [`udp_loss_at_receiver`],
+/// [`udp_rcvbuf_drops`]).
 pub(super) fn path_lossy(c: &Ctx<'_>, t: &Measured) -> bool {
     let l = Loss::of(t);
-    l.rtx_over || (l.udp_over && udp_loss_at_receiver(c, t).is_none())
+    l.rtx_over
+        || (l.udp_over && udp_loss_at_receiver(c, t).is_none() && udp_rcvbuf_drops(t).is_none())
 }
 
 #[cfg(test)]

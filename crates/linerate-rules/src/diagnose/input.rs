@@ -4,6 +4,7 @@
 
 use linerate_facts::{
     CounterDelta, EndFacts, FindingId, Inventory, PortKind, QdiscsSeen, Severity, ShaperFact,
+    UdpReceive,
 };
 use linerate_model::{HostStackCeiling, LimitedBy};
 use linerate_proto::{Direction, HostCpuLoad, RdmaOp, TestKind, TestParams};
@@ -63,6 +64,14 @@ pub struct Measured {
     #[serde(default)]
     pub sndbuf_limited_percent: Option<f64>,
     pub loss_percent: Option<f64>,
+    /// UDP: the datagrams lost of those sent (after the warm-up).
+    #[serde(default)]
+    pub lost_packets: Option<u64>,
+    /// UDP: what the receiving end's host counted on UDP receive during the test (host-wide);
+    /// None when that end did not read it (an older server, a stock iperf3 server) or the
+    /// test went both ways.
+    #[serde(default)]
+    pub receiver_udp: Option<UdpReceive>,
     pub error: Option<String>,
     /// A diagnostic run whose receiver dropped the data in the kernel (`bench --discard`):
     /// not a rate an application gets, so no rule judges the path by it; it only tells what

@@ -4,10 +4,10 @@
 //! loss finding is about the other direction and whether a direction lost packets on the path.
 
 use linerate_facts::{Finding, FindingId, Severity};
-use linerate_proto::Direction;
+use linerate_proto::{Direction, TestKind};
 use linerate_units::fmt_round;
 
-use super::context::{path_lossy, udp_loss_at_receiver, Ctx};
+use super::context::{path_lossy, udp_loss_at_receiver, udp_rcvbuf_drops, Ctx};
 use super::cpu::receiver_starved;
 use super::input::{dir_name, Loss, Measured};
 use super::qdisc::{
@@ -46,6 +46,12 @@ fn loss_cause(c: &Ctx<'_>, t: &Measured, starved: Option<&str>) -> (String, Seve
             format!("and {r}, dropping nothing in that direction: TCP took the reordering for loss (see `net.reordering`); the packets were reordered, not lost"),
             Severity::Warning,
             "Remove the reordering (see `net.reordering`): netem's `reorder`, or packets of one flow spread over several links.".to_string(),
+        )
+    } else if let Some(n) = udp_rcvbuf_drops(t) {
+        (
+            format!("and the receiving host counted {n} UDP datagrams dropped because the receiving socket's buffer was full (`RcvbufErrors`, host-wide) during the test: the receiving socket overflowed, the path lost nothing"),
+            Severity::Info,
+            "Nothing to fix on the path. If UDP matters here, let the receiving socket hold more (`net.core.rmem_max`, then `SO_RCVBUF`) or give the receiver more CPU.".to_string(),
         )
     } else if let Some(why) = starved {
         (
@@ -141,6 +147,11 @@ impl FromFacts for rule::Retransmits {
             }
             if let Some(l) = t.loss_percent {
                 f = f.evidence("loss_percent", format!("{l:.3}"));
+            }
+            if let (Some(u), TestKind::UdpBw) = (t.receiver_udp, t.kind) {
+                f = f
+                    .evidence("receiver UDP RcvbufErrors (host-wide)", u.rcvbuf_errors)
+                    .evidence("receiver UDP InErrors (host-wide)", u.in_errors);
             }
             for d in &i.counter_deltas {
                 f = f.evidence(format!("counter {} rose by", d.name), d.amount());
@@ -506,6 +517,58 @@ mod tests {
             f.message
         );
         assert!(!l.lossy);
+    }
+
+    /// A UDP result that lost `lost` of 100000 datagrams, its receiver having counted `rcvbuf`
+    /// socket-buffer drops (None: not read).
+    fn udp_counted(lost: u64, rcvbuf: Option<u64>) -> Measured {
+        Measured {
+            lost_packets: Some(lost),
+            receiver_udp: rcvbuf.map(|r| linerate_facts::UdpReceive {
+                in_datagrams: 100_000 - lost,
+                rcvbuf_errors: r,
+                in_errors: r,
+            }),
+            ..udp(Direction::Send, 1.0, lost as f64 / 1000.0)
+        }
+    }
+
+    #[test]
+    fn udp_loss_the_receiver_counted_is_its_socket_buffers() {
+        // 3000 of 100000 lost, 2900 of them counted by the receiver as RcvbufErrors: no TCP
+        // result is needed to say where they went, and the path is not accused.
+        let i = nics(vec![udp_counted(3000, Some(2900))]);
+        let l = losses(&i);
+        let [f] = l.findings.as_slice() else {
+            panic!("{:?}", l.findings)
+        };
+        assert_eq!(f.severity, Severity::Info);
+        assert!(
+            f.message
+                .contains("the receiving host counted 2900 UDP datagrams dropped")
+                && f.message.contains("the path lost nothing"),
+            "{}",
+            f.message
+        );
+        assert_eq!(
+            f.evidence
+                .get("receiver UDP RcvbufErrors (host-wide)")
+                .map(String::as_str),
+            Some("2900")
+        );
+        assert!(!l.lossy);
+        assert!(!path_lossy(&Ctx::new(&i), &i.tests[0]));
+        // The receiver counted too few to explain the loss (under half), or none, or did not
+        // read them: the loss stays the path's.
+        for rcvbuf in [Some(1000), Some(0), None] {
+            let i = nics(vec![udp_counted(3000, rcvbuf)]);
+            let l = losses(&i);
+            assert!(
+                l.lossy && l.findings[0].message.contains("somewhere on the path"),
+                "{rcvbuf:?}: {:?}",
+                l.findings
+            );
+        }
     }
 
     #[test]

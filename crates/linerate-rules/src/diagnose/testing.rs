@@ -78,6 +78,8 @@ pub(super) fn tcp(direction: Direction, streams: u32, gbps: f64) -> Measured {
         rwnd_limited_percent: None,
         sndbuf_limited_percent: None,
         loss_percent: None,
+        lost_packets: None,
+        receiver_udp: None,
         error: None,
         discard: false,
         remote_cpu: None,
@@ -92,6 +94,8 @@ pub(super) fn udp(direction: Direction, gbps: f64, loss: f64) -> Measured {
         segments: None,
         spurious_retransmits: None,
         loss_percent: Some(loss),
+        lost_packets: None,
+        receiver_udp: None,
         ..tcp(direction, 1, gbps)
     }
 }
