@@ -268,6 +268,12 @@ pub enum CounterRole {
     RdmaSentLost,
     /// What was sent to this end arrived out of sequence or twice.
     RdmaReceivedLost,
+    /// RoCE congestion control (DCQCN) at the sending end, the reaction point: congestion
+    /// notifications it received and slowed down for (`rp_cnp_handled`).
+    CnpHandled,
+    /// ... at the receiving end, the notification point: ECN-marked packets it answered with
+    /// a notification to their sender (`np_cnp_sent`).
+    CnpSent,
     /// TCP segments sent again (host-wide).
     TcpRetrans,
     /// TCP segments sent again that the receiver reported it had already (D-SACK,
@@ -306,6 +312,8 @@ impl CounterRole {
             Self::RemotePhysical => "remote_physical",
             Self::RdmaSentLost => "rdma_sent_lost",
             Self::RdmaReceivedLost => "rdma_received_lost",
+            Self::CnpHandled => "cnp_handled",
+            Self::CnpSent => "cnp_sent",
             Self::TcpRetrans => "tcp_retrans",
             Self::TcpSpurious => "tcp_spurious",
             Self::TcpSent => "tcp_sent",
@@ -361,7 +369,9 @@ impl CounterRole {
             }
             Self::XmitDiscards | Self::XmitWait | Self::RemotePhysical => SoakFamily::Path,
             Self::TcpRetrans | Self::TcpSpurious => SoakFamily::TcpRetransmits,
-            Self::RdmaSentLost | Self::RdmaReceivedLost => SoakFamily::RdmaTransport,
+            Self::RdmaSentLost | Self::RdmaReceivedLost | Self::CnpHandled | Self::CnpSent => {
+                SoakFamily::RdmaTransport
+            }
             Self::FecCorrected
             | Self::TcpSent
             | Self::ReceivedData
@@ -393,7 +403,7 @@ pub enum SoakFamily {
     Path,
     /// TCP's retransmitted share without the port's errors.
     TcpRetransmits,
-    /// The RDMA transport's losses, per direction.
+    /// The RDMA transport's losses, per direction, and RoCE's congestion control.
     RdmaTransport,
     /// Saturations and resets of every health counter: notes.
     Notes,
@@ -528,10 +538,10 @@ use CounterClass::{
 use CounterName::{AllOf, AnyOf, EndsWith, Exact, Other};
 use CounterRead::{AsListed, LinkAttr, Stats64};
 use CounterRole::{
-    BufferOverrun, FecCorrected, LinkChanges, LinkDown, LinkDowned, LinkIntegrity, LinkRecovery,
-    PostFec, PreFec, RcvErrors, RdmaReceivedLost, RdmaSentLost, ReceivedData, ReceivedPackets,
-    RemotePhysical, RxMissed, SentData, SentPackets, SymbolErrors, TcpRetrans, TcpSent,
-    TcpSpurious, XmitDiscards, XmitWait,
+    BufferOverrun, CnpHandled, CnpSent, FecCorrected, LinkChanges, LinkDown, LinkDowned,
+    LinkIntegrity, LinkRecovery, PostFec, PreFec, RcvErrors, RdmaReceivedLost, RdmaSentLost,
+    ReceivedData, ReceivedPackets, RemotePhysical, RxMissed, SentData, SentPackets, SymbolErrors,
+    TcpRetrans, TcpSent, TcpSpurious, XmitDiscards, XmitWait,
 };
 use CounterSource::{Carrier, Ethtool, IbCounters, IbHwCounters, NetdevStatistics, Snmp};
 use CounterUnit::{Bits, Blocks, Bytes, Events, Packets, Segments, Ticks, Words};
@@ -633,8 +643,8 @@ pub const COUNTERS: &[CounterDef] = &[
     row(IbHwCounters, Exact("link_downed"), Down, W64, Events, AsListed, NONE),
     row(IbHwCounters, Exact("out_of_buffer"), Discard, W64, Packets, AsListed, NONE),
     row(IbHwCounters, Exact("rx_icrc_encapsulated"), Error, W64, Packets, AsListed, NONE),
-    row(IbHwCounters, Exact("np_cnp_sent"), Congestion, W64, Packets, AsListed, NONE),
-    row(IbHwCounters, Exact("rp_cnp_handled"), Congestion, W64, Packets, AsListed, NONE),
+    row(IbHwCounters, Exact("np_cnp_sent"), Congestion, W64, Packets, AsListed, soak(CnpSent)),
+    row(IbHwCounters, Exact("rp_cnp_handled"), Congestion, W64, Packets, AsListed, soak(CnpHandled)),
     // The cache time of hw_counters, in ms: not a counter, not read.
     row(IbHwCounters, Exact("lifespan"), Setting, W64, Events, AsListed, NONE),
     row(IbHwCounters, AnyOf(&["requests"]), Traffic, W64, Packets, AsListed, NONE),

@@ -171,6 +171,9 @@ rule_ids! {
         /// TCP's retransmitted share was over `tcp_retrans_fraction` only with the retransmits
         /// TCP itself found spurious (D-SACKed): the sender's timer fired early, nothing lost.
         TcpSpuriousRetransmits = "tcp_spurious_retransmits" => Clean, Linerate;
+        /// RoCE's congestion control counted notifications (`rp_cnp_handled`, `np_cnp_sent`):
+        /// working when the transport lost nothing, overrun when it lost packets anyway.
+        RdmaCongestionControl = "rdma_congestion_control" => Clean, Mlx5Counters;
         PeggedFromStart = "pegged_from_start" => Insufficient, InfinibandDiags;
         /// Pegged when the soak began, cleared by someone during it: judged over the rest.
         PeggedThenCleared = "pegged_then_cleared" => Clean, InfinibandDiags;

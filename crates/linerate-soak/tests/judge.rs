@@ -416,6 +416,78 @@ fn rdma_transport_losses_name_the_direction_and_blame_the_cable_only_with_errors
     assert!(!fired(&quiet, End::Local, "rxe0", RuleId::RdmaRetransmits));
 }
 
+#[test]
+fn roce_congestion_control_is_said_beside_the_transport_losses() {
+    use CounterSource::IbHwCounters;
+    // A RoCE port of a device that counts congestion notifications (mlx5): `retries` of what
+    // it sent, `handled` notifications it slowed down for, `sent` it sent for marked packets.
+    let run = |retries: u64, handled: u64, sent: u64| {
+        soak(
+            TEN_MIN,
+            &[port(End::Local, "mlx5_0", eth(100_000), move |s| {
+                vec![
+                    (IbHwCounters, "packet_seq_err", ramp(0, retries, 60, s)),
+                    (IbHwCounters, "rp_cnp_handled", ramp(0, handled, 60, s)),
+                    (IbHwCounters, "np_cnp_sent", ramp(0, sent, 60, s)),
+                ]
+            })],
+        )
+    };
+    let v = |r: &SoakReport| verdict(r, End::Local, "mlx5_0");
+    let notes = |r: &SoakReport| -> Vec<(String, String)> {
+        r.port(End::Local, "mlx5_0", "1")
+            .unwrap()
+            .findings
+            .iter()
+            .filter(|f| f.rule == RuleId::RdmaCongestionControl)
+            .map(|f| (f.counter.clone().unwrap(), f.text.clone()))
+            .collect()
+    };
+    // Losses with no notification handled: ECN did not act, and the loss says so.
+    let lossy = run(40, 0, 0);
+    assert_eq!(v(&lossy), (Verdict::Congested, "rdma_retransmits"));
+    let f = finding(&lossy, End::Local, "mlx5_0", RuleId::RdmaRetransmits);
+    assert!(
+        f.text
+            .contains("congestion control did not act (rp_cnp_handled did not move")
+            && f.text.contains("roce.lossy"),
+        "{}",
+        f.text
+    );
+    assert!(notes(&lossy).is_empty());
+    // Notifications handled and sent, nothing lost: congestion control working, a note each;
+    // the port is clean.
+    let working = run(0, 300, 120);
+    assert_eq!(v(&working), (Verdict::Clean, "clean"));
+    let n = notes(&working);
+    assert_eq!(
+        n.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>(),
+        ["rp_cnp_handled", "np_cnp_sent"]
+    );
+    assert!(
+        n[0].1.starts_with("rp_cnp_handled rose by 300")
+            && n[0].1.contains("congestion control working"),
+        "{}",
+        n[0].1
+    );
+    // Both: the loss is not put on a congestion control that did not act, and the note says
+    // it was overrun.
+    let overrun = run(40, 300, 0);
+    let f = finding(&overrun, End::Local, "mlx5_0", RuleId::RdmaRetransmits);
+    assert!(!f.text.contains("did not act"), "{}", f.text);
+    let n = notes(&overrun);
+    assert!(n[0].1.contains("still lost packets"), "{n:?}");
+    // rxe counts no notifications: nothing said of congestion control.
+    let rxe = soak(
+        TEN_MIN,
+        &[port(End::Local, "rxe0", eth(40_000), |s| {
+            vec![(IbHwCounters, "completer_retry_err", ramp(0, 40, 60, s))]
+        })],
+    );
+    let f = finding(&rxe, End::Local, "rxe0", RuleId::RdmaRetransmits);
+    assert!(!f.text.contains("congestion control"), "{}", f.text);
+}
+
 /// The counters of a lab run (Linux 6.1 guests, `crates/linerate-cli/tests/lab_soak.rs`):
 /// `soak -P 1` from a to b over rxe, 15 s, `netem loss 2%` on a's egress. What the kernels
 /// counted over the soak, spread over its intervals: a (local) sent 3873 TCP segments and
