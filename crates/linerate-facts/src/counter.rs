@@ -694,6 +694,9 @@ pub const COUNTERS: &[CounterDef] = &[
     row(Ethtool, AllOf(&["fec", "uncorrect"]), Error, W64, Blocks, AsListed, soak(PostFec)),
     row(Ethtool, Exact("rx_pcs_symbol_err_phy"), Error, W64, Events, AsListed, soak(PostFec)),
     row(Ethtool, Exact("link_down_events_phy"), Down, W32, Events, AsListed, soak(LinkDown)),
+    // mlx5's ring drops: "the receive queue had no software buffers allocated for the
+    // adapter's incoming traffic", the host behind (as `rx_missed_errors` of other drivers).
+    row(Ethtool, Exact("rx_out_of_buffer"), Discard, W64, Packets, AsListed, soak(RxMissed)),
     row(Ethtool, Exact("rx_corrected_bits_phy"), Corrected, W64, Bits, AsListed, soak(PreFec)),
     row(Ethtool, AllOf(&["fec", "corrected_bits"]), Corrected, W64, Bits, AsListed, soak(PreFec)),
     row(Ethtool, AllOf(&["fec", "correct"]), Corrected, W64, Blocks, AsListed, soak(FecCorrected)),

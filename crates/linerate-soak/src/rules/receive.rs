@@ -161,7 +161,8 @@ pub(crate) fn rx_missed(ctx: &PortCtx, out: &mut Out) {
             || {
                 format!(
                 "{name} rose by {}: packets this host did not take off the receive ring in time \
-                 (the host: CPU, interrupts, ring size; not the cable)",
+                 (the host: CPU, interrupts, ring size, which `linerate probe` shows and \
+                 `linerate setup rings` raises; not the cable)",
                 count(c)
             )
             },
