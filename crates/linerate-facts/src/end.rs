@@ -45,6 +45,26 @@ pub struct EndFacts {
     /// software RDMA device: the hypervisor carries its traffic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paravirtual: Option<String>,
+    /// The optic in this end's port and the light it measures per lane, for doctor to set one
+    /// end's Rx against the other's Tx. None without a module that reports its diagnostics
+    /// (a copper cable, no module, an older peer).
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub optics: Option<OpticsEnd>,
+}
+
+/// An end's optic as doctor compares it with the other end's: its name, each lane's Tx and Rx
+/// power and the module's own power thresholds (`ethtool -m`'s diagnostics).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpticsEnd {
+    /// Vendor, part number and form factor, as probe names it.
+    pub module: String,
+    pub lanes: Vec<crate::LaneDiagnostics>,
+    pub tx_power_thresholds_mw: Option<crate::Thresholds>,
+    pub rx_power_thresholds_mw: Option<crate::Thresholds>,
 }
 
 /// A value this version can read, else None (a newer peer's enum value, a malformed field).

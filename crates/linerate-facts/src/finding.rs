@@ -164,6 +164,7 @@ finding_ids! {
     IpoibDatagramMode => "ipoib.datagram_mode", Inventory;
     MtuSmall => "mtu.small", Inventory;
     MtuMismatch => "mtu.mismatch", Measurement;
+    OpticsLightLost => "optics.light_lost", Measurement;
     NetShaper => "net.shaper", Measurement;
     NetRetransmits => "net.retransmits", Measurement;
     NetQdiscDrops => "net.qdisc_drops", Measurement;
@@ -291,6 +292,7 @@ impl FindingId {
             // full ring shows as errors, drops and retransmits, which their own findings judge;
             // a VF's rate limit is a stage of its ceiling, not a cause beside it.
             | Self::ModuleRxPowerLow
+            | Self::OpticsLightLost
             | Self::ModuleTxOutOfRange
             | Self::ModuleTemperatureHigh
             | Self::ModuleRateBelowPort

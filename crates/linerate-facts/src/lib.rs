@@ -28,7 +28,7 @@ pub use counter::{
 };
 pub use doctor::{CopyLimit, DoctorVerdict, Inventories, MemOut, PathFacts, Pyramid, Row};
 pub use end::{
-    CounterDelta, EndFacts, QdiscDelta, QdiscSide, QdiscsSeen, ShaperFact, UdpReceive,
+    CounterDelta, EndFacts, OpticsEnd, QdiscDelta, QdiscSide, QdiscsSeen, ShaperFact, UdpReceive,
     UdpReceiveSeen,
 };
 pub use far_end::FarEndCopy;

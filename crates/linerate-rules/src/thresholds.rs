@@ -163,3 +163,11 @@ pub const COMPETING_TRAFFIC_MIN_GBPS: f64 = 0.01;
 /// in the lab's guests, whose emulated path carries 0.13 Gb/s) would ask for 128-256 MiB of
 /// buffers. linerate's own margin; below 10 Gb/s perfSONAR's 32 MiB tier is the floor anyway.
 pub const BUFFER_MARGIN: f64 = 4.0;
+
+/// Decibels lost between one end's optic's Tx and the other's Rx above which doctor says the
+/// light was lost on the way (`optics.light_lost`): a direct link loses a few tenths of a dB
+/// per mated connector (0.3-0.75 dB each) and little in the fibre itself (about 0.4 dB/km
+/// single-mode at 1310 nm, 3 dB/km multimode at 850 nm), within the 1.5-2 dB that IEEE 802.3
+/// budgets for a short-reach channel's connections; 3 dB, half the light, is a dirty or damaged
+/// connector, a bent or broken fibre, or a patch panel between.
+pub const LIGHT_LOST_DB: f64 = 3.0;

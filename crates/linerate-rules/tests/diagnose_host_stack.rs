@@ -27,6 +27,7 @@ fn loopback(cpus: usize) -> EndFacts {
         shapers: Vec::new(),
         findings: Vec::new(),
         paravirtual: None,
+        optics: None,
     }
 }
 

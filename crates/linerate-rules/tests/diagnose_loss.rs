@@ -31,6 +31,7 @@ fn guest(netdev: &str) -> EndFacts {
         shapers: Vec::new(),
         findings: Vec::new(),
         paravirtual: Some("virtio_net".into()),
+        optics: None,
     }
 }
 

@@ -231,3 +231,78 @@ fn a_vf_on_its_hosts_pf_shares_nothing_to_say_but_its_cap() {
         .iter()
         .any(|s| s.explain.contains("shares 100 Gb/s")));
 }
+
+/// doctor sets one end's Rx against the other end's Tx (`optics.light_lost`): the fixture's
+/// optic receives no light; a far end with the same optic, lit and sending within its range,
+/// puts the loss between the two; the same far end sending under its own low warning is the
+/// far transmitter. Each end's facts carry its optic (`EndFacts::optics`).
+#[test]
+fn doctor_names_the_side_that_lost_the_light() {
+    use linerate_rules::{diagnose, end_facts, DiagnoseInput};
+    let near = fixture("x520-optics-no-light");
+    let far_with = |tx_mw: f64| {
+        let mut far = fixture("x520-optics-no-light");
+        let d = phy(&mut far, "enp3s0f0")
+            .module
+            .as_mut()
+            .unwrap()
+            .diagnostics
+            .as_mut()
+            .unwrap();
+        for l in &mut d.lanes {
+            l.rx_power_mw = Some(0.5);
+            l.tx_power_mw = Some(tx_mw);
+        }
+        end_facts(&far, Some("enp3s0f0"), Vec::new())
+    };
+    let local = end_facts(&near, Some("enp3s0f0"), Vec::new());
+    let o = local
+        .optics
+        .as_ref()
+        .expect("the fixture's optic reports its light");
+    assert!(
+        !o.lanes.is_empty() && o.rx_power_thresholds_mw.is_some(),
+        "{o:?}"
+    );
+    let run = |remote| {
+        let d = diagnose(&DiagnoseInput {
+            local: local.clone(),
+            remote: Some(remote),
+            tests: Vec::new(),
+            host_stack: None,
+            counter_deltas: Vec::new(),
+            qdiscs: linerate_facts::QdiscsSeen::default(),
+        });
+        let f: Vec<Finding> = d
+            .findings
+            .into_iter()
+            .filter(|f| f.id.as_str() == "optics.light_lost")
+            .collect();
+        (f, d.checked)
+    };
+    let (f, checked) = run(far_with(0.6));
+    let [f] = f.as_slice() else { panic!("{f:?}") };
+    assert_eq!(f.evidence["side"], "between the ends", "{f:?}");
+    assert!(
+        f.message.contains("all the light is lost between them"),
+        "{}",
+        f.message
+    );
+    assert!(
+        checked.iter().any(|c| c.contains("both ends' optics")),
+        "{checked:?}"
+    );
+    // The far laser under its own low warning: the far end's transmitter.
+    let t = far_with(0.6)
+        .optics
+        .unwrap()
+        .tx_power_thresholds_mw
+        .filter(Thresholds::is_ordered)
+        .expect("the fixture's optic has Tx thresholds");
+    let (f, _) = run(far_with(f64::midpoint(t.low_warning, t.low_alarm)));
+    assert_eq!(f[0].evidence["side"], "remote transmitter", "{f:?}");
+    // A far end that reports no optic (an older peer, copper): nothing to compare.
+    let mut bare = far_with(0.6);
+    bare.optics = None;
+    assert!(run(bare).0.is_empty());
+}

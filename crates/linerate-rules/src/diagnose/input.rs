@@ -3,8 +3,8 @@
 //! the rules read off one result or one end.
 
 use linerate_facts::{
-    CounterDelta, EndFacts, FindingId, Inventory, PortKind, QdiscsSeen, Severity, ShaperFact,
-    UdpReceive,
+    CounterDelta, EndFacts, FindingId, Inventory, OpticsEnd, PortKind, QdiscsSeen, Severity,
+    ShaperFact, UdpReceive,
 };
 use linerate_model::{HostStackCeiling, LimitedBy};
 use linerate_proto::{Direction, HostCpuLoad, RdmaOp, TestKind, TestParams};
@@ -197,7 +197,23 @@ pub fn end_facts(inv: &Inventory, netdev: Option<&str>, shapers: Vec<ShaperFact>
         paravirtual: nd
             .filter(|n| n.paravirtual)
             .map(|n| n.driver.clone().unwrap_or_else(|| "paravirtual".into())),
+        optics: netdev.and_then(|n| optics_of(inv, n)),
     }
+}
+
+/// The optic of netdev `n`'s port with the light it measures (`EndFacts::optics`).
+fn optics_of(inv: &Inventory, n: &str) -> Option<OpticsEnd> {
+    let m = inv.phy(n)?.module.as_ref()?;
+    let d = m.diagnostics.as_ref()?;
+    d.lanes
+        .iter()
+        .any(|l| l.tx_power_mw.is_some() || l.rx_power_mw.is_some())
+        .then(|| OpticsEnd {
+            module: m.name(),
+            lanes: d.lanes.clone(),
+            tx_power_thresholds_mw: d.tx_power_thresholds_mw,
+            rx_power_thresholds_mw: d.rx_power_thresholds_mw,
+        })
 }
 
 /// What the rules read off an end's facts.

@@ -191,6 +191,10 @@ registry! {
         /// `mtu.mismatch`: the two ends use different MTUs (`path`).
         MtuMismatch => mtu_mismatch,
             checked Checked::Always("MTU of both ends");
+        /// `optics.light_lost`: where the light an end's optic misses went, from both ends'
+        /// optics (`optics`).
+        OpticsLightLost => optics_light_lost,
+            checked Checked::WhenFound("both ends' optics: one end's Rx power against the other's Tx");
         /// `net.shaper`: every qdisc with a rate on either end (`path`).
         Shapers => shapers,
             checked Checked::Always("traffic shapers (qdiscs with a rate) on both interfaces");
@@ -253,6 +257,7 @@ impl Rule {
         use FindingId as F;
         match id {
             F::MtuMismatch => Some(Self::MtuMismatch),
+            F::OpticsLightLost => Some(Self::OpticsLightLost),
             F::NetShaper => Some(Self::Shapers),
             F::CpuSaturated => Some(Self::CpuSaturated),
             F::CpuContended => Some(Self::CpuContended),

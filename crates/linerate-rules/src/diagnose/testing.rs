@@ -31,6 +31,7 @@ pub(super) fn nic(netdev: &str, gbps: f64) -> EndFacts {
         shapers: Vec::new(),
         findings: Vec::new(),
         paravirtual: None,
+        optics: None,
     }
 }
 
