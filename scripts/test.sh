@@ -22,6 +22,17 @@ lap() {
 }
 scripts/setup-tests.sh
 lap setup
+# The package test's Debian 11 root (scripts/debian11-root.sh; cached, so only a fresh machine
+# makes it: minutes, mostly downloads) is made beside clippy and the test build, and waited for
+# before the tests, whose figures want the CPU to themselves.
+debian_root_log=$(mktemp)
+debian_root_pid=
+if [ "$(id -u)" = 0 ] && [ -x /usr/sbin/debootstrap ] && [ "${LINERATE_PACKAGE_TEST:-1}" != 0 ]; then
+    setsid scripts/debian11-root.sh >"$debian_root_log" 2>&1 &
+    debian_root_pid=$!
+    # A run that stops before the tests stops it too (its own process group: debootstrap with it).
+    trap '[ -z "$debian_root_pid" ] || kill -- "-$debian_root_pid" 2>/dev/null || true; rm -f "$debian_root_log"' EXIT
+fi
 echo "== cargo fmt --check" >&2
 cargo fmt --all --check
 lap fmt
@@ -39,6 +50,13 @@ lap "deny and fixtures"
 echo "== cargo test --no-run: the test binaries" >&2
 cargo test --workspace --locked --no-run
 lap "test build"
+if [ -n "$debian_root_pid" ]; then
+    # A failure is the package test's to report (it makes the root again, and says why).
+    wait "$debian_root_pid" || sed 's/^/debian11-root: /' "$debian_root_log" >&2
+    debian_root_pid=
+    lap "the Debian 11 root (beyond the build)"
+fi
+rm -f "$debian_root_log"
 echo "== cargo test" >&2
 log=$(mktemp)
 package_log=$(mktemp)

@@ -1,7 +1,8 @@
 //! A Debian 11 (`bullseye`: glibc 2.31) root for the portable build's tests: made once by
-//! `debootstrap --variant=minbase` with openssh-server, cached at [`DEBIAN11_ROOT`] between
-//! runs (CI, a fresh machine, makes it once: a few minutes, mostly downloads), under a lock so
-//! concurrent tests wait for one build. Each test runs in an [`Overlay`] of it (a tmpfs on
+//! `scripts/debian11-root.sh` (`debootstrap --variant=minbase` with openssh-server), cached at
+//! [`DEBIAN11_ROOT`] between runs (CI, a fresh machine, makes it once: a few minutes, mostly
+//! downloads, which scripts/test.sh starts beside its build), under a lock so concurrent
+//! callers wait for one build. Each test runs in an [`Overlay`] of it (a tmpfs on
 //! top, unmounted on drop), so the cached root is never changed, and in network namespaces of
 //! its own ([`Netns`]): `ip netns exec NS sh -c 'mount proc, sysfs, /dev; exec chroot ROOT
 //! CMD'`, whose mounts die with the command.
@@ -11,10 +12,6 @@ use std::process::{Command, Output, Stdio};
 
 /// Where the root is cached.
 pub const DEBIAN11_ROOT: &str = "/var/cache/linerate-tests/debian11-minbase";
-/// What the root holds beyond minbase: sshd for the `--ssh` far end.
-const INCLUDE: &str = "openssh-server";
-/// Debian's archive (`LINERATE_DEBIAN_MIRROR` names another).
-const MIRROR: &str = "http://deb.debian.org/debian";
 
 /// The cached Debian 11 root, made first if it is not there; None (after recording the skip)
 /// where it cannot be made (not root, no debootstrap). A failed debootstrap panics with its
@@ -29,59 +26,28 @@ pub fn debian11_root() -> Option<PathBuf> {
         return None;
     }
     let root = PathBuf::from(DEBIAN11_ROOT);
-    let done = root.join(".linerate-complete");
-    let parent = root.parent().expect("a parent directory");
-    std::fs::create_dir_all(parent).expect("making the cache directory");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(parent.join("debian11.lock"))
-        .expect("the Debian 11 root's lock file");
-    lock.lock().expect("locking the Debian 11 root");
-    if done.exists() {
-        return Some(root);
-    }
-    let partial = parent.join("debian11-minbase.partial");
-    let _ = std::fs::remove_dir_all(&partial);
-    let mirror = std::env::var("LINERATE_DEBIAN_MIRROR").unwrap_or_else(|_| MIRROR.into());
-    let started = std::time::Instant::now();
-    let out = Command::new("debootstrap")
-        .args([
-            "--variant=minbase",
-            &format!("--include={INCLUDE}"),
-            "bullseye",
-        ])
-        .arg(&partial)
-        .arg(&mirror)
-        .stdin(Stdio::null())
-        .output()
-        .expect("running debootstrap");
-    assert!(
-        out.status.success(),
-        "debootstrap bullseye from {mirror} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // The downloaded packages are not needed again.
-    let _ = Command::new("chroot")
-        .arg(&partial)
-        .args(["apt-get", "clean"])
-        .status();
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::rename(&partial, &root).expect("moving the root into place");
-    std::fs::write(
-        &done,
-        format!(
-            "debootstrap --variant=minbase --include={INCLUDE} bullseye in {:.0} s\n",
+    if !root.join(".linerate-complete").exists() {
+        // One maker of the root: scripts/debian11-root.sh (which scripts/test.sh may already
+        // have started: it waits for that one under its lock).
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/debian11-root.sh");
+        let started = std::time::Instant::now();
+        let out = Command::new(&script)
+            .env("LINERATE_DEBIAN11_ROOT", DEBIAN11_ROOT)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
+        assert!(
+            out.status.success(),
+            "{} failed: {}{}",
+            script.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!(
+            "testkit: the Debian 11 root {DEBIAN11_ROOT} was there or made in {:.0} s",
             started.elapsed().as_secs_f64()
-        ),
-    )
-    .expect("marking the root complete");
-    eprintln!(
-        "testkit: made the Debian 11 root {DEBIAN11_ROOT} in {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
+        );
+    }
     Some(root)
 }
 
