@@ -26,6 +26,15 @@ fn phy<'a>(inv: &'a mut Inventory, n: &str) -> &'a mut linerate_facts::PortPhy {
     inv.phy.iter_mut().find(|p| p.netdev == n).unwrap()
 }
 
+/// The diagnostics of netdev `n`'s module (the fixture has them).
+fn diagnostics<'a>(inv: &'a mut Inventory, n: &str) -> &'a mut linerate_facts::Diagnostics {
+    phy(inv, n)
+        .module
+        .as_mut()
+        .and_then(|m| m.diagnostics.as_mut())
+        .unwrap()
+}
+
 #[test]
 fn light_is_judged_only_on_optics_with_thresholds() {
     let mut inv = fixture("x520-optics-no-light");
@@ -38,13 +47,7 @@ fn light_is_judged_only_on_optics_with_thresholds() {
     assert!(of(&analyze(&inv).findings, "module.rx_power_low", "enp3s0f0").is_empty());
     // Thresholds a module left at zero judge nothing.
     let mut inv = fixture("x520-optics-no-light");
-    let d = phy(&mut inv, "enp3s0f0")
-        .module
-        .as_mut()
-        .unwrap()
-        .diagnostics
-        .as_mut()
-        .unwrap();
+    let d = diagnostics(&mut inv, "enp3s0f0");
     d.rx_power_thresholds_mw = Some(Thresholds {
         high_alarm: 0.0,
         low_alarm: 0.0,
@@ -54,13 +57,7 @@ fn light_is_judged_only_on_optics_with_thresholds() {
     assert!(of(&analyze(&inv).findings, "module.rx_power_low", "enp3s0f0").is_empty());
     // Between its low warning and low alarm: a warning, not an error.
     let mut inv = fixture("x520-optics-no-light");
-    let d = phy(&mut inv, "enp3s0f0")
-        .module
-        .as_mut()
-        .unwrap()
-        .diagnostics
-        .as_mut()
-        .unwrap();
+    let d = diagnostics(&mut inv, "enp3s0f0");
     d.lanes[0].rx_power_mw = Some(0.02);
     let a = analyze(&inv);
     let f = of(&a.findings, "module.rx_power_low", "enp3s0f0");
@@ -75,14 +72,7 @@ fn light_is_judged_only_on_optics_with_thresholds() {
 #[test]
 fn module_temperature_past_its_alarm_is_an_error() {
     let mut inv = fixture("cx7-400g-qsfp-dd-hot-module");
-    let p = phy(&mut inv, "enp1s0f0np0");
-    p.module
-        .as_mut()
-        .unwrap()
-        .diagnostics
-        .as_mut()
-        .unwrap()
-        .temperature_c = Some(76.0);
+    diagnostics(&mut inv, "enp1s0f0np0").temperature_c = Some(76.0);
     let a = analyze(&inv);
     let f = of(&a.findings, "module.temperature_high", "enp1s0f0np0");
     assert_eq!(f[0].severity, Severity::Error);
@@ -242,13 +232,7 @@ fn doctor_names_the_side_that_lost_the_light() {
     let near = fixture("x520-optics-no-light");
     let far_with = |tx_mw: f64| {
         let mut far = fixture("x520-optics-no-light");
-        let d = phy(&mut far, "enp3s0f0")
-            .module
-            .as_mut()
-            .unwrap()
-            .diagnostics
-            .as_mut()
-            .unwrap();
+        let d = diagnostics(&mut far, "enp3s0f0");
         for l in &mut d.lanes {
             l.rx_power_mw = Some(0.5);
             l.tx_power_mw = Some(tx_mw);
