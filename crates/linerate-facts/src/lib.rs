@@ -28,8 +28,8 @@ pub use counter::{
 };
 pub use doctor::{CopyLimit, DoctorVerdict, Inventories, MemOut, PathFacts, Pyramid, Row};
 pub use end::{
-    CounterDelta, EndFacts, OpticsEnd, QdiscDelta, QdiscSide, QdiscsSeen, ShaperFact, UdpReceive,
-    UdpReceiveSeen,
+    CounterDelta, EndFacts, FecEnd, OpticsEnd, QdiscDelta, QdiscSide, QdiscsSeen, ShaperFact,
+    UdpReceive, UdpReceiveSeen,
 };
 pub use far_end::FarEndCopy;
 pub use finding::{Cause, Evidence, Finding, FindingId, FindingOrigin, Severity};
