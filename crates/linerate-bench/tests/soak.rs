@@ -31,6 +31,7 @@ fn scripted(end: End, taken: Arc<AtomicU64>) -> SoakSamplerFn {
                 seq,
                 t_s,
                 ports: vec![PortSample {
+                    phy: None,
                     device: "lo".into(),
                     port: String::new(),
                     netdev: Some("lo".into()),

@@ -451,3 +451,58 @@ fn scripted_passive_soak_a_counter_pegged_then_cleared_is_judged_over_the_rest()
     assert_eq!(verdict(port(&doc, "local", "mlx5_1")), ("clean", "clean"));
     recipe_agrees("pegged_then_cleared", textdir.path(), &doc);
 }
+
+#[test]
+fn passive_soak_judges_a_hot_module_against_its_own_thresholds() {
+    // The QSFP-DD of the fixture reads 70.49 °C, over its high warning: read at the first
+    // sample and judged by the `phy` family, through the document, the text file and the HTML.
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().to_str().unwrap();
+    let html = dir.path().join("r.html");
+    let root = fixture("cx7-400g-qsfp-dd-hot-module");
+    let out = linerate(&[
+        "soak",
+        "--passive",
+        "--root",
+        &root,
+        "--duration",
+        "1s",
+        "--interval",
+        "250ms",
+        "--json",
+        "--textfile",
+        text,
+        "--report",
+        html.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // A marginal port: exit status 1, as for any verdict from marginal up.
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    schema::assert_matches("soak.schema.json", &doc);
+    let findings: Vec<&Value> = doc["ends"][0]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["findings"].as_array().unwrap())
+        .filter(|f| f["rule"] == "temperature_warning" || f["rule"] == "temperature_alarm")
+        .collect();
+    let [f] = findings.as_slice() else {
+        panic!("one temperature finding expected: {doc}")
+    };
+    assert_eq!(
+        (f["unit"].as_str(), f["source"].as_str()),
+        (Some("celsius"), Some("device")),
+        "{f}"
+    );
+    assert!(
+        f["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("module reached 70.5 °C"),
+        "{f}"
+    );
+    assert_eq!(doc["verdict"], "marginal", "{doc}");
+    let prom = std::fs::read_to_string(dir.path().join("linerate_soak.prom")).unwrap();
+    assert!(prom.contains("temperature_"), "{prom}");
+}

@@ -601,3 +601,54 @@ fn a_port_named_is_shown_whatever_its_kind() {
         "{text}"
     );
 }
+
+#[test]
+fn the_nic_and_module_temperatures_and_the_light_are_in_the_stream() {
+    let v = schema::validator("watch-stream.schema.json");
+    // A QSFP-DD module over its temperature warning; a ConnectX-5 whose own sensor is hot.
+    for (name, what) in [
+        ("cx7-400g-qsfp-dd-hot-module", "module"),
+        ("cx5-100g-dac-no-fec-hot", "mlx5"),
+    ] {
+        let root = fixture(name);
+        let out = linerate(&[
+            "watch",
+            "--json-stream",
+            "--count",
+            "2",
+            "-i",
+            "100ms",
+            "--root",
+            root.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let frames: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+            .collect();
+        assert_eq!(frames.len(), 2, "{name}: {text}");
+        for f in &frames {
+            schema::assert_valid(&v, f);
+            // Read in the first sample, kept in the next (read again every 10 s).
+            let hot: Vec<&Value> = f["ports"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| {
+                    p["temperature"]["what"]
+                        .as_str()
+                        .is_some_and(|w| w.starts_with(what))
+                })
+                .collect();
+            assert!(!hot.is_empty(), "{name}: no {what} temperature in {f}");
+            assert!(
+                hot.iter().any(|p| p["temperature"]["level"] != "normal"),
+                "{name}: the fixture is hot: {f}"
+            );
+            if what == "module" {
+                assert!(hot.iter().all(|p| p["rx_power"]["mw"].is_number()), "{f}");
+            }
+        }
+    }
+}

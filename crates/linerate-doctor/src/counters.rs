@@ -163,6 +163,7 @@ mod tests {
             seq,
             t_s: seq as f64,
             ports: vec![PortSample {
+                phy: None,
                 device: "mlx4_0".into(),
                 port: "1".into(),
                 netdev: Some("ib0".into()),

@@ -405,12 +405,15 @@ pub enum SoakFamily {
     TcpRetransmits,
     /// The RDMA transport's losses, per direction, and RoCE's congestion control.
     RdmaTransport,
+    /// Below the port, beside the counters: temperatures over their warnings, light under the
+    /// module's, the light when the link went down.
+    Phy,
     /// Saturations and resets of every health counter: notes.
     Notes,
 }
 
 impl SoakFamily {
-    pub const ALL: [SoakFamily; 10] = [
+    pub const ALL: [SoakFamily; 11] = [
         Self::AnyIncrease,
         Self::Symbol,
         Self::Receive,
@@ -420,6 +423,7 @@ impl SoakFamily {
         Self::Path,
         Self::TcpRetransmits,
         Self::RdmaTransport,
+        Self::Phy,
         Self::Notes,
     ];
 
@@ -435,6 +439,7 @@ impl SoakFamily {
             Self::Path => "path",
             Self::TcpRetransmits => "tcp_retransmits",
             Self::RdmaTransport => "rdma_transport",
+            Self::Phy => "phy",
             Self::Notes => "notes",
         }
     }

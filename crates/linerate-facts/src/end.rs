@@ -54,6 +54,25 @@ pub struct EndFacts {
         skip_serializing_if = "Option::is_none"
     )]
     pub optics: Option<OpticsEnd>,
+    /// The FEC this end's port runs (`ethtool --show-fec`), for doctor to compare the two
+    /// ends. None on a virtual port, a driver without FEC, or an older peer.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub fec: Option<FecEnd>,
+}
+
+/// An end's FEC as doctor compares it with the other end's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FecEnd {
+    /// The mode running on the link now (never `auto`: that is a configuration, not a mode).
+    pub active: crate::FecMode,
+    /// The link's speed, Mb/s, when the netdev says.
+    pub speed_mbps: Option<u32>,
+    /// Blocks FEC could not correct since the driver's counters started.
+    pub uncorrectable_blocks: Option<u64>,
 }
 
 /// An end's optic as doctor compares it with the other end's: its name, each lane's Tx and Rx

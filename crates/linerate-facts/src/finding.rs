@@ -165,6 +165,7 @@ finding_ids! {
     MtuSmall => "mtu.small", Inventory;
     MtuMismatch => "mtu.mismatch", Measurement;
     OpticsLightLost => "optics.light_lost", Measurement;
+    FecMismatch => "fec.mismatch", Measurement;
     NetShaper => "net.shaper", Measurement;
     NetRetransmits => "net.retransmits", Measurement;
     NetQdiscDrops => "net.qdisc_drops", Measurement;
@@ -293,6 +294,7 @@ impl FindingId {
             // a VF's rate limit is a stage of its ceiling, not a cause beside it.
             | Self::ModuleRxPowerLow
             | Self::OpticsLightLost
+            | Self::FecMismatch
             | Self::ModuleTxOutOfRange
             | Self::ModuleTemperatureHigh
             | Self::ModuleRateBelowPort

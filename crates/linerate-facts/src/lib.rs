@@ -28,8 +28,8 @@ pub use counter::{
 };
 pub use doctor::{CopyLimit, DoctorVerdict, Inventories, MemOut, PathFacts, Pyramid, Row};
 pub use end::{
-    CounterDelta, EndFacts, OpticsEnd, QdiscDelta, QdiscSide, QdiscsSeen, ShaperFact, UdpReceive,
-    UdpReceiveSeen,
+    CounterDelta, EndFacts, FecEnd, OpticsEnd, QdiscDelta, QdiscSide, QdiscsSeen, ShaperFact,
+    UdpReceive, UdpReceiveSeen,
 };
 pub use far_end::FarEndCopy;
 pub use finding::{Cause, Evidence, Finding, FindingId, FindingOrigin, Severity};
@@ -41,10 +41,11 @@ pub use inventory::{
     GidFamily, Host, HwmonSensor, IbDevice, IbPort, IbPortFiles, Inventory, IpoibInfo, IpoibMode,
     LaneDiagnostics, Level, LibfabricFacts, LimitsLine, LinkLayer, LinkModes, Media, MemlockLimit,
     Module, ModuleStandard, Netdev, NetdevKind, NfsFstab, NfsMount, NumaNode, OsFamily, Pause,
-    PciFunction, PcieLinkFiles, PcieSpeedFiles, Pfc, PhyQuery, PhySource, PhyUnread, Port,
-    PortKind, PortPhy, PortQos, Problem, ProblemKind, RdmaCmDefaults, RdmaKnock, RdmaStack, Rings,
-    RoceVersion, Route, RxPowerMeasure, SocketLimits, Sriov, SriovVf, Thresholds, UnreadWhy,
-    UpstreamPort, VfInfo, VfLinkState, APP_SEL_DSCP, APP_SEL_PCP, PRIORITIES,
+    PciFunction, PcieLinkFiles, PcieSpeedFiles, Pfc, PhyGauges, PhyQuery, PhySource, PhyUnread,
+    Port, PortKind, PortPhy, PortQos, Problem, ProblemKind, RdmaCmDefaults, RdmaKnock, RdmaStack,
+    Rings, RoceVersion, Route, RxPowerMeasure, RxReading, SocketLimits, Sriov, SriovVf,
+    TempReading, Thresholds, UnreadWhy, UpstreamPort, VfInfo, VfLinkState, APP_SEL_DSCP,
+    APP_SEL_PCP, PHY_SAMPLE_PERIOD_S, PRIORITIES,
 };
 pub use probe::{IbDoc, NfsDoc, PciDoc, PortDoc, ProbeDoc};
 pub use roce::{MtuSource, RoceGid, RoceMtu, RoceTraffic, RoceView, Trust};

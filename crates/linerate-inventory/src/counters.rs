@@ -21,7 +21,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use linerate_facts::{CounterClass, CounterDef, CounterRead, CounterSource};
-use linerate_facts::{Inventory, LinkLayer, NetdevKind, Port, PortKind};
+use linerate_facts::{
+    Inventory, LinkLayer, NetdevKind, PhyGauges, Port, PortKind, PHY_SAMPLE_PERIOD_S,
+};
 use linerate_model::IbRate;
 use linerate_proto::soak::{End, PortSample, SoakPortKind, SoakSample};
 
@@ -29,9 +31,10 @@ use crate::ethtool::Ethtool;
 use crate::fs::{CounterFile, OpenDir, Root};
 use crate::linkdump::{LinkCounters, LinkDump};
 use crate::links::LinkWatch;
+use crate::phy;
 
 /// One port a soak watches.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SoakTarget {
     /// IB device (`mlx4_0`), else the interface name.
     pub device: String,
@@ -42,6 +45,11 @@ pub struct SoakTarget {
     pub rdma: bool,
     /// The port's link layer is InfiniBand (else Ethernet: plain, RoCE, or a virtual netdev).
     pub infiniband: bool,
+    /// The PCI function whose hwmon temperature sensors are the port's NIC's, when the
+    /// inventory found any.
+    pub hwmon_pci: Option<String>,
+    /// The port's module reported its diagnostics to the inventory: they are sampled too.
+    pub module_diagnostics: bool,
 }
 
 /// The ports a soak watches: every physical port of the inventory (InfiniBand, RoCE,
@@ -66,6 +74,15 @@ pub fn targets_where(inv: &Inventory, keep: impl Fn(&Port) -> bool) -> Vec<SoakT
         if !keep(p) {
             continue;
         }
+        let hwmon_pci = p
+            .pci
+            .clone()
+            .filter(|a| inv.pci(a).is_some_and(|f| !f.hwmon.is_empty()));
+        let module_diagnostics = p.netdev.as_deref().is_some_and(|n| {
+            inv.phy(n)
+                .and_then(|ph| ph.module.as_ref())
+                .is_some_and(|m| m.diagnostics.is_some())
+        });
         let t = match (&p.device, p.port) {
             (Some(dev), Some(n)) => SoakTarget {
                 device: dev.clone(),
@@ -73,6 +90,8 @@ pub fn targets_where(inv: &Inventory, keep: impl Fn(&Port) -> bool) -> Vec<SoakT
                 netdev: p.netdev.clone(),
                 rdma: true,
                 infiniband: p.link_layer == LinkLayer::Infiniband,
+                hwmon_pci,
+                module_diagnostics,
             },
             _ => {
                 let Some(nd) = p.netdev.clone() else { continue };
@@ -84,6 +103,8 @@ pub fn targets_where(inv: &Inventory, keep: impl Fn(&Port) -> bool) -> Vec<SoakT
                     infiniband: inv
                         .netdev(&p.name)
                         .is_some_and(|n| n.kind == NetdevKind::Ipoib),
+                    hwmon_pci,
+                    module_diagnostics,
                 }
             }
         };
@@ -189,6 +210,28 @@ pub struct CounterSampler {
     /// `proc/net`, for `snmp`.
     proc_net: Option<OpenDir>,
     samples: u64,
+    /// Where the modules' diagnostics are asked: the live kernel, or a tree's captures.
+    phy: PhySource,
+    /// When the PHY gauges were last read (`t_s`), every [`PHY_SAMPLE_PERIOD_S`].
+    phy_read_at: Option<f64>,
+    /// Modules whose diagnostics failed, named once each.
+    phy_failed: Vec<String>,
+}
+
+/// Where a sampler asks for the modules' diagnostics.
+#[derive(Debug)]
+enum PhySource {
+    Live(Box<phy::Live>),
+    Captured(phy::Captured),
+}
+
+impl PhySource {
+    fn replies(&mut self) -> &mut dyn phy::Replies {
+        match self {
+            Self::Live(l) => l.as_mut(),
+            Self::Captured(c) => c,
+        }
+    }
 }
 
 impl CounterSampler {
@@ -223,7 +266,46 @@ impl CounterSampler {
             seen: Vec::new(),
             proc_net: OpenDir::open(&root.join("proc/net")),
             samples: 0,
+            // The sockets are opened only when a target has a module to ask.
+            phy: PhySource::Captured(phy::Captured::new(root)),
+            phy_read_at: None,
+            phy_failed: Vec::new(),
         }
+        .live_phy(live)
+    }
+
+    fn live_phy(mut self, live: bool) -> Self {
+        if live && self.targets.iter().any(|t| t.module_diagnostics) {
+            self.phy = PhySource::Live(Box::default());
+        }
+        self
+    }
+
+    /// The NIC's temperatures and the module's diagnostics of target `i`, read now.
+    fn phy_gauges(
+        &mut self,
+        r: &mut Root,
+        i: usize,
+        problems: &mut Vec<String>,
+    ) -> Option<PhyGauges> {
+        let t = &self.targets[i];
+        let sensors = match &t.hwmon_pci {
+            Some(a) => crate::hwmon::read(r, &self.root.join("sys/bus/pci/devices").join(a), a),
+            None => Vec::new(),
+        };
+        let mut module = None;
+        if let (true, Some(nd)) = (t.module_diagnostics, t.netdev.as_deref()) {
+            match phy::module_diagnostics(self.phy.replies(), nd) {
+                Ok(d) => module = d,
+                Err(e) => {
+                    if !self.phy_failed.iter().any(|f| f == nd) {
+                        self.phy_failed.push(nd.to_string());
+                        problems.push(format!("{nd}: module diagnostics not read: {e}"));
+                    }
+                }
+            }
+        }
+        (!sensors.is_empty() || module.is_some()).then_some(PhyGauges { sensors, module })
     }
 
     /// Reads every netdev counter from its file, as on a fixture root, even on the live one:
@@ -266,8 +348,17 @@ impl CounterSampler {
         let dumped = self.dump_links();
         let n = self.samples;
         self.samples += 1;
+        let phy_due = self
+            .phy_read_at
+            .is_none_or(|at| t_s - at >= PHY_SAMPLE_PERIOD_S || t_s < at);
+        if phy_due {
+            self.phy_read_at = Some(t_s);
+        }
         for i in 0..self.targets.len() {
-            let port = self.port(&mut r, i, n, &dumped, links, &mut s.problems);
+            let mut port = self.port(&mut r, i, n, &dumped, links, &mut s.problems);
+            if phy_due {
+                port.phy = self.phy_gauges(&mut r, i, &mut s.problems);
+            }
             s.ports.push(port);
         }
         let ports = std::mem::take(&mut s.ports);
@@ -453,6 +544,7 @@ impl CounterSampler {
             }
         }
         PortSample {
+            phy: None,
             device: t.device,
             port: t.port,
             netdev: t.netdev,

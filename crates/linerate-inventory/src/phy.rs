@@ -275,6 +275,20 @@ fn module(src: &mut dyn Replies, iface: &str) -> Answer<Module> {
     }
 }
 
+/// The module's diagnostics alone, read as probe reads the module, for soak and watch to
+/// sample: `Ok(None)` when the module reports none (copper) or the source has nothing (a tree
+/// without the capture); an error names why a module that answered before did not now.
+pub fn module_diagnostics(
+    src: &mut dyn Replies,
+    iface: &str,
+) -> Result<Option<linerate_facts::Diagnostics>, String> {
+    match module(src, iface) {
+        Answer::Got(m) => Ok(m.diagnostics),
+        Answer::Absent => Ok(None),
+        Answer::Refused { detail, .. } | Answer::Broken(detail) => Err(detail),
+    }
+}
+
 /// The live kernel of this network namespace.
 #[derive(Debug)]
 pub struct Live {

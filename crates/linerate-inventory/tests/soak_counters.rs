@@ -170,6 +170,7 @@ fn child(iface: &str) {
             netdev: Some(iface.to_string()),
             rdma: false,
             infiniband: false,
+            ..Default::default()
         }],
     );
     let x = s.sample(End::Local, 0, 0.0);
@@ -356,6 +357,7 @@ fn same_child(iface: &str, peer: &str) {
             netdev: Some(iface.to_string()),
             rdma: false,
             infiniband: false,
+            ..Default::default()
         }]
     };
     let mut dump = CounterSampler::new(Path::new("/"), target());
@@ -505,4 +507,56 @@ fn netlink_and_files_read_the_same_on_veth() {
     // The 24 statistics of a current kernel and the three carrier counts.
     let n: usize = find("counters").and_then(|v| v.parse().ok()).unwrap_or(0);
     assert!(n >= 26, "{out}");
+}
+
+#[test]
+fn phy_gauges_are_read_every_period_with_their_thresholds() {
+    // A hot NIC (hwmon) and a QSFP-DD over its temperature warning (module diagnostics).
+    for (name, want_sensor, want_module) in [
+        ("cx5-100g-dac-no-fec-hot", true, false),
+        ("cx7-400g-qsfp-dd-hot-module", false, true),
+    ] {
+        let root = fixture(name);
+        let inv = linerate_inventory::probe(&root).unwrap();
+        let targets = soak_targets(&inv, &[]);
+        assert_eq!(
+            (
+                targets.iter().any(|t| t.hwmon_pci.is_some()),
+                targets.iter().any(|t| t.module_diagnostics)
+            ),
+            (want_sensor, want_module),
+            "{name}: {targets:?}"
+        );
+        let mut s = CounterSampler::new(&root, targets);
+        let gauges = |x: &linerate_proto::soak::SoakSample| {
+            x.ports
+                .iter()
+                .filter_map(|p| p.phy.clone())
+                .collect::<Vec<_>>()
+        };
+        let first = gauges(&s.sample(End::Local, 0, 0.0));
+        assert!(
+            !first.is_empty(),
+            "{name}: no PHY gauges in the first sample"
+        );
+        let hottest = first
+            .iter()
+            .filter_map(linerate_facts::PhyGauges::hottest)
+            .max_by(|a, b| a.level.cmp(&b.level))
+            .expect("a temperature");
+        assert!(
+            hottest.level >= linerate_facts::Level::HighWarning,
+            "{name}: the fixture is hot: {hottest:?}"
+        );
+        if want_module {
+            assert_eq!(hottest.what, "module", "{name}");
+            assert!(first.iter().any(|g| g.weakest_rx().is_some()), "{name}");
+        } else {
+            assert!(first.iter().any(|g| !g.sensors.is_empty()), "{name}");
+        }
+        // Not again within the period; again after it.
+        assert!(gauges(&s.sample(End::Local, 1, 1.0)).is_empty(), "{name}");
+        assert!(gauges(&s.sample(End::Local, 2, 9.5)).is_empty(), "{name}");
+        assert_eq!(gauges(&s.sample(End::Local, 3, 10.5)), first, "{name}");
+    }
 }

@@ -494,6 +494,7 @@ mod tests {
                 seq: 3,
                 t_s: 1.5,
                 ports: vec![crate::soak::PortSample {
+                    phy: None,
                     device: "mlx4_0".into(),
                     port: "1".into(),
                     netdev: Some("ib0".into()),

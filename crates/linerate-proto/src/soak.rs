@@ -4,7 +4,7 @@
 //! What one end reads every interval. Raw counter values, never reset: the judge works on
 //! deltas between samples of the same end (the two ends' clocks are not assumed to agree).
 
-use linerate_facts::CounterSource;
+use linerate_facts::{CounterSource, PhyGauges};
 use serde::{Deserialize, Serialize};
 
 /// Which end of the link took a sample.
@@ -47,6 +47,11 @@ pub struct PortSample {
     /// (source, counter name, raw value), in the order read. Where each is read, its width and
     /// who judges it: `linerate_facts::CounterDef`.
     pub counters: Vec<(CounterSource, String, u64)>,
+    /// The NIC's temperatures and the module's diagnostics, in the samples that read them (at
+    /// most every `linerate_facts::PHY_SAMPLE_PERIOD_S`; absent between, and from a peer of an
+    /// earlier release).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phy: Option<PhyGauges>,
 }
 
 /// Everything one end read at one instant.

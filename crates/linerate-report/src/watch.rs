@@ -211,8 +211,12 @@ pub fn watch_metrics(w: &Watcher, verdicts: &[(PortId, Option<PortReport>)], at:
     let mut ceiling = Vec::new();
     let mut stage = Vec::new();
     let mut changes = Vec::new();
+    let mut phy = PhyFamilies::default();
     for p in w.ports() {
         let l = port_labels(&p.id, p.netdev.as_deref());
+        if let Some(g) = w.phy(&p.id) {
+            phy.add(&l, g);
+        }
         info.push((
             format!(
                 r#"{l},name="{}",kind="{}""#,
@@ -306,6 +310,7 @@ pub fn watch_metrics(w: &Watcher, verdicts: &[(PortId, Option<PortReport>)], at:
         "Link events seen since linerate watch started: state, rate, width, pcie, mtu, flap (the link-down counters moved), appeared, gone.",
         &changes,
     );
+    phy.write(&mut f);
     verdict_families(&mut f, w, verdicts);
     f.family(
         "linerate_watch_window_seconds",
@@ -337,6 +342,91 @@ pub fn watch_metrics(w: &Watcher, verdicts: &[(PortId, Option<PortReport>)], at:
         &[(String::new(), at.unix_ms as f64 / 1000.0)],
     );
     f.out
+}
+
+/// The PHY gauges of every port, as last read: the NIC's hwmon sensors with node_exporter's
+/// `chip` and `sensor` labels (its `node_hwmon_temp_celsius` family), and the module's
+/// temperature and per lane light, each with the module's own threshold beside it, in
+/// Prometheus' base units (watts, not dBm).
+#[derive(Default)]
+struct PhyFamilies {
+    hwmon: [Vec<(String, f64)>; 3],
+    module_temp: [Vec<(String, f64)>; 2],
+    light: [Vec<(String, f64)>; 3],
+}
+
+impl PhyFamilies {
+    fn add(&mut self, l: &str, g: &linerate_facts::PhyGauges) {
+        for s in &g.sensors {
+            let sl = format!(
+                r#"{l},chip="{}",sensor="{}""#,
+                label(s.chip.as_deref().unwrap_or("")),
+                label(&s.sensor)
+            );
+            for (i, v) in [s.input_c, s.max_c, s.crit_c].into_iter().enumerate() {
+                if let Some(v) = v {
+                    self.hwmon[i].push((sl.clone(), v));
+                }
+            }
+        }
+        let Some(d) = &g.module else { return };
+        if let Some(c) = d.temperature_c {
+            self.module_temp[0].push((l.to_string(), c));
+        }
+        if let Some(t) = d
+            .temperature_thresholds_c
+            .filter(linerate_facts::Thresholds::is_ordered)
+        {
+            self.module_temp[1].push((l.to_string(), t.high_warning));
+        }
+        for lane in &d.lanes {
+            let ll = format!(r#"{l},lane="{}""#, lane.lane);
+            if let Some(mw) = lane.rx_power_mw {
+                self.light[0].push((ll.clone(), mw / 1000.0));
+            }
+            if let Some(mw) = lane.tx_power_mw {
+                self.light[1].push((ll, mw / 1000.0));
+            }
+        }
+        if let Some(t) = d
+            .rx_power_thresholds_mw
+            .filter(linerate_facts::Thresholds::is_ordered)
+        {
+            self.light[2].push((l.to_string(), t.low_warning / 1000.0));
+        }
+    }
+
+    fn write(&self, f: &mut Families) {
+        for (i, (name, help)) in [
+            ("linerate_watch_hwmon_temp_celsius", "The NIC's own temperature sensor (hwmon tempN_input), degrees Celsius, as last read (every 10 s); labels as node_exporter's node_hwmon_temp_celsius, with the port's."),
+            ("linerate_watch_hwmon_temp_max_celsius", "The sensor's limit for normal operation (tempN_max), degrees Celsius."),
+            ("linerate_watch_hwmon_temp_crit_celsius", "The sensor's critical limit (tempN_crit; mlx5 puts its warning threshold there), degrees Celsius."),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            f.family(name, "gauge", help, &self.hwmon[i]);
+        }
+        for (i, (name, help)) in [
+            ("linerate_watch_module_temperature_celsius", "The transceiver module's temperature (ethtool -m), degrees Celsius, as last read (every 10 s)."),
+            ("linerate_watch_module_temperature_high_warning_celsius", "The module's own high temperature warning threshold, degrees Celsius."),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            f.family(name, "gauge", help, &self.module_temp[i]);
+        }
+        for (i, (name, help)) in [
+            ("linerate_watch_module_rx_power_watts", "Optical power the module receives on each lane (ethtool -m), watts (dBm = 10*log10(W*1000)), as last read (every 10 s)."),
+            ("linerate_watch_module_tx_power_watts", "Optical power the module transmits on each lane, watts."),
+            ("linerate_watch_module_rx_power_low_warning_watts", "The module's own low warning threshold for received power, watts: a lane under it receives too little light."),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            f.family(name, "gauge", help, &self.light[i]);
+        }
+    }
 }
 
 /// `linerate_watch_verdict` and `_verdict_rule_info`: soak's numbers (0 clean, 1 insufficient,

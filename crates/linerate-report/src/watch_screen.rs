@@ -149,7 +149,7 @@ impl WatchScreen<'_> {
     }
 
     fn table(&self, area: Rect, buf: &mut Buffer, rows: &[&PortFrame]) {
-        let cols = columns::fitting(area.width);
+        let cols = columns::fitting(area.width, |c| c.shown(rows));
         let widths = columns::widths(&cols, area.width);
         let mut x = area.x;
         for (c, &w) in cols.iter().zip(&widths) {

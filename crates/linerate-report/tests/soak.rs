@@ -27,6 +27,7 @@ fn report() -> (SoakReport, Vec<SoakInterval>) {
     for seq in 0..=120u64 {
         for end in [End::Local, End::Remote] {
             let ib = |device: &str, counters: Vec<(&str, u64)>| PortSample {
+                phy: None,
                 device: device.into(),
                 port: "1".into(),
                 netdev: Some("ib0".into()),
@@ -49,6 +50,7 @@ fn report() -> (SoakReport, Vec<SoakInterval>) {
                         ],
                     ),
                     PortSample {
+                        phy: None,
                         device: "eth\"0".into(),
                         port: String::new(),
                         netdev: Some("eth\"0".into()),

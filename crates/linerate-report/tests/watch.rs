@@ -31,6 +31,7 @@ fn sample(seq: u64, data: u64, downed: u64) -> SoakSample {
         seq,
         t_s: seq as f64,
         ports: vec![PortSample {
+            phy: None,
             device: "mlx4_0".into(),
             port: "1".into(),
             netdev: Some("ib0".into()),
@@ -238,5 +239,70 @@ fn lines_json_and_metrics() {
             let name = l.split(['{', ' ']).next().unwrap();
             assert!(typed.contains(name), "{name} has no TYPE before it");
         }
+    }
+}
+
+#[test]
+fn the_phy_readings_are_columns_and_metrics_where_a_port_has_them() {
+    use linerate_facts::{
+        dbm, Diagnostics, LaneDiagnostics, PhyGauges, RxPowerMeasure, Thresholds,
+    };
+    let (mut w, f) = watched();
+    let (_, lines) = draw(&w, &f, &ViewState::default(), 200, false);
+    assert!(
+        !lines[2..].iter().any(|l| l.contains("TEMP")),
+        "no PHY columns without readings:\n{}",
+        lines.join("\n")
+    );
+    // An optic at 72 °C (warning 70) whose lane 2 receives 0.02 mW (low warning 0.0316).
+    let t = |lo: f64, hi: f64| Thresholds {
+        high_alarm: hi * 1.1,
+        low_alarm: lo / 2.0,
+        high_warning: hi,
+        low_warning: lo,
+    };
+    let lane = |n: u8, rx: f64| LaneDiagnostics {
+        lane: n,
+        tx_bias_ma: Some(6.0),
+        tx_power_mw: Some(0.5),
+        tx_power_dbm: dbm(0.5),
+        rx_power_mw: Some(rx),
+        rx_power_dbm: dbm(rx),
+    };
+    let mut s = sample(4, 4 * 500_000_000, 1);
+    s.ports[0].phy = Some(PhyGauges {
+        sensors: Vec::new(),
+        module: Some(Diagnostics {
+            temperature_c: Some(72.0),
+            temperature_thresholds_c: Some(t(5.0, 70.0)),
+            supply_v: None,
+            supply_thresholds_v: None,
+            lanes: vec![lane(1, 0.4), lane(2, 0.02)],
+            tx_bias_thresholds_ma: None,
+            tx_power_thresholds_mw: Some(t(0.0316, 1.0)),
+            rx_power_thresholds_mw: Some(t(0.0316, 1.0)),
+            rx_power_measure: RxPowerMeasure::Average,
+        }),
+    });
+    let f = w.push(s, tick(4));
+    let (_, lines) = draw(&w, &f, &ViewState::default(), 200, false);
+    let screen = lines.join("\n");
+    assert!(
+        screen.contains("TEMP") && screen.contains("RX LIGHT"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("72 °C") && screen.contains("-17.0 dBm"),
+        "{screen}"
+    );
+    let m = watch_metrics(&w, &w.verdicts(), tick(4));
+    let labels = r#"device="mlx4_0",port="1",netdev="ib0""#;
+    for want in [
+        format!("linerate_watch_module_temperature_celsius{{{labels}}} 72"),
+        format!("linerate_watch_module_temperature_high_warning_celsius{{{labels}}} 70"),
+        format!("linerate_watch_module_rx_power_watts{{{labels},lane=\"2\"}} 0.00002"),
+        format!("linerate_watch_module_rx_power_low_warning_watts{{{labels}}} 0.0000316"),
+    ] {
+        assert!(m.lines().any(|l| l == want), "`{want}` not in:\n{m}");
     }
 }

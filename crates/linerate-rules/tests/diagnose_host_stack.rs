@@ -28,6 +28,7 @@ fn loopback(cpus: usize) -> EndFacts {
         findings: Vec::new(),
         paravirtual: None,
         optics: None,
+        fec: None,
     }
 }
 

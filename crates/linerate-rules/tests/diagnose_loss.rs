@@ -32,6 +32,7 @@ fn guest(netdev: &str) -> EndFacts {
         findings: Vec::new(),
         paravirtual: Some("virtio_net".into()),
         optics: None,
+        fec: None,
     }
 }
 

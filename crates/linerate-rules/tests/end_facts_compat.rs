@@ -16,6 +16,7 @@ fn a_newer_peers_unknown_values_do_not_lose_the_end() {
         "cpus": 64,
         "sockets": {},
         "shapers": [{"kind": "tbf", "handle": "1:", "rate_bps": 2_000_000_000u64}],
+        "fec": {"active": "rs_272", "speed_mbps": 400_000},
         "findings": [
             {"id": "pcie.downtrained", "severity": "warning", "subject": "0000:04:00.0",
              "evidence": {}, "message": "m", "fix": "f"},
@@ -30,6 +31,10 @@ fn a_newer_peers_unknown_values_do_not_lose_the_end() {
     assert!(f.port_kind.is_none());
     assert!(f.ipoib_mode.is_none());
     assert!(f.ceiling.is_none());
+    assert!(
+        f.fec.is_none(),
+        "a FEC mode this version does not know reads as unknown"
+    );
     assert_eq!(f.shapers.len(), 1);
     assert_eq!(f.findings.len(), 1);
     assert_eq!(f.findings[0].id.as_str(), "pcie.downtrained");

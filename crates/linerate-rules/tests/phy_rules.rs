@@ -290,3 +290,57 @@ fn doctor_names_the_side_that_lost_the_light() {
     bare.optics = None;
     assert!(run(bare).0.is_empty());
 }
+
+#[test]
+fn doctor_compares_the_two_ends_fec() {
+    use linerate_rules::{diagnose, end_facts, DiagnoseInput};
+    // The fixture's two ports: enp5s0f0np0 runs RS-FEC, enp5s0f1np1 none (both 25 Gb/s).
+    let inv = fixture("cx4lx-25g-module-faults");
+    let rs = end_facts(&inv, Some("enp5s0f0np0"), Vec::new());
+    let none = end_facts(&inv, Some("enp5s0f1np1"), Vec::new());
+    assert_eq!(
+        (
+            rs.fec.as_ref().map(|f| f.active.as_str()),
+            none.fec.as_ref().map(|f| f.active.as_str())
+        ),
+        (Some("RS"), Some("none"))
+    );
+    let run = |local: &linerate_facts::EndFacts, remote: &linerate_facts::EndFacts| {
+        let d = diagnose(&DiagnoseInput {
+            local: local.clone(),
+            remote: Some(remote.clone()),
+            tests: Vec::new(),
+            host_stack: None,
+            counter_deltas: Vec::new(),
+            qdiscs: linerate_facts::QdiscsSeen::default(),
+        });
+        let f: Vec<Finding> = d
+            .findings
+            .into_iter()
+            .filter(|f| f.id.as_str() == "fec.mismatch")
+            .collect();
+        (f, d.checked)
+    };
+    let (f, checked) = run(&rs, &none);
+    let [f] = f.as_slice() else { panic!("{f:?}") };
+    assert!(
+        f.message.contains("the local enp5s0f0np0 runs RS FEC")
+            && f.message.contains("the remote enp5s0f1np1 runs no FEC"),
+        "{}",
+        f.message
+    );
+    assert!(
+        f.fix.contains("ethtool --set-fec enp5s0f1np1 encoding rs"),
+        "{}",
+        f.fix
+    );
+    assert!(
+        checked.iter().any(|c| c.contains("both ends' FEC modes")),
+        "{checked:?}"
+    );
+    // The same mode at both ends, or an end that reports none (an older peer): nothing.
+    assert!(run(&rs, &rs).0.is_empty());
+    let mut older = none.clone();
+    older.fec = None;
+    assert!(run(&rs, &older).0.is_empty());
+}

@@ -63,6 +63,7 @@ macro_rules! string_enum {
 }
 
 pub mod judge;
+pub mod phy;
 mod port;
 pub mod report;
 mod rules;
@@ -71,6 +72,7 @@ pub mod tracker;
 pub mod verdict;
 
 pub use judge::{judge, judge_port, symbol_budget};
+pub use phy::{DownLight, PhyTrack, RxTrack, TempTrack};
 pub use port::{data_gbps, fmt_duration, is_pam4};
 pub use report::{
     BerEstimate, BitsBasis, Check, CounterOut, Dip, EndReport, MovedOut, PortReport, SoakEvent,

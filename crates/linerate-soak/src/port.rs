@@ -8,6 +8,7 @@ use linerate_model::ib::IbSpeed;
 use linerate_proto::soak::SoakPortKind;
 use linerate_units::fmt_round;
 
+use crate::phy::PhyTrack;
 use crate::report::BitsBasis;
 use crate::thresholds::JudgeParams;
 use crate::tracker::{CounterTrack, EndTotals, PortInfo, Tracker};
@@ -57,6 +58,8 @@ pub(crate) struct PortCtx<'a> {
     pub bits: f64,
     pub bits_basis: BitsBasis,
     pub data_gbps: Option<f64>,
+    /// The port's temperatures and light over the soak, where its end read any.
+    pub phy: Option<&'a PhyTrack>,
 }
 
 /// The counters of `tracks` by the role of their row, each role's in row order, then read order.
@@ -96,6 +99,7 @@ impl<'a> PortCtx<'a> {
             bits: 0.0,
             bits_basis: BitsBasis::Engine,
             data_gbps: data_gbps(&info.kind),
+            phy: tracker.phy(info.end, &info.device, &info.port),
         };
         (ctx.bits, ctx.bits_basis) = ctx.bits_received();
         ctx

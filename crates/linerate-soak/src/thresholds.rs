@@ -61,6 +61,13 @@ pub const DIP_FRACTION: f64 = 0.9;
 /// ∝ MSS ÷ (RTT × √loss)).
 pub const TCP_RETRANS_FRACTION: f64 = 1e-3;
 
+/// A temperature below the port (the module's, the NIC's sensors) that rose by more than this
+/// many °C between the soak's first reading and its hottest, while under its warning, is said
+/// (`temperature_rise`, a note): linerate's own. A card that heats this much under a soak's
+/// load has little margin left in a warmer room or a busier rack (a passively cooled NIC
+/// needs the chassis' airflow; mlx5 warns at 105 °C, modules at 70-75 °C).
+pub const TEMPERATURE_RISE_C: f64 = 10.0;
+
 /// NVSentinel's fixed `symbol_error` budget per hour ("IBTA BER spec violation"), used where the
 /// signalling rate is unknown (the IBTA budget at about 33 Gb/s). Not settable: set `ber`.
 pub const NVSENTINEL_SYMBOL_ERRORS_PER_HOUR: f64 = 120.0;
@@ -77,6 +84,7 @@ string_enum! {
         XmitWaitTicks = "xmit_wait_ticks",
         DipFraction = "dip_fraction",
         TcpRetransFraction = "tcp_retrans_fraction",
+        TemperatureRiseC = "temperature_rise_c",
     }
 }
 
@@ -128,15 +136,17 @@ impl Threshold {
             Self::XmitWaitTicks => XMIT_WAIT_TICKS as f64,
             Self::DipFraction => DIP_FRACTION,
             Self::TcpRetransFraction => TCP_RETRANS_FRACTION,
+            Self::TemperatureRiseC => TEMPERATURE_RISE_C,
         }
     }
 
     pub fn range(self) -> ThresholdRange {
         match self {
             Self::Ber | Self::PreFecBer | Self::RcvErrorsPerBit => ThresholdRange::Ratio,
-            Self::MinBits | Self::PortRcvErrorsPerS | Self::LinkErrorRecoveryPerMin => {
-                ThresholdRange::NonNegative
-            }
+            Self::MinBits
+            | Self::PortRcvErrorsPerS
+            | Self::LinkErrorRecoveryPerMin
+            | Self::TemperatureRiseC => ThresholdRange::NonNegative,
             Self::XmitWaitTicks => ThresholdRange::WholeNumber,
             Self::DipFraction | Self::TcpRetransFraction => ThresholdRange::Fraction,
         }
@@ -164,6 +174,9 @@ impl Threshold {
             Self::TcpRetransFraction => {
                 "TCP segments retransmitted per segment sent above which an end's send direction loses packets"
             }
+            Self::TemperatureRiseC => {
+                "degrees Celsius a temperature below the port may rise over the soak before it is said"
+            }
         }
     }
 
@@ -174,7 +187,9 @@ impl Threshold {
             Self::PreFecBer => Source::Mlx5Counters,
             Self::PortRcvErrorsPerS | Self::XmitWaitTicks => Source::InfinibandDiags,
             Self::LinkErrorRecoveryPerMin => Source::Nvsentinel,
-            Self::DipFraction | Self::TcpRetransFraction => Source::Linerate,
+            Self::DipFraction | Self::TcpRetransFraction | Self::TemperatureRiseC => {
+                Source::Linerate
+            }
         }
     }
 
@@ -190,6 +205,7 @@ impl Threshold {
             Self::XmitWaitTicks => jp.xmit_wait_ticks as f64,
             Self::DipFraction => jp.dip_fraction,
             Self::TcpRetransFraction => jp.tcp_retrans_fraction,
+            Self::TemperatureRiseC => jp.temperature_rise_c,
         }
     }
 
@@ -204,6 +220,7 @@ impl Threshold {
             Self::XmitWaitTicks => jp.xmit_wait_ticks = v as u64,
             Self::DipFraction => jp.dip_fraction = v,
             Self::TcpRetransFraction => jp.tcp_retrans_fraction = v,
+            Self::TemperatureRiseC => jp.temperature_rise_c = v,
         }
     }
 
@@ -268,6 +285,10 @@ fn default_rcv_errors_per_bit() -> f64 {
     RCV_ERRORS_PER_BIT
 }
 
+fn default_temperature_rise_c() -> f64 {
+    TEMPERATURE_RISE_C
+}
+
 fn default_tcp_retrans_fraction() -> f64 {
     TCP_RETRANS_FRACTION
 }
@@ -289,6 +310,9 @@ pub struct JudgeParams {
     /// Absent from documents written before it existed: the default then.
     #[serde(default = "default_tcp_retrans_fraction")]
     pub tcp_retrans_fraction: f64,
+    /// Absent from documents written before it existed: the default then.
+    #[serde(default = "default_temperature_rise_c")]
+    pub temperature_rise_c: f64,
 }
 
 impl Default for JudgeParams {
@@ -303,6 +327,7 @@ impl Default for JudgeParams {
             xmit_wait_ticks: XMIT_WAIT_TICKS,
             dip_fraction: DIP_FRACTION,
             tcp_retrans_fraction: TCP_RETRANS_FRACTION,
+            temperature_rise_c: TEMPERATURE_RISE_C,
         }
     }
 }

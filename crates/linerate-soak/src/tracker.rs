@@ -37,6 +37,8 @@ use serde::{Deserialize, Serialize};
 use linerate_facts::{CounterDef, CounterSource, CounterWidth, COUNTERS};
 use linerate_proto::soak::{End, SoakPortKind, SoakSample};
 
+use crate::phy::{PhyTrack, PhyTracks};
+
 /// At most this many counters are tracked; more (a driver with thousands of per-queue
 /// statistics) are dropped with a problem saying so.
 pub const MAX_COUNTERS: usize = 16_384;
@@ -408,6 +410,8 @@ pub struct Tracker {
     /// same order every time, so the next sample's counters are found at the same places
     /// without a lookup by name.
     layout: [Vec<PortLayout>; 2],
+    /// Each port's temperatures and light (`PortSample::phy`), where its end read them.
+    phy: PhyTracks,
 }
 
 /// Where the counters of one port of a sample were, by their order in it.
@@ -575,6 +579,7 @@ impl Tracker {
                 lay.idx.clear();
             }
             lay.idx.resize(p.counters.len(), NOT_TRACKED);
+            let mut downed = false;
             for ((source, name, value), slot) in p.counters.iter().zip(&mut lay.idx) {
                 // The counter at this place last time, or found by its key.
                 let here = (*slot != NOT_TRACKED).then_some(*slot).filter(|&i| {
@@ -599,6 +604,10 @@ impl Tracker {
                     continue;
                 };
                 *slot = idx;
+                downed |= step.delta > 0
+                    && prev.is_some()
+                    && self.counters[idx as usize].def().judges.soak
+                        == Some(linerate_facts::CounterRole::LinkDown);
                 if (step.delta > 0 || step.saturated || step.reset)
                     && self.counters[idx as usize].def().is_health()
                 {
@@ -614,9 +623,37 @@ impl Tracker {
                     }
                 }
             }
+            self.take_phy(s.end, p, at, downed);
         }
         self.layout[end_slot(s.end)] = layout;
         (moved, moved_dropped)
+    }
+
+    /// Port `p`'s PHY readings of the sample at `at`, and a link down counted in it.
+    fn take_phy(&mut self, end: End, p: &linerate_proto::soak::PortSample, at: Mark, downed: bool) {
+        if p.phy.is_none()
+            && !downed
+            && !self
+                .phy
+                .contains_key(&(end, p.device.clone(), p.port.clone()))
+        {
+            return;
+        }
+        let t = self
+            .phy
+            .entry((end, p.device.clone(), p.port.clone()))
+            .or_default();
+        if downed {
+            t.link_down(at.t_s);
+        }
+        if let Some(g) = &p.phy {
+            t.read(at.t_s, g);
+        }
+    }
+
+    /// The PHY readings of port `device`/`port` of `end`, where its end read any.
+    pub fn phy(&self, end: End, device: &str, port: &str) -> Option<&PhyTrack> {
+        self.phy.get(&(end, device.to_string(), port.to_string()))
     }
 
     fn take_totals(&mut self, s: &SoakSample, at: Mark) {
@@ -724,6 +761,7 @@ mod tests {
             seq,
             t_s: seq as f64,
             ports: vec![PortSample {
+                phy: None,
                 device: "mlx4_0".into(),
                 port: "1".into(),
                 netdev: None,

@@ -61,6 +61,9 @@ string_enum! {
         KernelStatistics = "kernel_statistics",
         /// linerate's own reading of this soak (no outside threshold).
         Linerate = "linerate",
+        /// The device's own alarm and warning thresholds: a module's (SFF-8472, SFF-8636,
+        /// CMIS), a NIC sensor's hwmon `_max` and `_crit`.
+        Device = "device",
     }
 }
 
@@ -78,6 +81,9 @@ impl Source {
                 "Linux statistics.rst: rx_missed_errors, the host not keeping up"
             }
             Self::Linerate => "linerate: this soak's own measurement",
+            Self::Device => {
+                "the device's own thresholds: the module's (SFF-8472/8636, CMIS), the sensor's hwmon _max/_crit"
+            }
         }
     }
 }
@@ -93,6 +99,10 @@ string_enum! {
         Bits = "bits",
         /// A share of a whole (retransmitted segments per segment sent).
         Fraction = "fraction",
+        /// Degrees Celsius.
+        Celsius = "celsius",
+        /// Decibels (light under a threshold: 10·log10(threshold ÷ reading)).
+        Db = "db",
     }
 }
 
@@ -149,9 +159,19 @@ rule_ids! {
         LinkErrorRecoveryRate = "link_error_recovery_rate" => Bad, Nvsentinel;
         PostFecErrors = "post_fec_errors" => Bad, Mlx5Counters;
         LinkDown = "link_down" => Bad, Ufm;
+        /// A temperature below the port (the module's, the NIC's own sensor) reached its alarm
+        /// (the module's high alarm, the sensor's `_crit`).
+        TemperatureAlarm = "temperature_alarm" => Bad, Device;
+        /// The module's weakest lane received less light than its low alarm.
+        RxPowerAlarm = "rx_power_alarm" => Bad, Device;
         RetransWithErrors = "retrans_with_errors" => Bad, Linerate;
         SymbolWithRecovery = "symbol_with_recovery" => Marginal, InfinibandDiags;
         PreFecBer = "pre_fec_ber" => Marginal, Mlx5Counters;
+        /// A temperature below the port passed its warning (the module's high warning, the
+        /// sensor's `_max`; mlx5's `_crit`, which is its warning).
+        TemperatureWarning = "temperature_warning" => Marginal, Device;
+        /// The module's weakest lane received less light than its low warning.
+        RxPowerWarning = "rx_power_warning" => Marginal, Device;
         /// A receive-error counter over the receive-error budget for the bits received.
         RcvErrorsBudget = "rcv_errors_budget" => Marginal, Ibta;
         XmitCongestion = "xmit_congestion" => Congested, InfinibandDiags;
@@ -174,6 +194,12 @@ rule_ids! {
         /// RoCE's congestion control counted notifications (`rp_cnp_handled`, `np_cnp_sent`):
         /// working when the transport lost nothing, overrun when it lost packets anyway.
         RdmaCongestionControl = "rdma_congestion_control" => Clean, Mlx5Counters;
+        /// A temperature below the port rose by more than `temperature_rise_c` over the soak,
+        /// under its warning.
+        TemperatureRise = "temperature_rise" => Clean, Linerate;
+        /// The light the module received just before and after each time the link went down:
+        /// light lost (the far transmitter, the fibre) or not (a reset, the far end).
+        LinkDownLight = "link_down_light" => Clean, Linerate;
         PeggedFromStart = "pegged_from_start" => Insufficient, InfinibandDiags;
         /// Pegged when the soak began, cleared by someone during it: judged over the rest.
         PeggedThenCleared = "pegged_then_cleared" => Clean, InfinibandDiags;

@@ -144,6 +144,7 @@ fn rise(source: CounterSource, name: &str) -> PortReport {
             vec![(source, name.to_string(), v)]
         };
         s.ports.push(PortSample {
+            phy: None,
             device: "dev0".into(),
             port: "1".into(),
             netdev: None,

@@ -3,7 +3,7 @@
 //! data, serialized as is for `--json-stream` (`schemas/watch-stream.schema.json`); field
 //! names are a contract.
 
-use linerate_facts::CounterSource;
+use linerate_facts::{CounterSource, RxReading, TempReading};
 use linerate_model::LimitedBy;
 use linerate_soak::{RuleId, Verdict, VerdictRule};
 use serde::{Deserialize, Serialize};
@@ -82,6 +82,13 @@ pub struct PortFrame {
     pub window: Option<WindowMark>,
     /// The latest link event of this port.
     pub last_change: Option<LinkChange>,
+    /// The temperature nearest its limit below the port (the module's, the NIC's sensors),
+    /// as last read (every `linerate_facts::PHY_SAMPLE_PERIOD_S`); `None` where nothing
+    /// reports one.
+    pub temperature: Option<TempReading>,
+    /// The module's weakest lane of received light, as last read; `None` without a module
+    /// that measures it (copper, no module).
+    pub rx_power: Option<RxReading>,
 }
 
 impl PortFrame {
@@ -168,8 +175,18 @@ pub struct CounterRate {
 pub(crate) mod tests {
     use super::*;
     use crate::changes::ChangeKind;
+    use linerate_facts::Level;
     use linerate_testkit::schema;
     use serde_json::{json, Value};
+
+    /// Every `Level`, as the PHY readings carry it.
+    const LEVELS: [Level; 5] = [
+        Level::Normal,
+        Level::LowWarning,
+        Level::HighWarning,
+        Level::LowAlarm,
+        Level::HighAlarm,
+    ];
 
     /// A link event of `what` on the example port.
     fn change(what: ChangeKind) -> LinkChange {
@@ -234,6 +251,18 @@ pub(crate) mod tests {
                 }],
             }),
             last_change: Some(change(ChangeKind::Width)),
+            temperature: Some(TempReading {
+                what: "module".into(),
+                c: 71.5,
+                limit_c: Some(70.0),
+                level: Level::HighWarning,
+            }),
+            rx_power: Some(RxReading {
+                lane: 3,
+                mw: 0.02,
+                low_warning_mw: Some(0.0316),
+                level: Level::LowWarning,
+            }),
         }
     }
 
@@ -386,6 +415,8 @@ pub(crate) mod tests {
                 moved: Vec::new(),
                 window: None,
                 last_change: None,
+                temperature: None,
+                rx_power: None,
                 ..base.clone()
             },
         ];
@@ -424,6 +455,12 @@ pub(crate) mod tests {
             })
         }));
         out.extend(VerdictRule::all().map(|r| with(&|p| p.window.as_mut().unwrap().rule = r)));
+        out.extend(LEVELS.iter().map(|&l| {
+            with(&|p| {
+                p.temperature.as_mut().unwrap().level = l;
+                p.rx_power.as_mut().unwrap().level = l;
+            })
+        }));
         out.extend(
             RuleId::ALL
                 .iter()

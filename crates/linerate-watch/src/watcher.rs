@@ -5,8 +5,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use linerate_facts::CounterSource;
 use linerate_facts::{CounterClass, CounterRole};
+use linerate_facts::{CounterSource, PhyGauges};
 use linerate_proto::soak::SoakSample;
 use linerate_soak::{CounterTrack, JudgeParams, PortReport};
 
@@ -51,6 +51,8 @@ struct PortState {
     history: Ring<RatePoint>,
     totals: PortTotals,
     last_change: Option<LinkChange>,
+    /// The port's PHY gauges as last read (they come every few samples).
+    phy: Option<PhyGauges>,
 }
 
 /// One port's counters in one interval, gathered from the tracker.
@@ -117,6 +119,7 @@ impl Watcher {
                 history: Ring::new(self.params.history),
                 totals: PortTotals::default(),
                 last_change: None,
+                phy: None,
             });
         }
         self.index.clear();
@@ -153,6 +156,15 @@ impl Watcher {
         self.last = Some(at);
         self.samples += 1;
         let (seq, problems) = (s.seq, s.problems.clone());
+        for p in &s.ports {
+            let Some(g) = &p.phy else { continue };
+            let id = self
+                .slot(&p.device, &p.port)
+                .map(|i| self.ports[i].id.clone());
+            if let Some(st) = id.and_then(|id| self.state.get_mut(&id)) {
+                st.phy = Some(g.clone());
+            }
+        }
         self.window.push(s);
         let steps = self.steps(seq);
         let mut ports = Vec::with_capacity(self.ports.len());
@@ -199,6 +211,8 @@ impl Watcher {
                 moved: step.moved.clone(),
                 window: None,
                 last_change: None,
+                temperature: st.phy.as_ref().and_then(PhyGauges::hottest),
+                rx_power: st.phy.as_ref().and_then(PhyGauges::weakest_rx),
             });
         }
         for c in flaps {
@@ -283,6 +297,11 @@ impl Watcher {
 
     pub fn history(&self, id: &PortId) -> Option<&Ring<RatePoint>> {
         self.state.get(id).map(|s| &s.history)
+    }
+
+    /// Port `id`'s PHY gauges (the NIC's temperatures, the module's diagnostics) as last read.
+    pub fn phy(&self, id: &PortId) -> Option<&PhyGauges> {
+        self.state.get(id)?.phy.as_ref()
     }
 
     pub fn totals(&self, id: &PortId) -> Option<&PortTotals> {

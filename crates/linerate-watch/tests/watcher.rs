@@ -43,6 +43,7 @@ fn sample(seq: u64, t_s: f64, id: &PortId, counters: &[(CounterSource, &str, u64
         seq,
         t_s,
         ports: vec![PortSample {
+            phy: None,
             device: id.device.clone(),
             port: id.port.clone(),
             netdev: None,
@@ -328,4 +329,49 @@ fn memory_is_bounded_however_long_it_runs() {
     assert_eq!(w.log().len(), 20);
     assert_eq!(w.log().pushed(), 49);
     assert!(w.window().span_s() <= 10.0);
+}
+
+#[test]
+fn phy_gauges_stay_until_read_again() {
+    use linerate_facts::{HwmonSensor, Level, PhyGauges};
+    let mut w = qdr_watcher(60.0);
+    let id = ib();
+    let c = [(IbCounters, "port_rcv_data", 1000)];
+    let sensor = |c: f64| HwmonSensor {
+        chip: Some("mlx5".into()),
+        sensor: "temp1".into(),
+        label: Some("asic".into()),
+        input_c: Some(c),
+        max_c: None,
+        crit_c: Some(105.0),
+        highest_c: None,
+        path: "/sys/bus/pci/devices/0000:04:00.0/hwmon/hwmon3".into(),
+    };
+    let with = |s: SoakSample, c: f64| {
+        let mut s = s;
+        s.ports[0].phy = Some(PhyGauges {
+            sensors: vec![sensor(c)],
+            module: None,
+        });
+        s
+    };
+    let f = w.push(sample(0, 0.0, &id, &c), tick(0, 0.0));
+    assert_eq!(f.ports[0].temperature, None, "nothing read yet");
+    let f = w.push(with(sample(1, 1.0, &id, &c), 64.0), tick(1, 1.0));
+    let t = f.ports[0]
+        .temperature
+        .clone()
+        .expect("the sensor's reading");
+    assert_eq!(
+        (t.what.as_str(), t.c, t.level),
+        ("mlx5 asic", 64.0, Level::Normal)
+    );
+    // A sample between two readings keeps the last one.
+    let f = w.push(sample(2, 2.0, &id, &c), tick(2, 2.0));
+    assert_eq!(f.ports[0].temperature.as_ref().map(|t| t.c), Some(64.0));
+    // mlx5's `_crit` is its warning threshold.
+    let f = w.push(with(sample(3, 12.0, &id, &c), 106.0), tick(3, 12.0));
+    let t = f.ports[0].temperature.clone().unwrap();
+    assert_eq!((t.c, t.level), (106.0, Level::HighWarning));
+    assert_eq!(f.ports[0].rx_power, None, "no module, no light");
 }

@@ -25,8 +25,9 @@ pub use net::{IpoibInfo, IpoibMode, Netdev, NetdevKind};
 pub use pci::{PciFunction, PcieLinkFiles, PcieSpeedFiles, UpstreamPort};
 pub use phy::{
     dbm, Channels, Coalesce, Diagnostics, Fec, FecMode, HwmonSensor, LaneDiagnostics, Level,
-    LinkModes, Media, Module, ModuleStandard, Pause, PhyQuery, PhySource, PhyUnread, PortPhy,
-    Rings, RxPowerMeasure, Sriov, SriovVf, Thresholds, UnreadWhy, VfInfo, VfLinkState,
+    LinkModes, Media, Module, ModuleStandard, Pause, PhyGauges, PhyQuery, PhySource, PhyUnread,
+    PortPhy, Rings, RxPowerMeasure, RxReading, Sriov, SriovVf, TempReading, Thresholds, UnreadWhy,
+    VfInfo, VfLinkState, PHY_SAMPLE_PERIOD_S,
 };
 pub use ports::{Port, PortKind};
 pub use problem::{Problem, ProblemKind};

@@ -578,6 +578,124 @@ pub struct HwmonSensor {
     pub path: String,
 }
 
+impl HwmonSensor {
+    /// Where its reading stands: at or above `_crit`, an alarm (mlx5 puts its warning
+    /// threshold there, `mlx5/core/hwmon.c`: a warning); at or above `_max`, a warning.
+    pub fn level(&self) -> Option<Level> {
+        let now = self.input_c?;
+        let mlx5 = self.chip.as_deref() == Some("mlx5");
+        Some(match (self.crit_c, self.max_c) {
+            (Some(c), _) if now >= c && !mlx5 => Level::HighAlarm,
+            (Some(c), _) if now >= c => Level::HighWarning,
+            (_, Some(m)) if now >= m => Level::HighWarning,
+            _ => Level::Normal,
+        })
+    }
+
+    /// `mlx5 asic` (the chip and the label, else the sensor).
+    pub fn name(&self) -> String {
+        let label = self.label.as_deref().unwrap_or(&self.sensor);
+        match &self.chip {
+            Some(c) => format!("{c} {label}"),
+            None => label.to_string(),
+        }
+    }
+}
+
+/// What changes below a port over time, as soak and watch sample it (at most every
+/// [`PHY_SAMPLE_PERIOD_S`]): the NIC's own temperature sensors and the module's diagnostics,
+/// each with the device's own thresholds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhyGauges {
+    /// The PCI function's hwmon temperature sensors.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sensors: Vec<HwmonSensor>,
+    /// The module's diagnostics (temperature, per lane power), with its thresholds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<Diagnostics>,
+}
+
+/// Seconds between two readings of a port's [`PhyGauges`]: a module's EEPROM is read over
+/// I2C by the NIC's firmware (milliseconds per page, on the driver's lock), and temperatures
+/// and light change over minutes, not within a refresh.
+pub const PHY_SAMPLE_PERIOD_S: f64 = 10.0;
+
+/// One temperature of [`PhyGauges`] and where it stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TempReading {
+    /// `module`, or the NIC's sensor (`mlx5 asic`).
+    pub what: String,
+    pub c: f64,
+    /// The limit it is judged against, °C: the module's high warning, the sensor's `_max`
+    /// (else `_crit`).
+    pub limit_c: Option<f64>,
+    pub level: Level,
+}
+
+/// The weakest lane's received light of [`PhyGauges`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RxReading {
+    pub lane: u8,
+    pub mw: f64,
+    /// The module's low warning, mW.
+    pub low_warning_mw: Option<f64>,
+    pub level: Level,
+}
+
+impl PhyGauges {
+    /// Every temperature read: the module's, then the NIC's sensors.
+    pub fn temperatures(&self) -> Vec<TempReading> {
+        let mut out = Vec::new();
+        if let Some(d) = &self.module {
+            if let Some(c) = d.temperature_c {
+                let t = d.temperature_thresholds_c.filter(Thresholds::is_ordered);
+                out.push(TempReading {
+                    what: "module".into(),
+                    c,
+                    limit_c: t.map(|t| t.high_warning),
+                    level: t.map_or(Level::Normal, |t| t.level(c)),
+                });
+            }
+        }
+        for s in &self.sensors {
+            let (Some(c), Some(level)) = (s.input_c, s.level()) else {
+                continue;
+            };
+            out.push(TempReading {
+                what: s.name(),
+                c,
+                limit_c: s.max_c.or(s.crit_c),
+                level,
+            });
+        }
+        out
+    }
+
+    /// The temperature nearest trouble: the worst level, then the highest reading.
+    pub fn hottest(&self) -> Option<TempReading> {
+        self.temperatures()
+            .into_iter()
+            .max_by(|a, b| a.level.cmp(&b.level).then(a.c.total_cmp(&b.c)))
+    }
+
+    /// The lane receiving the least light, with where it stands against the module's
+    /// thresholds (none for a module without Rx monitors: copper).
+    pub fn weakest_rx(&self) -> Option<RxReading> {
+        let d = self.module.as_ref()?;
+        let t = d.rx_power_thresholds_mw.filter(Thresholds::is_ordered);
+        d.lanes
+            .iter()
+            .filter_map(|l| Some((l.lane, l.rx_power_mw?)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(lane, mw)| RxReading {
+                lane,
+                mw,
+                low_warning_mw: t.map(|t| t.low_warning),
+                level: t.map_or(Level::Normal, |t| t.level(mw)),
+            })
+    }
+}
+
 /// A physical function's SR-IOV files.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sriov {

@@ -8,6 +8,7 @@
 //! names where a frame is built, and `schemas/watch-stream.schema.json` needs its entry: the
 //! schema test in `linerate-watch` fails until it has it).
 
+use linerate_facts::{dbm, Level};
 use linerate_units::fmt_utc_time;
 use linerate_watch::PortFrame;
 use ratatui_core::style::{Color, Modifier, Style};
@@ -87,6 +88,8 @@ columns! {
     TxPkt => "TX PKT", Width::Fixed(10), priority 6, Right;
     Utilisation => "UTILISATION", Width::Fixed(17), priority 1, Left;
     Ceiling => "CEILING", Width::Fixed(22), priority 2, Left;
+    Temp => "TEMP", Width::Fixed(7), priority 7, Right;
+    Light => "RX LIGHT", Width::Fixed(10), priority 7, Right;
     Events => "ERRORS / LINK EVENTS", Width::Rest { fit: 16, min: 8 }, priority 0, Left;
 }
 
@@ -132,7 +135,27 @@ impl Column {
             Self::Utilisation => utilisation(screen, p.utilisation),
             Self::Ceiling => (ceiling_words(p, unit), plain),
             Self::Events => events(screen, p),
+            Self::Temp => match &p.temperature {
+                Some(t) => (format!("{:.0} °C", t.c), level_style(screen, t.level)),
+                None => ("-".into(), plain),
+            },
+            Self::Light => match &p.rx_power {
+                Some(r) => (
+                    dbm(r.mw).map_or("no light".into(), |d| format!("{d:.1} dBm")),
+                    level_style(screen, r.level),
+                ),
+                None => ("-".into(), plain),
+            },
         }
+    }
+}
+
+/// A PHY reading's colour: yellow past a warning, red past an alarm.
+fn level_style(screen: &WatchScreen<'_>, l: Level) -> Style {
+    match l {
+        Level::Normal => Style::default(),
+        Level::LowWarning | Level::HighWarning => screen.style(Color::Yellow),
+        Level::LowAlarm | Level::HighAlarm => screen.style(Color::Red),
     }
 }
 
@@ -180,9 +203,22 @@ fn events(screen: &WatchScreen<'_>, p: &PortFrame) -> (String, Style) {
     (events.join("; "), style)
 }
 
-/// The columns that fit `width`, from the left: the highest priority numbers go first.
-pub(crate) fn fitting(width: u16) -> Vec<Column> {
-    let mut keep: Vec<Column> = Column::ALL.to_vec();
+impl Column {
+    /// Whether the column has anything to show for `rows`: the PHY readings only where a port
+    /// reports them (most ports have no sensor or optic to read), every other column always.
+    pub(crate) fn shown(self, rows: &[&PortFrame]) -> bool {
+        match self {
+            Self::Temp => rows.iter().any(|p| p.temperature.is_some()),
+            Self::Light => rows.iter().any(|p| p.rx_power.is_some()),
+            _ => true,
+        }
+    }
+}
+
+/// The columns that `shown` keeps and that fit `width`, from the left: the highest priority
+/// numbers go first.
+pub(crate) fn fitting(width: u16, shown: impl Fn(Column) -> bool) -> Vec<Column> {
+    let mut keep: Vec<Column> = Column::ALL.iter().copied().filter(|c| shown(*c)).collect();
     let total = |k: &[Column]| {
         k.iter()
             .map(|c| match c.width() {
@@ -234,8 +270,10 @@ mod tests {
 
     #[test]
     fn narrow_screens_drop_columns_by_priority() {
-        assert_eq!(fitting(400), Column::ALL);
-        let titles = |w: u16| -> Vec<&str> { fitting(w).iter().map(|c| c.title()).collect() };
+        assert_eq!(fitting(400, |_| true), Column::ALL);
+        assert!(!fitting(400, |c| c != Column::Temp).contains(&Column::Temp));
+        let titles =
+            |w: u16| -> Vec<&str> { fitting(w, |_| true).iter().map(|c| c.title()).collect() };
         assert_eq!(
             titles(80),
             ["PORT", "RX", "TX", "UTILISATION", "ERRORS / LINK EVENTS"]
@@ -246,7 +284,7 @@ mod tests {
 
     #[test]
     fn the_rest_of_the_screen_goes_to_the_stretching_column() {
-        let cols = fitting(80);
+        let cols = fitting(80, |_| true);
         let w = widths(&cols, 80);
         // PORT 16, RX 10, TX 10, UTILISATION 17, each with its gap: 57; the events get 23.
         assert_eq!(w, [16, 10, 10, 17, 23]);

@@ -3,8 +3,8 @@
 //! the rules read off one result or one end.
 
 use linerate_facts::{
-    CounterDelta, EndFacts, FindingId, Inventory, OpticsEnd, PortKind, QdiscsSeen, Severity,
-    ShaperFact, UdpReceive,
+    CounterDelta, EndFacts, FecEnd, FecMode, FindingId, Inventory, OpticsEnd, PortKind, QdiscsSeen,
+    Severity, ShaperFact, UdpReceive,
 };
 use linerate_model::{HostStackCeiling, LimitedBy};
 use linerate_proto::{Direction, HostCpuLoad, RdmaOp, TestKind, TestParams};
@@ -198,7 +198,22 @@ pub fn end_facts(inv: &Inventory, netdev: Option<&str>, shapers: Vec<ShaperFact>
             .filter(|n| n.paravirtual)
             .map(|n| n.driver.clone().unwrap_or_else(|| "paravirtual".into())),
         optics: netdev.and_then(|n| optics_of(inv, n)),
+        fec: netdev.and_then(|n| fec_of(inv, n)),
     }
+}
+
+/// The FEC netdev `n`'s port runs (`EndFacts::fec`); None where the driver reports no active
+/// mode, or only `auto` (a configuration, not what runs).
+fn fec_of(inv: &Inventory, n: &str) -> Option<FecEnd> {
+    let f = inv.phy(n)?.fec.as_ref()?;
+    let active = f.active.filter(|m| *m != FecMode::Auto)?;
+    Some(FecEnd {
+        active,
+        speed_mbps: inv
+            .netdev(n)
+            .and_then(linerate_facts::Netdev::link_speed_mbps),
+        uncorrectable_blocks: f.uncorrectable_blocks,
+    })
 }
 
 /// The optic of netdev `n`'s port with the light it measures (`EndFacts::optics`).

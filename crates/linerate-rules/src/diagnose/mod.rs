@@ -10,7 +10,7 @@
 //! - `registry`: the table of rules, each once, in the order they run; a rule is the impl of its
 //!   table type, in the module of its family, beside its tests: `path` (both ends' inventory,
 //!   MTU, shapers, asymmetry), `cpu` (saturation, contention, the receiver's copy), `window`
-//!   (socket buffers), `loss` (retransmits), `optics` (one end's Rx against the other's Tx), `qdisc` (drops and reordering the qdiscs counted),
+//!   (socket buffers), `loss` (retransmits), `optics` (one end's Rx against the other's Tx), `fec` (the two ends' FEC modes), `qdisc` (drops and reordering the qdiscs counted),
 //!   `rdma` (RDMA against TCP), `ceiling` (the bound beaten; reached or unexplained);
 //! - `edits`: the named edits of one rule's findings by another's output;
 //! - `verdict`: the one-line answer, from the findings and the rules' typed outputs.
@@ -19,6 +19,7 @@ mod ceiling;
 mod context;
 mod cpu;
 mod edits;
+mod fec;
 mod input;
 mod loss;
 mod optics;

@@ -195,6 +195,9 @@ registry! {
         /// optics (`optics`).
         OpticsLightLost => optics_light_lost,
             checked Checked::WhenFound("both ends' optics: one end's Rx power against the other's Tx");
+        /// `fec.mismatch`: the two ends' ports run different FEC modes (`fec`).
+        FecMismatch => fec_mismatch,
+            checked Checked::WhenFound("both ends' FEC modes");
         /// `net.shaper`: every qdisc with a rate on either end (`path`).
         Shapers => shapers,
             checked Checked::Always("traffic shapers (qdiscs with a rate) on both interfaces");
@@ -258,6 +261,7 @@ impl Rule {
         match id {
             F::MtuMismatch => Some(Self::MtuMismatch),
             F::OpticsLightLost => Some(Self::OpticsLightLost),
+            F::FecMismatch => Some(Self::FecMismatch),
             F::NetShaper => Some(Self::Shapers),
             F::CpuSaturated => Some(Self::CpuSaturated),
             F::CpuContended => Some(Self::CpuContended),

@@ -32,6 +32,7 @@ pub(super) fn nic(netdev: &str, gbps: f64) -> EndFacts {
         findings: Vec::new(),
         paravirtual: None,
         optics: None,
+        fec: None,
     }
 }
 

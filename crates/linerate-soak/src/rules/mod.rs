@@ -17,6 +17,7 @@ mod ethernet;
 mod link;
 mod notes;
 mod path;
+mod phy;
 mod rdma;
 mod receive;
 
@@ -60,6 +61,7 @@ fn run_family(f: SoakFamily, j: &Judging, out: &mut Out) {
         SoakFamily::Path => path::path_rules(ctx, j.errors, out),
         SoakFamily::TcpRetransmits => path::tcp_retransmits(ctx, j.errors, out),
         SoakFamily::RdmaTransport => rdma::rdma_transport(ctx, j.errors, out),
+        SoakFamily::Phy => phy::phy_rules(ctx, out),
         SoakFamily::Notes => notes::counter_notes(ctx, out),
     }
 }

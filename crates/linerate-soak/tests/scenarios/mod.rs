@@ -112,6 +112,7 @@ pub fn soak_with(
                     .iter()
                     .filter(|p| p.end == end)
                     .map(|p| PortSample {
+                        phy: None,
                         device: p.device.into(),
                         port: "1".into(),
                         netdev: None,
