@@ -400,13 +400,13 @@ pub(crate) fn run_local(
     // qdiscs dropped.
     let link = LinkSnapshot::of(local_ip);
     let qdiscs = crate::qdiscs::watch(local_ip);
-    let udp = crate::udp_receive::watch(plan.params.kind);
+    // (Its UDP receive counters the wire protocol reads around the whole conversation: the
+    // far end's last datagrams arrive after this end's streams ended.)
     // This end never answers the far end's transactions: nothing tells it the far end is done.
     let mut run = side::run(plan, wired, &mut sink, abort, &Stop::new());
     run.results.host_load = Some(Box::new(HostCpu::between(&before, &cpu.snapshot()).into()));
     run.results.link = link.and_then(|l| l.since()).map(Box::new);
     run.results.qdiscs = qdiscs.and_then(|q| q.finish());
-    run.results.udp_receive = udp.and_then(crate::udp_receive::UdpWatch::finish);
     run.far_end_here = cpu.has_far_end();
     run
 }

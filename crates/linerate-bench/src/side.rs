@@ -104,6 +104,16 @@ impl Wired {
             Self::Udp(..) | Self::Listen { .. } | Self::Connect { .. } => Vec::new(),
         }
     }
+
+    /// The UDP sockets, for a caller that keeps them open past the side's end (the client, until
+    /// the far end's results came: a datagram still on its way then reaches the socket, or its
+    /// full buffer where the host counts the drop, instead of being answered with ICMP).
+    pub fn udp_sockets(&self) -> Vec<Arc<UdpSocket>> {
+        match self {
+            Self::Udp(_, f) => f.iter().map(|f| Arc::clone(&f.sock)).collect(),
+            Self::Tcp(..) | Self::Listen { .. } | Self::Connect { .. } => Vec::new(),
+        }
+    }
 }
 
 /// A UDP receiver's error, if any, and the receive state of every stream.

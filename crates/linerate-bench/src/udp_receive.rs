@@ -1,8 +1,11 @@
 //! What UDP receive counted on this side's host while a UDP test ran: the host-wide counters
 //! (`linerate_inventory::counters::udp_receive`: delivered, dropped for a full socket buffer,
-//! every receive error) read just before the test and just after it, in the network namespace
-//! the test runs in. Each side sends its own in its results (`SideResults::udp_receive`), so
-//! a datagram lost at the receiving socket is told from one lost on the path.
+//! every receive error) read before the test and after it, in the network namespace the test
+//! runs in: the server around its side; the client from before the server can send until the
+//! server's results came, its sockets open until then, so the datagrams that reach it after its
+//! own receivers stopped (the test counts them lost) are in its window too. Each side sends
+//! its own in its results (`SideResults::udp_receive`), so a datagram lost at the receiving
+//! socket is told from one lost on the path.
 
 use std::path::Path;
 

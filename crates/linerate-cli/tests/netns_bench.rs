@@ -443,13 +443,19 @@ fn udp_loss_at_a_small_receive_buffer_is_counted_by_the_receiver() {
     );
     // The sender's namespace received nothing of the test, and dropped nothing.
     assert_eq!(num(u, "/remote/rcvbuf_errors"), 0.0, "{u}");
-    // The datagrams lost after the warm-up: the receiver counted at least half as many
-    // buffer drops over the whole test (a veth loses nothing else at this rate).
+    // The client's window runs from before the server can send until the server's results
+    // came, its socket open until then: every datagram the test lost reached its host and
+    // was dropped at the full buffer (a veth loses nothing else at this rate), so the drops
+    // it counted cover the loss. The margin: what the 4 KiB buffer still held unread when the
+    // receiver stopped (a few datagrams), and 1% for any the veth's backlog dropped on a
+    // loaded machine. Measured: the drops equal the loss (48,031 of 48,031; before the window
+    // covered the far end's last datagrams, 56,680 of 57,107). No warm-up is omitted and
+    // nothing else receives in the namespace, so the drops are not more than the loss either.
     if lost > 0.0 {
-        assert!(
-            num(local, "/rcvbuf_errors") * 2.0 >= lost,
-            "{lost} lost; {u}"
-        );
+        let drops = num(local, "/rcvbuf_errors");
+        let margin = lost / 100.0 + 8.0;
+        assert!(drops + margin >= lost, "{lost} lost; {u}");
+        assert!(drops <= lost + margin, "{lost} lost; {u}");
     } else {
         println!("nothing lost: this machine drained a 4 KiB buffer at 1 Gb/s");
     }

@@ -274,6 +274,10 @@ pub enum CounterRole {
     /// ... at the receiving end, the notification point: ECN-marked packets it answered with
     /// a notification to their sender (`np_cnp_sent`).
     CnpSent,
+    /// Pause frames the port received (802.3x or PFC): its peer asked it to stop sending.
+    PauseReceived,
+    /// Pause frames the port sent: it asked its peer to stop sending, its receive side full.
+    PauseSent,
     /// TCP segments sent again (host-wide).
     TcpRetrans,
     /// TCP segments sent again that the receiver reported it had already (D-SACK,
@@ -314,6 +318,8 @@ impl CounterRole {
             Self::RdmaReceivedLost => "rdma_received_lost",
             Self::CnpHandled => "cnp_handled",
             Self::CnpSent => "cnp_sent",
+            Self::PauseReceived => "pause_received",
+            Self::PauseSent => "pause_sent",
             Self::TcpRetrans => "tcp_retrans",
             Self::TcpSpurious => "tcp_spurious",
             Self::TcpSent => "tcp_sent",
@@ -368,6 +374,7 @@ impl CounterRole {
                 SoakFamily::Ethernet
             }
             Self::XmitDiscards | Self::XmitWait | Self::RemotePhysical => SoakFamily::Path,
+            Self::PauseReceived | Self::PauseSent => SoakFamily::Pause,
             Self::TcpRetrans | Self::TcpSpurious => SoakFamily::TcpRetransmits,
             Self::RdmaSentLost | Self::RdmaReceivedLost | Self::CnpHandled | Self::CnpSent => {
                 SoakFamily::RdmaTransport
@@ -401,6 +408,8 @@ pub enum SoakFamily {
     Ethernet,
     /// Retransmits with the port's errors; congestion and errors from elsewhere.
     Path,
+    /// Pause frames received or sent while the throughput they hold back fell.
+    Pause,
     /// TCP's retransmitted share without the port's errors.
     TcpRetransmits,
     /// The RDMA transport's losses, per direction, and RoCE's congestion control.
@@ -413,7 +422,7 @@ pub enum SoakFamily {
 }
 
 impl SoakFamily {
-    pub const ALL: [SoakFamily; 11] = [
+    pub const ALL: [SoakFamily; 12] = [
         Self::AnyIncrease,
         Self::Symbol,
         Self::Receive,
@@ -421,6 +430,7 @@ impl SoakFamily {
         Self::Recovery,
         Self::Ethernet,
         Self::Path,
+        Self::Pause,
         Self::TcpRetransmits,
         Self::RdmaTransport,
         Self::Phy,
@@ -437,6 +447,7 @@ impl SoakFamily {
             Self::Recovery => "recovery",
             Self::Ethernet => "ethernet",
             Self::Path => "path",
+            Self::Pause => "pause",
             Self::TcpRetransmits => "tcp_retransmits",
             Self::RdmaTransport => "rdma_transport",
             Self::Phy => "phy",
@@ -467,6 +478,8 @@ pub enum CounterName {
     AnyOf(&'static [&'static str]),
     /// ... ending in any one of these.
     EndsWith(&'static [&'static str]),
+    /// ... starting with one of the first and ending with one of the second.
+    Edges(&'static [&'static str], &'static [&'static str]),
     /// Any other name of the source: its last row.
     Other,
 }
@@ -479,6 +492,9 @@ impl CounterName {
             Self::AllOf(parts) => parts.iter().all(|p| name.contains(p)),
             Self::AnyOf(parts) => parts.iter().any(|p| name.contains(p)),
             Self::EndsWith(parts) => parts.iter().any(|p| name.ends_with(p)),
+            Self::Edges(starts, ends) => {
+                starts.iter().any(|p| name.starts_with(p)) && ends.iter().any(|p| name.ends_with(p))
+            }
             Self::Other => true,
         }
     }
@@ -540,16 +556,24 @@ use CounterClass::{
     Congestion, Corrected, Discard, Error, Info, LinkDown as Down, Retrain, Setting, Traffic,
     Transport,
 };
-use CounterName::{AllOf, AnyOf, EndsWith, Exact, Other};
+use CounterName::{AllOf, AnyOf, Edges, EndsWith, Exact, Other};
 use CounterRead::{AsListed, LinkAttr, Stats64};
 use CounterRole::{
     BufferOverrun, CnpHandled, CnpSent, FecCorrected, LinkChanges, LinkDown, LinkDowned,
-    LinkIntegrity, LinkRecovery, PostFec, PreFec, RcvErrors, RdmaReceivedLost, RdmaSentLost,
-    ReceivedData, ReceivedPackets, RemotePhysical, RxMissed, SentData, SentPackets, SymbolErrors,
-    TcpRetrans, TcpSent, TcpSpurious, XmitDiscards, XmitWait,
+    LinkIntegrity, LinkRecovery, PauseReceived, PauseSent, PostFec, PreFec, RcvErrors,
+    RdmaReceivedLost, RdmaSentLost, ReceivedData, ReceivedPackets, RemotePhysical, RxMissed,
+    SentData, SentPackets, SymbolErrors, TcpRetrans, TcpSent, TcpSpurious, XmitDiscards, XmitWait,
 };
 use CounterSource::{Carrier, Ethtool, IbCounters, IbHwCounters, NetdevStatistics, Snmp};
 use CounterUnit::{Bits, Blocks, Bytes, Events, Packets, Segments, Ticks, Words};
+
+/// How the drivers' counters of pause frames end (after `rx_` or `tx_`).
+const PAUSE_FRAMES: &[&str] = &[
+    "_pause",
+    "_pause_ctrl_phy",
+    "_pause_frames",
+    "_flow_control_xoff",
+];
 
 const W4: CounterWidth = CounterWidth::Bits(4);
 const W8: CounterWidth = CounterWidth::Bits(8);
@@ -709,6 +733,14 @@ pub const COUNTERS: &[CounterDef] = &[
     row(Ethtool, Exact("rx_bits_phy"), Traffic, W64, Bits, AsListed, soak(ReceivedData)),
     row(Ethtool, AnyOf(&["fec", "corrected", "uncorrect"]), Corrected, W64, Blocks, AsListed, NONE),
     row(Ethtool, AnyOf(&["link_down"]), Down, W64, Events, AsListed, NONE),
+    // Pause frames (802.3x and PFC), each direction: mlx5's per priority (`rx_prio3_pause`),
+    // per port (`rx_pause_ctrl_phy`) and global (`rx_global_pause`), bnxt's and others'
+    // `rx_pause_frames`, ixgbe's `rx_flow_control_xoff`, i40e's and ice's `link_xoff_rx`; not
+    // their durations and transitions (`rx_prio3_pause_duration`).
+    row(Ethtool, Edges(&["rx_"], PAUSE_FRAMES), Congestion, W64, Packets, AsListed, soak(PauseReceived)),
+    row(Ethtool, Edges(&["tx_"], PAUSE_FRAMES), Congestion, W64, Packets, AsListed, soak(PauseSent)),
+    row(Ethtool, EndsWith(&["link_xoff_rx"]), Congestion, W64, Packets, AsListed, soak(PauseReceived)),
+    row(Ethtool, EndsWith(&["link_xoff_tx"]), Congestion, W64, Packets, AsListed, soak(PauseSent)),
     row(Ethtool, AnyOf(&["pause_storm"]), Congestion, W64, Events, AsListed, NONE),
     row(Ethtool, AnyOf(&["drop", "discard", "out_of_buffer"]), Discard, W64, Packets, AsListed, NONE),
     row(Ethtool, AnyOf(&["err", "symbol", "crc", "timeout", "signal_integrity", "module_"]), Error, W64, Events, AsListed, NONE),
@@ -882,6 +914,27 @@ mod tests {
         );
         assert_eq!(class(Ethtool, "rx0_packets"), Traffic);
         assert_eq!(class(Ethtool, "tx_pause_storm_error_events"), Congestion);
+        let soak = |n| CounterDef::of(Ethtool, n).judges.soak;
+        for n in [
+            "rx_prio3_pause",
+            "rx_pause_ctrl_phy",
+            "rx_global_pause",
+            "rx_pause_frames",
+        ] {
+            assert_eq!(soak(n), Some(PauseReceived), "{n}");
+        }
+        for n in [
+            "tx_prio0_pause",
+            "tx_pause_ctrl_phy",
+            "port.link_xoff_tx",
+            "tx_flow_control_xoff",
+        ] {
+            assert_eq!(soak(n), Some(PauseSent), "{n}");
+        }
+        // Their time and transitions are not frames.
+        assert_eq!(soak("rx_prio3_pause_duration"), None);
+        assert_eq!(soak("tx_prio3_pause_transition"), None);
+        assert_eq!(soak("tx_pause_storm_warning_events"), None);
         assert_eq!(class(IbCounters, "unicast_rcv_packets"), Traffic);
         assert_eq!(class(IbCounters, "port_new_errors"), Error);
         assert_eq!(class(IbHwCounters, "rx_write_requests"), Traffic);

@@ -11,7 +11,7 @@ use linerate_units::fmt_round;
 use crate::phy::PhyTrack;
 use crate::report::BitsBasis;
 use crate::thresholds::JudgeParams;
-use crate::tracker::{CounterTrack, EndTotals, PortInfo, Tracker};
+use crate::tracker::{CounterTrack, EndTotals, IntervalRecord, PortInfo, Tracker};
 
 /// Speeds that run PAM4 with FEC, where raw symbol errors are normal.
 pub fn is_pam4(speed: &str) -> bool {
@@ -46,6 +46,7 @@ type Ranked<'a> = (usize, usize, &'a CounterTrack);
 /// The counters of one port by role (`linerate_facts::CounterRole`, from the counter table),
 /// with what the rules need beside them.
 pub(crate) struct PortCtx<'a> {
+    tracker: &'a Tracker,
     pub info: &'a PortInfo,
     pub totals: &'a EndTotals,
     pub jp: &'a JudgeParams,
@@ -90,6 +91,7 @@ impl<'a> PortCtx<'a> {
             .collect();
         let host = by_role(tracker.host_counters(info.end));
         let mut ctx = Self {
+            tracker,
             info,
             totals: tracker.totals(info.end),
             jp,
@@ -147,6 +149,33 @@ impl<'a> PortCtx<'a> {
     /// the same.
     pub fn host(&self, r: CounterRole) -> impl Iterator<Item = &'a CounterTrack> + '_ {
         self.host.get(&r).into_iter().flatten().map(|(_, _, c)| *c)
+    }
+
+    /// The intervals of the port's end, in order, each with the counters of `tracks` that
+    /// rose in it (their increase summed).
+    pub fn intervals_with(
+        &self,
+        tracks: &[&CounterTrack],
+    ) -> impl Iterator<Item = (&'a IntervalRecord, u64)> + '_ {
+        let all = self.tracker.counters();
+        let idx: Vec<u32> = tracks
+            .iter()
+            .filter_map(|t| all.iter().position(|c| std::ptr::eq(c, *t)))
+            .filter_map(|i| u32::try_from(i).ok())
+            .collect();
+        self.tracker
+            .timeline()
+            .iter()
+            .filter(|r| r.end == self.info.end)
+            .map(move |r| {
+                let rose = r
+                    .moved
+                    .iter()
+                    .filter(|m| idx.contains(&m.counter))
+                    .map(|m| m.delta)
+                    .sum();
+                (r, rose)
+            })
     }
 
     pub fn pam4(&self) -> bool {

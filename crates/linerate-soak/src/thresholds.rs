@@ -48,8 +48,9 @@ pub const LINK_ERROR_RECOVERY_PER_MIN: f64 = 5.0;
 /// `etc/error_thresholds`: PortXmitWait=1000).
 pub const XMIT_WAIT_TICKS: u64 = 1000;
 
-/// An interval below this fraction of its end's median throughput is a dip (linerate's own:
-/// a tenth below typical is beyond the interval-to-interval noise of a steady TCP stream).
+/// An interval below this fraction of its end's median throughput is a dip, and the intervals
+/// with pause frames below this fraction of those without slowed (`pause_frames`) (linerate's
+/// own: a tenth below typical is beyond the interval-to-interval noise of a steady TCP stream).
 pub const DIP_FRACTION: f64 = 0.9;
 
 /// TCP segments retransmitted per segment sent (host-wide, `RetransSegs` ÷ `OutSegs` of
@@ -169,7 +170,7 @@ impl Threshold {
                 "port_xmit_wait ticks over the soak above which it is congestion"
             }
             Self::DipFraction => {
-                "the fraction of the median throughput below which an interval is a dip"
+                "the fraction of the median throughput below which an interval is a dip, and of the throughput without pause frames below which they slowed it (pause_frames)"
             }
             Self::TcpRetransFraction => {
                 "TCP segments retransmitted per segment sent above which an end's send direction loses packets"

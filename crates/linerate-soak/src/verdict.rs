@@ -176,6 +176,10 @@ rule_ids! {
         RcvErrorsBudget = "rcv_errors_budget" => Marginal, Ibta;
         XmitCongestion = "xmit_congestion" => Congested, InfinibandDiags;
         RemotePhysicalErrors = "remote_physical_errors" => Congested, InfinibandDiags;
+        /// Pause frames received (the peer asked this end to stop sending) or sent (this end
+        /// asked its peer to stop) while the direction they slow carried less than
+        /// `dip_fraction` of what it carried without them.
+        PauseFrames = "pause_frames" => Congested, Mlx5Counters;
         /// `rx_missed_errors` rose: the host did not take packets off the ring in time.
         RxMissed = "rx_missed" => Congested, KernelStatistics;
         /// The RDMA transport retransmitted, or received out of sequence, while no error counter

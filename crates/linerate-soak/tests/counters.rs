@@ -21,6 +21,7 @@ fn judged_rows() -> Vec<(&'static CounterDef, String)> {
                 CounterName::Exact(n) => n.to_string(),
                 CounterName::AllOf(parts) | CounterName::AnyOf(parts) => parts.join("_"),
                 CounterName::EndsWith(parts) => format!("x{}", parts[0]),
+                CounterName::Edges(starts, ends) => format!("{}prio3{}", starts[0], ends[0]),
                 CounterName::Other => return None,
             };
             Some((d, name))
@@ -54,6 +55,19 @@ fn counter_words(d: &CounterDef) -> String {
         CounterName::AnyOf(parts) | CounterName::EndsWith(parts) => {
             let words: Vec<String> = parts.iter().map(|p| format!("`{p}`")).collect();
             format!("any with {} in its name", words.join(" or "))
+        }
+        CounterName::Edges(starts, ends) => {
+            let words = |w: &[&str]| {
+                w.iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            };
+            format!(
+                "any starting with {} and ending with {}",
+                words(starts),
+                words(ends)
+            )
         }
         CounterName::Other => "any other".into(),
     }
@@ -176,6 +190,13 @@ fn every_judged_counter_is_judged_by_its_family_and_reported() {
             // The pre-FEC BER is one figure of the port, the check names no counter.
             CounterRole::PreFec => assert!(
                 r.checks.iter().any(|c| c.rule == RuleId::PreFecBer),
+                "{name}: {:?}",
+                r.checks
+            ),
+            // Judged beside the throughput of the direction they slow: a port whose only
+            // interval had them has nothing to compare with, and no check.
+            CounterRole::PauseReceived | CounterRole::PauseSent => assert!(
+                r.checks.iter().all(|c| c.rule != RuleId::PauseFrames),
                 "{name}: {:?}",
                 r.checks
             ),

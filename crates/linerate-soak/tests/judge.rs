@@ -1337,3 +1337,106 @@ fn the_scripted_scenarios_of_13_keep_their_verdicts_on_ethernet_too() {
     let _: Option<Reading> = None;
     let _ = eth(1);
 }
+
+#[test]
+fn pause_frames_name_the_end_and_the_direction_they_slowed() {
+    use linerate_proto::soak::SoakSample;
+    // A 100 GbE port on the local end whose pause counter `name` rose by 100 frames in each of
+    // intervals 31 to 40 (of 60), nothing before or after.
+    let pauses = |name: &'static str| {
+        port(End::Local, "mlx5_0", eth(100_000), move |s| {
+            vec![(Ethtool, name, s.saturating_sub(30).min(10) * 100)]
+        })
+    };
+    // ... and what the local end sent (or received) in those intervals halved: 4 Gb/s, under
+    // the 8 Gb/s of the others.
+    let halved = |sent: bool| {
+        move |s: &mut SoakSample, seq: u64| {
+            if s.end == End::Local && (31..=40).contains(&seq) {
+                if sent {
+                    s.bytes_sent /= 2;
+                } else {
+                    s.bytes_received /= 2;
+                }
+            }
+        }
+    };
+    let run = |name: &'static str, sent: bool| {
+        soak_with(
+            TEN_MIN,
+            &[pauses(name)],
+            &JudgeParams::default(),
+            halved(sent),
+        )
+    };
+    let pause_check = |r: &SoakReport| {
+        let p = r.port(End::Local, "mlx5_0", "1").unwrap();
+        let c: Vec<_> = p
+            .checks
+            .iter()
+            .filter(|c| c.rule == RuleId::PauseFrames)
+            .collect();
+        assert_eq!(c.len(), 1, "{:?}", p.checks);
+        (c[0].value, c[0].limit, c[0].fired)
+    };
+    // Received: the peer asked this end to stop sending, and its send direction fell.
+    let rx = run("rx_prio3_pause", true);
+    assert_eq!(
+        verdict(&rx, End::Local, "mlx5_0"),
+        (Verdict::Congested, "pause_frames")
+    );
+    let f = finding(&rx, End::Local, "mlx5_0", RuleId::PauseFrames);
+    println!("{}", f.text);
+    assert_eq!(f.counter.as_deref(), Some("rx_prio3_pause"));
+    assert!(
+        f.text.starts_with(
+            "rx_prio3_pause rose by 1000 in 10 of 60 intervals: this end's peer sent pause \
+             frames, asking it to stop sending"
+        ) && f
+            .text
+            .contains("this end's send direction carried 4 Gb/s in them, 50% under the 8 Gb/s"),
+        "{}",
+        f.text
+    );
+    let (value, limit, on) = pause_check(&rx);
+    assert!((value - 0.5).abs() < 1e-9 && (limit - 0.1).abs() < 1e-9 && on);
+    // The same frames while only the other direction fell: the send direction they slow held
+    // its rate (a lossless fabric at work), checked and not named.
+    let held = run("rx_prio3_pause", false);
+    assert!(!fired(&held, End::Local, "mlx5_0", RuleId::PauseFrames));
+    let (value, _, on) = pause_check(&held);
+    assert!(value.abs() < 1e-9 && !on, "{value}");
+    // Sent: this end asked its peer to stop, and the direction from the peer fell.
+    let tx = run("tx_pause_ctrl_phy", false);
+    let f = finding(&tx, End::Local, "mlx5_0", RuleId::PauseFrames);
+    println!("{}", f.text);
+    assert!(
+        f.text.starts_with("tx_pause_ctrl_phy rose by 1000 in 10 of 60 intervals: this end sent pause frames, asking its peer to stop sending")
+            && f.text.contains("the direction from the peer to this end carried 4 Gb/s in them"),
+        "{}",
+        f.text
+    );
+    assert!(!fired(
+        &run("tx_pause_ctrl_phy", true),
+        End::Local,
+        "mlx5_0",
+        RuleId::PauseFrames
+    ));
+    // Pause frames in every interval: nothing without them to compare with, no check.
+    let always = soak(
+        TEN_MIN,
+        &[port(End::Local, "mlx5_0", eth(100_000), |s| {
+            vec![(Ethtool, "rx_prio3_pause", s * 100)]
+        })],
+    );
+    let p = always.port(End::Local, "mlx5_0", "1").unwrap();
+    assert!(p.checks.iter().all(|c| c.rule != RuleId::PauseFrames));
+    // Their time is no frame count: a rise of `rx_prio3_pause_duration` alone is not judged.
+    let duration = soak_with(
+        TEN_MIN,
+        &[pauses("rx_prio3_pause_duration")],
+        &JudgeParams::default(),
+        halved(true),
+    );
+    assert!(!fired(&duration, End::Local, "mlx5_0", RuleId::PauseFrames));
+}

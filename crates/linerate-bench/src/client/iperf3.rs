@@ -1137,6 +1137,9 @@ pub(super) fn run(
         params: plan.params.clone(),
         ..cfg.clone()
     };
+    // This host's UDP receive counters from before the server can send until the results
+    // were exchanged (the server stops its streams at TEST_END), the sockets open until then.
+    let udp = crate::udp_receive::watch(cfg.params.kind);
     let opened = open_test(&cfg, &plan, o.server_version)?;
     let Opened {
         ctl,
@@ -1147,7 +1150,8 @@ pub(super) fn run(
         mut evidence,
     } = opened;
     let measured = measure(&cfg, &plan, ctl, local_ip, streams.wired, events);
-    let (side, concluded) = conclude(&plan, measured, &mut evidence);
+    let (mut side, concluded) = conclude(&plan, measured, &mut evidence);
+    side.results.udp_receive = udp.and_then(crate::udp_receive::UdpWatch::finish);
     let mut errors: Vec<String> = side
         .results
         .error

@@ -398,7 +398,13 @@ pub(super) fn run(
             events,
         );
     }
+    // This host's UDP receive counters from before the server can send until its results
+    // came (it sends them once its streams stopped), the sockets held open until then: the
+    // datagrams that reach this host after its receivers stopped are dropped here, as a full
+    // buffer, and the test counts them lost.
+    let udp = crate::udp_receive::watch(cfg.params.kind);
     let wired = open_data(cfg, ends, &acc, local_ip)?;
+    let held = wired.udp_sockets();
     say(&mut wire, &session, ClientEvent::DataReady)?;
     let plan = local_plan(
         cfg,
@@ -423,13 +429,15 @@ pub(super) fn run(
     let connections = cfg.params.connections() as usize;
     let reader_thread = control_reader(wire, &session, connections, (tx, soak_tx), &abort);
     let mut remote_intervals = Vec::new();
-    let run = run_local(cfg, &plan, local_ip, wired, &abort, events, &mut |ev| {
+    let mut run = run_local(cfg, &plan, local_ip, wired, &abort, events, &mut |ev| {
         drain_remote(&rx, &soak_rx, &mut remote_intervals, ev);
     });
     let _ = say(&mut writer, &session, ClientEvent::LocalDone);
     let (remote, reader_err) = reader_thread
         .join()
         .unwrap_or((None, Some("control reader failed".into())));
+    run.results.udp_receive = udp.and_then(crate::udp_receive::UdpWatch::finish);
+    drop(held);
     drain_remote(&rx, &soak_rx, &mut remote_intervals, events);
     let _ = writer.sock().shutdown(Shutdown::Both);
     let local_inventory = cfg.inventory.as_ref().and_then(|f| f(local_ip));

@@ -17,6 +17,7 @@ mod ethernet;
 mod link;
 mod notes;
 mod path;
+mod pause;
 mod phy;
 mod rdma;
 mod receive;
@@ -59,6 +60,7 @@ fn run_family(f: SoakFamily, j: &Judging, out: &mut Out) {
         SoakFamily::Recovery => link::recovery_rate(ctx, out),
         SoakFamily::Ethernet => ethernet::ethernet_rules(ctx, j.ber, out),
         SoakFamily::Path => path::path_rules(ctx, j.errors, out),
+        SoakFamily::Pause => pause::pause_rules(ctx, out),
         SoakFamily::TcpRetransmits => path::tcp_retransmits(ctx, j.errors, out),
         SoakFamily::RdmaTransport => rdma::rdma_transport(ctx, j.errors, out),
         SoakFamily::Phy => phy::phy_rules(ctx, out),
