@@ -517,6 +517,11 @@ pub fn rdma(
         .as_ref()
         .and_then(|r| r.rdma.as_ref())
         .map_or(0, |x| x.verify_errors);
+    // A read has no one way: its figure is its completion.
+    let one_way = rr
+        .latency
+        .as_ref()
+        .filter(|l| l.convention == linerate_rdma::LatencyConvention::HalfRoundTrip);
     t.rdma = Some(RdmaOut {
         op: spec.op.as_str(),
         provider: rr.provider.clone(),
@@ -526,8 +531,14 @@ pub fn rdma(
         verify: spec.verify,
         verify_errors: rr.verify_errors.saturating_add(remote_errors),
         messages_per_s: head.map(|r| r.messages_per_s.round()),
-        one_way_p50_us: rr.latency.as_ref().map(|l| r3(l.one_way_p50_us)),
-        one_way_mean_us: rr.latency.as_ref().map(|l| r3(l.one_way_mean_us)),
+        one_way_p50_us: one_way.map(|l| r3(l.p50_us / 2.0)),
+        one_way_mean_us: one_way.map(|l| r3(l.mean_us / 2.0)),
+        perftest_p50_us: rr.latency.as_ref().map(|l| r3(l.perftest_p50_us)),
+        perftest_mean_us: rr.latency.as_ref().map(|l| r3(l.perftest_mean_us)),
+        perftest_convention: rr
+            .latency
+            .as_ref()
+            .map(|l| l.convention.as_str().to_string()),
         sizes: rr.rows.clone(),
         device_counters: Vec::new(),
     });

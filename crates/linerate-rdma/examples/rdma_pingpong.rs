@@ -141,14 +141,15 @@ fn run(a: &Args) -> Result<(), RdmaError> {
             .latency(size, a.iters, Duration::from_secs(60))
             .map_err(|(_, e)| e)?;
         out(&format!(
-            r#"{{"kind":"lat",{meta},"size":{size},"samples":{},"rtt_min_us":{:.3},"rtt_p50_us":{:.3},"rtt_mean_us":{:.3},"rtt_p99_us":{:.3},"one_way_p50_us":{:.3},"one_way_mean_us":{:.3},"transactions_per_s":{:.1}}}"#,
+            r#"{{"kind":"lat",{meta},"size":{size},"samples":{},"rtt_min_us":{:.3},"rtt_p50_us":{:.3},"rtt_mean_us":{:.3},"rtt_p99_us":{:.3},"perftest_p50_us":{:.3},"perftest_mean_us":{:.3},"convention":"{}","transactions_per_s":{:.1}}}"#,
             r.samples,
             r.min_us,
             r.p50_us,
             r.mean_us,
             r.p99_us,
-            r.one_way_p50_us,
-            r.one_way_mean_us,
+            r.perftest_p50_us,
+            r.perftest_mean_us,
+            r.convention.as_str(),
             r.transactions_per_s
         ));
     }

@@ -9,7 +9,7 @@ use crate::params::{check_size, Op, Params};
 use crate::proto::{read_seq, Ctrl, Mode, CTRL_TIMEOUT, SEQ_MASK};
 use linerate_stats::LatencyHistogram;
 
-use crate::results::summarize;
+use crate::results::{summarize, LatencyConvention};
 use crate::{pattern, BwResult, LatResult, RdmaError, RdmaInterval};
 
 /// The connected active side. Runs are sequential on one connection; a size sweep calls
@@ -373,7 +373,12 @@ impl Initiator {
         let mut h = LatencyHistogram::new();
         let start = Instant::now();
         let out = self.lat_loop(size, iterations, start + max_duration, &mut h);
-        let res = summarize(size, &h, start.elapsed().as_secs_f64());
+        let res = summarize(
+            size,
+            &h,
+            start.elapsed().as_secs_f64(),
+            LatencyConvention::of(self.params.op),
+        );
         if let Err(e) = out {
             return Err((res, e));
         }

@@ -82,7 +82,9 @@ use std::time::{Duration, Instant};
 pub use error::RdmaError;
 pub use initiator::Initiator;
 pub use params::{Op, Params, MAX_MESSAGE, MAX_REGION, MAX_WINDOW};
-pub use results::{BwResult, LatResult, ProviderInfo, RdmaInterval, TargetStats};
+pub use results::{
+    BwResult, LatResult, LatencyConvention, ProviderInfo, RdmaInterval, TargetStats,
+};
 pub use target::Target;
 
 use ffi::conn::{Conn, FiError, Passive};

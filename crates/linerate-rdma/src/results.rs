@@ -52,8 +52,49 @@ impl BwResult {
     }
 }
 
+/// How perftest's `*_lat` reports one operation's latency (`perftest_parameters.c`:
+/// `rtt_factor` is 2 for write and send, 1 for read).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LatencyConvention {
+    /// `ib_write_lat`, `ib_send_lat`: a ping-pong's round trip halved (one way).
+    #[default]
+    HalfRoundTrip,
+    /// `ib_read_lat`: one read's whole completion time, not halved (a read is a request and
+    /// its response: there is no one-way figure of it).
+    Completion,
+}
+
+impl LatencyConvention {
+    /// perftest's convention for `op`.
+    pub fn of(op: crate::Op) -> Self {
+        match op {
+            crate::Op::Read => Self::Completion,
+            crate::Op::Write | crate::Op::Send => Self::HalfRoundTrip,
+        }
+    }
+
+    /// What a round trip is divided by to give the figure perftest prints.
+    pub fn divisor(self) -> f64 {
+        match self {
+            Self::HalfRoundTrip => 2.0,
+            Self::Completion => 1.0,
+        }
+    }
+
+    /// Its name in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::HalfRoundTrip => "half_round_trip",
+            Self::Completion => "completion",
+        }
+    }
+}
+
 /// A latency run. `*_us` figures are **round trips** (ping-pong: there and back; read: one
-/// read's completion); `one_way_*_us` are half of them, as perftest's `*_lat` reports.
+/// read's completion); `perftest_*_us` are what perftest's `*_lat` prints for the same
+/// operations, by its [`LatencyConvention`]: half the round trip for write and send, the whole
+/// completion for read.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatResult {
     pub size: usize,
@@ -68,17 +109,27 @@ pub struct LatResult {
     pub p99_us: f64,
     pub p999_us: f64,
     pub max_us: f64,
-    pub one_way_p50_us: f64,
-    pub one_way_mean_us: f64,
+    /// perftest's `t_typical` (the median) by its convention for the operation.
+    pub perftest_p50_us: f64,
+    /// perftest's `t_avg` by its convention.
+    pub perftest_mean_us: f64,
+    pub convention: LatencyConvention,
     /// Completed round trips per second of the run.
     pub transactions_per_s: f64,
 }
 
-/// Summarises the round trips of `h` over a run of `seconds`.
-pub(crate) fn summarize(size: usize, h: &LatencyHistogram, seconds: f64) -> LatResult {
+/// Summarises the round trips of `h` over a run of `seconds`, with perftest's figures by
+/// `convention`.
+pub(crate) fn summarize(
+    size: usize,
+    h: &LatencyHistogram,
+    seconds: f64,
+    convention: LatencyConvention,
+) -> LatResult {
     let Some(l) = h.summary() else {
         return LatResult {
             size,
+            convention,
             ..LatResult::default()
         };
     };
@@ -94,8 +145,9 @@ pub(crate) fn summarize(size: usize, h: &LatencyHistogram, seconds: f64) -> LatR
         p99_us: l.p99,
         p999_us: l.p999,
         max_us: l.max,
-        one_way_p50_us: l.p50 / 2.0,
-        one_way_mean_us: l.mean / 2.0,
+        perftest_p50_us: l.p50 / convention.divisor(),
+        perftest_mean_us: l.mean / convention.divisor(),
+        convention,
         transactions_per_s: if seconds > 0.0 {
             n as f64 / seconds
         } else {
@@ -135,7 +187,7 @@ mod tests {
         for v in 1..=1000u64 {
             h.record_ns(v * 1000); // 1..1000 µs
         }
-        let r = summarize(8, &h, 2.0);
+        let r = summarize(8, &h, 2.0, LatencyConvention::HalfRoundTrip);
         assert_eq!(r.samples, 1000);
         assert!((r.min_us - 1.0).abs() < 0.01);
         assert!((r.p50_us - 500.0).abs() < 1.0, "{}", r.p50_us);
@@ -144,13 +196,25 @@ mod tests {
         assert!((r.mean_us - 500.5).abs() < 0.6);
         // Uniform 1..=1000: σ = sqrt((1000² - 1) / 12) = 288.67 (it was reported as 0).
         assert!((r.stddev_us - 288.67).abs() < 0.5, "{}", r.stddev_us);
-        assert_eq!(r.one_way_p50_us, r.p50_us / 2.0);
+        assert_eq!(r.perftest_p50_us, r.p50_us / 2.0);
+        // ib_read_lat does not halve: a read's completion is its figure.
+        let read = summarize(8, &h, 2.0, LatencyConvention::of(crate::Op::Read));
+        assert_eq!(
+            (read.perftest_p50_us, read.convention),
+            (read.p50_us, LatencyConvention::Completion)
+        );
+        assert_eq!(LatencyConvention::of(crate::Op::Send).divisor(), 2.0);
         assert_eq!(r.transactions_per_s, 500.0);
     }
 
     #[test]
     fn empty_histogram_gives_zeroes() {
-        let r = summarize(8, &LatencyHistogram::new(), 1.0);
+        let r = summarize(
+            8,
+            &LatencyHistogram::new(),
+            1.0,
+            LatencyConvention::Completion,
+        );
         assert_eq!(r.samples, 0);
         assert_eq!(r.p50_us, 0.0);
     }

@@ -55,10 +55,25 @@ fn rdma_block(out: &mut String, t: &TestResult, r: &linerate_results::RdmaOut, s
     let _ = writeln!(out, "  provider {}, device {}", r.provider, r.device);
     if let Some(l) = &t.latency_us {
         round_trip_line(out, Transaction::RoundTrip, l, style);
-        if let (Some(p50), Some(mean)) = (r.one_way_p50_us, r.one_way_mean_us) {
+        if let (Some(p50), Some(mean)) = (r.perftest_p50_us, r.perftest_mean_us) {
+            let how = match r.perftest_convention.as_deref() {
+                Some("completion") => format!(
+                    "ib_{}_lat's figure: a read's whole completion, not halved",
+                    r.op
+                ),
+                _ => format!("ib_{}_lat's figure: half the round trip", r.op),
+            };
             let _ = writeln!(
                 out,
-                "  one way (half the round trip, as perftest reports)  p50 {} µs   mean {} µs",
+                "  as perftest reports it ({how})  t_typical {} µs   t_avg {} µs",
+                num(p50),
+                num(mean)
+            );
+        } else if let (Some(p50), Some(mean)) = (r.one_way_p50_us, r.one_way_mean_us) {
+            // A result of an earlier release: its one-way figures.
+            let _ = writeln!(
+                out,
+                "  one way (half the round trip)  p50 {} µs   mean {} µs",
                 num(p50),
                 num(mean)
             );

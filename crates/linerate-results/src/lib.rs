@@ -496,9 +496,21 @@ pub struct RdmaOut {
     /// Bytes that did not match the pattern, both ends (`verify`).
     pub verify_errors: u64,
     pub messages_per_s: Option<f64>,
-    /// Latency tests: half the round trip, as perftest's `*_lat` reports.
+    /// Latency of writes and sends: half the round trip (one way), as `ib_write_lat` and
+    /// `ib_send_lat` report it; none for reads (a read is a request and its response: there
+    /// is no one way of it).
     pub one_way_p50_us: Option<f64>,
     pub one_way_mean_us: Option<f64>,
+    /// Latency tests: the figures perftest's `*_lat` prints for the same operations
+    /// (`t_typical`, `t_avg`), by its convention: half the round trip for write and send,
+    /// a read's whole completion for read (`ib_read_lat` does not halve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perftest_p50_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perftest_mean_us: Option<f64>,
+    /// `half_round_trip` or `completion`: how `perftest_*_us` were taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perftest_convention: Option<String>,
     /// Bandwidth per message size (one row without `--sweep`).
     pub sizes: Vec<SizeRow>,
     /// What this end's RDMA device itself counted during the test (its port's `counters/` and
