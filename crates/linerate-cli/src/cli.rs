@@ -548,8 +548,9 @@ pub struct SoakArgs {
     pub psk_file: Option<PathBuf>,
     /// Set a threshold of the judge (repeatable, each at most once): ber, pre_fec_ber,
     /// min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min,
-    /// xmit_wait_ticks, dip_fraction or tcp_retrans_fraction. Defaults, ranges and sources:
-    /// docs/soak.md (Thresholds); the ones set are printed with the verdict and listed in the JSON.
+    /// xmit_wait_ticks, dip_fraction, tcp_retrans_fraction or temperature_rise_c. Defaults,
+    /// ranges and sources: docs/soak.md (Thresholds); the ones set are printed with the verdict
+    /// and listed in the JSON.
     #[arg(long = "threshold", value_name = "NAME=VALUE", value_parser = soak_threshold)]
     pub threshold: Vec<(linerate_soak::Threshold, f64)>,
     #[command(flatten)]
@@ -612,7 +613,8 @@ pub struct WatchArgs {
     pub root: PathBuf,
     /// Set a threshold of soak's judge (repeatable, each at most once): ber, pre_fec_ber,
     /// min_bits, rcv_errors_per_bit, port_rcv_errors_per_s, link_error_recovery_per_min,
-    /// xmit_wait_ticks, dip_fraction or tcp_retrans_fraction (docs/soak.md, Thresholds).
+    /// xmit_wait_ticks, dip_fraction, tcp_retrans_fraction or temperature_rise_c (docs/soak.md,
+    /// Thresholds).
     #[arg(long = "threshold", value_name = "NAME=VALUE", value_parser = soak_threshold)]
     pub threshold: Vec<(linerate_soak::Threshold, f64)>,
 }
