@@ -438,8 +438,8 @@ impl Drop for Held {
 /// open, a stat, a read and a close. On sysfs and procfs a read from offset 0 gives the value
 /// of that moment (the attribute is shown again: `seq_read_iter` starts over at 0). On any other
 /// filesystem (a fixture tree) a file may be replaced (written elsewhere and renamed over) or
-/// removed while it is open, which changes its directory: [`OpenDir::begin`] looks at the
-/// directory once a round of reads, and while it changed lately each read checks the open file
+/// removed while it is open, which changes its directory: after [`OpenDir::begin`] the round's
+/// first read looks at the directory, and while it changed lately each read checks the open file
 /// still has its name (`fstat`: a link count of 0 means it was replaced or removed) and opens
 /// it again when not. A file written in place needs nothing: the read from 0 sees it.
 #[derive(Debug)]
