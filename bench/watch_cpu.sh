@@ -20,6 +20,11 @@
 # kernel's sysfs and rtnetlink: watch reads every netdev's statistics and carrier counts from
 # one rtnetlink dump; the cat loop reads their files (statistics/* and carrier_*).
 #
+# CPU time: as root where a cgroup v2 hierarchy is mounted, each run is a cgroup of its own and
+# its time is the cgroup's `cpu.stat` usage (microseconds, every process of the run, reaped or
+# not); else utime + stime + cutime + cstime of the process tree from /proc (clock ticks, 10 ms
+# each: quote those only over long runs). The header line says which.
+#
 # Variables: LINERATE (default target/release/linerate, built if missing), BASE (none),
 # PORTS (64), ROUNDS (3), DURATION (20 s per run), INTERVALS ("1 0.1"), STRACE (1; 0 skips the
 # counts). Quote the ratios to the cat loop taken side by side: these machines are shared and
@@ -64,6 +69,16 @@ esac
 }
 tick=$(getconf CLK_TCK)
 sock=linerate-watch-cpu-$$
+# A cgroup v2 hierarchy this script may make cgroups in (root), else the ticks of /proc.
+cgroot=
+if [ "$(id -u)" = 0 ]; then
+    cgroot=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+    if [ -n "$cgroot" ] && mkdir "$cgroot/$sock-probe" 2>/dev/null; then
+        rmdir "$cgroot/$sock-probe"
+    else
+        cgroot=
+    fi
+fi
 tmp=$(mktemp -d)
 ns=lrwcpu-$$
 writer=
@@ -73,6 +88,7 @@ cleanup() {
     for i in $(seq 1 "$runs"); do
         tmux -L "$sock-$i" kill-server 2>/dev/null || true
         rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$sock-$i"
+        [ -z "$cgroot" ] || [ ! -d "$cgroot/$sock-$i" ] || rmdir "$cgroot/$sock-$i" 2>/dev/null || true
     done
     [ "$MODE" = netns ] && ip netns del "$ns" 2>/dev/null || true
     rm -rf "$tmp"
@@ -151,24 +167,41 @@ cpu_s() {
     done | awk -v t="$tick" '{ sub(/.*\) /, ""); s += $12 + $13 + $14 + $15 } END { print s / t }'
 }
 
+# CPU seconds of the cgroup CG, from its microseconds.
+cg_s() {
+    awk '$1 == "usage_usec" { printf "%.6f\n", $2 / 1e6 }' "$1/cpu.stat"
+}
+
 # run NAME INTERVAL COMMAND: COMMAND in a fresh tmux window for DURATION seconds; one row, and
 # "NAME INTERVAL ms-per-refresh" in $tmp/rows.
 run() {
     local name=$1 interval=$2 cmd=$3
     runs=$((runs + 1))
-    local sock=$sock-$runs
+    local sock=$sock-$runs cg=
+    if [ -n "$cgroot" ]; then
+        cg=$cgroot/$sock
+        mkdir "$cg"
+        cmd="echo \$\$ > $cg/cgroup.procs && exec $cmd"
+    fi
     tmux -L "$sock" -f /dev/null new-session -d -s run -x 200 -y 50 "$cmd"
     sleep 2
     local pid
     pid=$(tmux -L "$sock" display -p -t run '#{pane_pid}')
     local c0 c1
-    c0=$(cpu_s "$pid")
+    if [ -n "$cg" ]; then c0=$(cg_s "$cg"); else c0=$(cpu_s "$pid"); fi
     sleep "$DURATION"
-    c1=$(cpu_s "$pid")
+    if [ -n "$cg" ]; then c1=$(cg_s "$cg"); else c1=$(cpu_s "$pid"); fi
     tmux -L "$sock" kill-server 2>/dev/null || true
+    if [ -n "$cg" ]; then
+        # The cgroup goes once its processes have.
+        for _ in 1 2 3 4 5 6 7 8 9 10; do
+            rmdir "$cg" 2>/dev/null && break
+            sleep 0.2
+        done
+    fi
     awk -v n="$name" -v i="$interval" -v c0="$c0" -v c1="$c1" -v d="$DURATION" 'BEGIN {
         cpu = c1 - c0; refreshes = d / i
-        printf "| %s | %s s | %.2f s | %.2f %% | %.2f ms |\n", n, i, cpu, 100 * cpu / d, 1000 * cpu / refreshes
+        printf "| %s | %s s | %.3f s | %.2f %% | %.2f ms |\n", n, i, cpu, 100 * cpu / d, 1000 * cpu / refreshes
     }'
     awk -v n="$name" -v i="$interval" -v c0="$c0" -v c1="$c1" -v d="$DURATION" 'BEGIN {
         printf "%s\t%s\t%.4f\n", n, i, 1000 * (c1 - c0) / (d / i)
@@ -181,7 +214,12 @@ tools=()
 [ -n "$base" ] && tools+=("before:$base")
 tools+=("after:$bin")
 
-echo "linerate watch CPU, MODE=$MODE: $PORTS ports ($nfiles counter files), ${DURATION} s per run, $ROUNDS rounds, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "$cgroot" ]; then
+    accounting="a cgroup per run (cpu.stat, microseconds)"
+else
+    accounting="/proc of the process tree (clock ticks of $((1000 / tick)) ms)"
+fi
+echo "linerate watch CPU, MODE=$MODE: $PORTS ports ($nfiles counter files), ${DURATION} s per run, $ROUNDS rounds, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), CPU time from $accounting"
 echo
 echo "| run | interval | CPU time | of one core | per refresh |"
 echo "|---|---|---|---|---|"

@@ -14,7 +14,7 @@
 //! pair). Raw values, never reset; a file that is bad or vanished becomes a named entry in the
 //! sample's `problems`, never a failure.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -191,6 +191,16 @@ struct PortDirs {
 /// What the link dump read of each watched netdev this sample.
 type Dumped = HashMap<String, LinkCounters>;
 
+/// What every port of one sample reads with: the sample's number, the link dump, the link
+/// files read this interval, and the ports read so far.
+#[derive(Clone, Copy)]
+struct Round<'a> {
+    n: u64,
+    dumped: &'a Dumped,
+    links: Option<&'a LinkWatch>,
+    done: &'a [PortSample],
+}
+
 /// Reads the samples of one end: built once, asked every interval.
 #[derive(Debug)]
 pub struct CounterSampler {
@@ -216,6 +226,15 @@ pub struct CounterSampler {
     phy_read_at: Option<f64>,
     /// Modules whose diagnostics failed, named once each.
     phy_failed: Vec<String>,
+    /// For each target, an earlier target with the same netdev (whose statistics and carrier
+    /// counts it takes from that one's in the same sample).
+    shares: Vec<Option<usize>>,
+    /// This sample: where each target's netdev counters are in its counters, when it read them.
+    netdev_span: Vec<Option<(usize, usize)>>,
+    /// The watched netdevs, whose entries of the link dump are kept.
+    dump_names: HashSet<String>,
+    /// The carrier counts' attributes in the link dump.
+    carrier_attrs: Vec<u16>,
 }
 
 /// Where a sampler asks for the modules' diagnostics.
@@ -255,6 +274,17 @@ impl CounterSampler {
         // Without rtnetlink (a sandbox that refuses the socket) the files are read.
         let dump = if live { LinkDump::open().ok() } else { None };
         let dirs = targets.iter().map(|_| PortDirs::default()).collect();
+        let mut first: HashMap<&str, usize> = HashMap::new();
+        let shares = targets
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let nd = t.netdev.as_deref()?;
+                let j = *first.entry(nd).or_insert(i);
+                (j != i).then_some(j)
+            })
+            .collect();
+        let dump_names = targets.iter().filter_map(|t| t.netdev.clone()).collect();
         Self {
             root: root.to_path_buf(),
             targets,
@@ -270,6 +300,15 @@ impl CounterSampler {
             phy: PhySource::Captured(phy::Captured::new(root)),
             phy_read_at: None,
             phy_failed: Vec::new(),
+            shares,
+            netdev_span: Vec::new(),
+            dump_names,
+            carrier_attrs: CounterDef::exact_rows(CounterSource::Carrier)
+                .filter_map(|d| match d.read {
+                    CounterRead::LinkAttr(a) => Some(a),
+                    _ => None,
+                })
+                .collect(),
         }
         .live_phy(live)
     }
@@ -354,8 +393,16 @@ impl CounterSampler {
         if phy_due {
             self.phy_read_at = Some(t_s);
         }
+        self.netdev_span.clear();
+        self.netdev_span.resize(self.targets.len(), None);
         for i in 0..self.targets.len() {
-            let mut port = self.port(&mut r, i, n, &dumped, links, &mut s.problems);
+            let round = Round {
+                n,
+                dumped: &dumped,
+                links,
+                done: &s.ports,
+            };
+            let mut port = self.port(&mut r, i, &round, &mut s.problems);
             if phy_due {
                 port.phy = self.phy_gauges(&mut r, i, &mut s.problems);
             }
@@ -379,21 +426,11 @@ impl CounterSampler {
         let Some(dump) = self.dump.as_mut() else {
             return Dumped::new();
         };
-        let names: std::collections::HashSet<&str> = self
-            .targets
-            .iter()
-            .filter_map(|t| t.netdev.as_deref())
-            .collect();
-        if names.is_empty() {
+        if self.dump_names.is_empty() {
             return Dumped::new();
         }
-        let attrs: Vec<u16> = CounterDef::exact_rows(CounterSource::Carrier)
-            .filter_map(|d| match d.read {
-                CounterRead::LinkAttr(a) => Some(a),
-                _ => None,
-            })
-            .collect();
-        dump.read(&|n| names.contains(&n), &attrs)
+        let names = &self.dump_names;
+        dump.read(&|n| names.contains(n), &self.carrier_attrs)
             .unwrap_or_default()
     }
 
@@ -458,11 +495,15 @@ impl CounterSampler {
         &mut self,
         r: &mut Root,
         i: usize,
-        n: u64,
-        dumped: &Dumped,
-        links: Option<&LinkWatch>,
+        round: &Round<'_>,
         problems: &mut Vec<String>,
     ) -> PortSample {
+        let Round {
+            n,
+            dumped,
+            links,
+            done,
+        } = *round;
         self.open_dirs(i, n);
         let t = self.targets[i].clone();
         let d = &mut self.dirs[i];
@@ -476,14 +517,22 @@ impl CounterSampler {
                 ib.begin();
                 if t.infiniband {
                     let raw = link_file(links, ib, "rate");
-                    let path = ib.path().join("rate");
-                    let rate = r.opt_parse_raw(
-                        raw,
-                        &path,
-                        &t.device,
-                        "`40 Gb/sec (4X QDR)`",
-                        IbRate::parse,
-                    );
+                    // The file's path is made only to name a bad value.
+                    let parsed = raw
+                        .as_ref()
+                        .ok()
+                        .and_then(|v| v.as_deref())
+                        .and_then(IbRate::parse);
+                    let rate = match parsed {
+                        Some(rate) => Some(rate),
+                        None => r.opt_parse_raw(
+                            raw,
+                            &ib.path().join("rate"),
+                            &t.device,
+                            "`40 Gb/sec (4X QDR)`",
+                            IbRate::parse,
+                        ),
+                    };
                     kind = SoakPortKind::Infiniband {
                         speed: rate.map(|r| r.speed.name().to_string()),
                         signalling_gbps: rate.map(|r| r.signalling_gbps()),
@@ -512,31 +561,16 @@ impl CounterSampler {
                         .and_then(|v| v.parse::<u64>().ok())
                         .filter(|&s| s > 0 && s < u64::from(u32::MAX));
                 }
-                // The link dump's entry of this very interface (its index as sysfs has it).
-                let entry = dumped
-                    .get(nd)
-                    .filter(|e| d.ifindex.is_some_and(|i| i == e.ifindex));
-                if let Some(l) = d.statistics.as_mut() {
-                    d.stale |= read_listed(r, l, entry, &mut counters);
-                }
-                for f in
-                    CounterDef::exact_rows(CounterSource::Carrier).filter_map(|c| c.name.exact())
-                {
-                    // From the dump for a file the netdev had when it was listed; any other
-                    // is tried as a file (one may appear: a fixture written while it is read).
-                    let listed = d.carrier.contains(&f);
-                    let from_dump = entry.filter(|_| listed).and_then(|e| {
-                        let CounterRead::LinkAttr(a) =
-                            CounterDef::of(CounterSource::Carrier, f).read
-                        else {
-                            return None;
-                        };
-                        e.attrs.iter().find(|(t, _)| *t == a).map(|(_, v)| *v)
-                    });
-                    let value = from_dump.or_else(|| net.counter(r, f, f).value());
-                    if let Some(value) = value {
-                        counters.push((CounterSource::Carrier, f.to_string(), value));
-                    }
+                // A netdev an earlier port of this sample read already (an RDMA device whose
+                // ports share one interface): its statistics and carrier counts as read then,
+                // not read again.
+                let earlier = self.shares[i].and_then(|j| Some((j, self.netdev_span[j]?)));
+                let start = counters.len();
+                if let Some((j, (a, b))) = earlier {
+                    counters.extend_from_slice(&done[j].counters[a..b]);
+                } else {
+                    netdev_files(r, d, nd, n, dumped, &mut counters);
+                    self.netdev_span[i] = Some((start, counters.len()));
                 }
             }
             if !t.infiniband {
@@ -744,6 +778,50 @@ fn build_sampler(root: &Path, ip: Option<IpAddr>) -> SampleFn {
                 s.problems.push(format!("no counters read: {why}"));
                 s
             })
+        }
+    }
+}
+
+/// A netdev's statistics and carrier counts, read from its files (each from the link dump's
+/// entry `dumped` has of it where the table gives its field there): sample `n`.
+fn netdev_files(
+    r: &mut Root,
+    d: &mut PortDirs,
+    nd: &str,
+    n: u64,
+    dumped: &Dumped,
+    counters: &mut Vec<(CounterSource, String, u64)>,
+) {
+    let Some(net) = d.net.as_mut() else {
+        return;
+    };
+    // The link dump's entry of this very interface (its index as sysfs has it).
+    let entry = dumped
+        .get(nd)
+        .filter(|e| d.ifindex.is_some_and(|i| i == e.ifindex));
+    if let Some(l) = d.statistics.as_mut() {
+        d.stale |= read_listed(r, l, entry, counters);
+    }
+    // A carrier file the netdev did not have when it was listed is tried when its directory
+    // changed lately (a fixture written while it is read) and every RELIST_EVERY samples, not
+    // at every sample.
+    let unlisted_due = n.is_multiple_of(u64::from(RELIST_EVERY)) || net.changed_lately();
+    for f in CounterDef::exact_rows(CounterSource::Carrier).filter_map(|c| c.name.exact()) {
+        // From the dump for a file the netdev had when it was listed; any other is tried as a
+        // file.
+        let listed = d.carrier.contains(&f);
+        if !listed && !unlisted_due {
+            continue;
+        }
+        let from_dump = entry.filter(|_| listed).and_then(|e| {
+            let CounterRead::LinkAttr(a) = CounterDef::of(CounterSource::Carrier, f).read else {
+                return None;
+            };
+            e.attrs.iter().find(|(t, _)| *t == a).map(|(_, v)| *v)
+        });
+        let value = from_dump.or_else(|| net.counter(r, f, f).value());
+        if let Some(value) = value {
+            counters.push((CounterSource::Carrier, f.to_string(), value));
         }
     }
 }

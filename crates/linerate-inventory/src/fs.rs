@@ -438,8 +438,8 @@ impl Drop for Held {
 /// open, a stat, a read and a close. On sysfs and procfs a read from offset 0 gives the value
 /// of that moment (the attribute is shown again: `seq_read_iter` starts over at 0). On any other
 /// filesystem (a fixture tree) a file may be replaced (written elsewhere and renamed over) or
-/// removed while it is open, which changes its directory: [`OpenDir::begin`] looks at the
-/// directory once a round of reads, and while it changed lately each read checks the open file
+/// removed while it is open, which changes its directory: after [`OpenDir::begin`] the round's
+/// first read looks at the directory, and while it changed lately each read checks the open file
 /// still has its name (`fstat`: a link count of 0 means it was replaced or removed) and opens
 /// it again when not. A file written in place needs nothing: the read from 0 sees it.
 #[derive(Debug)]
@@ -452,6 +452,9 @@ pub struct OpenDir {
     /// this round check their files.
     changed_at: Option<(i64, u64)>,
     check_files: bool,
+    /// A round began and the directory is not looked at yet: it is at the round's first read
+    /// (a round that reads nothing from it costs no `fstat`).
+    look_due: bool,
     /// The buffer every read goes to.
     buf: Vec<u8>,
 }
@@ -477,6 +480,7 @@ impl OpenDir {
             files: std::collections::HashMap::new(),
             changed_at: None,
             check_files: true,
+            look_due: false,
             buf: vec![0; 4096],
         })
     }
@@ -488,11 +492,26 @@ impl OpenDir {
     /// Starts a round of reads (a sample): on a filesystem other than sysfs and procfs, the
     /// files are checked at each read of the round when the directory changed since the last
     /// round or within the last [`RECENT_CHANGE_S`] seconds (a file replaced or removed
-    /// changes it), else read as they are.
+    /// changes it), else read as they are. The directory is looked at by the round's first
+    /// read, not before: a round that reads none of its files costs nothing.
     pub fn begin(&mut self) {
-        if self.pseudo {
+        self.look_due = !self.pseudo;
+    }
+
+    /// Whether the directory changed since the previous round or within the last
+    /// [`RECENT_CHANGE_S`] seconds (a file added, removed or replaced); never on sysfs and
+    /// procfs, whose directories change only with their device.
+    pub fn changed_lately(&mut self) -> bool {
+        self.look();
+        !self.pseudo && self.check_files
+    }
+
+    /// The look [`OpenDir::begin`] asked for, once a round.
+    fn look(&mut self) {
+        if !self.look_due {
             return;
         }
+        self.look_due = false;
         let Ok(st) = rustix::fs::fstat(&self.dir.fd) else {
             self.check_files = true;
             return;
@@ -526,6 +545,36 @@ impl OpenDir {
         };
         self.buf = buf;
         out
+    }
+
+    /// File `name` read again into `slot` (as [`OpenDir::read_raw`] gives it), the text
+    /// copied only when it changed: whether the value seen (`Ok(Some(_))`) changed.
+    pub fn read_raw_into(&mut self, name: &str, slot: &mut Result<Option<String>, String>) -> bool {
+        fn set(slot: &mut Result<Option<String>, String>, v: &str) -> bool {
+            match slot {
+                Ok(Some(s)) if s == v => false,
+                _ => {
+                    *slot = Ok(Some(v.to_string()));
+                    true
+                }
+            }
+        }
+        let was_seen = matches!(slot, Ok(Some(_)));
+        let mut buf = std::mem::take(&mut self.buf);
+        let changed = match self.read_into(name, &mut buf) {
+            Ok(Value::Missing) => {
+                *slot = Ok(None);
+                was_seen
+            }
+            Ok(Value::Short(n)) => set(slot, &trimmed(&buf[..n])),
+            Ok(Value::Long(v)) => set(slot, &trimmed(&v)),
+            Err(e) => {
+                *slot = Err(e);
+                was_seen
+            }
+        };
+        self.buf = buf;
+        changed
     }
 
     /// [`Root::counter_at`] for a file of this directory, saying whether the file is there.
@@ -569,6 +618,7 @@ impl OpenDir {
 
     /// Reads file `name` from offset 0: into `buf` when it fits, else into a vector.
     fn read_into(&mut self, name: &str, buf: &mut [u8]) -> Result<Value, String> {
+        self.look();
         if let Some(held) = self.files.get(name) {
             match self.reread(held, buf) {
                 Ok(Some(v)) => return Ok(v),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use linerate_facts::{Bond, Inventory, NetdevKind};
 
-use crate::fs::{OpenDir, Root};
+use crate::fs::{OpenDir, Root, MAX_DIR_ENTRIES};
 
 /// The files of a port whose change changes its link or its ceiling.
 const IB_PORT_FILES: [&str; 3] = ["state", "phys_state", "rate"];
@@ -40,7 +40,8 @@ pub struct LinkWatch {
     /// What each file held at the last read, `files` order.
     values: Vec<Read>,
     /// (directory, file) → its place in `values`.
-    index: std::collections::HashMap<(PathBuf, &'static str), usize>,
+    /// Each directory's files: where their values start in `values`, and their names.
+    index: std::collections::HashMap<PathBuf, Vec<(usize, &'static [&'static str])>>,
     names: Vec<Vec<String>>,
 }
 
@@ -78,13 +79,12 @@ impl LinkWatch {
         }
         files.sort();
         files.dedup();
-        let mut index = std::collections::HashMap::new();
+        let mut index: std::collections::HashMap<PathBuf, Vec<_>> =
+            std::collections::HashMap::new();
         let mut at = 0;
         for (dir, names) in &files {
-            for n in *names {
-                index.entry((dir.clone(), *n)).or_insert(at);
-                at += 1;
-            }
+            index.entry(dir.clone()).or_default().push((at, *names));
+            at += names.len();
         }
         let mut w = Self {
             root: root.to_path_buf(),
@@ -100,7 +100,7 @@ impl LinkWatch {
     }
 
     fn read_values(&mut self) -> Vec<Read> {
-        let mut out = Vec::with_capacity(self.values.len());
+        let mut out = Vec::with_capacity(self.files.iter().map(|(_, n)| n.len()).sum());
         for ((dir, names), open) in self.files.iter().zip(&mut self.dirs) {
             if open.is_none() {
                 *open = OpenDir::open(dir);
@@ -116,10 +116,50 @@ impl LinkWatch {
         out
     }
 
+    /// Reads every file again into `values` (a value that did not change is not copied):
+    /// whether a value seen changed.
+    fn reread_values(&mut self) -> bool {
+        let mut changed = false;
+        let mut values = self.values.iter_mut();
+        for ((dir, names), open) in self.files.iter().zip(&mut self.dirs) {
+            if open.is_none() {
+                *open = OpenDir::open(dir);
+            }
+            match open.as_mut() {
+                Some(d) => {
+                    d.begin();
+                    for (n, v) in names.iter().zip(&mut values) {
+                        changed |= d.read_raw_into(n, v);
+                    }
+                }
+                None => {
+                    for v in values.by_ref().take(names.len()) {
+                        changed |= seen(v).is_some();
+                        *v = Ok(None);
+                    }
+                }
+            }
+        }
+        changed
+    }
+
+    /// The names in each class directory, in byte order (compared, never shown: the natural
+    /// order of `Root::list` costs more, with hundreds of ports, than reading them).
     fn read_names(&self) -> Vec<Vec<String>> {
         CLASSES
             .iter()
-            .map(|c| Root::list(&self.root.join(c)))
+            .map(|c| {
+                let Ok(rd) = std::fs::read_dir(self.root.join(c)) else {
+                    return Vec::new();
+                };
+                let mut v: Vec<String> = rd
+                    .take(MAX_DIR_ENTRIES)
+                    .filter_map(Result::ok)
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .collect();
+                v.sort_unstable();
+                v
+            })
             .collect()
     }
 
@@ -127,15 +167,9 @@ impl LinkWatch {
     /// the previous read. A file that cannot be read (EINVAL from `speed` on a link that is
     /// down) reads as missing: what matters is that it differs from before.
     pub fn changed(&mut self) -> bool {
-        let values = self.read_values();
+        let changed = self.reread_values();
         let names = self.read_names();
-        let changed = values.len() != self.values.len()
-            || values
-                .iter()
-                .zip(&self.values)
-                .any(|(a, b)| seen(a) != seen(b))
-            || names != self.names;
-        self.values = values;
+        let changed = changed || names != self.names;
         self.names = names;
         changed
     }
@@ -143,13 +177,16 @@ impl LinkWatch {
     /// File `name` of directory `dir` as the last read found it, when it is watched: a
     /// sampler that needs it (a port's `rate`, `speed`) takes it from here.
     pub fn value(&self, dir: &Path, name: &str) -> Option<&Read> {
-        let name = *IB_PORT_FILES
+        if !IB_PORT_FILES.contains(&name) && !NETDEV_FILES.contains(&name) {
+            return None;
+        }
+        let (at, names) = self
+            .index
+            .get(dir)?
             .iter()
-            .chain(&NETDEV_FILES)
-            .find(|n| **n == name)?;
-        self.index
-            .get(&(dir.to_path_buf(), name))
-            .and_then(|i| self.values.get(*i))
+            .find(|(_, n)| n.contains(&name))?;
+        let k = names.iter().position(|n| *n == name)?;
+        self.values.get(at + k)
     }
 }
 

@@ -72,14 +72,39 @@ impl WatchScreen<'_> {
     }
 }
 
-/// The screen's areas: table, detail, log, header and footer.
+/// The screen's areas: table, detail, log, header and footer. The layout of
+/// `Layout::vertical([Length(1), Min(2), Length(detail), Length(log), Length(1)])`, computed
+/// by hand where everything fits (every screen drawn: the solver costs more than the rest of a
+/// frame's layout), by the layout solver on a screen too small to draw.
 fn areas(area: Rect, detail: bool) -> [Rect; 5] {
+    let (detail_h, log) = heights(area, detail);
+    if area.height >= MIN_HEIGHT {
+        let table_h = area.height - 2 - detail_h - log;
+        let row = |y: u16, h: u16| Rect::new(area.x, y, area.width, h);
+        let header = row(area.y, 1);
+        let table = row(area.y + 1, table_h);
+        let det = row(table.bottom(), detail_h);
+        let log_area = row(det.bottom(), log);
+        let footer = row(log_area.bottom(), 1);
+        return [table, det, log_area, header, footer];
+    }
+    solved_areas(area, detail)
+}
+
+/// The heights of the detail pane and of the log (its title line included).
+fn heights(area: Rect, detail: bool) -> (u16, u16) {
     let log = LOG_LINES.min(area.height.saturating_sub(6) / 3) + 1;
     let detail_h = if detail {
         (area.height.saturating_sub(2 + log)) * 11 / 20
     } else {
         0
     };
+    (detail_h, log)
+}
+
+/// [`areas`] by the layout solver.
+fn solved_areas(area: Rect, detail: bool) -> [Rect; 5] {
+    let (detail_h, log) = heights(area, detail);
     let [header, table, det, log_area, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(2),
@@ -165,13 +190,7 @@ impl WatchScreen<'_> {
             let mut x = area.x;
             for (c, &w) in cols.iter().zip(&widths) {
                 let (text, style) = c.cell(self, p);
-                buf.set_stringn(
-                    x,
-                    y,
-                    pad(&text, usize::from(w), c.align()),
-                    usize::from(w),
-                    style,
-                );
+                put_padded(buf, x, y, &text, usize::from(w), c.align(), style);
                 x += w + 1;
             }
             if n == selected {
@@ -478,6 +497,45 @@ fn pad(text: &str, w: usize, align: Align) -> String {
     }
 }
 
+/// A character the screen's cells hold as one grapheme one column wide whatever follows it:
+/// printable ASCII, and the bar's and the cut's characters.
+fn single_cell(c: char) -> bool {
+    matches!(c, ' '..='~' | '█' | '▉'..='▏' | '·' | '…')
+}
+
+/// `buf.set_stringn(x, y, pad(text, w, align), w, style)` without building the padded text:
+/// written cell by cell when every character is [`single_cell`] (every cell of the table but
+/// an unusual port name), else by `set_stringn`. The same cells either way (a test compares
+/// them).
+fn put_padded(buf: &mut Buffer, x: u16, y: u16, text: &str, w: usize, align: Align, style: Style) {
+    if !text.chars().all(single_cell) {
+        buf.set_stringn(x, y, pad(text, w, align), w, style);
+        return;
+    }
+    let room = usize::from(buf.area.right().saturating_sub(x)).min(w);
+    let n = text.chars().count();
+    let mut cells = 0;
+    let mut put = |c: char| {
+        if cells < room {
+            buf[(x + cells as u16, y)].set_char(c).set_style(style);
+            cells += 1;
+        }
+    };
+    if n > w {
+        text.chars().take(w.saturating_sub(1)).for_each(&mut put);
+        put('…');
+    } else {
+        let fill = w - n;
+        if align == Align::Right {
+            (0..fill).for_each(|_| put(' '));
+        }
+        text.chars().for_each(&mut put);
+        if align == Align::Left {
+            (0..fill).for_each(|_| put(' '));
+        }
+    }
+}
+
 /// A bar of `u` (1 = full) in `cells` cells, in eighths: `█████▍·····`; past the ceiling its
 /// last cell is `+`.
 pub fn bar(u: f64, cells: usize) -> String {
@@ -504,6 +562,59 @@ pub fn bar(u: f64, cells: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The areas computed by hand are the layout solver's, on every screen drawn.
+    #[test]
+    fn areas_are_the_solvers() {
+        for detail in [false, true] {
+            for height in MIN_HEIGHT..=300 {
+                for (x, y, width) in [(0, 0, MIN_WIDTH), (3, 2, 200), (0, 0, 1000)] {
+                    let area = Rect::new(x, y, width, height);
+                    assert_eq!(
+                        areas(area, detail),
+                        solved_areas(area, detail),
+                        "{area:?} detail {detail}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A cell written by `put_padded` is the cell `set_stringn` writes of the padded text:
+    /// short, long and exact texts, each side, cut by the buffer's edge, bars, a wide and a
+    /// combining character.
+    #[test]
+    fn padded_cells_are_set_stringns() {
+        let texts = [
+            "",
+            "ib0",
+            "mlx5_0/1 ib0",
+            "12.3 Gb/s*",
+            "exactly10!",
+            "a much longer text than the cell",
+            "██▍·····",
+            "███+",
+            "…",
+            "名前",
+            "e\u{301}th0",
+            "tab\there",
+        ];
+        let style = Style::default()
+            .fg(Color::Cyan)
+            .add_modifier(Modifier::BOLD);
+        for text in texts {
+            for align in [Align::Left, Align::Right] {
+                for (x, w) in [(0, 10), (5, 1), (2, 0), (15, 10), (18, 4)] {
+                    let area = Rect::new(0, 0, 20, 1);
+                    let mut want = Buffer::empty(area);
+                    want.set_stringn(x, 0, pad(text, w, align), w, style);
+                    let mut got = Buffer::empty(area);
+                    put_padded(&mut got, x, 0, text, w, align, style);
+                    assert_eq!(got, want, "{text:?} {align:?} x {x} w {w}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn bars_fill_in_eighths() {

@@ -55,8 +55,9 @@ struct PortState {
     phy: Option<PhyGauges>,
 }
 
-/// One port's counters in one interval, gathered from the tracker.
-#[derive(Debug, Default)]
+/// One port's counters in one interval, gathered from the tracker (one per port, kept from
+/// one interval to the next: cleared, not made again).
+#[derive(Debug, Clone, Default)]
 struct Step {
     /// rx bytes, tx bytes, rx packets, tx packets: (increase, saturated now).
     traffic: [Option<(u64, bool)>; 4],
@@ -88,6 +89,8 @@ pub struct Watcher {
     pending: Vec<LinkChange>,
     last: Option<Tick>,
     samples: u64,
+    /// Each port's step of the interval being pushed, in `ports`' order.
+    steps: Vec<Step>,
 }
 
 impl Watcher {
@@ -102,6 +105,7 @@ impl Watcher {
             pending: Vec::new(),
             last: None,
             samples: 0,
+            steps: Vec::new(),
         }
     }
 
@@ -141,14 +145,6 @@ impl Watcher {
         self.pending.push(c);
     }
 
-    fn slot(&self, device: &str, port: &str) -> Option<usize> {
-        self.index
-            .get(device)?
-            .iter()
-            .find(|(p, _)| p == port)
-            .map(|(_, i)| *i)
-    }
-
     /// Takes the sample taken at `at` (its `seq` and `t_s` are `at`'s) and returns the interval
     /// it closes.
     pub fn push(&mut self, s: SoakSample, at: Tick) -> Frame {
@@ -158,19 +154,17 @@ impl Watcher {
         let (seq, problems) = (s.seq, s.problems.clone());
         for p in &s.ports {
             let Some(g) = &p.phy else { continue };
-            let id = self
-                .slot(&p.device, &p.port)
-                .map(|i| self.ports[i].id.clone());
+            let id = slot(&self.index, &p.device, &p.port).map(|i| self.ports[i].id.clone());
             if let Some(st) = id.and_then(|id| self.state.get_mut(&id)) {
                 st.phy = Some(g.clone());
             }
         }
         self.window.push(s);
-        let steps = self.steps(seq);
+        self.steps(seq);
+        let mut steps = std::mem::take(&mut self.steps);
         let mut ports = Vec::with_capacity(self.ports.len());
         let mut flaps = Vec::new();
-        for (i, f) in self.ports.iter().enumerate() {
-            let step = &steps[i];
+        for (f, step) in self.ports.iter().zip(&mut steps) {
             let st = self.state.get_mut(&f.id).expect("a state per port");
             let (rx, tx, rxp, txp, saturated) = rates(step, dt);
             add_totals(&mut st.totals, step);
@@ -208,13 +202,14 @@ impl Watcher {
                 ceiling_gbps: f.ceiling.gbps,
                 limited_by: f.ceiling.limited_by,
                 utilisation: peak.zip(f.ceiling.gbps).map(|(p, c)| p / c),
-                moved: step.moved.clone(),
+                moved: std::mem::take(&mut step.moved),
                 window: None,
                 last_change: None,
                 temperature: st.phy.as_ref().and_then(PhyGauges::hottest),
                 rx_power: st.phy.as_ref().and_then(PhyGauges::weakest_rx),
             });
         }
+        self.steps = steps;
         for c in flaps {
             self.record(c);
         }
@@ -236,40 +231,41 @@ impl Watcher {
         }
     }
 
-    /// Every watched port's counters read at sample `seq`, as the judged tracker counted them.
-    fn steps(&mut self, seq: u64) -> Vec<Step> {
-        let mut steps: Vec<Step> = (0..self.ports.len()).map(|_| Step::default()).collect();
+    /// Every watched port's counters read at sample `seq`, as the judged tracker counted them,
+    /// into `self.steps`.
+    fn steps(&mut self, seq: u64) {
+        self.steps.resize_with(self.ports.len(), Step::default);
+        for s in &mut self.steps {
+            s.traffic = [None; 4];
+            s.moved.clear();
+            s.link_down.clear();
+        }
         let Some(t) = self.window.tracker() else {
-            return steps;
+            return;
         };
-        // The counters of each watched port (a port's counters come one after the other: its
-        // slot is looked up once for each run of them).
-        let mut of_port: Vec<Vec<&CounterTrack>> = vec![Vec::new(); self.ports.len()];
+        // A port's counters come one after the other: its slot and state are looked up once
+        // for each run of them.
         let mut last: Option<(&str, &str, Option<usize>)> = None;
+        let mut state: Option<&mut PortState> = None;
         for c in t.counters().iter().filter(|c| c.last_mark.seq == seq) {
             let (device, port) = (c.key.device.as_str(), c.key.port.as_str());
             let slot = match last {
                 Some((d, p, i)) if d == device && p == port => i,
                 _ => {
-                    let i = self.slot(device, port);
+                    let i = slot(&self.index, device, port);
                     last = Some((device, port, i));
+                    state = i.map(|i| {
+                        self.state
+                            .get_mut(&self.ports[i].id)
+                            .expect("a state per port")
+                    });
                     i
                 }
             };
-            if let Some(i) = slot {
-                of_port[i].push(c);
+            if let (Some(i), Some(st)) = (slot, state.as_deref_mut()) {
+                take_counter(&mut self.steps[i], &mut st.totals, c);
             }
         }
-        for ((step, counters), f) in steps.iter_mut().zip(of_port).zip(&self.ports) {
-            if counters.is_empty() {
-                continue;
-            }
-            let st = self.state.get_mut(&f.id).expect("a state per port");
-            for c in counters {
-                take_counter(step, &mut st.totals, c);
-            }
-        }
-        steps
     }
 
     /// soak's verdict over the window on a port whose health counters moved in it.
@@ -364,6 +360,15 @@ impl Watcher {
         let r = t.timeline().last()?;
         Some(r.end_s - r.start_s).filter(|d| *d > 0.0)
     }
+}
+
+/// The index in `ports` of port `port` of `device`.
+fn slot(index: &HashMap<String, Vec<(String, usize)>>, device: &str, port: &str) -> Option<usize> {
+    index
+        .get(device)?
+        .iter()
+        .find(|(p, _)| p == port)
+        .map(|(_, i)| *i)
 }
 
 /// Adds one counter's last step to its port's step.
