@@ -344,6 +344,43 @@ pub fn watch_metrics(w: &Watcher, verdicts: &[(PortId, Option<PortReport>)], at:
     f.out
 }
 
+/// The PHY families, in the order of [`PhyFamilies`]' arrays: hwmon's input, max, crit; the
+/// module's temperature and its warning; the light received, sent, and the low warning.
+const PHY_FAMILIES: [(&str, &str); 8] = [
+    (
+        "linerate_watch_hwmon_temp_celsius",
+        "The NIC's own temperature sensor (hwmon tempN_input), degrees Celsius, as last read (every 10 s); labels as node_exporter's node_hwmon_temp_celsius, with the port's.",
+    ),
+    (
+        "linerate_watch_hwmon_temp_max_celsius",
+        "The sensor's limit for normal operation (tempN_max), degrees Celsius.",
+    ),
+    (
+        "linerate_watch_hwmon_temp_crit_celsius",
+        "The sensor's critical limit (tempN_crit; mlx5 puts its warning threshold there), degrees Celsius.",
+    ),
+    (
+        "linerate_watch_module_temperature_celsius",
+        "The transceiver module's temperature (ethtool -m), degrees Celsius, as last read (every 10 s).",
+    ),
+    (
+        "linerate_watch_module_temperature_high_warning_celsius",
+        "The module's own high temperature warning threshold, degrees Celsius.",
+    ),
+    (
+        "linerate_watch_module_rx_power_watts",
+        "Optical power the module receives on each lane (ethtool -m), watts (dBm = 10*log10(W*1000)), as last read (every 10 s).",
+    ),
+    (
+        "linerate_watch_module_tx_power_watts",
+        "Optical power the module transmits on each lane, watts.",
+    ),
+    (
+        "linerate_watch_module_rx_power_low_warning_watts",
+        "The module's own low warning threshold for received power, watts: a lane under it receives too little light.",
+    ),
+];
+
 /// The PHY gauges of every port, as last read: the NIC's hwmon sensors with node_exporter's
 /// `chip` and `sensor` labels (its `node_hwmon_temp_celsius` family), and the module's
 /// temperature and per lane light, each with the module's own threshold beside it, in
@@ -397,34 +434,13 @@ impl PhyFamilies {
     }
 
     fn write(&self, f: &mut Families) {
-        for (i, (name, help)) in [
-            ("linerate_watch_hwmon_temp_celsius", "The NIC's own temperature sensor (hwmon tempN_input), degrees Celsius, as last read (every 10 s); labels as node_exporter's node_hwmon_temp_celsius, with the port's."),
-            ("linerate_watch_hwmon_temp_max_celsius", "The sensor's limit for normal operation (tempN_max), degrees Celsius."),
-            ("linerate_watch_hwmon_temp_crit_celsius", "The sensor's critical limit (tempN_crit; mlx5 puts its warning threshold there), degrees Celsius."),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            f.family(name, "gauge", help, &self.hwmon[i]);
-        }
-        for (i, (name, help)) in [
-            ("linerate_watch_module_temperature_celsius", "The transceiver module's temperature (ethtool -m), degrees Celsius, as last read (every 10 s)."),
-            ("linerate_watch_module_temperature_high_warning_celsius", "The module's own high temperature warning threshold, degrees Celsius."),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            f.family(name, "gauge", help, &self.module_temp[i]);
-        }
-        for (i, (name, help)) in [
-            ("linerate_watch_module_rx_power_watts", "Optical power the module receives on each lane (ethtool -m), watts (dBm = 10*log10(W*1000)), as last read (every 10 s)."),
-            ("linerate_watch_module_tx_power_watts", "Optical power the module transmits on each lane, watts."),
-            ("linerate_watch_module_rx_power_low_warning_watts", "The module's own low warning threshold for received power, watts: a lane under it receives too little light."),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            f.family(name, "gauge", help, &self.light[i]);
+        let samples = self
+            .hwmon
+            .iter()
+            .chain(&self.module_temp)
+            .chain(&self.light);
+        for ((name, help), s) in PHY_FAMILIES.iter().zip(samples) {
+            f.family(name, "gauge", help, s);
         }
     }
 }
