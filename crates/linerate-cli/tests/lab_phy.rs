@@ -188,6 +188,16 @@ fn real_drivers_answer_below_the_port_and_setup_grows_a_ring() {
     // udev renames the NICs (eth0 → enp0s10) while the guest comes up: let it finish.
     sh(g, "udevadm settle --timeout=120", 180);
     let (virtio, e1000e) = (netdev_of(g, 0), netdev_of(g, 1));
+    // The e1000e autonegotiates after it is brought up (seconds under TCG, longer on a busy
+    // host): until its link is up the kernel reports no speed, which is no answer to check.
+    // Wait for its carrier, at most 90 s (the probe then finds it down and the test says so).
+    sh(
+        g,
+        &format!(
+            "for i in $(seq 180); do [ \"$(cat /sys/class/net/{e1000e}/carrier 2>/dev/null)\" = 1 ] && exit 0; sleep 0.5; done; true"
+        ),
+        120,
+    );
     let doc = linerate_json(g, "probe --json", 300);
     for (n, cage) in [(&virtio, false), (&e1000e, true)] {
         let phy = &port(&doc, n)["phy"];
